@@ -1,0 +1,56 @@
+"""Concepts: frontmatter tags plus known keywords found on word boundaries.
+
+Matching is by whole word (regex lookarounds over Unicode word characters), so "git" is found in
+"use git rebase" but never in "digital". Pure functions; no state.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Engineering and agent-memory vocabulary. Multi-word entries match as phrases.
+KEYWORDS: tuple[str, ...] = (
+    "agent", "api", "architecture", "async", "authentication", "backup", "benchmark", "bug", "cache",
+    "chromadb", "ci", "cli", "code review", "commit", "concurrency", "config", "consult", "context",
+    "database", "debugging", "delegation", "dependency", "deploy", "design", "docker", "documentation",
+    "embedding", "error handling", "fts5", "frontmatter", "git", "http", "hybrid search", "index",
+    "latency", "learning", "logging", "markdown", "mcp", "memory", "migration", "mock", "monitoring",
+    "observability", "offline", "oracle", "parser", "performance", "pattern", "principle", "privacy",
+    "prompt", "python", "query", "ranking", "rebase", "refactor", "regression", "release", "retrospective",
+    "review", "rollback", "rust", "schema", "search", "security", "session", "sqlite", "subagent",
+    "supersede", "test", "testing", "token", "trust", "typescript", "unicode", "validation", "vector",
+    "watcher", "workflow",
+)
+
+_PATTERN = re.compile(
+    r"(?<!\w)(" + "|".join(sorted((re.escape(k).replace(r"\ ", r"\s+") for k in KEYWORDS), key=len, reverse=True)) + r")(?!\w)",
+    re.IGNORECASE,
+)
+_TAG_SPLIT = re.compile(r"[,;]")
+_MAX_TAG_LEN = 64
+
+
+def normalise_tag(tag: str) -> str:
+    """Lower-case, trimmed, inner whitespace collapsed; leading '#' dropped (Obsidian style)."""
+    return re.sub(r"\s+", " ", tag.strip().lstrip("#")).lower()[:_MAX_TAG_LEN]
+
+
+def normalise_tags(value: object) -> list[str]:
+    """Tags from frontmatter arrive as a list, a comma string, a single scalar or nothing."""
+    if value is None:
+        return []
+    items = value if isinstance(value, (list, tuple, set)) else _TAG_SPLIT.split(str(value))
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, (dict, list)):
+            continue
+        tag = normalise_tag(str(item))
+        if tag and tag not in out:
+            out.append(tag)
+    return out
+
+
+def extract_concepts(text: str) -> list[str]:
+    """Known keywords present in text as whole words, normalised and sorted."""
+    found = {re.sub(r"\s+", " ", m.group(1).lower()) for m in _PATTERN.finditer(text)}
+    return sorted(found)

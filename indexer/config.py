@@ -1,0 +1,86 @@
+"""Settings read from the environment, in one place so every entry point agrees."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BUNDLED_ROOT = Path(__file__).resolve().parent.parent / "knowledge"
+DEFAULT_PORT = 37778
+DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
+
+# Folder name -> document type. Both the Oracle layout and Oracle v2's ψ/memory layout.
+DEFAULT_FOLDER_TYPES: dict[str, str] = {
+    "principles": "principle",
+    "resonance": "principle",
+    "learnings": "learning",
+    "retrospectives": "retro",
+}
+DOC_TYPES = ("principle", "learning", "retro")
+
+
+class ConfigError(ValueError):
+    """A setting is present but unusable; the message says which and how to fix it."""
+
+
+def _default_data_dir(root: Path) -> Path:
+    """One index per knowledge root, so pointing ORACLE_ROOT elsewhere never mixes two bases."""
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "oracle"
+    digest = hashlib.sha256(str(root).encode()).hexdigest()[:10]
+    return base / f"{root.name or 'root'}-{digest}"
+
+
+def parse_folder_types(spec: str) -> dict[str, str]:
+    """Parse ORACLE_FOLDER_TYPES, e.g. "logs=retro,archive=learning", into a folder->type map."""
+    mapping: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        folder, sep, doc_type = part.partition("=")
+        folder, doc_type = folder.strip(), doc_type.strip()
+        if not sep or not folder or doc_type not in DOC_TYPES:
+            raise ConfigError(
+                f"ORACLE_FOLDER_TYPES entry {part!r} is not FOLDER=TYPE with TYPE one of {', '.join(DOC_TYPES)}"
+            )
+        mapping[folder] = doc_type
+    return mapping
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: Path
+    data_dir: Path
+    chroma_url: str | None = None
+    port: int = DEFAULT_PORT
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    folder_types: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_FOLDER_TYPES))
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "oracle.db"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.data_dir / "chroma"
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> "Settings":
+        env = os.environ
+        root = Path(str(overrides.pop("root", None) or env.get("ORACLE_ROOT") or BUNDLED_ROOT)).expanduser().resolve()
+        data = overrides.pop("data_dir", None) or env.get("ORACLE_DATA_DIR")
+        data_dir = Path(str(data)).expanduser().resolve() if data else _default_data_dir(root)
+        port_text = str(overrides.pop("port", None) or env.get("ORACLE_PORT") or DEFAULT_PORT)
+        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ConfigError(f"ORACLE_PORT={port_text!r} is not a TCP port number (1-65535)")
+        folder_types = dict(DEFAULT_FOLDER_TYPES)
+        folder_types.update(parse_folder_types(env.get("ORACLE_FOLDER_TYPES", "")))
+        max_bytes = int(env.get("ORACLE_MAX_FILE_BYTES") or DEFAULT_MAX_FILE_BYTES)
+        return cls(
+            root=root,
+            data_dir=data_dir,
+            chroma_url=str(overrides.pop("chroma_url", None) or env.get("ORACLE_CHROMA_URL") or "") or None,
+            port=int(port_text),
+            max_file_bytes=max_bytes,
+            folder_types=folder_types,
+            **overrides,  # type: ignore[arg-type]
+        )

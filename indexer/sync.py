@@ -1,0 +1,285 @@
+"""Incremental sync: bring the index in step with the files on disk.
+
+New and changed files are re-parsed and re-indexed, vanished files are removed, unchanged files cost a
+stat (and a hash when only the mtime moved). Embeddings are looked up in the cache by the exact text
+embedded, so an unchanged chunk is never embedded twice, even after `--full`. The keyword index never
+waits for the vector side: if the model or ChromaDB fails, chunks stay marked as not yet in the vector
+store and the next run retries them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from indexer.config import Settings
+from indexer.discover import Found, discover
+from indexer.embed import Embedder, EmbeddingUnavailable
+from indexer.parse import ParsedFile, parse_markdown
+from indexer.store import FileState, Store
+from indexer.vectors import VectorStore, VectorStoreUnavailable
+
+FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batches
+DELETE_GUARD_MIN = 3  # below this many vanished files the half-the-index guard does not apply
+
+
+class SyncRefused(RuntimeError):
+    """The run would remove more than half of the index; a mis-mounted root must not wipe it."""
+
+
+@dataclass
+class SyncReport:
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)
+    unmapped: dict[str, int] = field(default_factory=dict)
+    chunks_written: int = 0
+    embedded: int = 0
+    embeddings_cached: int = 0
+    keyword_seconds: float = 0.0
+    vector_seconds: float = 0.0
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    vector_failed: bool = False
+
+    def summary(self) -> str:
+        line = (
+            f"files: {self.added} added, {self.changed} changed, {self.removed} removed, {self.unchanged} unchanged;"
+            f" {len(self.skipped)} skipped; chunks written: {self.chunks_written};"
+            f" embeddings: {self.embedded} computed, {self.embeddings_cached} cached;"
+            f" {self.seconds:.2f}s (keyword {self.keyword_seconds:.2f}s, vector {self.vector_seconds:.2f}s)"
+        )
+        return line
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def file_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def decode_markdown(data: bytes, max_bytes: int) -> tuple[str | None, str | None]:
+    """(text, None) for an indexable file, (None, reason) for one to skip: empty, huge, binary."""
+    if not data.strip():
+        return None, "empty file"
+    if len(data) > max_bytes:
+        return None, f"file too large ({len(data) / 1_048_576:.1f} MB > {max_bytes / 1_048_576:.1f} MB limit, ORACLE_MAX_FILE_BYTES)"
+    if b"\x00" in data[:8192]:
+        return None, "binary file (NUL bytes)"
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text (byte {exc.start})"
+    return text.replace("\r\n", "\n").replace("\r", "\n"), None
+
+
+class Indexer:
+    """Owns the store, vector store and embedder for one knowledge root."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store | None = None,
+        vectors: VectorStore | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store or Store(settings.db_path)
+        self.vectors = vectors or VectorStore(settings.chroma_path, settings.chroma_url)
+        self.embedder = embedder or Embedder()
+
+    # -- whole-root sync --------------------------------------------------------------------------
+    def sync(
+        self,
+        full: bool = False,
+        force: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> SyncReport:
+        started = time.perf_counter()
+        report = SyncReport()
+        root = self.settings.root
+        if not root.is_dir():
+            raise FileNotFoundError(f"knowledge root {root} does not exist or is not a folder (set ORACLE_ROOT)")
+        found = discover(root, self.settings.folder_types)
+        report.unmapped = dict(sorted(found.unmapped.items()))
+        for rel in found.outside:
+            report.skipped[rel] = "symlink points outside the knowledge root"
+
+        if full:
+            self.store.clear()
+            try:
+                self.vectors.reset()
+            except VectorStoreUnavailable as exc:
+                report.warnings.append(str(exc))
+
+        elif self.settings.chroma_url is None and not self.settings.chroma_path.exists():
+            # The embedded vector store was deleted: re-add every chunk from the embedding cache.
+            self.store.mark_all_out_of_vector()
+
+        known = self.store.file_states()
+        present = {f.rel for f in found.files}
+        vanished = sorted(set(known) - present)
+        if (
+            not force
+            and len(vanished) >= DELETE_GUARD_MIN
+            and len(vanished) * 2 > len(known)
+        ):
+            raise SyncRefused(
+                f"refusing to remove {len(vanished)} of {len(known)} indexed files in one run: is ORACLE_ROOT"
+                f" ({root}) the right folder? Run `oracle index --force` if the files really are gone."
+            )
+
+        to_index: list[tuple[Found, FileState, str]] = []
+        for item in found.files:
+            outcome = self._classify(item, known.get(item.rel), report)
+            if outcome is not None:
+                to_index.append(outcome)
+
+        stale_vectors: list[str] = []
+        for rel in vanished:
+            stale_vectors += self.store.remove_file(rel)
+            report.removed += 1
+        self.store.forget_skips(present)
+
+        for start in range(0, len(to_index), FILE_BATCH):
+            batch = to_index[start : start + FILE_BATCH]
+            stale_vectors += self._index_batch(batch, known, report)
+            if progress:
+                progress(min(start + FILE_BATCH, len(to_index)), len(to_index))
+
+        self._delete_vectors(stale_vectors, report)
+        self._flush_pending_vectors(report)
+        for rel, reason in self.store.skipped().items():
+            report.skipped.setdefault(rel, reason)
+        report.skipped = dict(sorted(report.skipped.items()))
+        self.store.set_meta("last_indexed", f"{time.time():.3f}")
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _classify(self, item: Found, state: FileState | None, report: SyncReport) -> tuple[Found, FileState, str] | None:
+        """None when the file is unchanged (or skipped), else what to index it with."""
+        try:
+            st = item.path.stat()
+        except OSError as exc:
+            report.skipped[item.rel] = f"cannot stat: {exc.strerror}"
+            return None
+        if state and state.mtime_ns == st.st_mtime_ns and state.size == st.st_size:
+            report.unchanged += 1
+            return None
+        try:
+            data = item.path.read_bytes()
+        except OSError as exc:
+            report.skipped[item.rel] = f"cannot read: {exc.strerror}"
+            return None
+        digest = file_hash(data)
+        if state and state.file_hash == digest:
+            self.store.touch_file(item.rel, st.st_mtime_ns, st.st_size)
+            report.unchanged += 1
+            return None
+        text, reason = decode_markdown(data, self.settings.max_file_bytes)
+        if reason is not None:
+            self.store.record_skip(item.rel, reason)
+            report.skipped[item.rel] = reason
+            return None
+        assert text is not None
+        return item, FileState(st.st_mtime_ns, st.st_size, digest), text
+
+    def _index_batch(
+        self, batch: list[tuple[Found, FileState, str]], known: dict[str, FileState], report: SyncReport
+    ) -> list[str]:
+        t0 = time.perf_counter()
+        parsed: list[tuple[Found, FileState, ParsedFile]] = []
+        stale: list[str] = []
+        for item, state, text in batch:
+            try:
+                result = parse_markdown(text, item.rel, item.type)
+            except Exception as exc:  # a parser bug must cost one file, not the run
+                reason = f"could not parse: {type(exc).__name__}: {exc}"
+                stale += self.store.record_skip(item.rel, reason)
+                report.skipped[item.rel] = reason
+                continue
+            parsed.append((item, state, result))
+        for item, state, result in parsed:
+            stale += self.store.replace_file(
+                item.rel, item.type, result.title, state, result.chunks, result.warnings
+            )
+            report.chunks_written += len(result.chunks)
+            if item.rel in known:
+                report.changed += 1
+            else:
+                report.added += 1
+            if result.warnings:
+                report.warnings += [f"{item.rel}: {w}" for w in result.warnings]
+        report.keyword_seconds += time.perf_counter() - t0
+        self._flush_pending_vectors(report)
+        return stale
+
+    # -- vectors ----------------------------------------------------------------------------------
+    def _delete_vectors(self, ids: list[str], report: SyncReport) -> None:
+        if not ids:
+            return
+        t0 = time.perf_counter()
+        try:
+            self.vectors.delete(ids)
+        except VectorStoreUnavailable as exc:
+            report.warnings.append(f"stale vectors not deleted (search ignores them): {exc}")
+        report.vector_seconds += time.perf_counter() - t0
+
+    def _flush_pending_vectors(self, report: SyncReport) -> None:
+        """Embed (or take from cache) every chunk not yet in the vector store, and upsert it."""
+        if report.vector_failed:
+            return
+        pending = self.store.pending_vectors()
+        if not pending:
+            return
+        t0 = time.perf_counter()
+        try:
+            keys = [row[1] for row in pending]
+            cached = self.store.cached_vectors(sorted(set(keys)))
+            missing = [row for row in pending if row[1] not in cached]
+            if missing:
+                texts = self.store.embed_texts([row[0] for row in missing])
+                unique: dict[str, str] = {}
+                for cid, key, *_ in missing:
+                    unique.setdefault(key, texts[cid])
+                vectors = self.embedder.embed(list(unique.values()))
+                fresh = dict(zip(unique.keys(), vectors))
+                self.store.cache_vectors(fresh)
+                cached.update(fresh)
+                report.embedded += len(fresh)
+            report.embeddings_cached += len(pending) - sum(1 for row in missing)
+            matrix = np.stack([cached[row[1]] for row in pending])
+            metas = [{"type": t, "file": f, "project": p or ""} for _, _, t, f, p in pending]
+            ids = [row[0] for row in pending]
+            self.vectors.upsert(ids, matrix, metas)
+            self.store.mark_in_vector(ids)
+        except (EmbeddingUnavailable, VectorStoreUnavailable) as exc:
+            report.vector_failed = True
+            report.warnings.append(f"vector index not updated, keyword search unaffected: {exc}")
+        finally:
+            report.vector_seconds += time.perf_counter() - t0
+
+
+def print_progress(done: int, total: int) -> None:
+    """A one-line progress bar on stderr for long runs; silent when stderr is not a terminal."""
+    if not sys.stderr.isatty() or total < FILE_BATCH * 2:
+        return
+    width = 30
+    filled = int(width * done / total)
+    sys.stderr.write(f"\rindexing [{'#' * filled}{'.' * (width - filled)}] {done}/{total} files")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def open_indexer(settings: Settings | None = None) -> Indexer:
+    return Indexer(settings or Settings.from_env())
+

@@ -1,0 +1,135 @@
+"""The vector side of the index: one ChromaDB collection with cosine distance.
+
+Embedded (PersistentClient under the data directory) by default; a Chroma server when
+ORACLE_CHROMA_URL is set. chromadb is imported on first use because the import alone takes about a
+second, which start-up and unchanged re-index runs should not pay. Every failure surfaces as
+VectorStoreUnavailable so that callers can fall back to keyword search with a warning.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import numpy as np
+
+COLLECTION = "oracle_chunks"
+UPSERT_BATCH = 2000
+
+
+class VectorStoreUnavailable(RuntimeError):
+    """ChromaDB could not be opened or answered with an error."""
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    id: str
+    similarity: float  # cosine similarity, 1 - cosine distance: higher is better
+
+
+class VectorStore:
+    def __init__(self, path: Path, url: str | None = None) -> None:
+        self.path = path
+        self.url = url
+        self._lock = threading.Lock()
+        self._client = None
+        self._collection = None
+
+    def _open(self):
+        if self._collection is not None:
+            return self._collection
+        with self._lock:
+            if self._collection is not None:
+                return self._collection
+            try:
+                import chromadb
+                from chromadb.config import Settings as ChromaSettings
+
+                settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+                if self.url:
+                    parsed = urlparse(self.url if "://" in self.url else f"http://{self.url}")
+                    client = chromadb.HttpClient(
+                        host=parsed.hostname or "127.0.0.1",
+                        port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                        ssl=parsed.scheme == "https",
+                        settings=settings,
+                    )
+                else:
+                    self.path.mkdir(parents=True, exist_ok=True)
+                    client = chromadb.PersistentClient(path=str(self.path), settings=settings)
+                collection = client.get_or_create_collection(
+                    COLLECTION, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+                )
+            except Exception as exc:
+                raise VectorStoreUnavailable(f"vector store unavailable ({self._where()}): {exc}") from exc
+            self._client = client
+            self._collection = collection
+            return collection
+
+    def _where(self) -> str:
+        return self.url or str(self.path)
+
+    def _call(self, what: str, fn):
+        collection = self._open()
+        try:
+            return fn(collection)
+        except Exception as exc:
+            if self.url:
+                # A server that went away: reconnect on the next call rather than keep a dead client.
+                self._collection = None
+            raise VectorStoreUnavailable(f"vector store {what} failed ({self._where()}): {exc}") from exc
+
+    def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict]) -> None:
+        for start in range(0, len(ids), UPSERT_BATCH):
+            end = start + UPSERT_BATCH
+            self._call(
+                "upsert",
+                lambda c: c.upsert(
+                    ids=list(ids[start:end]), embeddings=vectors[start:end], metadatas=list(metadatas[start:end])
+                ),
+            )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), UPSERT_BATCH):
+            part = list(ids[start : start + UPSERT_BATCH])
+            self._call("delete", lambda c: c.delete(ids=part))
+
+    def count(self) -> int:
+        return int(self._call("count", lambda c: c.count()))
+
+    def all_ids(self) -> set[str]:
+        return set(self._call("listing", lambda c: c.get(include=[])["ids"]))
+
+    def query(self, vector: np.ndarray, n: int, where: dict | None = None) -> list[VectorHit]:
+        total = self.count()
+        if total == 0:
+            return []
+        result = self._call(
+            "query",
+            lambda c: c.query(
+                query_embeddings=[vector], n_results=min(n, total), where=where or None, include=["distances"]
+            ),
+        )
+        ids = result["ids"][0]
+        distances = result["distances"][0]
+        return [VectorHit(id=i, similarity=1.0 - float(d)) for i, d in zip(ids, distances)]
+
+    def reset(self) -> None:
+        """Drop and recreate the collection (for --full)."""
+        def drop(collection):
+            assert self._client is not None
+            self._client.delete_collection(COLLECTION)
+
+        self._call("reset", drop)
+        self._collection = None
+        self._open()
+
+    def probe(self) -> tuple[bool, str]:
+        """A real round trip, for health reports: (ok, detail)."""
+        try:
+            return True, f"{self.count()} vectors"
+        except VectorStoreUnavailable as exc:
+            return False, str(exc)

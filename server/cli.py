@@ -1,0 +1,145 @@
+"""The `oracle` command: a thin adapter over the service layer (no logic of its own)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from pydantic import ValidationError
+
+from indexer.config import ConfigError, Settings
+from indexer.sync import SyncRefused, print_progress
+from server.app import Oracle
+from server.models import SearchRequest
+from server.query import QueryError
+
+
+def _dump(data: object) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False))
+
+
+def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
+    report = oracle.indexer.sync(full=args.full, force=args.force, progress=print_progress)
+    if args.json:
+        _dump(report.as_dict())
+        return 0
+    print(report.summary())
+    for rel, reason in report.skipped.items():
+        print(f"skipped {rel}: {reason}")
+    if report.unmapped:
+        folders = ", ".join(f"{k}/ ({v})" for k, v in report.unmapped.items())
+        print(f"not indexed, folder has no type: {folders}; map them with ORACLE_FOLDER_TYPES=folder=learning,...")
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def cmd_search(oracle: Oracle, args: argparse.Namespace) -> int:
+    request = SearchRequest(
+        query=" ".join(args.query),
+        type=args.type,
+        limit=args.limit,
+        offset=args.offset,
+        mode=args.mode,
+        concepts=args.concepts or [],
+        project=args.project,
+        group_by_file=args.group_by_file,
+        fusion=args.fusion,
+    )
+    from server.search import search
+
+    result = search(oracle, request)
+    if args.json:
+        _dump(result.model_dump())
+        return 0
+    for warning in result.meta.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"{result.total} results ({result.meta.mode}, {result.meta.took_ms} ms)")
+    for n, hit in enumerate(result.hits, start=result.offset + 1):
+        where = f"{hit.source_file}:{hit.line_start}-{hit.line_end}"
+        heading = f" › {hit.heading}" if hit.heading else ""
+        print(f"\n{n}. [{hit.type}] {hit.title}{heading}  ({hit.score:.4f}, {'+'.join(hit.found_by)})")
+        print(f"   {where}  id={hit.id}")
+        print(f"   {hit.snippet}")
+    return 0
+
+
+def cmd_stats(oracle: Oracle, args: argparse.Namespace) -> int:
+    from server.stats import stats
+
+    data = stats(oracle)
+    if args.json:
+        _dump(data)
+        return 0
+    docs = data["documents"]
+    print(f"root: {data['root']}\nindex: {data['data_dir']}")
+    print(f"files: {data['files']['total']}  chunks: {docs['total']}  " +
+          "  ".join(f"{k}: {v}" for k, v in docs["by_type"].items()))
+    print(f"concepts: {data['concepts']}  last indexed: {data['last_indexed']}")
+    emb = data["embeddings"]
+    print(f"embeddings: {emb['embedded_chunks']}/{docs['total']} ({emb['coverage']:.1%})  vector store: "
+          f"{'ok' if data['vector_store'].get('ok') else 'DOWN'} ({data['vector_store'].get('detail')})")
+    drift = data["drift"]
+    print("drift: none" if drift["in_sync"] else
+          f"drift: {drift['not_indexed_count']} not indexed, {drift['changed_since_index_count']} changed,"
+          f" {drift['vanished_count']} vanished (run `oracle index`)")
+    if data["files"]["skipped"]:
+        print(f"skipped files: {len(data['files']['skipped'])} (see `oracle stats --json`)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="oracle", description="Searchable agent memory made of plain markdown.")
+    parser.add_argument("--root", help="knowledge root (default: ORACLE_ROOT or the bundled knowledge/)")
+    parser.add_argument("--data-dir", help="where the index lives (default: ORACLE_DATA_DIR)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("index", help="bring the index in step with the markdown files")
+    p.add_argument("--full", action="store_true", help="rebuild from scratch (embeddings still come from the cache)")
+    p.add_argument("--force", action="store_true", help="allow removing more than half of the indexed files")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("search", help="hybrid search over the knowledge base")
+    p.add_argument("query", nargs="+")
+    p.add_argument("--type", default="all", choices=["all", "principle", "learning", "retro"])
+    p.add_argument("--limit", type=int, default=5)
+    p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--mode", default="hybrid", choices=["hybrid", "fts", "vector"])
+    p.add_argument("--fusion", choices=["rrf", "weighted"])
+    p.add_argument("--concepts", help="comma-separated; hits carrying any of them")
+    p.add_argument("--project")
+    p.add_argument("--group-by-file", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("stats", help="what is indexed and whether the index is healthy")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_stats)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
+        oracle = Oracle.open(settings)
+    except ConfigError as exc:
+        print(f"oracle: configuration error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return args.func(oracle, args)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
+        print(f"oracle: invalid input: {problems}", file=sys.stderr)
+        return 2
+    except (QueryError, SyncRefused, FileNotFoundError) as exc:
+        print(f"oracle: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        oracle.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

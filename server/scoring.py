@@ -1,0 +1,120 @@
+"""Fusion of the keyword and vector legs. Pure functions over ranked lists.
+
+Conventions, so no leg is ever read backwards:
+- keyword score = -bm25 (SQLite's bm25() is more negative for better matches, so this is higher-better);
+- vector similarity = 1 - cosine distance (higher-better, 1 = same direction).
+
+Two fusion modes:
+- "rrf": Reciprocal Rank Fusion, sum over legs of weight / (k + rank), rank starting at 1;
+- "weighted": a convex mix of the keyword score scaled by the best keyword score of this query, and the
+  vector similarity scaled into [0, 1] by the pool's min and max.
+The default and its parameters were chosen on the SciFact training split (benchmarks/quality.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+RRF_K = 60
+SEMANTIC_WEIGHT = 0.5
+DEFAULT_FUSION = "rrf"
+SCORE_DECIMALS = 6
+
+
+@dataclass(frozen=True)
+class LegHit:
+    id: str
+    score: float  # higher-better within its leg
+
+
+@dataclass
+class Fused:
+    id: str
+    score: float
+    fts_rank: int | None = None
+    fts_score: float | None = None
+    vector_rank: int | None = None
+    vector_similarity: float | None = None
+    found_by: list[str] = field(default_factory=list)
+
+
+def rank_order(hits: list[LegHit]) -> list[LegHit]:
+    """Best first; equal scores break by id so the order never depends on the engine's whim."""
+    return sorted(hits, key=lambda h: (-h.score, h.id))
+
+
+def _merge(fts: list[LegHit], vector: list[LegHit]) -> dict[str, Fused]:
+    merged: dict[str, Fused] = {}
+    for rank, hit in enumerate(rank_order(fts), start=1):
+        merged[hit.id] = Fused(hit.id, 0.0, fts_rank=rank, fts_score=hit.score, found_by=["fts"])
+    for rank, hit in enumerate(rank_order(vector), start=1):
+        item = merged.setdefault(hit.id, Fused(hit.id, 0.0))
+        item.vector_rank = rank
+        item.vector_similarity = hit.score
+        item.found_by.append("vector")
+    return merged
+
+
+def rrf(fts: list[LegHit], vector: list[LegHit], k: int = RRF_K, semantic_weight: float = SEMANTIC_WEIGHT) -> list[Fused]:
+    merged = _merge(fts, vector)
+    for item in merged.values():
+        score = 0.0
+        if item.fts_rank is not None:
+            score += (1.0 - semantic_weight) / (k + item.fts_rank)
+        if item.vector_rank is not None:
+            score += semantic_weight / (k + item.vector_rank)
+        item.score = score
+    return finish(merged.values())
+
+
+def weighted(fts: list[LegHit], vector: list[LegHit], semantic_weight: float = SEMANTIC_WEIGHT) -> list[Fused]:
+    merged = _merge(fts, vector)
+    best_fts = max((h.score for h in fts), default=0.0)
+    sims = [h.score for h in vector]
+    lo, hi = (min(sims), max(sims)) if sims else (0.0, 0.0)
+    for item in merged.values():
+        keyword = (item.fts_score / best_fts) if item.fts_score is not None and best_fts > 0 else 0.0
+        if item.vector_similarity is None:
+            semantic = 0.0
+        elif hi > lo:
+            semantic = (item.vector_similarity - lo) / (hi - lo)
+        else:
+            semantic = 1.0
+        item.score = (1.0 - semantic_weight) * keyword + semantic_weight * semantic
+    return finish(merged.values())
+
+
+def single_leg(hits: list[LegHit], leg: str) -> list[Fused]:
+    """One leg alone: its own score is the fused score."""
+    if leg == "fts":
+        return finish(Fused(h.id, h.score, fts_rank=r, fts_score=h.score, found_by=["fts"])
+                      for r, h in enumerate(rank_order(hits), start=1))
+    return finish(Fused(h.id, h.score, vector_rank=r, vector_similarity=h.score, found_by=["vector"])
+                  for r, h in enumerate(rank_order(hits), start=1))
+
+
+def finish(items) -> list[Fused]:
+    """Round scores (float noise must not reorder equal hits) and sort: score desc, then id."""
+    out = list(items)
+    for item in out:
+        item.score = round(item.score, SCORE_DECIMALS)
+        if item.fts_score is not None:
+            item.fts_score = round(item.fts_score, SCORE_DECIMALS)
+        if item.vector_similarity is not None:
+            item.vector_similarity = round(item.vector_similarity, SCORE_DECIMALS)
+    out.sort(key=lambda f: (-f.score, f.id))
+    return out
+
+
+def fuse(
+    fts: list[LegHit],
+    vector: list[LegHit],
+    method: str = DEFAULT_FUSION,
+    k: int = RRF_K,
+    semantic_weight: float = SEMANTIC_WEIGHT,
+) -> list[Fused]:
+    if method == "rrf":
+        return rrf(fts, vector, k=k, semantic_weight=semantic_weight)
+    if method == "weighted":
+        return weighted(fts, vector, semantic_weight=semantic_weight)
+    raise ValueError(f"unknown fusion {method!r}: use 'rrf' or 'weighted'")

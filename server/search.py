@@ -1,0 +1,179 @@
+"""The one search: keyword leg, vector leg, fusion, filters, paging, grouping.
+
+Every adapter calls `search()`; there is no second scoring path for another transport. If the vector
+leg fails (model or store), keyword results come back with a warning instead of an error.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from indexer.embed import EmbeddingUnavailable
+from indexer.store import Filters, count_embedded, filtered_ids, keyword_matching_ids, keyword_search
+from indexer.vectors import VectorStoreUnavailable
+from server import scoring
+from server.app import Oracle
+from server.models import Hit, ScoreBreakdown, SearchMeta, SearchRequest, SearchResult
+from server.query import KeywordQuery, build_keyword_query, snippet, validate_query
+
+POOL = 100  # candidates taken from each leg before fusion
+OVERFETCH = 4  # vector candidates fetched per wanted hit when filters apply after the query
+
+
+@dataclass
+class _Legs:
+    fts: list[scoring.LegHit]
+    fts_total: int
+    vector: list[scoring.LegHit]
+    warnings: list[str]
+    vector_ok: bool
+
+
+def filters_for(request: SearchRequest) -> Filters:
+    return Filters(
+        type=None if request.type == "all" else request.type,
+        concepts=tuple(request.concepts),
+        project=request.project or None,
+        date_from=request.date_from,
+        date_to=request.date_to,
+    )
+
+
+def _keyword_leg(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int) -> tuple[list[scoring.LegHit], int]:
+    rows, total = keyword_search(oracle.store, kq.fts_match, kq.trigram_match, kq.short_unsegmented, filters, pool)
+    return [scoring.LegHit(i, s) for i, s in rows], total
+
+
+def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int) -> list[scoring.LegHit]:
+    """Nearest chunks by cosine similarity; filters are applied against SQLite after the query."""
+    vector = oracle.embedder.embed([query])[0]
+    n = pool * OVERFETCH if filters.active else pool
+    while True:
+        hits = oracle.vectors.query(vector, n)
+        keep = filtered_ids(oracle.store, [h.id for h in hits], filters)
+        kept = [scoring.LegHit(h.id, h.similarity) for h in hits if h.id in keep]
+        if len(kept) >= pool or len(hits) < n:
+            return kept[:pool]
+        n *= 4
+
+
+def _run_legs(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, filters: Filters, pool: int) -> _Legs:
+    legs = _Legs(fts=[], fts_total=0, vector=[], warnings=[], vector_ok=True)
+    if request.mode in ("hybrid", "fts"):
+        legs.fts, legs.fts_total = _keyword_leg(oracle, kq, filters, pool)
+        if kq.empty:
+            legs.warnings.append("the query has no searchable words for the keyword leg")
+    if request.mode in ("hybrid", "vector"):
+        try:
+            legs.vector = _vector_leg(oracle, query, filters, pool)
+        except (EmbeddingUnavailable, VectorStoreUnavailable) as exc:
+            legs.vector_ok = False
+            legs.warnings.append(f"vector search unavailable, showing keyword results only: {exc}")
+            if request.mode == "vector":
+                legs.fts, legs.fts_total = _keyword_leg(oracle, kq, filters, pool)
+    return legs
+
+
+def _fuse(request: SearchRequest, legs: _Legs) -> tuple[list[scoring.Fused], str, str | None]:
+    """(fused list, mode actually used, fusion method or None)."""
+    if request.mode == "fts" or not legs.vector_ok:
+        return scoring.single_leg(legs.fts, "fts"), "fts", None
+    if request.mode == "vector":
+        return scoring.single_leg(legs.vector, "vector"), "vector", None
+    method = request.fusion or scoring.DEFAULT_FUSION
+    return scoring.fuse(legs.fts, legs.vector, method=method), "hybrid", method
+
+
+def _total(oracle: Oracle, kq: KeywordQuery, mode: str, legs: _Legs, filters: Filters) -> int:
+    """fts: every keyword match; vector: every embedded chunk passing the filters (all are ranked);
+    hybrid: keyword matches plus vector candidates the keyword query does not match."""
+    if mode == "fts":
+        return legs.fts_total
+    if mode == "vector":
+        return count_embedded(oracle.store, filters)
+    fts_ids = {h.id for h in legs.fts}
+    vector_only = [h.id for h in legs.vector if h.id not in fts_ids]
+    if legs.fts_total > len(legs.fts):
+        vector_only = sorted(set(vector_only) - keyword_matching_ids(
+            oracle.store, kq.fts_match, kq.trigram_match, kq.short_unsegmented, vector_only))
+    return legs.fts_total + len(vector_only)
+
+
+def _group(fused: list[scoring.Fused], docs: dict[str, dict]) -> tuple[list[scoring.Fused], dict[str, list[str]]]:
+    """Best hit per file, in fused order; the others are listed with it."""
+    best: dict[str, scoring.Fused] = {}
+    others: dict[str, list[str]] = {}
+    order: list[scoring.Fused] = []
+    for item in fused:
+        file = docs[item.id]["file"]
+        if file in best:
+            others[best[file].id].append(item.id)
+            continue
+        best[file] = item
+        others[item.id] = []
+        order.append(item)
+    return order, others
+
+
+def _hit(item: scoring.Fused, doc: dict, kq: KeywordQuery, also: list[str]) -> Hit:
+    terms = kq.terms + kq.unsegmented
+    return Hit(
+        id=item.id,
+        type=doc["type"],
+        kind=doc["kind"],
+        title=doc["title"] or "",
+        heading=doc["heading"] or "",
+        snippet=snippet(doc["content"] or "", terms),
+        source_file=doc["file"],
+        line_start=doc["line_start"],
+        line_end=doc["line_end"],
+        concepts=doc["concepts"],
+        project=doc["project"],
+        date=doc["date"],
+        content_hash=doc["content_hash"],
+        score=item.score,
+        found_by=item.found_by,
+        breakdown=ScoreBreakdown(
+            fused=item.score,
+            bm25_rank=item.fts_rank,
+            bm25_score=item.fts_score,
+            vector_rank=item.vector_rank,
+            vector_similarity=item.vector_similarity,
+        ),
+        also_in_file=also,
+    )
+
+
+def search(oracle: Oracle, request: SearchRequest) -> SearchResult:
+    started = time.perf_counter()
+    query = validate_query(request.query)
+    kq = build_keyword_query(query)
+    filters = filters_for(request)
+    pool = max(POOL, request.offset + request.limit)
+    legs = _run_legs(oracle, request, query, kq, filters, pool)
+    fused, mode, method = _fuse(request, legs)
+    docs = oracle.store.documents_by_id([f.id for f in fused])
+    fused = [f for f in fused if f.id in docs]  # a vector whose chunk vanished is not a result
+    total = _total(oracle, kq, mode, legs, filters)
+    also: dict[str, list[str]] = {}
+    if request.group_by_file:
+        fused, also = _group(fused, docs)
+        total = len(fused)  # files among the candidates of both legs
+    page = fused[request.offset : request.offset + request.limit]
+    hits = [_hit(item, docs[item.id], kq, also.get(item.id, [])) for item in page]
+    return SearchResult(
+        query=query,
+        hits=hits,
+        total=total,
+        limit=request.limit,
+        offset=request.offset,
+        meta=SearchMeta(
+            mode=mode,
+            fusion=method,
+            took_ms=round((time.perf_counter() - started) * 1000, 2),
+            fts_matches=legs.fts_total,
+            vector_matches=len(legs.vector),
+            warnings=legs.warnings,
+        ),
+    )
