@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -71,6 +72,7 @@ class Store:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
         self.db = sqlite_utils.Database(conn)
         self.conn = conn
+        self._write_lock = threading.RLock()  # one connection, shared by the server's threads
         self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         self.db.enable_wal()
         self.db.execute("PRAGMA synchronous = NORMAL")
@@ -84,13 +86,14 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE: take the write lock up front so two writers queue instead of deadlocking."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+        with self._write_lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
 
     # -- meta -------------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -98,7 +101,11 @@ class Store:
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
-        self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
 
     # -- files ------------------------------------------------------------------------------------
     def file_states(self) -> dict[str, FileState]:
@@ -107,7 +114,8 @@ class Store:
 
     def touch_file(self, rel: str, mtime_ns: int, size: int) -> None:
         """Content unchanged but mtime moved (a `touch`, a checkout): remember the new stat."""
-        self.conn.execute("UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?", (mtime_ns, size, rel))
+        with self.transaction() as conn:
+            conn.execute("UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?", (mtime_ns, size, rel))
 
     def file_chunk_ids(self, rel: str) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT id FROM documents WHERE file = ? ORDER BY position", (rel,))]
@@ -192,11 +200,12 @@ class Store:
     def record_skip(self, rel: str, reason: str) -> list[str]:
         """A file that cannot be indexed: its reason is kept and any earlier chunks are removed."""
         ids = self.remove_file(rel)
-        self.conn.execute(
-            "INSERT INTO skipped (path, reason, seen_at) VALUES (?,?,?) ON CONFLICT(path) DO UPDATE SET"
-            " reason = excluded.reason, seen_at = excluded.seen_at",
-            (rel, reason, time.time()),
-        )
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO skipped (path, reason, seen_at) VALUES (?,?,?) ON CONFLICT(path) DO UPDATE SET"
+                " reason = excluded.reason, seen_at = excluded.seen_at",
+                (rel, reason, time.time()),
+            )
         return ids
 
     def skipped(self) -> dict[str, str]:
@@ -205,7 +214,8 @@ class Store:
     def forget_skips(self, present: Iterable[str]) -> None:
         keep = set(present)
         gone = [(p,) for p in self.skipped() if p not in keep]
-        self.conn.executemany("DELETE FROM skipped WHERE path = ?", gone)
+        with self.transaction() as conn:
+            conn.executemany("DELETE FROM skipped WHERE path = ?", gone)
 
     # -- embeddings -------------------------------------------------------------------------------
     def cached_vectors(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
@@ -231,6 +241,9 @@ class Store:
             sql += f" LIMIT {int(limit)}"
         return list(self.conn.execute(sql))
 
+    def pending_count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM documents WHERE in_vector = 0").fetchone()[0]
+
     def embed_texts(self, ids: Sequence[str]) -> dict[str, str]:
         out: dict[str, str] = {}
         for start in range(0, len(ids), 500):
@@ -246,7 +259,8 @@ class Store:
             conn.executemany("UPDATE documents SET in_vector = ? WHERE id = ?", [(value, i) for i in ids])
 
     def mark_all_out_of_vector(self) -> None:
-        self.conn.execute("UPDATE documents SET in_vector = 0")
+        with self.transaction() as conn:
+            conn.execute("UPDATE documents SET in_vector = 0")
 
     # -- reads ------------------------------------------------------------------------------------
     def documents_by_id(self, ids: Sequence[str]) -> dict[str, dict]:

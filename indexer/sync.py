@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from indexer.config import Settings
-from indexer.discover import Found, discover
+from indexer.discover import Found, discover, is_within, type_for
 from indexer.embed import Embedder, EmbeddingUnavailable
 from indexer.parse import ParsedFile, parse_markdown
 from indexer.store import FileState, Store
 from indexer.vectors import VectorStore, VectorStoreUnavailable
 
 FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batches
+VECTOR_SLICE = 512  # chunks embedded and upserted per step
 DELETE_GUARD_MIN = 3  # below this many vanished files the half-the-index guard does not apply
 
 
@@ -101,8 +102,13 @@ class Indexer:
         self,
         full: bool = False,
         force: bool = False,
-        progress: Callable[[int, int], None] | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+        keyword_ready: Callable[[], None] | None = None,
+        vectors: bool = True,
     ) -> SyncReport:
+        """Keyword index first for every file, then the vectors: keyword search is complete early,
+        and `keyword_ready` fires at that point (the server lets requests in then). With vectors=False
+        the vector work is left for `flush_vectors()` (the server runs it once start-up is over)."""
         started = time.perf_counter()
         report = SyncReport()
         root = self.settings.root
@@ -153,14 +159,46 @@ class Indexer:
             batch = to_index[start : start + FILE_BATCH]
             stale_vectors += self._index_batch(batch, known, report)
             if progress:
-                progress(min(start + FILE_BATCH, len(to_index)), len(to_index))
+                progress("keyword", min(start + FILE_BATCH, len(to_index)), len(to_index))
+        if keyword_ready:
+            keyword_ready()
 
         self._delete_vectors(stale_vectors, report)
-        self._flush_pending_vectors(report)
+        if vectors:
+            self._flush_pending_vectors(report, progress)
         for rel, reason in self.store.skipped().items():
             report.skipped.setdefault(rel, reason)
         report.skipped = dict(sorted(report.skipped.items()))
         self.store.set_meta("last_indexed", f"{time.time():.3f}")
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def sync_paths(self, rels: list[str]) -> SyncReport:
+        """Re-index just these files (the learn tool, the watcher): present -> indexed, gone -> removed.
+
+        Files are checked by hash like a full run, so a path named twice or unchanged costs nothing.
+        """
+        started = time.perf_counter()
+        report = SyncReport()
+        root = self.settings.root
+        known = self.store.file_states()
+        to_index: list[tuple[Found, FileState, str]] = []
+        stale: list[str] = []
+        for rel in sorted(set(rels)):
+            path = root / rel
+            doc_type = type_for(rel, self.settings.folder_types)
+            if not path.is_file() or doc_type is None or not is_within(path, root):
+                if rel in known:
+                    stale += self.store.remove_file(rel)
+                    report.removed += 1
+                continue
+            outcome = self._classify(Found(rel=rel, path=path, type=doc_type), known.get(rel), report)
+            if outcome is not None:
+                to_index.append(outcome)
+        if to_index:
+            stale += self._index_batch(to_index, known, report)
+        self._delete_vectors(stale, report)
+        self._flush_pending_vectors(report)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -219,7 +257,6 @@ class Indexer:
             if result.warnings:
                 report.warnings += [f"{item.rel}: {w}" for w in result.warnings]
         report.keyword_seconds += time.perf_counter() - t0
-        self._flush_pending_vectors(report)
         return stale
 
     # -- vectors ----------------------------------------------------------------------------------
@@ -233,13 +270,28 @@ class Indexer:
             report.warnings.append(f"stale vectors not deleted (search ignores them): {exc}")
         report.vector_seconds += time.perf_counter() - t0
 
-    def _flush_pending_vectors(self, report: SyncReport) -> None:
-        """Embed (or take from cache) every chunk not yet in the vector store, and upsert it."""
-        if report.vector_failed:
-            return
+    def flush_vectors(self) -> SyncReport:
+        """Embed and upsert every chunk still missing from the vector store."""
+        report = SyncReport()
+        started = time.perf_counter()
+        self._flush_pending_vectors(report)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _flush_pending_vectors(
+        self, report: SyncReport, progress: Callable[[str, int, int], None] | None = None
+    ) -> None:
+        """Embed (or take from cache) every chunk not yet in the vector store, and upsert it, in slices
+        so that progress shows and a crash loses at most one slice of work."""
         pending = self.store.pending_vectors()
-        if not pending:
-            return
+        for start in range(0, len(pending), VECTOR_SLICE):
+            if report.vector_failed:
+                return
+            self._flush_slice(pending[start : start + VECTOR_SLICE], report)
+            if progress:
+                progress("vectors", min(start + VECTOR_SLICE, len(pending)), len(pending))
+
+    def _flush_slice(self, pending: list[tuple[str, str, str, str, str | None]], report: SyncReport) -> None:
         t0 = time.perf_counter()
         try:
             keys = [row[1] for row in pending]
@@ -268,13 +320,14 @@ class Indexer:
             report.vector_seconds += time.perf_counter() - t0
 
 
-def print_progress(done: int, total: int) -> None:
+def print_progress(phase: str, done: int, total: int) -> None:
     """A one-line progress bar on stderr for long runs; silent when stderr is not a terminal."""
     if not sys.stderr.isatty() or total < FILE_BATCH * 2:
         return
     width = 30
     filled = int(width * done / total)
-    sys.stderr.write(f"\rindexing [{'#' * filled}{'.' * (width - filled)}] {done}/{total} files")
+    unit = "files" if phase == "keyword" else "chunks"
+    sys.stderr.write(f"\r{phase:>8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {unit}")
     if done >= total:
         sys.stderr.write("\n")
     sys.stderr.flush()

@@ -6,13 +6,17 @@ else holds connections. Heavy parts (the ONNX model, chromadb) load on first use
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 from indexer.config import Settings
 from indexer.embed import Embedder
 from indexer.store import Store
 from indexer.sync import Indexer
 from indexer.vectors import VectorStore
+from server.logs import Logs
+
+READY_TIMEOUT = 120.0
 
 
 @dataclass
@@ -22,6 +26,16 @@ class Oracle:
     vectors: VectorStore
     embedder: Embedder
     indexer: Indexer
+    logs: Logs
+    # Cleared while a server's start-up sync builds the keyword index; requests wait for it so that
+    # the first search on a fresh index is not silently empty.
+    ready: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.ready.set()
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
+        self.ready.wait(timeout)
 
     @classmethod
     def open(cls, settings: Settings | None = None) -> "Oracle":
@@ -30,7 +44,9 @@ class Oracle:
         vectors = VectorStore(settings.chroma_path, settings.chroma_url)
         embedder = Embedder()
         indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
-        return cls(settings, store, vectors, embedder, indexer)
+        logs = Logs(settings.data_dir / "logs.db")
+        return cls(settings, store, vectors, embedder, indexer, logs)
 
     def close(self) -> None:
         self.store.close()
+        self.logs.close()

@@ -12,6 +12,7 @@ from indexer.config import ConfigError, Settings
 from indexer.sync import SyncRefused, print_progress
 from server.app import Oracle
 from server.models import SearchRequest
+from server.learn import LearnError
 from server.query import QueryError
 
 
@@ -70,22 +71,98 @@ def cmd_stats(oracle: Oracle, args: argparse.Namespace) -> int:
 
     data = stats(oracle)
     if args.json:
-        _dump(data)
+        _dump(data.model_dump())
         return 0
-    docs = data["documents"]
-    print(f"root: {data['root']}\nindex: {data['data_dir']}")
-    print(f"files: {data['files']['total']}  chunks: {docs['total']}  " +
-          "  ".join(f"{k}: {v}" for k, v in docs["by_type"].items()))
-    print(f"concepts: {data['concepts']}  last indexed: {data['last_indexed']}")
-    emb = data["embeddings"]
-    print(f"embeddings: {emb['embedded_chunks']}/{docs['total']} ({emb['coverage']:.1%})  vector store: "
-          f"{'ok' if data['vector_store'].get('ok') else 'DOWN'} ({data['vector_store'].get('detail')})")
-    drift = data["drift"]
-    print("drift: none" if drift["in_sync"] else
-          f"drift: {drift['not_indexed_count']} not indexed, {drift['changed_since_index_count']} changed,"
-          f" {drift['vanished_count']} vanished (run `oracle index`)")
-    if data["files"]["skipped"]:
-        print(f"skipped files: {len(data['files']['skipped'])} (see `oracle stats --json`)")
+    docs, emb, drift = data.documents, data.embeddings, data.drift
+    print(f"root: {data.root}\nindex: {data.data_dir}")
+    print(f"files: {data.files.total}  chunks: {docs.total}  " + "  ".join(f"{k}: {v}" for k, v in docs.by_type.items()))
+    print(f"concepts: {data.concepts}  last indexed: {data.last_indexed}")
+    print(f"embeddings: {emb.embedded_chunks}/{docs.total} ({emb.coverage:.1%})  vector store: "
+          f"{'ok' if data.vector_store.ok else 'DOWN'} ({data.vector_store.detail})")
+    print("drift: none" if drift.in_sync else
+          f"drift: {drift.not_indexed_count} not indexed, {drift.changed_since_index_count} changed,"
+          f" {drift.vanished_count} vanished (run `oracle index`)")
+    if data.files.skipped:
+        print(f"skipped files: {len(data.files.skipped)} (see `oracle stats --json`)")
+    usage = data.usage
+    print(f"usage: {usage.searches} searches (p50 {usage.search_p50_ms} ms, p95 {usage.search_p95_ms} ms),"
+          f" {usage.consultations} consultations, {usage.learnings} learnings")
+    return 0
+
+
+def _background_start(oracle: Oracle, warm_delay: float) -> None:
+    """Bring the index up to date and load the model off the request path.
+
+    Tool calls wait (oracle.ready) until the keyword index is complete; `tools/list` does not. The
+    model loads after a short delay so that it does not compete with the server's own start-up.
+    """
+    import threading
+    import time
+
+    oracle.ready.clear()
+
+    def work() -> None:
+        try:
+            oracle.indexer.sync(keyword_ready=oracle.ready.set, vectors=False)
+        except Exception as exc:  # the server keeps serving what is indexed
+            print(f"oracle: background index failed: {exc}", file=sys.stderr)
+        finally:
+            oracle.ready.set()
+        time.sleep(warm_delay)
+        try:
+            oracle.embedder.warm()
+            for warning in oracle.indexer.flush_vectors().warnings:
+                print(f"oracle: {warning}", file=sys.stderr)
+        except Exception as exc:
+            print(f"oracle: embedding model unavailable, keyword search only: {exc}", file=sys.stderr)
+
+    threading.Thread(target=work, name="oracle-startup", daemon=True).start()
+
+
+def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
+    if not args.no_index:
+        _background_start(oracle, warm_delay=1.0)
+    if args.http:
+        from server.http import serve_http
+
+        port = args.port or oracle.settings.port
+        print(f"oracle: MCP at http://{args.host}:{port}/mcp", file=sys.stderr)
+        serve_http(oracle, host=args.host, port=port)
+        return 0
+    from server.mcp_server import build_server
+
+    build_server(oracle).run("stdio")
+    return 0
+
+
+def cmd_consult(oracle: Oracle, args: argparse.Namespace) -> int:
+    from server.consult import consult
+    from server.models import ConsultRequest
+
+    result = consult(oracle, ConsultRequest(decision=" ".join(args.decision), context=args.context,
+                                            budget_tokens=args.budget_tokens))
+    if args.json:
+        _dump(result.model_dump())
+    else:
+        print(result.guidance)
+    return 0
+
+
+def cmd_learn(oracle: Oracle, args: argparse.Namespace) -> int:
+    from server.learn import learn
+    from server.models import LearnRequest
+
+    pattern = sys.stdin.read() if args.pattern == "-" else args.pattern
+    result = learn(oracle, LearnRequest(pattern=pattern, title=args.title, concepts=args.concepts or [],
+                                        source=args.source, project=args.project))
+    if args.json:
+        _dump(result.model_dump())
+        return 0
+    print(f"saved {result.file} (id {result.id}, embedded: {result.embedded})")
+    for dup in result.near_duplicates:
+        print(f"similar: {dup.title} ({dup.source_file}, similarity {dup.similarity:.2f})")
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -114,6 +191,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
+    p = sub.add_parser("serve", help="MCP server over stdio (default) or streamable HTTP (--http)")
+    p.add_argument("--http", action="store_true", help="serve MCP at /mcp over HTTP instead of stdio")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, help="default: ORACLE_PORT or 37778")
+    p.add_argument("--no-index", action="store_true", help="do not sync the index at start-up")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("consult", help="guidance from principles and learnings for a decision")
+    p.add_argument("decision", nargs="+")
+    p.add_argument("--context")
+    p.add_argument("--budget-tokens", type=int, default=1200)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_consult)
+
+    p = sub.add_parser("learn", help="save a new learning (markdown) and index it")
+    p.add_argument("pattern", help="the learning text, or - to read it from stdin")
+    p.add_argument("--title")
+    p.add_argument("--concepts", help="comma-separated")
+    p.add_argument("--source")
+    p.add_argument("--project")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_learn)
+
     p = sub.add_parser("stats", help="what is indexed and whether the index is healthy")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_stats)
@@ -134,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
         print(f"oracle: invalid input: {problems}", file=sys.stderr)
         return 2
-    except (QueryError, SyncRefused, FileNotFoundError) as exc:
+    except (QueryError, SyncRefused, FileNotFoundError, LearnError) as exc:
         print(f"oracle: {exc}", file=sys.stderr)
         return 2
     finally:

@@ -103,3 +103,165 @@ class SearchResult(BaseModel):
     limit: int
     offset: int
     meta: SearchMeta
+
+
+MAX_PATTERN_CHARS = 50_000
+MAX_TITLE_CHARS = 200
+MAX_CONCEPTS = 20
+
+
+class LearnRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(min_length=1, max_length=MAX_PATTERN_CHARS, description="The learning, in markdown.")
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+    concepts: list[str] = Field(default_factory=list, max_length=MAX_CONCEPTS)
+    source: str | None = Field(default=None, max_length=500)
+    project: str | None = Field(default=None, max_length=200)
+
+    @field_validator("concepts", mode="before")
+    @classmethod
+    def _concepts(cls, value: object) -> list[str]:
+        tags = split_concepts(value)
+        if any(len(t) > 64 for t in tags):
+            raise ValueError("each concept must be at most 64 characters")
+        return tags
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("pattern is empty: write the learning itself (what you found and when it applies)")
+        if "\x00" in value:
+            raise ValueError("pattern contains NUL bytes; send plain text")
+        return value
+
+    @field_validator("title", "source", "project")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        cleaned = " ".join(value.replace("\x00", " ").split())
+        return cleaned or None
+
+
+class NearDuplicate(BaseModel):
+    id: str
+    title: str
+    source_file: str
+    similarity: float
+
+
+class LearnResult(BaseModel):
+    id: str
+    chunk_ids: list[str]
+    file: str
+    title: str
+    concepts: list[str]
+    embedded: bool
+    warnings: list[str] = Field(default_factory=list)
+    near_duplicates: list[NearDuplicate] = Field(default_factory=list)
+
+
+class ConsultRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: str = Field(min_length=1, max_length=2_000, description="The decision you are about to make.")
+    context: str | None = Field(default=None, max_length=10_000)
+    budget_tokens: int = Field(default=1200, ge=100, le=8000)
+
+    @field_validator("decision")
+    @classmethod
+    def _decision(cls, value: str) -> str:
+        if not value.replace("\x00", "").strip():
+            raise ValueError("decision is empty: describe the choice you are about to make")
+        return value
+
+
+class Source(BaseModel):
+    id: str
+    type: str
+    title: str
+    heading: str
+    source_file: str
+    line_start: int
+    line_end: int
+    content_hash: str
+    score: float
+    text: str
+    truncated: bool = False
+
+
+class ConsultResult(BaseModel):
+    decision: str
+    principles: list[Source]
+    learnings: list[Source]
+    guidance: str
+    tokens_used: int
+    budget_tokens: int
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Document(BaseModel):
+    id: str
+    type: str
+    kind: str
+    title: str
+    heading: str
+    content: str
+    source_file: str
+    line_start: int
+    line_end: int
+    concepts: list[str]
+    project: str | None
+    date: str | None
+    content_hash: str
+
+
+class ReflectRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["all", "principle", "learning"] = "all"
+
+
+class ListRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: DocType = "all"
+    limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
+    offset: int = Field(default=0, ge=0)
+    group_by_file: bool = False
+
+
+class ListItem(BaseModel):
+    id: str
+    type: str
+    title: str
+    heading: str
+    source_file: str
+    date: str | None
+    concepts: list[str]
+    chunks: int = 1
+
+
+class ListResult(BaseModel):
+    items: list[ListItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class ConceptsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(default=50, ge=1, le=500)
+    type: DocType = "all"
+
+
+class ConceptCount(BaseModel):
+    concept: str
+    count: int
+
+
+class ConceptsResult(BaseModel):
+    concepts: list[ConceptCount]
+    total: int

@@ -67,6 +67,9 @@ def _run_legs(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQue
     if request.mode in ("hybrid", "vector"):
         try:
             legs.vector = _vector_leg(oracle, query, filters, pool)
+            pending = oracle.store.pending_count()
+            if pending:
+                legs.warnings.append(f"{pending} chunks are not embedded yet; semantic results are incomplete")
         except (EmbeddingUnavailable, VectorStoreUnavailable) as exc:
             legs.vector_ok = False
             legs.warnings.append(f"vector search unavailable, showing keyword results only: {exc}")
@@ -145,7 +148,25 @@ def _hit(item: scoring.Fused, doc: dict, kq: KeywordQuery, also: list[str]) -> H
     )
 
 
-def search(oracle: Oracle, request: SearchRequest) -> SearchResult:
+def search(oracle: Oracle, request: SearchRequest, client: str = "cli", tool: str = "search") -> SearchResult:
+    """Search and record it in the search log (query, parameters, results, latency)."""
+    result = run_search(oracle, request)
+    oracle.logs.log_search(
+        client=client,
+        tool=tool,
+        query=result.query,
+        params=request.model_dump(exclude={"query"}),
+        mode=result.meta.mode,
+        total=result.total,
+        results=[(h.id, h.score) for h in result.hits],
+        latency_ms=result.meta.took_ms,
+        warnings=result.meta.warnings,
+    )
+    return result
+
+
+def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
+    """Retrieval only, unlogged: the building block for search and consult."""
     started = time.perf_counter()
     query = validate_query(request.query)
     kq = build_keyword_query(query)

@@ -2,15 +2,73 @@
 
 from __future__ import annotations
 
-import json
 import time
+
+from pydantic import BaseModel
 
 from indexer.discover import discover
 from server import __version__
 from server.app import Oracle
 
 
-def _drift(oracle: Oracle) -> dict:
+class Drift(BaseModel):
+    in_sync: bool
+    not_indexed: list[str]
+    not_indexed_count: int
+    changed_since_index: list[str]
+    changed_since_index_count: int
+    vanished: list[str]
+    vanished_count: int
+    unmapped_folders: dict[str, int]
+
+
+class DocumentCounts(BaseModel):
+    total: int
+    by_type: dict[str, int]
+
+
+class FileCounts(BaseModel):
+    total: int
+    by_type: dict[str, int]
+    skipped: dict[str, str]
+    with_warnings: int
+
+
+class EmbeddingCounts(BaseModel):
+    embedded_chunks: int
+    coverage: float
+    cached: int
+
+
+class VectorHealth(BaseModel):
+    ok: bool
+    detail: str
+
+
+class Usage(BaseModel):
+    searches: int
+    consultations: int
+    learnings: int
+    document_accesses: int
+    search_p50_ms: float | None
+    search_p95_ms: float | None
+
+
+class Stats(BaseModel):
+    version: str
+    root: str
+    data_dir: str
+    documents: DocumentCounts
+    files: FileCounts
+    concepts: int
+    last_indexed: str | None
+    embeddings: EmbeddingCounts
+    vector_store: VectorHealth
+    drift: Drift
+    usage: Usage
+
+
+def drift(oracle: Oracle) -> Drift:
     """Files on disk that the index lacks or has stale, and indexed files that vanished (cost: stats)."""
     found = discover(oracle.settings.root, oracle.settings.folder_types)
     known = oracle.store.file_states()
@@ -29,48 +87,56 @@ def _drift(oracle: Oracle) -> dict:
             continue
         if (st.st_mtime_ns, st.st_size) != (state.mtime_ns, state.size):
             stale.append(rel)
-    return {
-        "in_sync": not (missing or vanished or stale),
-        "not_indexed": missing[:20],
-        "not_indexed_count": len(missing),
-        "changed_since_index": sorted(stale)[:20],
-        "changed_since_index_count": len(stale),
-        "vanished": vanished[:20],
-        "vanished_count": len(vanished),
-        "unmapped_folders": dict(sorted(found.unmapped.items())),
-    }
+    stale.sort()
+    return Drift(
+        in_sync=not (missing or vanished or stale),
+        not_indexed=missing[:20],
+        not_indexed_count=len(missing),
+        changed_since_index=stale[:20],
+        changed_since_index_count=len(stale),
+        vanished=vanished[:20],
+        vanished_count=len(vanished),
+        unmapped_folders=dict(sorted(found.unmapped.items())),
+    )
 
 
-def stats(oracle: Oracle, probe_vectors: bool = True) -> dict:
+def stats(oracle: Oracle) -> Stats:
     conn = oracle.store.conn
     counts = oracle.store.counts()
-    by_type = dict(conn.execute("SELECT type, count(*) FROM documents GROUP BY type ORDER BY type"))
-    files_by_type = dict(conn.execute("SELECT type, count(*) FROM files GROUP BY type ORDER BY type"))
-    concepts = conn.execute("SELECT count(DISTINCT concept) FROM doc_concepts").fetchone()[0]
     last = oracle.store.get_meta("last_indexed")
-    vector: dict = {"probed": probe_vectors}
-    if probe_vectors:
-        ok, detail = oracle.vectors.probe()
-        vector.update(ok=ok, detail=detail)
-    warnings = [
-        json.loads(w) for (w,) in conn.execute("SELECT warnings FROM files WHERE warnings != '[]'")
-    ]
-    return {
-        "version": __version__,
-        "root": str(oracle.settings.root),
-        "data_dir": str(oracle.settings.data_dir),
-        "documents": {"total": counts["chunks"], "by_type": by_type},
-        "files": {"total": counts["files"], "by_type": files_by_type, "skipped": oracle.store.skipped(),
-                  "with_warnings": len(warnings)},
-        "concepts": concepts,
-        "last_indexed": (
-            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last))) if last else None
+    ok, detail = oracle.vectors.probe()  # a real round trip, not a flag set at start-up
+    with_warnings = conn.execute("SELECT count(*) FROM files WHERE warnings != '[]'").fetchone()[0]
+    logs = oracle.logs.counts()
+    latency = oracle.logs.search_latency()
+    return Stats(
+        version=__version__,
+        root=str(oracle.settings.root),
+        data_dir=str(oracle.settings.data_dir),
+        documents=DocumentCounts(
+            total=counts["chunks"],
+            by_type=dict(conn.execute("SELECT type, count(*) FROM documents GROUP BY type ORDER BY type")),
         ),
-        "embeddings": {
-            "embedded_chunks": counts["embedded"],
-            "coverage": round(counts["embedded"] / counts["chunks"], 4) if counts["chunks"] else 1.0,
-            "cached": counts["cached_embeddings"],
-        },
-        "vector_store": vector,
-        "drift": _drift(oracle),
-    }
+        files=FileCounts(
+            total=counts["files"],
+            by_type=dict(conn.execute("SELECT type, count(*) FROM files GROUP BY type ORDER BY type")),
+            skipped=oracle.store.skipped(),
+            with_warnings=with_warnings,
+        ),
+        concepts=conn.execute("SELECT count(DISTINCT concept) FROM doc_concepts").fetchone()[0],
+        last_indexed=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last))) if last else None,
+        embeddings=EmbeddingCounts(
+            embedded_chunks=counts["embedded"],
+            coverage=round(counts["embedded"] / counts["chunks"], 4) if counts["chunks"] else 1.0,
+            cached=counts["cached_embeddings"],
+        ),
+        vector_store=VectorHealth(ok=ok, detail=detail),
+        drift=drift(oracle),
+        usage=Usage(
+            searches=logs["search_log"],
+            consultations=logs["consult_log"],
+            learnings=logs["learn_log"],
+            document_accesses=logs["document_access"],
+            search_p50_ms=latency["p50_ms"],
+            search_p95_ms=latency["p95_ms"],
+        ),
+    )

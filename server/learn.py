@@ -1,0 +1,153 @@
+"""Learn: write a new learning as a markdown file and index it before returning.
+
+The file is the record; the index follows from it through the same indexer as every other file, so a
+learning gets the same chunk ids whether it was written here or saved by hand. Writes are atomic and
+never overwrite: the text goes to a hidden temporary file that is hard-linked to its final name, and
+a name that is taken gets a numeric suffix.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import os
+import threading
+import unicodedata
+from pathlib import Path
+
+import yaml
+
+from indexer.discover import is_within
+from server.app import Oracle
+from server.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest
+from server.search import run_search
+
+SLUG_MAX = 60
+DUPLICATE_SIMILARITY = 0.85
+MAX_SUFFIX = 1000
+
+
+class LearnError(RuntimeError):
+    """The learning could not be written; nothing was left behind."""
+
+
+def slugify(text: str) -> str:
+    """A file-name slug in any script: letters, marks and digits kept, the rest become single hyphens."""
+    normal = unicodedata.normalize("NFKC", text).casefold()
+    out: list[str] = []
+    for char in normal:
+        if unicodedata.category(char)[0] in "LMN":
+            out.append(char)
+        elif out and out[-1] != "-":
+            out.append("-")
+    slug = "".join(out).strip("-")
+    if len(slug) > SLUG_MAX:
+        slug = slug[:SLUG_MAX]
+        # Do not end on a lone combining mark or a hyphen.
+        while slug and (unicodedata.category(slug[-1])[0] == "M" or slug[-1] == "-"):
+            slug = slug[:-1]
+    return slug or "learning"
+
+
+def title_for(request: LearnRequest) -> str:
+    if request.title:
+        return request.title
+    for line in request.pattern.splitlines():
+        words = line.strip().lstrip("#>-*0123456789. ").strip()
+        if words:
+            return words[:80].rstrip()
+    return "Learning"
+
+
+def learnings_folder(oracle: Oracle) -> Path:
+    """`learnings/` at the root, or the one folder mapped to learnings (Oracle v2's ψ/memory/learnings)."""
+    root = oracle.settings.root
+    direct = root / "learnings"
+    if direct.is_dir():
+        return direct
+    names = {name for name, t in oracle.settings.folder_types.items() if t == "learning"}
+    found = sorted(
+        (p for p in root.rglob("*") if p.is_dir() and p.name in names and not any(s.startswith(".") for s in p.parts)),
+        key=lambda p: (len(p.parts), str(p)),
+    )
+    return found[0] if found else direct
+
+
+def render(request: LearnRequest, title: str, today: dt.date) -> str:
+    """Frontmatter from a YAML serialiser (never string formatting), then the title and the pattern."""
+    meta: dict[str, object] = {"title": title, "tags": list(request.concepts), "date": today.isoformat()}
+    if request.project:
+        meta["project"] = request.project
+    if request.source:
+        meta["source"] = request.source
+    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, default_flow_style=False).strip()
+    body = request.pattern.replace("\r\n", "\n").strip("\n")
+    return f"---\n{front}\n---\n\n# {title}\n\n{body}\n"
+
+
+def write_new(folder: Path, base: str, text: str) -> Path:
+    """Atomically create folder/base.md (or base_2.md, ...): never overwrites, never leaves a partial file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{base}.{os.getpid()}-{threading.get_ident()}.tmp"
+    try:
+        with open(tmp, "x", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        for n in range(1, MAX_SUFFIX):
+            target = folder / (f"{base}.md" if n == 1 else f"{base}_{n}.md")
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                continue
+            return target
+        raise LearnError(f"more than {MAX_SUFFIX} learnings named {base!r} today; choose a different title")
+    except OSError as exc:
+        reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
+        raise LearnError(f"could not write the learning: {reason}; nothing was saved") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def near_duplicates(oracle: Oracle, request: LearnRequest, own_file: str) -> list[NearDuplicate]:
+    """Existing learnings that say much the same (advice only: the learning is saved regardless)."""
+    probe = SearchRequest(query=request.pattern[:2000], type="learning", mode="vector", limit=5, group_by_file=True)
+    result = run_search(oracle, probe)
+    return [
+        NearDuplicate(id=h.id, title=h.title, source_file=h.source_file, similarity=h.breakdown.vector_similarity or 0.0)
+        for h in result.hits
+        if h.source_file != own_file and (h.breakdown.vector_similarity or 0.0) >= DUPLICATE_SIMILARITY
+    ]
+
+
+def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.date | None = None) -> LearnResult:
+    title = title_for(request)
+    today = today or dt.date.today()
+    folder = learnings_folder(oracle)
+    root = oracle.settings.root
+    if not is_within(folder, root):
+        raise LearnError(f"the learnings folder {folder} is outside the knowledge root {root}")
+    base = f"{today.isoformat()}_{slugify(title)}"
+    path = write_new(folder, base, render(request, title, today))
+    rel = unicodedata.normalize("NFC", path.relative_to(root).as_posix())
+    report = oracle.indexer.sync_paths([rel])
+    chunk_ids = oracle.store.file_chunk_ids(rel)
+    embedded = bool(chunk_ids) and all(
+        doc["in_vector"] for doc in oracle.store.documents_by_id(chunk_ids).values()
+    )
+    warnings = list(report.warnings)
+    duplicates: list[NearDuplicate] = []
+    if embedded:
+        duplicates = near_duplicates(oracle, request, rel)
+    oracle.logs.log_learn(client, rel, title, list(request.concepts), request.project, request.source, chunk_ids, embedded)
+    return LearnResult(
+        id=chunk_ids[0] if chunk_ids else "",
+        chunk_ids=chunk_ids,
+        file=rel,
+        title=title,
+        concepts=list(request.concepts),
+        embedded=embedded,
+        warnings=warnings,
+        near_duplicates=duplicates,
+    )
+

@@ -1,0 +1,158 @@
+"""Append-only usage logs: searches, consultations, learnings and which documents went to whom.
+
+They live in their own SQLite file (`logs.db` beside the index) because the index can always be rebuilt
+from the markdown and the logs cannot: a corrupt or deleted index never takes the logs with it.
+Rows are only ever inserted; the dashboard and stats read them back through the functions below.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+BUSY_TIMEOUT_MS = 10_000
+MAX_TEXT = 20_000  # a logged field longer than this is cut; the log is a record, not an archive
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS search_log (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, tool TEXT, query TEXT, params TEXT,
+    mode TEXT, total INTEGER, results TEXT, latency_ms REAL, warnings TEXT
+);
+CREATE TABLE IF NOT EXISTS consult_log (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, decision TEXT, context TEXT, found TEXT,
+    guidance TEXT, tokens INTEGER, latency_ms REAL
+);
+CREATE TABLE IF NOT EXISTS learn_log (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, file TEXT, title TEXT, concepts TEXT,
+    project TEXT, source TEXT, chunk_ids TEXT, embedded INTEGER
+);
+CREATE TABLE IF NOT EXISTS document_access (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, tool TEXT, doc_id TEXT, rank INTEGER
+);
+CREATE INDEX IF NOT EXISTS document_access_doc ON document_access(doc_id);
+CREATE INDEX IF NOT EXISTS search_log_at ON search_log(at);
+CREATE INDEX IF NOT EXISTS consult_log_at ON consult_log(at);
+CREATE TRIGGER IF NOT EXISTS search_log_append_only BEFORE UPDATE ON search_log
+    BEGIN SELECT RAISE(ABORT, 'search_log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS consult_log_append_only BEFORE UPDATE ON consult_log
+    BEGIN SELECT RAISE(ABORT, 'consult_log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS learn_log_append_only BEFORE UPDATE ON learn_log
+    BEGIN SELECT RAISE(ABORT, 'learn_log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS document_access_append_only BEFORE UPDATE ON document_access
+    BEGIN SELECT RAISE(ABORT, 'document_access is append-only'); END;
+"""
+
+LOG_TABLES = ("search_log", "consult_log", "learn_log", "document_access")
+
+
+def _cut(text: str | None) -> str | None:
+    return None if text is None else text[:MAX_TEXT]
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+class Logs:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self.conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        self.conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _insert(self, sql: str, rows: Sequence[tuple]) -> None:
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.executemany(sql, rows)
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    # -- writes -----------------------------------------------------------------------------------
+    def log_search(self, client: str, tool: str, query: str, params: dict, mode: str, total: int,
+                   results: list[tuple[str, float]], latency_ms: float, warnings: list[str]) -> None:
+        now = time.time()
+        self._insert(
+            "INSERT INTO search_log (at, client, tool, query, params, mode, total, results, latency_ms, warnings)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [(now, client, tool, _cut(query), _json(params), mode, total, _json(results), latency_ms, _json(warnings))],
+        )
+        self.log_access(client, tool, [doc_id for doc_id, _ in results], at=now)
+
+    def log_consult(self, client: str, decision: str, context: str | None, found: list[dict], guidance: str,
+                    tokens: int, latency_ms: float) -> None:
+        now = time.time()
+        self._insert(
+            "INSERT INTO consult_log (at, client, decision, context, found, guidance, tokens, latency_ms)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            [(now, client, _cut(decision), _cut(context), _json(found), _cut(guidance), tokens, latency_ms)],
+        )
+        self.log_access(client, "consult", [f["id"] for f in found], at=now)
+
+    def log_learn(self, client: str, file: str, title: str, concepts: list[str], project: str | None,
+                  source: str | None, chunk_ids: list[str], embedded: bool) -> None:
+        self._insert(
+            "INSERT INTO learn_log (at, client, file, title, concepts, project, source, chunk_ids, embedded)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            [(time.time(), client, file, _cut(title), _json(concepts), project, _cut(source), _json(chunk_ids), int(embedded))],
+        )
+
+    def log_access(self, client: str, tool: str, doc_ids: Sequence[str], at: float | None = None) -> None:
+        if not doc_ids:
+            return
+        now = at or time.time()
+        self._insert(
+            "INSERT INTO document_access (at, client, tool, doc_id, rank) VALUES (?,?,?,?,?)",
+            [(now, client, tool, doc_id, rank) for rank, doc_id in enumerate(doc_ids, start=1)],
+        )
+
+    # -- reads ------------------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in LOG_TABLES}
+
+    def search_latency(self, last: int = 1000) -> dict[str, float | None]:
+        rows = [r[0] for r in self.conn.execute(
+            "SELECT latency_ms FROM search_log ORDER BY id DESC LIMIT ?", (last,))]
+        if not rows:
+            return {"p50_ms": None, "p95_ms": None, "samples": 0}
+        rows.sort()
+        p95 = rows[min(len(rows) - 1, int(round(0.95 * (len(rows) - 1))))]
+        return {"p50_ms": round(statistics.median(rows), 2), "p95_ms": round(p95, 2), "samples": len(rows)}
+
+    def recent(self, table: str, limit: int = 20) -> list[dict]:
+        if table not in LOG_TABLES:
+            raise ValueError(f"unknown log {table!r}; one of {', '.join(LOG_TABLES)}")
+        cur = self.conn.execute(f"SELECT * FROM {table} ORDER BY id DESC LIMIT ?", (limit,))
+        names = [d[0] for d in cur.description]
+        out = []
+        for row in cur:
+            item = dict(zip(names, row))
+            for key in ("params", "results", "warnings", "found", "concepts", "chunk_ids"):
+                if isinstance(item.get(key), str):
+                    item[key] = json.loads(item[key])
+            out.append(item)
+        return out
+
+    def per_day(self, table: str, days: int = 30) -> list[dict]:
+        if table not in LOG_TABLES:
+            raise ValueError(f"unknown log {table!r}")
+        since = time.time() - days * 86400
+        rows = self.conn.execute(
+            f"SELECT date(at, 'unixepoch') AS day, count(*) FROM {table} WHERE at >= ? GROUP BY day ORDER BY day",
+            (since,),
+        )
+        return [{"day": day, "count": n} for day, n in rows]

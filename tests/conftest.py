@@ -1,0 +1,86 @@
+"""Shared fixtures: real SQLite FTS5, real embedded ChromaDB, the real ONNX embedding model.
+
+Nothing is mocked. Expensive indexes (anything that embeds the bundled knowledge, ~6 s each on two
+cores) are session-scoped and must be treated as read-only by the tests that use them; tests that
+mutate an index build their own small one in `tmp_path`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # for `import _corpus` in test modules
+
+from server.app import Oracle  # noqa: E402
+
+import _corpus  # noqa: E402
+from _corpus import BUNDLED, open_oracle  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_env() -> Iterator[None]:
+    """No ORACLE_* variable from the developer's shell may leak into a test's Settings."""
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("ORACLE_")}
+    yield
+    os.environ.update(saved)
+
+
+@pytest.fixture
+def make_oracle() -> Iterator[Callable[..., Oracle]]:
+    """Open Oracles on (root, data_dir); every one is closed at teardown."""
+    opened: list[Oracle] = []
+
+    def factory(root: Path, data_dir: Path, **overrides: object) -> Oracle:
+        oracle = open_oracle(root, data_dir, **overrides)
+        opened.append(oracle)
+        return oracle
+
+    yield factory
+    for oracle in opened:
+        oracle.close()
+
+
+# -- the bundled knowledge base --------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def bundled(tmp_path_factory: pytest.TempPathFactory):
+    """(oracle, first SyncReport) for the bundled knowledge/ indexed into a fresh data dir. Read-only."""
+    oracle = open_oracle(BUNDLED, tmp_path_factory.mktemp("bundled-data"))
+    report = oracle.indexer.sync()
+    yield oracle, report
+    oracle.close()
+
+
+# -- the search corpus: a copy of the bundled knowledge plus synthetic notes -------------------------
+@pytest.fixture(scope="session")
+def search_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("search-root")
+    for folder in ("principles", "learnings", "retrospectives"):
+        shutil.copytree(BUNDLED / folder, root / folder)
+    _corpus.write_search_corpus(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def search_index(search_root: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The search corpus indexed once (keyword + vector). Read-only."""
+    oracle = open_oracle(search_root, tmp_path_factory.mktemp("search-data"))
+    report = oracle.indexer.sync()
+    assert not report.vector_failed, report.warnings
+    yield oracle
+    oracle.close()
+
+
+@pytest.fixture(scope="session")
+def search_twin(search_root: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The same files indexed a second time into a separate data dir (no shared cache). Read-only."""
+    oracle = open_oracle(search_root, tmp_path_factory.mktemp("search-twin-data"))
+    report = oracle.indexer.sync()
+    assert not report.vector_failed, report.warnings
+    yield oracle
+    oracle.close()

@@ -1,0 +1,336 @@
+"""server.search over a real index of a temp root (bundled notes + synthetic notes, see _corpus)."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+
+import pytest
+from pydantic import ValidationError
+
+import _corpus
+from _corpus import HOSTILE_QUERIES, NO_TERMS, QUOKKA_CHUNKS, QUOKKA_FILES, open_oracle
+from indexer.parse import parse_markdown
+from server.models import SearchRequest
+from server.query import QueryError, validate_query
+from server.search import search
+
+MODES = ("fts", "vector", "hybrid")
+LAYOUT_TYPES = {"principles": "principle", "learnings": "learning", "retrospectives": "retro"}
+
+
+def run(oracle, query: str, **kw):
+    return search(oracle, SearchRequest(query=query, **kw))
+
+
+def dump(result) -> str:
+    return json.dumps(result.model_dump(exclude={"meta": {"took_ms"}}), sort_keys=True, ensure_ascii=False)
+
+
+def corpus_chunks(root):
+    out = []
+    for path in sorted(root.rglob("*.md")):
+        rel = path.relative_to(root).as_posix()
+        out += parse_markdown(path.read_text("utf-8"), rel, LAYOUT_TYPES[rel.split("/")[0]]).chunks
+    return out
+
+
+def check_breakdown(result, offset: int = 0) -> None:
+    for position, hit in enumerate(result.hits, start=offset + 1):
+        b = hit.breakdown
+        assert hit.found_by and set(hit.found_by) <= {"fts", "vector"}
+        assert hit.found_by == sorted(hit.found_by)  # "fts" before "vector"
+        assert b.fused == hit.score
+        assert ("fts" in hit.found_by) == (b.bm25_rank is not None) == (b.bm25_score is not None)
+        assert ("vector" in hit.found_by) == (b.vector_rank is not None) == (b.vector_similarity is not None)
+        if result.meta.mode == "fts":
+            assert hit.found_by == ["fts"] and b.bm25_rank == position and hit.score == b.bm25_score
+        if result.meta.mode == "vector":
+            assert hit.found_by == ["vector"] and b.vector_rank == position and hit.score == b.vector_similarity
+            assert -1.0 <= b.vector_similarity <= 1.0
+    keys = [(-h.score, h.id) for h in result.hits]
+    assert keys == sorted(keys)
+
+
+# -- ranking ----------------------------------------------------------------------------------------
+def test_fts_ranks_the_note_that_mentions_the_term_most_first(search_index):
+    result = run(search_index, "zanzibar", mode="fts", limit=10)
+    files = [h.source_file for h in result.hits]
+    assert result.total == 2
+    assert files == [_corpus.HEAVY_FILE, _corpus.LIGHT_FILE]
+    heavy, light = result.hits
+    assert heavy.breakdown.bm25_score == max(h.breakdown.bm25_score for h in result.hits)
+    assert heavy.breakdown.bm25_score > light.breakdown.bm25_score > 0
+    assert [h.breakdown.bm25_rank for h in result.hits] == [1, 2]
+    check_breakdown(result)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hits_carry_consistent_breakdowns(search_index, mode):
+    result = run(search_index, "how should I quote search terms for fts5", mode=mode, limit=20)
+    assert result.meta.mode == mode and len(result.hits) == 20
+    check_breakdown(result)
+    if mode == "hybrid":
+        assert result.meta.fusion == "rrf"
+        assert {"fts", "vector"} <= {leg for h in result.hits for leg in h.found_by}
+        assert any(h.found_by == ["fts", "vector"] for h in result.hits)
+    page2 = run(search_index, "how should I quote search terms for fts5", mode=mode, limit=5, offset=5)
+    check_breakdown(page2, offset=5)
+
+
+def test_weighted_fusion_is_selectable(search_index):
+    result = run(search_index, "quokka shade", mode="hybrid", fusion="weighted", limit=10)
+    assert result.meta.fusion == "weighted" and result.meta.mode == "hybrid"
+    assert all(0.0 <= h.score <= 1.0 for h in result.hits)
+    check_breakdown(result)
+
+
+# -- hostile queries in every mode -------------------------------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(HOSTILE_QUERIES))
+def test_hostile_queries_never_raise(search_index, name, mode):
+    query = HOSTILE_QUERIES[name]
+    result = run(search_index, query, mode=mode, limit=5)
+    assert result.query == validate_query(query)
+    assert result.meta.mode == mode
+    assert len(result.hits) <= 5 and result.total >= len(result.hits)
+    check_breakdown(result)
+    if mode == "fts":
+        assert result.total == result.meta.fts_matches
+        if name in NO_TERMS:
+            assert result.hits == [] and result.total == 0
+            assert result.meta.warnings == ["the query has no searchable words for the keyword leg"]
+    else:
+        assert len(result.hits) == 5  # the vector leg ranks every chunk
+        assert result.meta.vector_matches > 0
+
+
+def test_hostile_queries_find_real_matches(search_index):
+    assert run(search_index, "c# code", mode="fts").total > 0
+    assert run(search_index, "col:term", mode="fts").total > 0  # "term(s)" appears in the bundled notes
+    hits = run(search_index, '"unbalanced', mode="fts", limit=3).hits
+    assert hits and all(re.search(r"unbalanced", h.snippet, re.I) for h in hits)
+
+
+# -- errors and bounds -------------------------------------------------------------------------------
+@pytest.mark.parametrize("query", ["", "   ", "\x00", "\t\n"])
+def test_empty_query_is_rejected(search_index, query):
+    with pytest.raises(ValidationError, match="query"):
+        SearchRequest(query=query)
+    # past the model (an adapter that skipped validation), search() still refuses with a clear error
+    with pytest.raises(QueryError, match="query is empty"):
+        search(search_index, SearchRequest.model_construct(query=query))
+
+
+def test_whitespace_query_message(search_index):
+    with pytest.raises(ValidationError, match="query is empty: pass a few words"):
+        SearchRequest(query="  \t ")
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"limit": 101}, {"limit": 0}, {"offset": -1}, {"offset": 10_001}, {"mode": "magic"}, {"type": "note"},
+     {"query": "x" * 10_001}, {"date_from": "2026/01/01"}, {"unknown": 1}],
+)
+def test_request_bounds(kw):
+    with pytest.raises(ValidationError):
+        SearchRequest(**{"query": "quokka", **kw})
+
+
+def test_limit_100_is_allowed_and_honoured(search_index):
+    result = run(search_index, "the", mode="vector", limit=100)
+    assert len(result.hits) == 100
+
+
+# -- filters ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("doc_type, expected", [("principle", 3), ("retro", 1), ("learning", 24), ("all", QUOKKA_CHUNKS)])
+def test_type_filter(search_index, doc_type, expected):
+    result = run(search_index, "quokka", mode="fts", type=doc_type, limit=100)
+    assert result.total == expected == len(result.hits)
+    if doc_type != "all":
+        assert {h.type for h in result.hits} == {doc_type}
+
+
+def test_concepts_filter_list_and_comma_string(search_index):
+    one = run(search_index, "quokka", mode="fts", concepts=["marsupial"], limit=100)
+    assert one.total == 8 and all("marsupial" in h.concepts for h in one.hits)
+    as_list = run(search_index, "quokka", mode="fts", concepts=["marsupial", "island"], limit=100)
+    as_text = run(search_index, "quokka", mode="fts", concepts="Marsupial, #island", limit=100)
+    assert as_list.total == as_text.total == 24
+    assert [h.id for h in as_list.hits] == [h.id for h in as_text.hits]
+    assert all({"marsupial", "island"} & set(h.concepts) for h in as_list.hits)
+    assert run(search_index, "quokka", mode="fts", concepts="no-such-concept").total == 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_project_filter(search_index, mode):
+    result = run(search_index, "quokka count", mode=mode, project="alpha", limit=100)
+    assert result.hits and {h.project for h in result.hits} == {"alpha"}
+    if mode == "fts":
+        assert result.total == 12
+    if mode == "vector":
+        # every embedded chunk of project alpha: 6 quokka logs x 2 + the zanzibar note
+        assert result.total == len(result.hits) == 13
+
+
+def test_date_filter(search_index):
+    result = run(search_index, "quokka", mode="fts", date_from="2026-06-10", date_to="2026-06-11", limit=100)
+    assert result.total == 4
+    assert {h.date for h in result.hits} == {"2026-06-10", "2026-06-11"}
+
+
+# -- paging and totals --------------------------------------------------------------------------------
+def test_total_is_the_true_number_of_fts_matches(search_index, search_root):
+    word = re.compile(r"(?<!\w)quokkas?(?!\w)", re.I)
+    mine = [c for c in corpus_chunks(search_root)
+            if word.search("\n".join([c.title, c.heading, c.content, " ".join(c.concepts)]))]
+    assert len(mine) == QUOKKA_CHUNKS
+    result = run(search_index, "quokka", mode="fts", limit=3)
+    assert result.total == result.meta.fts_matches == QUOKKA_CHUNKS
+    assert len(result.hits) == 3
+    everything = run(search_index, "quokka", mode="fts", limit=100)
+    assert {h.id for h in everything.hits} == {c.id for c in mine}
+
+
+def test_total_counts_matches_beyond_the_candidate_pool(search_index, search_root):
+    """A word in most chunks: the total must be the real count, not the size of the ranked pool (100)."""
+    mine = [c for c in corpus_chunks(search_root)
+            if "the" in re.findall(r"[^\W_]+", "\n".join([c.title, c.heading, c.content, " ".join(c.concepts)]).lower())]
+    assert len(mine) > 100
+    result = run(search_index, "the", mode="fts", limit=5)
+    assert result.total == len(mine)
+    assert len(result.hits) == 5
+
+
+@pytest.mark.parametrize("mode", ["fts", "hybrid"])
+def test_offset_pages_are_disjoint_and_concatenate(search_index, mode):
+    pages = [run(search_index, "quokka", mode=mode, limit=7, offset=o) for o in (0, 7, 14, 21)]
+    big = run(search_index, "quokka", mode=mode, limit=28)
+    ids = [h.id for p in pages for h in p.hits]
+    assert len(ids) == 28 == len(set(ids))
+    assert ids == [h.id for h in big.hits]
+    assert [h.score for p in pages for h in p.hits] == [h.score for h in big.hits]
+    assert {p.total for p in pages} == {big.total}
+    if mode == "fts":
+        assert big.total == QUOKKA_CHUNKS
+    past_end = run(search_index, "quokka", mode="fts", limit=5, offset=QUOKKA_CHUNKS)
+    assert past_end.hits == [] and past_end.total == QUOKKA_CHUNKS
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_group_by_file(search_index, mode):
+    result = run(search_index, "quokka", mode=mode, group_by_file=True, limit=100)
+    files = [h.source_file for h in result.hits]
+    assert len(files) == len(set(files))
+    docs = search_index.store.documents_by_id([i for h in result.hits for i in h.also_in_file])
+    for hit in result.hits:
+        assert all(docs[i]["file"] == hit.source_file for i in hit.also_in_file)
+        assert hit.id not in hit.also_in_file
+    if mode == "fts":
+        assert result.total == len(result.hits) == QUOKKA_FILES
+        by_file = {h.source_file: len(h.also_in_file) for h in result.hits}
+        assert by_file[_corpus.QUOKKA_PRINCIPLE] == 2 and by_file[_corpus.QUOKKA_RETRO] == 0
+        assert all(by_file[f] == 1 for f in _corpus.QUOKKA_LOGS)
+
+
+# -- unsegmented scripts ------------------------------------------------------------------------------
+@pytest.mark.parametrize("word", ["มะม่วง", "ตลาดนัด", "แมว", "ไป"])
+def test_thai_word_inside_a_thai_sentence(search_index, word):
+    result = run(search_index, word, mode="fts")
+    assert result.total == 1
+    assert result.hits[0].source_file == _corpus.THAI_FILE
+    assert result.hits[0].heading == "บันทึก"
+    assert word in result.hits[0].snippet
+
+
+# -- determinism --------------------------------------------------------------------------------------
+DETERMINISM_QUERIES = [
+    ("quokka", {"mode": "fts", "limit": 20}),
+    ("how should I quote search terms for fts5", {"mode": "fts", "limit": 20, "type": "learning"}),
+    ("ตลาดนัด mango", {"mode": "fts", "group_by_file": True, "limit": 10}),
+    ("quokka", {"mode": "fts", "concepts": ["island"], "limit": 7, "offset": 7}),
+    ("memory hygiene and superseding stale notes", {"mode": "vector", "limit": 5}),
+    ("how should I quote search terms for fts5", {"mode": "hybrid", "limit": 20}),
+    ("how should I quote search terms for fts5", {"mode": "hybrid", "fusion": "weighted", "limit": 20}),
+    ("the", {"mode": "vector", "limit": 100}),
+    ("ตลาดนัด mango", {"mode": "hybrid", "group_by_file": True, "limit": 10}),
+]
+
+
+@pytest.mark.parametrize("query, kw", DETERMINISM_QUERIES)
+def test_same_query_twice_is_identical(search_index, query, kw):
+    first, second = run(search_index, query, **kw), run(search_index, query, **kw)
+    assert first.hits
+    assert dump(first) == dump(second)
+
+
+@pytest.mark.parametrize("query, kw", [q for q in DETERMINISM_QUERIES if q[1]["mode"] == "fts"]
+                         + [DETERMINISM_QUERIES[4]])
+def test_two_separately_built_indexes_agree(search_index, search_twin, query, kw):
+    assert search_index.settings.data_dir != search_twin.settings.data_dir
+    first = run(search_index, query, **kw)
+    assert first.hits
+    assert dump(first) == dump(run(search_twin, query, **kw))
+
+
+POOL_QUERIES = [
+    "quokka", "the", "memory hygiene", "tests must fail", "offline install", "ตลาดนัด mango",
+    "hybrid search ranking", "commit messages", "security of retrieved notes", "benchmark latency",
+    "webhook clock skew", "installer twice", "sort before serialise", "frontmatter parsing", "code fences",
+]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: indexer/vectors.py creates the Chroma collection with the default HNSW ef_search (100) "
+    "= search.POOL, so the vector pool is approximate and differs between two builds of the same files; "
+    "hybrid ranks/totals and group_by_file totals follow",
+)
+def test_vector_pool_is_identical_across_separately_built_indexes(search_index, search_twin):
+    differing = []
+    for query in POOL_QUERIES:
+        for kw in ({"mode": "vector", "limit": 100}, {"mode": "hybrid", "limit": 10, "group_by_file": True}):
+            if dump(run(search_index, query, **kw)) != dump(run(search_twin, query, **kw)):
+                differing.append((query, kw["mode"]))
+    assert differing == []
+
+
+# -- the vector leg really down ------------------------------------------------------------------------
+def closed_loopback_port() -> int:
+    """A port nothing listens on: bind to an ephemeral port, then release it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
+    return port
+
+
+@pytest.fixture(scope="module")
+def vectors_down(search_index, search_root):
+    """The same SQLite index, but Chroma configured at a closed loopback port: a real connection failure."""
+    oracle = open_oracle(search_root, search_index.settings.data_dir,
+                         chroma_url=f"http://127.0.0.1:{closed_loopback_port()}")
+    yield oracle
+    oracle.close()
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_vector_leg_down_falls_back_to_keywords(search_index, vectors_down, mode):
+    query = "quote fts5 search terms"
+    result = run(vectors_down, query, mode=mode, limit=10)
+    keyword = run(search_index, query, mode="fts", limit=10)
+    assert result.meta.mode == "fts" and result.meta.fusion is None
+    assert len(result.meta.warnings) == 1
+    assert result.meta.warnings[0].startswith("vector search unavailable, showing keyword results only:")
+    assert "Could not connect" in result.meta.warnings[0] or "connect" in result.meta.warnings[0].lower()
+    assert [h.id for h in result.hits] == [h.id for h in keyword.hits] and len(result.hits) == 10
+    assert result.total == keyword.total > 0
+    assert result.meta.vector_matches == 0
+    check_breakdown(result)
+
+
+def test_vector_leg_down_fts_mode_has_no_warning(vectors_down):
+    result = run(vectors_down, "quokka", mode="fts")
+    assert result.meta.warnings == [] and result.total == QUOKKA_CHUNKS
