@@ -22,10 +22,9 @@ KEYWORDS: tuple[str, ...] = (
     "watcher", "workflow",
 )
 
-_PATTERN = re.compile(
-    r"(?<!\w)(" + "|".join(sorted((re.escape(k).replace(r"\ ", r"\s+") for k in KEYWORDS), key=len, reverse=True)) + r")(?!\w)",
-    re.IGNORECASE,
-)
+_SINGLE = frozenset(k for k in KEYWORDS if " " not in k)
+_PHRASES = tuple(k for k in KEYWORDS if " " in k)
+_WORD = re.compile(r"\w+")
 _TAG_SPLIT = re.compile(r"[,;]")
 _MAX_TAG_LEN = 64
 
@@ -51,6 +50,14 @@ def normalise_tags(value: object) -> list[str]:
 
 
 def extract_concepts(text: str) -> list[str]:
-    """Known keywords present in text as whole words, normalised and sorted."""
-    found = {re.sub(r"\s+", " ", m.group(1).lower()) for m in _PATTERN.finditer(text)}
+    """Known keywords present in text as whole words, normalised and sorted.
+
+    The text is cut into words once; single-word keywords are a set intersection and phrases are
+    looked up in the space-joined word list, so "git" never matches inside "digital".
+    """
+    words = _WORD.findall(text.lower())
+    found = set(_SINGLE.intersection(words))
+    if _PHRASES:
+        joined = f" {' '.join(words)} "
+        found.update(p for p in _PHRASES if f" {p} " in joined)
     return sorted(found)
