@@ -22,7 +22,7 @@ from indexer.concepts import extract_concepts, normalise_tags
 
 SPLIT_LEVEL = {"principle": 3, "learning": 2, "retro": 2}
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BULLET = re.compile(r"^(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
 _DATE_IN_PATH = re.compile(r"(\d{4})-(\d{2})[-/](\d{2})")
@@ -181,13 +181,17 @@ def note_date(meta: dict, file: str) -> str | None:
 
 
 def _is_fence_toggle(line: str, fence: str | None) -> tuple[bool, str | None]:
+    """(is this line a fence opening or closing, the open fence after it).
+
+    A fence closes only with the same character, at least as many of them, and nothing after.
+    """
     match = _FENCE.match(line)
     if not match:
         return False, fence
     marker = match.group(1)
     if fence is None:
-        return True, marker[0] * 3
-    if marker.startswith(fence) and not line.strip()[len(marker) :].strip():
+        return True, marker
+    if marker[0] == fence[0] and len(marker) >= len(fence) and not line.strip()[len(marker) :].strip():
         return True, None
     return False, fence
 

@@ -26,7 +26,7 @@ from indexer.vectors import VectorStore, VectorStoreUnavailable
 
 FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batches
 VECTOR_SLICE = 512  # chunks embedded and upserted per step
-DELETE_GUARD_MIN = 3  # below this many vanished files the half-the-index guard does not apply
+DELETE_GUARD_MIN = 3  # an index smaller than this many files is not guarded
 
 
 class SyncRefused(RuntimeError):
@@ -119,8 +119,22 @@ class Indexer:
         for rel in found.outside:
             report.skipped[rel] = "symlink points outside the knowledge root"
 
+        known = self.store.file_states()
+        present = {f.rel for f in found.files}
+        vanished = sorted(set(known) - present)
+        if (
+            not force
+            and len(known) >= DELETE_GUARD_MIN
+            and len(vanished) * 2 > len(known)
+        ):
+            raise SyncRefused(
+                f"refusing to remove {len(vanished)} of {len(known)} indexed files in one run: is ORACLE_ROOT"
+                f" ({root}) the right folder? Run `oracle index --force` if the files really are gone."
+            )
+
         if full:
             self.store.clear()
+            known = {}
             try:
                 self.vectors.reset()
             except VectorStoreUnavailable as exc:
@@ -129,19 +143,6 @@ class Indexer:
         elif self.settings.chroma_url is None and not self.settings.chroma_path.exists():
             # The embedded vector store was deleted: re-add every chunk from the embedding cache.
             self.store.mark_all_out_of_vector()
-
-        known = self.store.file_states()
-        present = {f.rel for f in found.files}
-        vanished = sorted(set(known) - present)
-        if (
-            not force
-            and len(vanished) >= DELETE_GUARD_MIN
-            and len(vanished) * 2 > len(known)
-        ):
-            raise SyncRefused(
-                f"refusing to remove {len(vanished)} of {len(known)} indexed files in one run: is ORACLE_ROOT"
-                f" ({root}) the right folder? Run `oracle index --force` if the files really are gone."
-            )
 
         to_index: list[tuple[Found, FileState, str]] = []
         for item in found.files:
@@ -224,7 +225,7 @@ class Indexer:
             return None
         text, reason = decode_markdown(data, self.settings.max_file_bytes)
         if reason is not None:
-            self.store.record_skip(item.rel, reason)
+            self._delete_vectors(self.store.record_skip(item.rel, reason), report)
             report.skipped[item.rel] = reason
             return None
         assert text is not None

@@ -18,6 +18,9 @@ import numpy as np
 
 COLLECTION = "oracle_chunks"
 UPSERT_BATCH = 2000
+# HNSW search breadth, well above the largest candidate pool asked for: at the default (100) the pool of
+# 100 is approximate and differs between two builds of the same files, which breaks determinism.
+EF_SEARCH = 1000
 
 
 class VectorStoreUnavailable(RuntimeError):
@@ -61,7 +64,7 @@ class VectorStore:
                     self.path.mkdir(parents=True, exist_ok=True)
                     client = chromadb.PersistentClient(path=str(self.path), settings=settings)
                 collection = client.get_or_create_collection(
-                    COLLECTION, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+                    COLLECTION, configuration={"hnsw": {"space": "cosine", "ef_search": EF_SEARCH}}, embedding_function=None
                 )
             except Exception as exc:
                 raise VectorStoreUnavailable(f"vector store unavailable ({self._where()}): {exc}") from exc

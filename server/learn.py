@@ -33,7 +33,7 @@ class LearnError(RuntimeError):
 
 def slugify(text: str) -> str:
     """A file-name slug in any script: letters, marks and digits kept, the rest become single hyphens."""
-    normal = unicodedata.normalize("NFKC", text).casefold()
+    normal = unicodedata.normalize("NFC", text).casefold()
     out: list[str] = []
     for char in normal:
         if unicodedata.category(char)[0] in "LMN":

@@ -108,7 +108,7 @@ def validate_query(query: str) -> str:
 
 def build_keyword_query(query: str) -> KeywordQuery:
     """Quoted OR-terms, stopwords dropped unless nothing else is left, at most MAX_TERMS distinct terms."""
-    raw = split_terms(unicodedata.normalize("NFKC", query))
+    raw = split_terms(unicodedata.normalize("NFC", query))
     spaced: list[str] = []
     unsegmented: list[str] = []
     for term in raw:

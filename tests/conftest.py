@@ -84,3 +84,10 @@ def search_twin(search_root: Path, tmp_path_factory: pytest.TempPathFactory):
     assert not report.vector_failed, report.warnings
     yield oracle
     oracle.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Hypothesis keeps caches in .hypothesis/; keep them under tests/ (gitignored) rather than the repo root."""
+    from hypothesis import configuration
+
+    configuration.set_hypothesis_home_dir(str(Path(__file__).resolve().parent / ".hypothesis"))

@@ -348,11 +348,6 @@ def test_file_that_becomes_empty_leaves_the_keyword_index(inc):
     assert vector_search(oracle, "Retro four — What happened\ndingo tracks").hits[0].source_file != rel
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: sync.Indexer._classify discards the chunk ids returned by store.record_skip, so the "
-    "vectors of a file that becomes empty/binary/too large stay in Chroma",
-)
 def test_file_that_becomes_empty_leaves_the_vector_store(inc):
     oracle, root = inc
     rel = "retrospectives/2026-01-04_four.md"
@@ -399,11 +394,6 @@ def test_guard_allows_half_or_fewer_than_three(tmp_path, make_oracle, total, rem
     assert len(oracle.store.file_states()) == total - remove
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: sync.Indexer.sync clears the store (and resets Chroma) for full=True before the deletion "
-    "guard reads the known files, so `oracle index --full` on a half-empty root wipes the index unasked",
-)
 def test_full_rebuild_is_guarded_too(tmp_path, make_oracle):
     root = guard_root(tmp_path, 4)
     oracle = make_oracle(root, tmp_path / "data")

@@ -117,7 +117,8 @@ def test_ten_kb_query_is_bounded(fts):
     run(fts, kq)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=400, deadline=None, database=None,  # no .hypothesis/ dir outside tests/
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80))
 def test_random_unicode_never_breaks_fts5(fts, text):
     try:

@@ -281,12 +281,6 @@ POOL_QUERIES = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: indexer/vectors.py creates the Chroma collection with the default HNSW ef_search (100) "
-    "= search.POOL, so the vector pool is approximate and differs between two builds of the same files; "
-    "hybrid ranks/totals and group_by_file totals follow",
-)
 def test_vector_pool_is_identical_across_separately_built_indexes(search_index, search_twin):
     differing = []
     for query in POOL_QUERIES:
