@@ -56,6 +56,20 @@ CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL,
 """
 
 
+def set_aside(path: Path, reason: Exception) -> Path:
+    """Rename a database that cannot be opened (and its WAL files) out of the way; return the new name."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        source = Path(f"{path}{suffix}")
+        if source.exists():
+            source.rename(Path(f"{target}{suffix}"))
+    import sys
+
+    print(f"oracle: {path} could not be opened ({reason}); moved to {target.name} and rebuilding", file=sys.stderr)
+    return target
+
+
 @dataclass(frozen=True)
 class FileState:
     mtime_ns: int
@@ -69,15 +83,30 @@ class Store:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
-        self.db = sqlite_utils.Database(conn)
-        self.conn = conn
         self._write_lock = threading.RLock()  # one connection, shared by the server's threads
-        self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self.db.enable_wal()
-        self.db.execute("PRAGMA synchronous = NORMAL")
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self.conn.executescript(_SCHEMA)
+        self.recovered_from: Path | None = None
+        try:
+            self._connect()
+        except sqlite3.DatabaseError as exc:
+            # The index is derived data: move the broken file aside and rebuild from the markdown.
+            self.recovered_from = set_aside(path, exc)
+            self._connect()
+
+    def _connect(self) -> None:
+        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            check = conn.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise sqlite3.DatabaseError(f"integrity check failed: {check}")
+            conn.executescript(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        self.conn = conn
+        self.db = sqlite_utils.Database(conn)
         self.set_meta("schema_version", SCHEMA_VERSION)
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 from indexer.config import Settings
 from indexer.discover import Found, discover, is_within, type_for
 from indexer.embed import Embedder, EmbeddingUnavailable
+from indexer.locks import WriterLock
 from indexer.parse import ParsedFile, parse_markdown
 from indexer.store import FileState, Store
 from indexer.vectors import VectorStore, VectorStoreUnavailable
@@ -96,9 +97,61 @@ class Indexer:
         self.store = store or Store(settings.db_path)
         self.vectors = vectors or VectorStore(settings.chroma_path, settings.chroma_url)
         self.embedder = embedder or Embedder()
+        self.lock = WriterLock(settings.data_dir / "writer.lock")
+
+    # -- public entry points: each holds the cross-process writer lock ---------------------------------
+    def sync(
+        self,
+        full: bool = False,
+        force: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+        keyword_ready: Callable[[], None] | None = None,
+        vectors: bool = True,
+    ) -> SyncReport:
+        """Bring the whole index in step with the root (see `_sync`)."""
+        return self._locked(lambda: self._sync(full, force, progress, keyword_ready, vectors))
+
+    def sync_paths(self, rels: list[str]) -> SyncReport:
+        """Re-index just these files (see `_sync_paths`)."""
+        return self._locked(lambda: self._sync_paths(rels))
+
+    def flush_vectors(self) -> SyncReport:
+        """Embed and upsert every chunk still missing from the vector store."""
+        return self._locked(self._flush_vectors)
+
+    def _locked(self, work: Callable[[], SyncReport]) -> SyncReport:
+        """Run a write under the writer lock, with crash recovery for the vector store.
+
+        SQLite rolls back an interrupted file on its own. The vector store is written outside SQLite's
+        transactions, so a write in progress is flagged; if a process died with the flag set (kill -9),
+        the next writer compares both stores and repairs the difference before doing its own work.
+        """
+        with self.lock:
+            if self.store.get_meta("vectors_dirty") == "1":
+                self.reconcile_vectors()
+            self.store.set_meta("vectors_dirty", "1")
+            report = work()
+            self.store.set_meta("vectors_dirty", "1" if report.vector_failed else "0")
+            return report
+
+    def reconcile_vectors(self) -> tuple[int, int]:
+        """Delete vectors whose chunk is gone and re-queue chunks whose vector is missing: (deleted, requeued)."""
+        try:
+            in_store = self.vectors.all_ids()
+        except VectorStoreUnavailable:
+            return 0, 0
+        flags = dict(self.store.conn.execute("SELECT id, in_vector FROM documents"))
+        orphans = sorted(in_store - flags.keys())
+        missing = sorted(i for i, flag in flags.items() if flag and i not in in_store)
+        try:
+            self.vectors.delete(orphans)
+        except VectorStoreUnavailable:
+            return 0, 0
+        self.store.mark_in_vector(missing, 0)
+        return len(orphans), len(missing)
 
     # -- whole-root sync --------------------------------------------------------------------------
-    def sync(
+    def _sync(
         self,
         full: bool = False,
         force: bool = False,
@@ -174,7 +227,7 @@ class Indexer:
         report.seconds = time.perf_counter() - started
         return report
 
-    def sync_paths(self, rels: list[str]) -> SyncReport:
+    def _sync_paths(self, rels: list[str]) -> SyncReport:
         """Re-index just these files (the learn tool, the watcher): present -> indexed, gone -> removed.
 
         Files are checked by hash like a full run, so a path named twice or unchanged costs nothing.
@@ -268,10 +321,11 @@ class Indexer:
         try:
             self.vectors.delete(ids)
         except VectorStoreUnavailable as exc:
+            report.vector_failed = True
             report.warnings.append(f"stale vectors not deleted (search ignores them): {exc}")
         report.vector_seconds += time.perf_counter() - t0
 
-    def flush_vectors(self) -> SyncReport:
+    def _flush_vectors(self) -> SyncReport:
         """Embed and upsert every chunk still missing from the vector store."""
         report = SyncReport()
         started = time.perf_counter()

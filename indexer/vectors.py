@@ -8,7 +8,9 @@ VectorStoreUnavailable so that callers can fall back to keyword search with a wa
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +42,40 @@ class VectorStore:
         self._lock = threading.Lock()
         self._client = None
         self._collection = None
+        # Embedded Chroma keeps its HNSW index in memory per process: a write by another process is not
+        # seen until the collection is reopened. Every write stamps this file; readers compare stamps.
+        self._generation_file = path.parent / f"{path.name}.generation"
+        self._seen_generation: str | None = None
+
+    def _read_generation(self) -> str:
+        try:
+            return self._generation_file.read_text(encoding="ascii")
+        except OSError:
+            return ""
+
+    def _stamp_generation(self) -> None:
+        if self.url:
+            return
+        token = f"{os.getpid()}-{time.time_ns()}"
+        tmp = self._generation_file.with_name(f".{self._generation_file.name}.{os.getpid()}")
+        tmp.write_text(token, encoding="ascii")
+        os.replace(tmp, self._generation_file)
+        self._seen_generation = token
+
+    def _refresh_if_stale(self) -> None:
+        """Reopen the embedded store when another process has written to it since we opened it."""
+        if self.url or self._collection is None:
+            return
+        if self._read_generation() != self._seen_generation:
+            with self._lock:
+                from chromadb.api.client import SharedSystemClient
+
+                SharedSystemClient.clear_system_cache()
+                self._client = None
+                self._collection = None
 
     def _open(self):
+        self._refresh_if_stale()
         if self._collection is not None:
             return self._collection
         with self._lock:
@@ -70,6 +104,7 @@ class VectorStore:
                 raise VectorStoreUnavailable(f"vector store unavailable ({self._where()}): {exc}") from exc
             self._client = client
             self._collection = collection
+            self._seen_generation = self._read_generation()
             return collection
 
     def _where(self) -> str:
@@ -94,11 +129,13 @@ class VectorStore:
                     ids=list(ids[start:end]), embeddings=vectors[start:end], metadatas=list(metadatas[start:end])
                 ),
             )
+        self._stamp_generation()
 
     def delete(self, ids: Sequence[str]) -> None:
         for start in range(0, len(ids), UPSERT_BATCH):
             part = list(ids[start : start + UPSERT_BATCH])
             self._call("delete", lambda c: c.delete(ids=part))
+        self._stamp_generation()
 
     def count(self) -> int:
         return int(self._call("count", lambda c: c.count()))
@@ -129,6 +166,7 @@ class VectorStore:
         self._call("reset", drop)
         self._collection = None
         self._open()
+        self._stamp_generation()
 
     def probe(self) -> tuple[bool, str]:
         """A real round trip, for health reports: (ok, detail)."""

@@ -90,7 +90,17 @@ def cmd_stats(oracle: Oracle, args: argparse.Namespace) -> int:
     return 0
 
 
-def _background_start(oracle: Oracle, warm_delay: float) -> None:
+def _start_watcher(oracle: Oracle, verbose: bool = False):
+    from indexer.watch import Watcher
+
+    def report(result) -> None:
+        if verbose and (result.added or result.changed or result.removed or result.skipped):
+            print(result.summary(), flush=True)
+
+    return Watcher(oracle.indexer, on_batch=report).start()
+
+
+def _background_start(oracle: Oracle, warm_delay: float, watch: bool) -> None:
     """Bring the index up to date and load the model off the request path.
 
     Tool calls wait (oracle.ready) until the keyword index is complete; `tools/list` does not. The
@@ -108,6 +118,8 @@ def _background_start(oracle: Oracle, warm_delay: float) -> None:
             print(f"oracle: background index failed: {exc}", file=sys.stderr)
         finally:
             oracle.ready.set()
+        if watch:
+            _start_watcher(oracle)
         time.sleep(warm_delay)
         try:
             oracle.embedder.warm()
@@ -121,7 +133,7 @@ def _background_start(oracle: Oracle, warm_delay: float) -> None:
 
 def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
     if not args.no_index:
-        _background_start(oracle, warm_delay=1.0)
+        _background_start(oracle, warm_delay=1.0, watch=not args.no_watch)
     if args.http:
         from server.http import serve_http
 
@@ -166,6 +178,22 @@ def cmd_learn(oracle: Oracle, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
+    import time
+
+    print(oracle.indexer.sync(progress=print_progress).summary(), flush=True)
+    watcher = _start_watcher(oracle, verbose=True)
+    print(f"watching {oracle.settings.root} (Ctrl-C to stop)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        watcher.stop()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="oracle", description="Searchable agent memory made of plain markdown.")
     parser.add_argument("--root", help="knowledge root (default: ORACLE_ROOT or the bundled knowledge/)")
@@ -195,7 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--http", action="store_true", help="serve MCP at /mcp over HTTP instead of stdio")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, help="default: ORACLE_PORT or 37778")
-    p.add_argument("--no-index", action="store_true", help="do not sync the index at start-up")
+    p.add_argument("--no-index", action="store_true", help="do not sync the index at start-up (nor watch)")
+    p.add_argument("--no-watch", action="store_true", help="do not watch the knowledge root for changes")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("consult", help="guidance from principles and learnings for a decision")
@@ -213,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--project")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_learn)
+
+    p = sub.add_parser("watch", help="index, then keep the index in step with file changes")
+    p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("stats", help="what is indexed and whether the index is healthy")
     p.add_argument("--json", action="store_true")

@@ -15,6 +15,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from indexer.store import set_aside
+
 BUSY_TIMEOUT_MS = 10_000
 MAX_TEXT = 20_000  # a logged field longer than this is cut; the log is a record, not an archive
 
@@ -63,11 +65,24 @@ class Logs:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self.conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
-        self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self.conn.execute("PRAGMA journal_mode = WAL")
-        self.conn.execute("PRAGMA synchronous = NORMAL")
-        self.conn.executescript(_SCHEMA)
+        try:
+            self.conn = self._connect()
+        except sqlite3.DatabaseError as exc:
+            # Logs that cannot be read are kept on disk for a person to inspect; new ones start afresh.
+            set_aside(path, exc)
+            self.conn = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.executescript(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def close(self) -> None:
         self.conn.close()

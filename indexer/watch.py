@@ -1,0 +1,155 @@
+"""Keep the index in step with the files as they change (watchdog), debounced and batched.
+
+Events only say *which paths* to look at; what changed is decided by the same hash comparison as
+`oracle index`, through `Indexer.sync_paths`. So an editor that saves through a temporary file and a
+rename, a folder moved in one go, or a `git pull` of 500 files all end as one batch of re-checked paths,
+not one re-index per event. A periodic sweep (a normal incremental sync) catches anything that happened
+while nobody watched.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import unicodedata
+from collections.abc import Callable
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from indexer.discover import MARKDOWN_SUFFIXES, is_ignored_name
+from indexer.sync import Indexer, SyncRefused, SyncReport
+
+DEBOUNCE_SECONDS = 0.3  # quiet time before a batch is processed
+MAX_DELAY_SECONDS = 2.0  # a steady stream of events still gets processed this often
+SWEEP_SECONDS = 300.0
+
+
+class _Collector(FileSystemEventHandler):
+    """Gathers the paths that events mention; directories are expanded when the batch is taken."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.lock = threading.Lock()
+        self.wake = threading.Event()
+        self.paths: set[str] = set()
+        self.dirs: set[str] = set()
+        self.first_at: float | None = None
+        self.last_at = 0.0
+
+    def _relative(self, raw: str | bytes) -> str | None:
+        path = Path(raw.decode() if isinstance(raw, bytes) else raw)
+        try:
+            rel = path.relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        if rel in ("", ".") or any(is_ignored_name(part) for part in rel.split("/")):
+            return None
+        return unicodedata.normalize("NFC", rel)
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        if event.is_directory and event.event_type in ("modified", "closed"):
+            return  # a folder's mtime moves whenever a file in it changes; the file's own event says which
+        candidates = [event.src_path] + ([event.dest_path] if getattr(event, "dest_path", None) else [])
+        with self.lock:
+            for raw in candidates:
+                rel = self._relative(raw)
+                if rel is None:
+                    continue
+                if event.is_directory:
+                    self.dirs.add(rel)
+                elif rel.lower().endswith(MARKDOWN_SUFFIXES):
+                    self.paths.add(rel)
+            now = time.monotonic()
+            self.first_at = self.first_at or now
+            self.last_at = now
+        self.wake.set()
+
+    def take_when_settled(self) -> tuple[set[str], set[str]] | None:
+        """The batch, once events have paused for DEBOUNCE_SECONDS (or waited MAX_DELAY_SECONDS)."""
+        with self.lock:
+            if self.first_at is None:
+                return None
+            now = time.monotonic()
+            if now - self.last_at < DEBOUNCE_SECONDS and now - self.first_at < MAX_DELAY_SECONDS:
+                return None
+            batch = (self.paths, self.dirs)
+            self.paths, self.dirs = set(), set()
+            self.first_at = None
+            return batch
+
+
+class Watcher:
+    """Watches the knowledge root in a background thread; `stop()` ends it."""
+
+    def __init__(
+        self,
+        indexer: Indexer,
+        on_batch: Callable[[SyncReport], None] | None = None,
+        sweep_seconds: float = SWEEP_SECONDS,
+    ) -> None:
+        self.indexer = indexer
+        self.root = indexer.settings.root
+        self.on_batch = on_batch
+        self.sweep_seconds = sweep_seconds
+        self._collector = _Collector(self.root)
+        self._observer = Observer()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="oracle-watcher", daemon=True)
+
+    def start(self) -> "Watcher":
+        self._observer.schedule(self._collector, str(self.root), recursive=True)
+        self._observer.start()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._collector.wake.set()
+        self._observer.stop()
+        self._observer.join(timeout=5)
+        self._thread.join(timeout=30)
+
+    def _expand(self, paths: set[str], dirs: set[str]) -> list[str]:
+        """Folders that appeared, vanished or moved stand for every markdown file under them."""
+        out = set(paths)
+        indexed = self.indexer.store.file_states().keys()
+        for rel in dirs:
+            prefix = rel.rstrip("/") + "/"
+            out.update(p for p in indexed if p.startswith(prefix))
+            folder = self.root / rel
+            if folder.is_dir():
+                for path in folder.rglob("*"):
+                    child = path.relative_to(self.root).as_posix()
+                    if path.is_file() and child.lower().endswith(MARKDOWN_SUFFIXES) and not any(
+                        is_ignored_name(part) for part in child.split("/")
+                    ):
+                        out.add(unicodedata.normalize("NFC", child))
+        return sorted(out)
+
+    def _run(self) -> None:
+        next_sweep = time.monotonic() + self.sweep_seconds
+        while not self._stop.is_set():
+            self._collector.wake.wait(timeout=DEBOUNCE_SECONDS / 2)
+            self._collector.wake.clear()
+            batch = self._collector.take_when_settled()
+            try:
+                if batch is not None:
+                    rels = self._expand(*batch)
+                    if rels:
+                        self._report(self.indexer.sync_paths(rels))
+                if time.monotonic() >= next_sweep:
+                    next_sweep = time.monotonic() + self.sweep_seconds
+                    self._report(self.indexer.sync())
+            except SyncRefused as exc:
+                print(f"oracle watch: sweep skipped: {exc}", file=sys.stderr)
+            except Exception as exc:  # the watcher must outlive one bad batch
+                print(f"oracle watch: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+    def _report(self, report: SyncReport) -> None:
+        if self.on_batch:
+            self.on_batch(report)
