@@ -19,6 +19,10 @@ from server.logs import Logs
 READY_TIMEOUT = 120.0
 
 
+class ServerConfigError(RuntimeError):
+    """The server would start in an unsafe or impossible configuration; the message says how to fix it."""
+
+
 @dataclass
 class Oracle:
     settings: Settings

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import random
 
+from pydantic import BaseModel
+
 from server.app import Oracle
 from server.models import ConceptCount, ConceptsRequest, ConceptsResult, Document, ListItem, ListRequest, ListResult, ReflectRequest
 
@@ -79,3 +81,60 @@ def concepts(oracle: Oracle, request: ConceptsRequest) -> ConceptsResult:
         [*args, request.limit],
     )
     return ConceptsResult(concepts=[ConceptCount(concept=c, count=n) for c, n in rows], total=total)
+
+
+class GraphNode(BaseModel):
+    id: str
+    label: str
+    kind: str  # "concept" | "document"
+    count: int
+    type: str | None = None
+
+
+class GraphEdge(BaseModel):
+    source: str
+    target: str
+    weight: int
+    kind: str  # "co-occurs" (concept-concept, weight = files with both) | "tagged" (document-concept)
+
+
+class Graph(BaseModel):
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+
+
+def graph(oracle: Oracle, limit: int = 40, documents: bool = True) -> Graph:
+    """The top concepts, how often they share a file, and which files carry them."""
+    conn = oracle.store.conn
+    top = conn.execute(
+        "SELECT c.concept, count(DISTINCT d.file) AS n FROM doc_concepts c JOIN documents d ON d.id = c.doc_id"
+        " GROUP BY c.concept ORDER BY n DESC, c.concept LIMIT ?",
+        (limit,),
+    ).fetchall()
+    keep = {c for c, _ in top}
+    per_file: dict[str, set[str]] = {}
+    for file, concept in conn.execute(
+        "SELECT DISTINCT d.file, c.concept FROM doc_concepts c JOIN documents d ON d.id = c.doc_id ORDER BY d.file"
+    ):
+        if concept in keep:
+            per_file.setdefault(file, set()).add(concept)
+    pairs: dict[tuple[str, str], int] = {}
+    for concepts_in_file in per_file.values():
+        ordered = sorted(concepts_in_file)
+        for i, a in enumerate(ordered):
+            for b in ordered[i + 1 :]:
+                pairs[(a, b)] = pairs.get((a, b), 0) + 1
+    nodes = [GraphNode(id=f"concept:{c}", label=c, kind="concept", count=n) for c, n in top]
+    edges = [
+        GraphEdge(source=f"concept:{a}", target=f"concept:{b}", weight=w, kind="co-occurs")
+        for (a, b), w in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    if documents:
+        titles = dict(conn.execute("SELECT path, title FROM files"))
+        types = dict(conn.execute("SELECT path, type FROM files"))
+        for file in sorted(per_file):
+            nodes.append(GraphNode(id=f"file:{file}", label=titles.get(file) or file, kind="document",
+                                   count=len(per_file[file]), type=types.get(file)))
+            edges += [GraphEdge(source=f"file:{file}", target=f"concept:{c}", weight=1, kind="tagged")
+                      for c in sorted(per_file[file])]
+    return Graph(nodes=nodes, edges=edges)

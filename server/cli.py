@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from indexer.config import ConfigError, Settings
 from indexer.sync import SyncRefused, print_progress
-from server.app import Oracle
+from server.app import Oracle, ServerConfigError
 from server.models import SearchRequest
 from server.learn import LearnError
 from server.query import QueryError
@@ -138,7 +138,7 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
         from server.http import serve_http
 
         port = args.port or oracle.settings.port
-        print(f"oracle: MCP at http://{args.host}:{port}/mcp", file=sys.stderr)
+        print(f"oracle: dashboard http://{args.host}:{port}/  MCP http://{args.host}:{port}/mcp", file=sys.stderr)
         serve_http(oracle, host=args.host, port=port)
         return 0
     from server.mcp_server import build_server
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
         print(f"oracle: invalid input: {problems}", file=sys.stderr)
         return 2
-    except (QueryError, SyncRefused, FileNotFoundError, LearnError) as exc:
+    except (QueryError, SyncRefused, FileNotFoundError, LearnError, ServerConfigError) as exc:
         print(f"oracle: {exc}", file=sys.stderr)
         return 2
     finally:

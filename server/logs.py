@@ -171,3 +171,16 @@ class Logs:
             (since,),
         )
         return [{"day": day, "count": n} for day, n in rows]
+
+    def overview(self, limit: int = 20, days: int = 30) -> dict:
+        """Recent entries of each log and counts per day, as the dashboard shows them."""
+        return {
+            "searches": self.recent("search_log", limit),
+            "consultations": self.recent("consult_log", limit),
+            "learnings": self.recent("learn_log", limit),
+            "per_day": {
+                "searches": self.per_day("search_log", days),
+                "consultations": self.per_day("consult_log", days),
+                "learnings": self.per_day("learn_log", days),
+            },
+        }

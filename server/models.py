@@ -18,16 +18,17 @@ def split_concepts(value: object) -> list[str]:
     """Concepts arrive as a list or a comma-separated string; both mean the same."""
     if value is None:
         return []
-    items = value.split(",") if isinstance(value, str) else value
+    items = [value] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)):
         raise ValueError("concepts must be a list of strings or a comma-separated string")
     out: list[str] = []
     for item in items:
         if not isinstance(item, str):
             raise ValueError("each concept must be a string")
-        tag = " ".join(item.strip().lstrip("#").split()).lower()
-        if tag and tag not in out:
-            out.append(tag)
+        for part in item.split(","):  # ?concepts=a,b and ?concepts=a&concepts=b mean the same
+            tag = " ".join(part.strip().lstrip("#").split()).lower()
+            if tag and tag not in out:
+                out.append(tag)
     return out
 
 
