@@ -58,6 +58,24 @@ def relative_name(path: Path, root: Path) -> str:
     return unicodedata.normalize("NFC", path.relative_to(root).as_posix())
 
 
+def on_disk(root: Path, rel: str) -> Path:
+    """The file's real path for an NFC-normalised relative name, whatever normal form the disk uses.
+
+    File names created on macOS are often decomposed (NFD); the index and the watcher speak NFC.
+    """
+    path = root / rel
+    if path.exists():
+        return path
+    current = root
+    for part in rel.split("/"):
+        candidate = current / part
+        if not candidate.exists() and current.is_dir():
+            matches = sorted(c for c in current.iterdir() if unicodedata.normalize("NFC", c.name) == part)
+            candidate = matches[0] if matches else candidate
+        current = candidate
+    return current
+
+
 def discover(root: Path, folder_types: dict[str, str]) -> Discovery:
     """Walk the root (not following directory symlinks) and classify every markdown file."""
     result = Discovery()

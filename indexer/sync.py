@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from indexer.config import Settings
-from indexer.discover import Found, discover, is_within, type_for
+from indexer.discover import Found, discover, is_within, on_disk, type_for
 from indexer.embed import Embedder, EmbeddingUnavailable
 from indexer.locks import WriterLock
 from indexer.parse import ParsedFile, parse_markdown
@@ -239,7 +239,7 @@ class Indexer:
         to_index: list[tuple[Found, FileState, str]] = []
         stale: list[str] = []
         for rel in sorted(set(rels)):
-            path = root / rel
+            path = on_disk(root, rel)
             doc_type = type_for(rel, self.settings.folder_types)
             if not path.is_file() or doc_type is None or not is_within(path, root):
                 if rel in known:

@@ -81,6 +81,7 @@ class VectorStore:
         with self._lock:
             if self._collection is not None:
                 return self._collection
+            generation = self._read_generation()  # before opening: a write landing meanwhile is seen later
             try:
                 import chromadb
                 from chromadb.config import Settings as ChromaSettings
@@ -104,7 +105,7 @@ class VectorStore:
                 raise VectorStoreUnavailable(f"vector store unavailable ({self._where()}): {exc}") from exc
             self._client = client
             self._collection = collection
-            self._seen_generation = self._read_generation()
+            self._seen_generation = generation
             return collection
 
     def _where(self) -> str:

@@ -25,6 +25,7 @@ from indexer.sync import Indexer, SyncRefused, SyncReport
 DEBOUNCE_SECONDS = 0.3  # quiet time before a batch is processed
 MAX_DELAY_SECONDS = 2.0  # a steady stream of events still gets processed this often
 SWEEP_SECONDS = 300.0
+RETRY_SECONDS = 1.0  # pause after a failed batch before it is tried again
 
 
 class _Collector(FileSystemEventHandler):
@@ -68,6 +69,15 @@ class _Collector(FileSystemEventHandler):
             self.first_at = self.first_at or now
             self.last_at = now
         self.wake.set()
+
+    def requeue(self, paths: set[str], dirs: set[str]) -> None:
+        """Put a failed batch back; it is retried after the next quiet period."""
+        with self.lock:
+            self.paths |= paths
+            self.dirs |= dirs
+            now = time.monotonic()
+            self.first_at = self.first_at or now
+            self.last_at = now
 
     def take_when_settled(self) -> tuple[set[str], set[str]] | None:
         """The batch, once events have paused for DEBOUNCE_SECONDS (or waited MAX_DELAY_SECONDS)."""
@@ -147,8 +157,11 @@ class Watcher:
                     self._report(self.indexer.sync())
             except SyncRefused as exc:
                 print(f"oracle watch: sweep skipped: {exc}", file=sys.stderr)
-            except Exception as exc:  # the watcher must outlive one bad batch
-                print(f"oracle watch: {type(exc).__name__}: {exc}", file=sys.stderr)
+            except Exception as exc:  # the watcher must outlive one bad batch, and not lose it
+                print(f"oracle watch: {type(exc).__name__}: {exc}; retrying", file=sys.stderr)
+                if batch is not None:
+                    self._collector.requeue(*batch)
+                self._stop.wait(RETRY_SECONDS)
 
     def _report(self, report: SyncReport) -> None:
         if self.on_batch:

@@ -36,10 +36,8 @@ def reflect(oracle: Oracle, request: ReflectRequest, client: str = "cli", rng: r
     if count == 0:
         raise NotFound(f"no {' or '.join(types)} notes are indexed yet; add some or run `oracle index`")
     pick = (rng or random).randrange(count)
-    row = oracle.store.db.query(
-        f"SELECT * FROM documents WHERE {where} ORDER BY id LIMIT 1 OFFSET ?", [*types, pick]
-    )
-    doc = document_from_row(next(iter(row)))
+    rows = oracle.store.rows(f"SELECT * FROM documents WHERE {where} ORDER BY id LIMIT 1 OFFSET ?", [*types, pick])
+    doc = document_from_row(rows[0])
     oracle.logs.log_access(client, "reflect", [doc.id])
     return doc
 
@@ -65,7 +63,7 @@ def list_documents(oracle: Oracle, request: ListRequest) -> ListResult:
             source_file=row["file"], date=row["date"], concepts=json.loads(row["concepts"] or "[]"),
             chunks=row["chunks"],
         )
-        for row in oracle.store.db.query(sql, [*args, request.limit, request.offset])
+        for row in oracle.store.rows(sql, [*args, request.limit, request.offset])
     ]
     return ListResult(items=items, total=total, limit=request.limit, offset=request.offset)
 

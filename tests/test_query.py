@@ -194,7 +194,7 @@ def test_snippet_windows_around_the_first_term():
 
 # -- scoring -----------------------------------------------------------------------------------------
 def test_rrf_ranks_better_items_first_and_rounds():
-    fused = scoring.rrf([LegHit("a", 3.0), LegHit("b", 2.0), LegHit("c", 1.0)], [])
+    fused = scoring.rrf([LegHit("a", 3.0), LegHit("b", 2.0), LegHit("c", 1.0)], [], k=60, semantic_weight=0.5)
     assert [f.id for f in fused] == ["a", "b", "c"]
     assert [f.score for f in fused] == [round(0.5 / 61, 6), round(0.5 / 62, 6), round(0.5 / 63, 6)]
     assert [f.fts_rank for f in fused] == [1, 2, 3]
@@ -204,8 +204,8 @@ def test_rrf_ranks_better_items_first_and_rounds():
 def test_rrf_input_order_does_not_matter():
     fts = [LegHit("c", 1.0), LegHit("a", 3.0), LegHit("b", 2.0)]
     vec = [LegHit("b", 0.2), LegHit("d", 0.9)]
-    fused = scoring.rrf(fts, vec)
-    assert fused == scoring.rrf(list(reversed(fts)), list(reversed(vec)))
+    fused = scoring.rrf(fts, vec, k=60, semantic_weight=0.5)
+    assert fused == scoring.rrf(list(reversed(fts)), list(reversed(vec)), k=60, semantic_weight=0.5)
     # b: fts rank 2 + vector rank 2 beats everything found by one leg
     assert [f.id for f in fused] == ["b", "a", "d", "c"]
     b = fused[0]
@@ -214,7 +214,7 @@ def test_rrf_input_order_does_not_matter():
 
 
 def test_rrf_ties_break_by_id():
-    fused = scoring.rrf([LegHit("zeta", 5.0)], [LegHit("alpha", 0.9)])
+    fused = scoring.rrf([LegHit("zeta", 5.0)], [LegHit("alpha", 0.9)], k=60, semantic_weight=0.5)
     assert fused[0].score == fused[1].score
     assert [f.id for f in fused] == ["alpha", "zeta"]
     # equal scores within a leg: id order decides the rank too
@@ -223,13 +223,13 @@ def test_rrf_ties_break_by_id():
 
 
 def test_weighted_fusion_order_and_values():
-    fused = scoring.weighted([LegHit("a", 10.0), LegHit("b", 5.0)], [LegHit("b", 0.9), LegHit("c", 0.5)])
+    fused = scoring.weighted([LegHit("a", 10.0), LegHit("b", 5.0)], [LegHit("b", 0.9), LegHit("c", 0.5)], semantic_weight=0.5)
     assert [(f.id, f.score) for f in fused] == [("b", 0.75), ("a", 0.5), ("c", 0.0)]
     assert fused[0].found_by == ["fts", "vector"]
 
 
 def test_weighted_ties_break_by_id():
-    fused = scoring.weighted([LegHit("y", 4.0)], [LegHit("x", 0.3)])
+    fused = scoring.weighted([LegHit("y", 4.0)], [LegHit("x", 0.3)], semantic_weight=0.5)
     # keyword 1.0 * 0.5 versus semantic 1.0 (a pool of one) * 0.5
     assert [(f.id, f.score) for f in fused] == [("x", 0.5), ("y", 0.5)]
 
@@ -239,6 +239,13 @@ def test_scores_are_rounded_to_six_decimals():
     assert [(f.id, f.score, f.fts_score) for f in fused] == [("a", 1.234568, 1.234568), ("b", 1.234568, 1.234568)]
     vec = scoring.single_leg([LegHit("v", 0.1234564999)], "vector")
     assert (vec[0].score, vec[0].vector_similarity, vec[0].vector_rank, vec[0].found_by) == (0.123456, 0.123456, 1, ["vector"])
+
+
+def test_tuned_defaults_are_what_fuse_uses():
+    fts, vec = [LegHit("a", 2.0), LegHit("b", 1.0)], [LegHit("b", 0.9), LegHit("c", 0.4)]
+    assert scoring.fuse(fts, vec) == scoring.weighted(fts, vec, semantic_weight=scoring.WEIGHTED_SEMANTIC_WEIGHT)
+    assert scoring.fuse(fts, vec, method="rrf") == scoring.rrf(
+        fts, vec, k=scoring.RRF_K, semantic_weight=scoring.RRF_SEMANTIC_WEIGHT)
 
 
 def test_fuse_dispatch_and_unknown_method():

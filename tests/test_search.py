@@ -12,6 +12,7 @@ from pydantic import ValidationError
 import _corpus
 from _corpus import HOSTILE_QUERIES, NO_TERMS, QUOKKA_CHUNKS, QUOKKA_FILES, open_oracle
 from indexer.parse import parse_markdown
+from server import scoring
 from server.models import SearchRequest
 from server.query import QueryError, validate_query
 from server.search import search

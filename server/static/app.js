@@ -1,0 +1,796 @@
+/* Oracle dashboard: plain JS, no framework, no request to any other host.
+ *
+ * Every piece of text from the API reaches the page through textContent / createTextNode or
+ * setAttribute (never innerHTML), so a note containing <script> or markup shows as text.
+ * Charts are inline SVG drawn by the small functions below; the concept graph uses a simple
+ * deterministic force layout (same data, same picture).
+ */
+(() => {
+  'use strict';
+
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+  const DAYS = 30;
+  const SEARCH_LIMIT = 10;
+  const MAX_GRAPH_DOCUMENTS = 160;
+  const MAX_CONCEPT_EDGES = 160;
+  const REFRESH_MS = 60000;
+
+  // -- DOM helpers (text only) --------------------------------------------------------------------
+  function setAttrs(el, attrs) {
+    if (!attrs) return el;
+    for (const [key, value] of Object.entries(attrs)) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === 'text') el.textContent = String(value);
+      else if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
+      else el.setAttribute(key, value === true ? '' : String(value));
+    }
+    return el;
+  }
+
+  function append(el, children) {
+    for (const child of children) {
+      if (child === null || child === undefined || child === false) continue;
+      if (Array.isArray(child)) append(el, child);
+      else if (child instanceof Node) el.appendChild(child);
+      else el.appendChild(document.createTextNode(String(child)));
+    }
+    return el;
+  }
+
+  /** An HTML element; string children become text nodes. */
+  function h(tag, attrs, ...children) {
+    return append(setAttrs(document.createElement(tag), attrs), children);
+  }
+
+  /** An SVG element; string children become text nodes. */
+  function s(tag, attrs, ...children) {
+    return append(setAttrs(document.createElementNS(SVG_NS, tag), attrs), children);
+  }
+
+  function clear(el) {
+    while (el.firstChild) el.removeChild(el.firstChild);
+    return el;
+  }
+
+  const $ = (sel) => document.querySelector(sel);
+
+  // -- API ----------------------------------------------------------------------------------------
+  async function api(path, params) {
+    const qs = new URLSearchParams();
+    for (const [k, v] of Object.entries(params || {})) {
+      if (v !== null && v !== undefined && v !== '') qs.append(k, String(v));
+    }
+    const url = path + (qs.toString() ? '?' + qs.toString() : '');
+    let res;
+    try {
+      res = await fetch(url, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
+    } catch (err) {
+      throw new Error('the server did not answer (' + err.message + ')');
+    }
+    let body = null;
+    try { body = await res.json(); } catch (_) { body = null; }
+    if (!res.ok) {
+      const msg = body && typeof body.error === 'string' ? body.error : 'HTTP ' + res.status;
+      throw new Error(msg);
+    }
+    return body;
+  }
+
+  // -- formatting ---------------------------------------------------------------------------------
+  const num = (n) => (typeof n === 'number' && isFinite(n) ? n : 0);
+  const ms = (v) => (v === null || v === undefined ? '–' : (v < 10 ? v.toFixed(1) : Math.round(v).toString()) + ' ms');
+  const plural = (n, one, many) => n + ' ' + (n === 1 ? one : (many || one + 's'));
+
+  function ago(date) {
+    const sec = Math.round((Date.now() - date.getTime()) / 1000);
+    if (sec < 45) return 'just now';
+    const min = Math.round(sec / 60);
+    if (min < 60) return min + ' min ago';
+    const hrs = Math.round(min / 60);
+    if (hrs < 36) return plural(hrs, 'hour') + ' ago';
+    return plural(Math.round(hrs / 24), 'day') + ' ago';
+  }
+
+  function localTime(date) {
+    const pad = (n) => String(n).padStart(2, '0');
+    return date.getFullYear() + '-' + pad(date.getMonth() + 1) + '-' + pad(date.getDate()) + ' ' +
+      pad(date.getHours()) + ':' + pad(date.getMinutes());
+  }
+
+  function typeClass(type) {
+    return ['principle', 'learning', 'retro'].includes(type) ? type : 'other';
+  }
+
+  // -- overview tiles -------------------------------------------------------------------------------
+  function setStat(key, text, raw) {
+    for (const el of document.querySelectorAll('[data-stat="' + key + '"]')) {
+      el.textContent = text;
+      el.setAttribute('data-value', raw === null || raw === undefined ? '' : String(raw));
+      el.setAttribute('title', text);
+    }
+  }
+
+  function typeList(target, counts, prefix) {
+    clear(target);
+    for (const [type, n] of Object.entries(counts || {})) {
+      target.appendChild(h('li', null,
+        h('i', { class: 'dot ' + typeClass(type) }),
+        h('span', { text: type }),
+        h('span', { class: 'n', 'data-stat': prefix + '.' + type, 'data-value': n, text: String(n) })));
+    }
+  }
+
+  function tileState(id, state) {
+    const tile = document.getElementById(id);
+    tile.classList.remove('good', 'bad', 'warn');
+    if (state) tile.classList.add(state);
+  }
+
+  function renderStats(st) {
+    $('#version').textContent = 'v' + st.version;
+    setStat('documents.total', String(st.documents.total), st.documents.total);
+    typeList($('#documents-by-type'), st.documents.by_type, 'documents.by_type');
+    setStat('files.total', String(st.files.total), st.files.total);
+    typeList($('#files-by-type'), st.files.by_type, 'files.by_type');
+    setStat('concepts', String(st.concepts), st.concepts);
+
+    const cov = num(st.embeddings.coverage);
+    setStat('embeddings.coverage', (cov * 100).toFixed(1) + '%', cov);
+    $('#coverage-meter').style.width = Math.max(0, Math.min(100, cov * 100)) + '%';
+    $('#embeddings-sub').textContent = st.embeddings.embedded_chunks + ' of ' + st.documents.total + ' chunks embedded';
+    tileState('tile-embeddings', cov >= 0.999 ? 'good' : cov >= 0.5 ? 'warn' : 'bad');
+
+    const d = st.drift;
+    if (d.in_sync) {
+      setStat('drift', 'in sync', 'in_sync');
+      $('#drift-sub').textContent = 'index matches the files';
+      $('#drift-sub').removeAttribute('title');
+      tileState('tile-drift', 'good');
+    } else {
+      const parts = [];
+      if (d.not_indexed_count) parts.push(d.not_indexed_count + ' not indexed');
+      if (d.changed_since_index_count) parts.push(d.changed_since_index_count + ' changed');
+      if (d.vanished_count) parts.push(d.vanished_count + ' vanished');
+      setStat('drift', parts.join(', '), 'drift');
+      const files = [...d.not_indexed, ...d.changed_since_index, ...d.vanished];
+      $('#drift-sub').textContent = files.length ? files.slice(0, 3).join(', ') + (files.length > 3 ? ', …' : '') : '';
+      $('#drift-sub').setAttribute('title', files.join('\n'));
+      tileState('tile-drift', 'warn');
+    }
+
+    const vs = st.vector_store;
+    setStat('vector_store', vs.ok ? 'ok' : 'down', vs.ok ? 'ok' : 'down');
+    $('#vector-detail').textContent = vs.detail;
+    $('#vector-detail').setAttribute('title', vs.detail);
+    tileState('tile-vectors', vs.ok ? 'good' : 'bad');
+
+    if (st.last_indexed) {
+      const when = new Date(st.last_indexed);
+      setStat('last_indexed', ago(when), st.last_indexed);
+      $('#indexed-sub').textContent = localTime(when);
+      $('#indexed-sub').setAttribute('title', st.last_indexed);
+    } else {
+      setStat('last_indexed', 'never', '');
+      $('#indexed-sub').textContent = 'run `oracle index`';
+    }
+
+    const u = st.usage;
+    setStat('usage.search_p50_ms', ms(u.search_p50_ms), u.search_p50_ms);
+    setStat('usage.search_p95_ms', ms(u.search_p95_ms), u.search_p95_ms);
+    setStat('usage.searches', String(u.searches), u.searches);
+  }
+
+  // -- charts ---------------------------------------------------------------------------------------
+  function percentileOf(values, q) {
+    if (!values.length) return 0;
+    const sorted = values.slice().sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.round(q * (sorted.length - 1)))];
+  }
+
+  function niceMax(v) {
+    if (v <= 0) return 1;
+    const p = Math.pow(10, Math.floor(Math.log10(v)));
+    for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+    return 10 * p;
+  }
+
+  function lastDays(n) {
+    const out = [];
+    const today = new Date();
+    const base = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate());
+    for (let i = n - 1; i >= 0; i--) out.push(new Date(base - i * 86400000).toISOString().slice(0, 10));
+    return out;
+  }
+
+  /** Grouped bars per day for several series: [{name, names, cls, counts: {day: n}}]. */
+  function dailyBars(target, days, series) {
+    const W = 520, H = 150, L = 30, R = 6, T = 8, B = 22;
+    const max = niceMax(Math.max(1, ...series.flatMap((sr) => days.map((d) => sr.counts[d] || 0))));
+    const slot = (W - L - R) / days.length;
+    const bw = Math.max(1.5, (slot - 3) / series.length);
+    const y = (v) => T + (H - T - B) * (1 - v / max);
+    const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'per-day counts' });
+    for (const frac of [0, 0.5, 1]) {
+      const v = max * frac;
+      svg.appendChild(s('line', { class: frac === 0 ? 'axis' : 'grid', x1: L, x2: W - R, y1: y(v), y2: y(v) }));
+      svg.appendChild(s('text', { x: L - 5, y: y(v) + 3, 'text-anchor': 'end' }, Number.isInteger(v) ? String(v) : v.toFixed(1)));
+    }
+    days.forEach((day, i) => {
+      series.forEach((sr, j) => {
+        const v = sr.counts[day] || 0;
+        if (!v) return;
+        const x = L + i * slot + 1.5 + j * bw;
+        svg.appendChild(s('rect', { class: sr.cls, x: x.toFixed(1), y: y(v).toFixed(1), width: bw.toFixed(1),
+          height: Math.max(1, H - B - y(v)).toFixed(1), rx: 1 }, s('title', null, day + ': ' + plural(v, sr.name, sr.names))));
+      });
+    });
+    for (const i of [0, Math.floor(days.length / 2), days.length - 1]) {
+      svg.appendChild(s('text', { x: L + i * slot + slot / 2, y: H - 6, 'text-anchor': 'middle' }, days[i].slice(5)));
+    }
+    clear(target).appendChild(svg);
+  }
+
+  function renderActivity(logs) {
+    const days = lastDays(DAYS);
+    const toCounts = (rows) => Object.fromEntries((rows || []).map((r) => [r.day, r.count]));
+    const searches = toCounts(logs.per_day.searches);
+    const consultations = toCounts(logs.per_day.consultations);
+    const sum = (c) => days.reduce((a, d) => a + (c[d] || 0), 0);
+    $('#activity-total').textContent = plural(sum(searches), 'search', 'searches') + ' · ' +
+      plural(sum(consultations), 'consultation') + ' in ' + DAYS + ' days';
+    dailyBars($('#chart-activity'), days, [
+      { name: 'search', names: 'searches', cls: 'bar-searches', counts: searches },
+      { name: 'consultation', cls: 'bar-consultations', counts: consultations },
+    ]);
+  }
+
+  /** Latency of recent searches (oldest left) with the p50/p95 of the whole log as reference lines. */
+  function renderLatency(logs, usage) {
+    const target = $('#chart-latency');
+    const rows = (logs.searches || []).filter((r) => typeof r.latency_ms === 'number').slice().reverse();
+    $('#latency-samples').textContent = rows.length ? 'last ' + plural(rows.length, 'search', 'searches') : '';
+    if (!rows.length) {
+      clear(target).appendChild(h('div', { class: 'empty', text: 'No searches logged yet.' }));
+      return;
+    }
+    const W = 520, H = 140, L = 38, R = 34, T = 8, B = 16;
+    const refs = [usage.search_p50_ms, usage.search_p95_ms].filter((v) => typeof v === 'number');
+    const values = rows.map((r) => r.latency_ms);
+    // A cold first search (model load) can be 20x the rest: cap the scale so the typical ones stay
+    // readable, and draw the points above the cap at the top edge, marked, with their real value.
+    const typical = Math.max(percentileOf(values, 0.9), typeof usage.search_p50_ms === 'number' ? usage.search_p50_ms : 0, 1);
+    const max = niceMax(Math.min(Math.max(...values, ...refs, 1), typical * 1.6));
+    const x = (i) => L + (rows.length === 1 ? (W - L - R) / 2 : i * (W - L - R) / (rows.length - 1));
+    const y = (v) => T + (H - T - B) * (1 - v / max);
+    const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'search latency per search' });
+    for (const frac of [0, 0.5, 1]) {
+      const v = max * frac;
+      svg.appendChild(s('line', { class: frac === 0 ? 'axis' : 'grid', x1: L, x2: W - R, y1: y(v), y2: y(v) }));
+      svg.appendChild(s('text', { x: L - 5, y: y(v) + 3, 'text-anchor': 'end' }, Math.round(v) + ' ms'));
+    }
+    for (const [key, cls] of [['search_p50_ms', 'p50'], ['search_p95_ms', 'p95']]) {
+      const v = usage[key];
+      if (typeof v !== 'number') continue;
+      const off = v > max;  // above the scale: pinned to the top edge, marked with an arrow
+      svg.appendChild(s('line', { class: cls, x1: L, x2: W - R, y1: y(Math.min(v, max)), y2: y(Math.min(v, max)) },
+        s('title', null, cls + ' ' + ms(v))));
+      svg.appendChild(s('text', { class: cls, x: W - R + 4, y: y(Math.min(v, max)) + (off ? 9 : 3) }, cls + (off ? ' ↑' : '')));
+    }
+    const pts = rows.map((r, i) => x(i).toFixed(1) + ',' + y(Math.min(r.latency_ms, max)).toFixed(1));
+    svg.appendChild(s('polyline', { class: 'line', points: pts.join(' ') }));
+    rows.forEach((r, i) => {
+      const when = new Date(r.at * 1000);
+      const clipped = r.latency_ms > max;
+      svg.appendChild(s('circle', { class: 'pt' + (clipped ? ' clipped' : ''), cx: x(i).toFixed(1),
+        cy: y(Math.min(r.latency_ms, max)).toFixed(1), r: clipped ? 3.4 : 2.6 },
+        s('title', null, ms(r.latency_ms) + ' · ' + localTime(when) + ' · ' + (r.mode || '') + '\n' + (r.query || ''))));
+    });
+    svg.appendChild(s('text', { x: L, y: H - 2 }, 'older'));
+    svg.appendChild(s('text', { x: W - R, y: H - 2, 'text-anchor': 'end' }, 'newest'));
+    clear(target).appendChild(svg);
+  }
+
+  function renderConcepts(result) {
+    const target = $('#chart-concepts');
+    const rows = result.concepts.slice(0, 12);
+    $('#concepts-total').textContent = result.total + ' in all';
+    if (!rows.length) {
+      clear(target).appendChild(h('div', { class: 'empty', text: 'No concepts yet.' }));
+      return;
+    }
+    const W = 520, rowH = 19, L = 130, R = 34;
+    const H = rows.length * rowH + 4;
+    const max = Math.max(...rows.map((r) => r.count));
+    const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'top concepts' });
+    rows.forEach((r, i) => {
+      const y0 = 2 + i * rowH;
+      const w = Math.max(2, (W - L - R) * r.count / max);
+      const label = r.concept.length > 20 ? r.concept.slice(0, 19) + '…' : r.concept;
+      svg.appendChild(s('g', { class: 'concept-row', 'data-concept': r.concept, onclick: () => runSearch(r.concept) },
+        s('title', null, r.concept + ': ' + plural(r.count, 'chunk') + ' (click to search)'),
+        s('text', { class: 'label', x: L - 8, y: y0 + rowH / 2 + 4, 'text-anchor': 'end' }, label),
+        s('rect', { class: 'bar-concept', x: L, y: y0 + 3, width: w.toFixed(1), height: rowH - 6, rx: 2 }),
+        s('text', { x: L + w + 5, y: y0 + rowH / 2 + 4 }, String(r.count))));
+    });
+    clear(target).appendChild(svg);
+  }
+
+  // -- recent consultations --------------------------------------------------------------------------
+  function renderConsultations(logs) {
+    const target = clear($('#consultations'));
+    const rows = logs.consultations || [];
+    $('#consultations-total').textContent = rows.length ? 'latest ' + rows.length : '';
+    if (!rows.length) {
+      target.appendChild(h('div', { class: 'empty', text: 'No consultations yet. Agents consult before a decision (oracle_consult, /api/consult).' }));
+      return;
+    }
+    for (const r of rows) {
+      const when = new Date(r.at * 1000);
+      const found = Array.isArray(r.found) ? r.found : [];
+      target.appendChild(h('details', { class: 'consult', 'data-consult': r.id },
+        h('summary', null,
+          h('span', { class: 'decision', text: r.decision || '' }),
+          h('span', { class: 'meta', title: localTime(when) },
+            ago(when) + ' · ' + plural(found.length, 'source') + ' · ' + plural(r.tokens || 0, 'token') +
+            (r.client ? ' · ' + r.client : ''))),
+        h('div', { class: 'body' },
+          r.context ? h('p', { class: 'muted' }, 'Context: ', r.context) : null,
+          found.length ? h('div', { class: 'sources' }, found.map((f) =>
+            h('span', { class: 'chip', title: 'sha256 ' + (f.content_hash || '') },
+              h('i', { class: 'dot ' + typeClass(f.type) }), h('b', { text: f.id }),
+              typeof f.score === 'number' ? f.score.toFixed(4) : ''))) : null,
+          h('pre', { class: 'guidance', text: r.guidance || '' }))));
+    }
+  }
+
+  function renderRecentQueries(logs) {
+    const seen = new Set();
+    const queries = [];
+    for (const r of logs.searches || []) {
+      const q = (r.query || '').trim();
+      if (!q || q.length > 120 || seen.has(q.toLowerCase())) continue;
+      seen.add(q.toLowerCase());
+      queries.push(q);
+      if (queries.length >= 10) break;
+    }
+    const box = clear($('#suggestions'));
+    for (const q of queries) {
+      box.appendChild(h('button', { type: 'button', class: 'suggestion', title: q, text: q, onclick: () => runSearch(q) }));
+    }
+    $('#recent-queries').hidden = !queries.length;
+  }
+
+  // -- search ---------------------------------------------------------------------------------------
+  const searchState = { query: '', type: 'all', mode: 'hybrid', offset: 0, maxScore: 0, seq: 0 };
+
+  function chip(label, value, off) {
+    return h('span', { class: 'chip' + (off ? ' off' : '') }, label, ' ', h('b', { text: value }));
+  }
+
+  function resultItem(hit, rank) {
+    const bd = hit.breakdown || {};
+    const rel = searchState.maxScore > 0 ? Math.max(0.04, hit.score / searchState.maxScore) : 0;
+    const li = h('li', {
+      class: 'result', 'data-id': hit.id, tabindex: 0, role: 'button',
+      'aria-label': 'Open ' + hit.source_file + ' lines ' + hit.line_start + '-' + hit.line_end,
+    },
+      h('div', { class: 'head' },
+        h('span', { class: 'rank', text: rank + '.' }),
+        h('span', { class: 'badge ' + typeClass(hit.type), text: hit.type }),
+        h('span', { class: 'title', text: hit.title || '(untitled)' }),
+        hit.heading ? h('span', { class: 'heading', text: '› ' + hit.heading }) : null),
+      h('div', { class: 'where' },
+        h('code', { class: 'loc', text: hit.source_file + ':' + hit.line_start + '-' + hit.line_end }),
+        hit.date ? h('span', { text: hit.date }) : null,
+        hit.project ? h('span', { text: 'project ' + hit.project }) : null,
+        hit.also_in_file && hit.also_in_file.length ? h('span', { text: '+' + hit.also_in_file.length + ' more in file' }) : null),
+      h('p', { class: 'snippet', text: hit.snippet || '' }),
+      h('div', { class: 'breakdown', 'data-breakdown': '' },
+        h('span', { class: 'scorebar', title: 'fused score relative to the best hit' }, h('span')),
+        chip('fused', (bd.fused ?? hit.score).toFixed(4)),
+        chip('bm25', bd.bm25_rank == null ? '—' : '#' + bd.bm25_rank + ' · ' + num(bd.bm25_score).toFixed(2), bd.bm25_rank == null),
+        chip('vector', bd.vector_rank == null ? '—' : '#' + bd.vector_rank + ' · ' + num(bd.vector_similarity).toFixed(3), bd.vector_rank == null),
+        chip('found by', (hit.found_by || []).join(' + ') || '—')));
+    li.querySelector('.scorebar > span').style.width = (rel * 100).toFixed(0) + '%';
+    const open = () => {
+      for (const el of document.querySelectorAll('#results .result.active')) el.classList.remove('active');
+      li.classList.add('active');
+      openViewer({ path: hit.source_file, start: hit.line_start, end: hit.line_end, title: hit.title,
+        heading: hit.heading, type: hit.type, id: hit.id, hash: hit.content_hash });
+    };
+    li.addEventListener('click', open);
+    li.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); open(); }
+    });
+    return li;
+  }
+
+  async function doSearch(appendMode) {
+    const status = $('#search-status');
+    const results = $('#results');
+    const more = $('#more');
+    const seq = ++searchState.seq;
+    if (!appendMode) {
+      searchState.offset = 0;
+      clear(results);
+    }
+    results.setAttribute('data-state', 'loading');
+    more.hidden = true;
+    $('#search-idle').hidden = true;
+    status.textContent = 'Searching…';
+    try {
+      const data = await api('/api/search', {
+        query: searchState.query, type: searchState.type, mode: searchState.mode,
+        limit: SEARCH_LIMIT, offset: searchState.offset,
+      });
+      if (seq !== searchState.seq) return;  // a newer search superseded this one
+      if (!appendMode) searchState.maxScore = data.hits.length ? data.hits[0].score : 0;
+      data.hits.forEach((hit, i) => results.appendChild(resultItem(hit, data.offset + i + 1)));
+      const m = data.meta;
+      clear(status);
+      append(status, [
+        plural(data.total, 'result') + ' · ' + m.mode + (m.fusion ? ' (' + m.fusion + ')' : '') + ' · ' + ms(m.took_ms) +
+        ' · keyword ' + m.fts_matches + ' / semantic ' + m.vector_matches,
+        ...(m.warnings || []).map((w) => h('div', { class: 'warning', text: '⚠ ' + w })),
+      ]);
+      if (!data.total) status.appendChild(h('div', { text: 'Nothing matched. Try other words or another mode.' }));
+      searchState.offset = data.offset + data.hits.length;
+      more.hidden = searchState.offset >= data.total || !data.hits.length;
+      results.setAttribute('data-state', 'done');
+      results.setAttribute('data-total', String(data.total));
+      refreshUsage();  // the search was logged: update latency and activity
+    } catch (err) {
+      if (seq !== searchState.seq) return;
+      clear(status).appendChild(h('div', { class: 'error', text: err.message }));
+      results.setAttribute('data-state', 'error');
+    }
+  }
+
+  function runSearch(query) {
+    $('#search-input').value = query;
+    searchState.query = query;
+    searchState.type = $('#search-type').value;
+    searchState.mode = $('#search-mode').value;
+    doSearch(false);
+    $('#search').scrollIntoView({ behavior: 'smooth', block: 'start' });
+  }
+
+  function onSubmit(ev) {
+    ev.preventDefault();
+    const query = $('#search-input').value;
+    if (!query.trim()) {
+      clear($('#search-status')).appendChild(h('div', { class: 'error', text: 'Type a few words to search for.' }));
+      return;
+    }
+    searchState.query = query;
+    searchState.type = $('#search-type').value;
+    searchState.mode = $('#search-mode').value;
+    doSearch(false);
+  }
+
+  // -- file viewer ----------------------------------------------------------------------------------
+  let viewerSeq = 0;
+  let lastFocus = null;
+
+  async function openViewer(spec) {
+    const viewer = $('#viewer');
+    const body = clear($('#viewer-body'));
+    const meta = clear($('#viewer-meta'));
+    const seq = ++viewerSeq;
+    if (viewer.hidden) lastFocus = document.activeElement;
+    $('#viewer-title').textContent = spec.title || spec.path;
+    if (spec.heading) $('#viewer-title').appendChild(h('span', { class: 'muted', text: ' › ' + spec.heading }));
+    append(meta, [
+      spec.type ? h('span', { class: 'badge ' + typeClass(spec.type), text: spec.type }) : null,
+      h('code', { text: spec.path + (spec.start ? ':' + spec.start + '-' + spec.end : '') }),
+      spec.id ? h('span', { text: 'id ' + spec.id }) : null,
+      spec.hash ? h('span', { class: 'mono', title: 'sha256 of the cited lines', text: 'sha256 ' + spec.hash.slice(0, 12) + '…' }) : null,
+    ]);
+    viewer.setAttribute('data-path', spec.path);
+    viewer.setAttribute('data-state', 'loading');
+    viewer.hidden = false;
+    $('#scrim').hidden = false;
+    body.appendChild(h('div', { class: 'empty', text: 'Loading…' }));
+    viewer.focus({ preventScroll: true });
+    try {
+      const file = await api('/api/file', { path: spec.path });
+      if (seq !== viewerSeq) return;
+      clear(body);
+      const lines = file.text.split('\n');
+      if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
+      const frag = document.createDocumentFragment();
+      let first = null;
+      lines.forEach((line, i) => {
+        const n = i + 1;
+        const hl = spec.start && n >= spec.start && n <= spec.end;
+        const row = h('div', { class: 'line' + (hl ? ' hl' : ''), 'data-line': n },
+          h('span', { class: 'num', text: String(n) }), h('span', { class: 'txt', text: line || ' ' }));
+        if (hl && !first) first = row;
+        frag.appendChild(row);
+      });
+      body.appendChild(frag);
+      meta.appendChild(h('span', { text: plural(lines.length, 'line') + ' · ' + file.size + ' bytes' }));
+      viewer.setAttribute('data-state', 'done');
+      if (first) first.scrollIntoView({ block: 'center' });
+      else body.scrollTop = 0;
+    } catch (err) {
+      if (seq !== viewerSeq) return;
+      clear(body).appendChild(h('div', { class: 'error', text: err.message }));
+      viewer.setAttribute('data-state', 'error');
+    }
+  }
+
+  function closeViewer() {
+    $('#viewer').hidden = true;
+    $('#scrim').hidden = true;
+    viewerSeq++;
+    if (lastFocus && typeof lastFocus.focus === 'function') lastFocus.focus({ preventScroll: true });
+  }
+
+  // -- concept graph --------------------------------------------------------------------------------
+  let graphData = null;
+
+  /** Fruchterman-Reingold with gravity; deterministic start (golden-angle spiral), fixed iterations. */
+  function layout(nodes, edges, W, H, radius) {
+    const n = nodes.length;
+    const idx = new Map(nodes.map((nd, i) => [nd.id, i]));
+    const X = new Float64Array(n), Y = new Float64Array(n), DX = new Float64Array(n), DY = new Float64Array(n);
+    const golden = Math.PI * (3 - Math.sqrt(5));
+    for (let i = 0; i < n; i++) {
+      const r = 12 * Math.sqrt(i + 0.5);
+      X[i] = W / 2 + r * Math.cos(i * golden);
+      Y[i] = H / 2 + r * Math.sin(i * golden);
+    }
+    const links = [];
+    const maxW = Math.max(1, ...edges.map((e) => e.weight));
+    for (const e of edges) {
+      const a = idx.get(e.source), b = idx.get(e.target);
+      if (a === undefined || b === undefined) continue;
+      links.push([a, b, e.kind === 'tagged' ? 0.35 : 0.1 + 0.5 * e.weight / maxW]);
+    }
+    const k = Math.sqrt((W * H) / Math.max(1, n)) * 0.75;
+    const iterations = n > 200 ? 140 : 320;
+    let temp = Math.min(W, H) / 8;
+    const cool = temp / iterations;
+    for (let it = 0; it < iterations; it++) {
+      DX.fill(0); DY.fill(0);
+      for (let i = 0; i < n; i++) {
+        for (let j = i + 1; j < n; j++) {
+          let dx = X[i] - X[j], dy = Y[i] - Y[j];
+          let d2 = dx * dx + dy * dy;
+          if (d2 < 0.01) { dx = 0.1 * ((i % 3) - 1) + 0.05; dy = 0.1; d2 = dx * dx + dy * dy; }
+          const f = (k * k) / d2;
+          DX[i] += dx * f; DY[i] += dy * f; DX[j] -= dx * f; DY[j] -= dy * f;
+        }
+      }
+      for (const [a, b, w] of links) {
+        const dx = X[a] - X[b], dy = Y[a] - Y[b];
+        const d = Math.sqrt(dx * dx + dy * dy) || 0.01;
+        const f = (d / k) * w;
+        DX[a] -= dx * f; DY[a] -= dy * f; DX[b] += dx * f; DY[b] += dy * f;
+      }
+      for (let i = 0; i < n; i++) {
+        DX[i] -= (X[i] - W / 2) * 0.02 * k / 10;
+        DY[i] -= (Y[i] - H / 2) * 0.04 * k / 10;
+        const d = Math.sqrt(DX[i] * DX[i] + DY[i] * DY[i]) || 1;
+        const step = Math.min(d, temp);
+        X[i] += (DX[i] / d) * step;
+        Y[i] += (DY[i] / d) * step;
+      }
+      temp = Math.max(0.5, temp - cool);
+    }
+    // Fit into the box with a margin for labels.
+    const padX = 70, padR = 70, padY = 30;
+    let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+    for (let i = 0; i < n; i++) {
+      x0 = Math.min(x0, X[i]); x1 = Math.max(x1, X[i]); y0 = Math.min(y0, Y[i]); y1 = Math.max(y1, Y[i]);
+    }
+    const sx = (W - padX - padR) / Math.max(1, x1 - x0), sy = (H - 2 * padY - 14) / Math.max(1, y1 - y0);
+    for (let i = 0; i < n; i++) {
+      X[i] = padX + (X[i] - x0) * sx;
+      Y[i] = padY + (Y[i] - y0) * sy;
+    }
+    // Collisions: push overlapping circles apart (radius plus a gap), a few relaxation rounds.
+    const R = nodes.map((nd) => radius(nd));
+    for (let round = 0; round < 40; round++) {
+      let moved = false;
+      for (let i = 0; i < n; i++) {
+        for (let j = i + 1; j < n; j++) {
+          const dx = X[j] - X[i], dy = Y[j] - Y[i];
+          const d = Math.sqrt(dx * dx + dy * dy) || 0.01;
+          const overlap = R[i] + R[j] - d;
+          if (overlap <= 0) continue;
+          const ux = dx / d, uy = dy / d, half = overlap / 2;
+          X[i] -= ux * half; Y[i] -= uy * half; X[j] += ux * half; Y[j] += uy * half;
+          moved = true;
+        }
+      }
+      for (let i = 0; i < n; i++) {
+        X[i] = Math.min(W - R[i], Math.max(R[i], X[i]));
+        Y[i] = Math.min(H - R[i] - 12, Math.max(R[i], Y[i]));
+      }
+      if (!moved) break;
+    }
+    const out = new Map();
+    for (let i = 0; i < n; i++) out.set(nodes[i].id, [X[i], Y[i]]);
+    return out;
+  }
+
+  function renderGraph() {
+    const svg = $('#graph-svg');
+    clear(svg);
+    if (!graphData) return;
+    const W = 1200, H = 540;
+    const withDocs = $('#graph-documents').checked;
+    const concepts = graphData.nodes.filter((nd) => nd.kind === 'concept');
+    let documents = withDocs ? graphData.nodes.filter((nd) => nd.kind === 'document') : [];
+    const allDocuments = documents.length;
+    if (documents.length > MAX_GRAPH_DOCUMENTS) {
+      documents = documents.slice().sort((a, b) => b.count - a.count || (a.id < b.id ? -1 : 1)).slice(0, MAX_GRAPH_DOCUMENTS);
+    }
+    const nodes = [...concepts, ...documents];
+    const keep = new Set(nodes.map((nd) => nd.id));
+    const coEdges = graphData.edges.filter((e) => e.kind !== 'tagged' && keep.has(e.source) && keep.has(e.target))
+      .slice(0, MAX_CONCEPT_EDGES);  // the API lists them heaviest first
+    const tagEdges = graphData.edges.filter((e) => e.kind === 'tagged' && keep.has(e.source) && keep.has(e.target));
+    const edges = [...coEdges, ...tagEdges];
+    $('#graph-summary').textContent = plural(concepts.length, 'concept') +
+      (withDocs ? ' · ' + plural(documents.length, 'document') + (allDocuments > documents.length ? ' (of ' + allDocuments + ')' : '') : '') +
+      ' · ' + plural(coEdges.length, 'co-occurrence link');
+    if (!concepts.length) {
+      svg.appendChild(s('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'faint' }, 'No concepts yet.'));
+      svg.setAttribute('data-state', 'done');
+      return;
+    }
+    const maxCount = Math.max(1, ...concepts.map((c) => c.count));
+    const radius = (nd) => (nd.kind === 'concept' ? 5 + 13 * Math.sqrt(nd.count / maxCount) : 4);
+    const shortLabel = (nd) => (nd.label.length > 24 ? nd.label.slice(0, 23) + '…' : nd.label);
+    // Room for a node and (concepts) its label centred below it.
+    const room = (nd) => (nd.kind === 'concept' ? Math.max(radius(nd) + 4, shortLabel(nd).length * 3.3 + 2) : radius(nd) + 3);
+    const pos = layout(nodes, edges, W, H, room);
+    const maxW = Math.max(1, ...coEdges.map((e) => e.weight));
+    const neighbours = new Map(nodes.map((nd) => [nd.id, new Set([nd.id])]));
+    const edgeLayer = s('g', { class: 'edges' });
+    const edgeEls = [];
+    for (const e of edges) {
+      const [xa, ya] = pos.get(e.source), [xb, yb] = pos.get(e.target);
+      const tagged = e.kind === 'tagged';
+      const el = s('line', {
+        class: 'edge' + (tagged ? ' tagged' : ''), x1: xa.toFixed(1), y1: ya.toFixed(1), x2: xb.toFixed(1), y2: yb.toFixed(1),
+        'stroke-width': tagged ? 0.6 : (0.6 + 3.4 * e.weight / maxW).toFixed(2),
+        'stroke-opacity': tagged ? 0.35 : (0.15 + 0.55 * e.weight / maxW).toFixed(2),
+        'data-source': e.source, 'data-target': e.target, 'data-weight': e.weight,
+      }, s('title', null, tagged ? 'tagged' : 'in ' + plural(e.weight, 'file') + ' together'));
+      neighbours.get(e.source).add(e.target);
+      neighbours.get(e.target).add(e.source);
+      edgeEls.push([el, e.source, e.target]);
+      edgeLayer.appendChild(el);
+    }
+    svg.appendChild(edgeLayer);
+    const nodeLayer = s('g', { class: 'nodes' });
+    const nodeEls = new Map();
+    // Documents first so that concept labels are drawn on top.
+    for (const nd of [...documents, ...concepts]) {
+      const [x, y] = pos.get(nd.id);
+      const concept = nd.kind === 'concept';
+      const r = radius(nd);
+      const label = shortLabel(nd);
+      const g = s('g', {
+        class: 'node ' + (concept ? 'concept' : 'document ' + typeClass(nd.type)), 'data-node': nd.id,
+        'data-count': nd.count, transform: 'translate(' + x.toFixed(1) + ',' + y.toFixed(1) + ')',
+        tabindex: 0,
+      },
+        s('circle', { r: r.toFixed(1) }),
+        concept ? s('text', { x: 0, y: (r + 11).toFixed(1), 'text-anchor': 'middle' }, label) : null,
+        s('title', null, concept ? nd.label + ' — in ' + plural(nd.count, 'file') + ' (click to search)'
+          : nd.label + ' (' + (nd.type || 'document') + ', ' + plural(nd.count, 'concept') + ') — click to open'));
+      const focus = () => {
+        svg.classList.add('focus');
+        const near = neighbours.get(nd.id);
+        for (const [id, el] of nodeEls) el.classList.toggle('near', near.has(id));
+        for (const [el, a, b] of edgeEls) el.classList.toggle('near', a === nd.id || b === nd.id);
+      };
+      const blur = () => svg.classList.remove('focus');
+      g.addEventListener('mouseenter', focus);
+      g.addEventListener('mouseleave', blur);
+      g.addEventListener('focus', focus);
+      g.addEventListener('blur', blur);
+      g.addEventListener('click', () => {
+        if (concept) runSearch(nd.label);
+        else openViewer({ path: nd.id.replace(/^file:/, ''), title: nd.label, type: nd.type });
+      });
+      nodeEls.set(nd.id, g);
+      nodeLayer.appendChild(g);
+    }
+    svg.appendChild(nodeLayer);
+    svg.setAttribute('data-state', 'done');
+  }
+
+  async function loadGraph() {
+    try {
+      graphData = await api('/api/graph', { limit: 40, documents: true });
+      renderGraph();
+    } catch (err) {
+      const svg = clear($('#graph-svg'));
+      svg.appendChild(s('text', { x: 600, y: 270, 'text-anchor': 'middle', class: 'faint' }, 'Graph unavailable: ' + err.message));
+      svg.setAttribute('data-state', 'error');
+    }
+  }
+
+  // -- loading --------------------------------------------------------------------------------------
+  let lastStats = null;
+
+  function sectionError(target, err) {
+    clear(target).appendChild(h('div', { class: 'error', text: err.message }));
+  }
+
+  async function loadStats() {
+    const box = $('#overview-error');
+    try {
+      lastStats = await api('/api/stats');
+      renderStats(lastStats);
+      box.hidden = true;
+    } catch (err) {
+      box.textContent = 'Could not read /api/stats: ' + err.message;
+      box.hidden = false;
+    }
+  }
+
+  async function loadLogs() {
+    try {
+      const logs = await api('/api/logs', { limit: 60, days: DAYS });
+      renderActivity(logs);
+      renderLatency(logs, lastStats ? lastStats.usage : {});
+      renderConsultations(logs);
+      renderRecentQueries(logs);
+    } catch (err) {
+      for (const id of ['#chart-activity', '#chart-latency', '#consultations']) sectionError($(id), err);
+    }
+  }
+
+  async function loadConcepts() {
+    try {
+      renderConcepts(await api('/api/concepts', { limit: 12 }));
+    } catch (err) {
+      sectionError($('#chart-concepts'), err);
+    }
+  }
+
+  let usageTimer = null;
+  function refreshUsage() {
+    // Debounced: several quick searches cause one refresh.
+    clearTimeout(usageTimer);
+    usageTimer = setTimeout(async () => {
+      await loadStats();
+      await loadLogs();
+    }, 400);
+  }
+
+  async function refreshAll() {
+    const button = $('#refresh');
+    button.disabled = true;
+    await loadStats();  // first: the latency chart uses its p50/p95
+    await Promise.all([loadLogs(), loadConcepts()]);
+    $('#updated').textContent = 'updated ' + localTime(new Date());
+    button.disabled = false;
+  }
+
+  async function start() {
+    $('#search-form').addEventListener('submit', onSubmit);
+    $('#more').addEventListener('click', () => doSearch(true));
+    $('#viewer-close').addEventListener('click', closeViewer);
+    $('#scrim').addEventListener('click', closeViewer);
+    document.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Escape' && !$('#viewer').hidden) closeViewer();
+      else if (ev.key === '/' && document.activeElement === document.body) { ev.preventDefault(); $('#search-input').focus(); }
+    });
+    $('#graph-documents').addEventListener('change', renderGraph);
+    $('#refresh').addEventListener('click', () => { refreshAll(); loadGraph(); });
+    await Promise.all([refreshAll(), loadGraph()]);
+    document.body.setAttribute('data-ready', '1');
+    setInterval(() => { if (!document.hidden) refreshAll(); }, REFRESH_MS);
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();
