@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test bench-quality bench-speed clean
+.PHONY: install browser run test bench-quality bench-speed bench-load bench-live clean
 
 install: $(STAMP)
 
@@ -22,7 +22,13 @@ run: install
 	$(BIN)/oracle index
 	$(BIN)/oracle serve --http
 
-test: install
+# Debian's Chromium for the dashboard test (a test tool's own browser download is not allowed here).
+browser:
+	@test -x /usr/bin/chromium || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: install browser
 	$(BIN)/python -m pytest -q
 
 bench-quality: install
@@ -30,6 +36,12 @@ bench-quality: install
 
 bench-speed: install
 	$(BIN)/python benchmarks/speed.py
+
+bench-load: install
+	$(BIN)/python benchmarks/load.py
+
+bench-live: install
+	$(BIN)/python benchmarks/live.py
 
 clean:
 	rm -rf $(VENV) .oracle-data

@@ -49,7 +49,7 @@ def type_for(rel: str, folder_types: dict[str, str]) -> str | None:
 def is_within(path: Path, root: Path) -> bool:
     try:
         path.resolve().relative_to(root)
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return False
     return True
 

@@ -50,20 +50,25 @@ def safe_path(root: Path, raw: str) -> tuple[str, Path]:
     if not text.lower().endswith(MARKDOWN_SUFFIXES):
         raise PathRefused("only markdown files (.md) of the knowledge base can be read")
     root = root.resolve()
-    target = (root / pure).resolve()
     try:
+        target = (root / pure).resolve()
         rel = target.relative_to(root).as_posix()
     except ValueError:
         raise PathRefused("the path leads outside the knowledge root (through a symlink)") from None
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long for the file system
+        raise PathRefused(f"the path cannot be resolved: {exc}") from None
     return rel, target
 
 
 def read_file(oracle: Oracle, raw_path: str) -> FileContent:
     rel, target = safe_path(oracle.settings.root, raw_path)
-    if not target.is_file():
-        raise FileNotInRoot(f"no knowledge file at {rel!r}")
-    size = target.stat().st_size
-    if size > MAX_READ_BYTES:
-        raise PathRefused(f"{rel} is larger than {MAX_READ_BYTES // 1_048_576} MB")
-    text = target.read_bytes().decode("utf-8", errors="replace")
+    try:
+        if not target.is_file():
+            raise FileNotInRoot(f"no knowledge file at {rel!r}")
+        size = target.stat().st_size
+        if size > MAX_READ_BYTES:
+            raise PathRefused(f"{rel} is larger than {MAX_READ_BYTES // 1_048_576} MB")
+        text = target.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise FileNotInRoot(f"cannot read {rel!r}: {exc.strerror or exc}") from None
     return FileContent(path=rel, text=text, size=size, chunk_ids=oracle.store.file_chunk_ids(rel))

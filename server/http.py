@@ -21,6 +21,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -221,7 +222,12 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    app.mount("/", mcp_app)  # last: /mcp
+    mcp_endpoint = next(r.endpoint for r in mcp_app.routes if getattr(r, "path", None) == "/mcp")
+    app.add_route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
     origins = [o.strip() for o in os.environ.get("ORACLE_CORS_ORIGINS", "").split(",") if o.strip() and o.strip() != "*"]
     app.add_middleware(

@@ -73,7 +73,7 @@ def test_hits_carry_consistent_breakdowns(search_index, mode):
     assert result.meta.mode == mode and len(result.hits) == 20
     check_breakdown(result)
     if mode == "hybrid":
-        assert result.meta.fusion == "rrf"
+        assert result.meta.fusion == scoring.DEFAULT_FUSION
         assert {"fts", "vector"} <= {leg for h in result.hits for leg in h.found_by}
         assert any(h.found_by == ["fts", "vector"] for h in result.hits)
     page2 = run(search_index, "how should I quote search terms for fts5", mode=mode, limit=5, offset=5)

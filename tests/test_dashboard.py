@@ -1,0 +1,463 @@
+"""The dashboard and the API docs page in a REAL headless Chromium against a REAL `oracle serve --http`.
+
+Debian's /usr/bin/chromium is driven through Playwright's Python package (never `playwright install`:
+no browser is downloaded). The server runs as a subprocess on a temp copy of the bundled knowledge plus
+one hostile note full of markup, indexed first by `oracle index`. Every request the pages make is
+recorded and must go to the server's own host:port; the console must stay free of errors. A screenshot
+is saved to tests/artifacts/dashboard.png.
+
+Browser tests skip only when /usr/bin/chromium is absent (`make test` installs it); the static checks
+of the assets run regardless.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+PROJECT = Path(__file__).resolve().parent.parent
+BUNDLED = PROJECT / "knowledge"
+STATIC = PROJECT / "server" / "static"
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+SCRIPT = Path(sys.executable).parent / "oracle"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FTS5_NOTE = "learnings/2026-01-14_quote-fts5-search-terms.md"
+FTS5_TITLE = "Quote every search term before it reaches FTS5"
+TIMEOUT_MS = 60_000
+
+HOSTILE_TITLE = '<img src=x onerror="window.__pwned=1"> Zanzibar markup <b>bold</b>'
+HOSTILE_NOTE = "learnings/2026-11-20_zanzibar-hostile-markup.md"
+HOSTILE_TEXT = (
+    "---\n"
+    f"title: '{HOSTILE_TITLE}'\n"
+    "tags: [zanzibar, markup]\n"
+    "date: 2026-11-20\n"
+    "---\n\n"
+    f"# {HOSTILE_TITLE}\n\n"
+    "The zanzibar quokka markup note: <script>window.__pwned = 2</script> and "
+    "<iframe src=\"https://evil.example/\"></iframe> must show as text, never run.\n\n"
+    "## Second section\n\n"
+    "More zanzibar quokka markup text with <style>body{display:none}</style> inside.\n"
+)
+HOSTILE_DECISION = '<script>window.__pwned=3</script> Should zanzibar <img src=y onerror="window.__pwned=4"> ship?'
+
+needs_chromium = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="/usr/bin/chromium is absent: install Debian's chromium (apt-get install -y chromium); "
+           "`make test` does this",
+)
+
+
+# =====================================================================================================
+# static checks of the assets (no browser needed)
+# =====================================================================================================
+ASSETS = ["index.html", "app.js", "app.css", "docs.html", "docs.js"]
+SVG_NS = "http://www.w3.org/2000/svg"
+
+
+@pytest.mark.parametrize("name", ASSETS)
+def test_assets_name_no_other_host(name: str) -> None:
+    text = (STATIC / name).read_text(encoding="utf-8")
+    urls = [u for u in re.findall(r"(?:https?:)?//[A-Za-z0-9.-]+\.[A-Za-z]{2,}[^\s\"')]*", text) if u != SVG_NS]
+    assert not urls, f"{name} names another host: {urls}"
+    assert "@import" not in text and "@font-face" not in text, name
+    if name.endswith(".html"):
+        for ref in re.findall(r'(?:src|href)="([^"]+)"', text):
+            assert ref.startswith(("/", "#", "data:")) and not ref.startswith("//"), (name, ref)
+        assert "Content-Security-Policy" in text and "connect-src 'self'" in text, name
+        assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", text), f"{name} has an inline script"
+        assert not re.search(r"<[a-z][^>]*\son[a-z]+\s*=", text, flags=re.I), f"{name} has an inline event handler"
+        assert "style=" not in text, f"{name} has an inline style (the CSP forbids it)"
+
+
+@pytest.mark.parametrize("name", ["app.js", "docs.js"])
+def test_scripts_never_parse_html(name: str) -> None:
+    text = re.sub(r"/\*.*?\*/", "", (STATIC / name).read_text(encoding="utf-8"), flags=re.S)  # code, not comments
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
+                 "DOMParser", "createContextualFragment", "javascript:"):
+        assert sink not in text, f"{name} uses {sink}"
+
+
+# =====================================================================================================
+# the server and the browser
+# =====================================================================================================
+def oracle_cmd() -> list[str]:
+    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "server.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    port: int
+    root: Path
+    proc: subprocess.Popen
+    stderr_path: Path
+
+    def api(self, path: str, **params: Any) -> Any:
+        resp = httpx.get(self.url + path, params=params, timeout=180)
+        assert resp.status_code == 200, resp.text[:300]
+        return resp.json()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    base = tmp_path_factory.mktemp("dashboard")
+    root, data = base / "root", base / "data"
+    shutil.copytree(BUNDLED, root)
+    (root / HOSTILE_NOTE).write_text(HOSTILE_TEXT, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(data), PYTHONIOENCODING="utf-8")
+    done = subprocess.run([*oracle_cmd(), "index", "--json"], env=env, cwd=PROJECT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert not json.loads(done.stdout)["vector_failed"]
+    port = free_port()
+    stderr_path = base / "serve.stderr"
+    with open(stderr_path, "w", encoding="utf-8") as errlog:
+        proc = subprocess.Popen([*oracle_cmd(), "serve", "--http", "--port", str(port)], env=env, cwd=base,
+                                stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog)
+    srv = Server(f"http://127.0.0.1:{port}", port, root, proc, stderr_path)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, stderr_path.read_text()
+            try:
+                if httpx.get(srv.url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, stderr_path.read_text()
+            time.sleep(0.2)
+        # Some usage for the charts: searches (latency series, per day) and consultations (one hostile).
+        for query in ("mock the database", "rebase before review", "webhook signature clock skew", "offline install"):
+            srv.api("/api/search", query=query)
+        srv.api("/api/consult", decision="Should the search tests use a mocked database?")
+        srv.api("/api/consult", decision=HOSTILE_DECISION)
+        yield srv
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+@dataclass
+class Recorder:
+    requests: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    bad_status: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+
+    def attach(self, page: Any) -> None:
+        page.on("request", lambda r: self.requests.append(r.url))
+        page.on("requestfailed", lambda r: self.failed.append(f"{r.url} {r.failure}"))
+        page.on("response", lambda r: r.status >= 400 and self.bad_status.append(f"{r.status} {r.url}"))
+        page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
+        page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+
+
+@dataclass
+class Browser:
+    page: Any
+    rec: Recorder
+    server: Server
+
+    def open_dashboard(self) -> Any:
+        self.page.goto(self.server.url + "/", wait_until="load")
+        self.page.wait_for_selector("body[data-ready='1']", timeout=TIMEOUT_MS)
+        return self.page
+
+
+@pytest.fixture(scope="module")
+def browser(server: Server) -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium is absent: install Debian's chromium (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright  # pip install playwright (never `playwright install`)
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = chromium.new_context(viewport={"width": 1280, "height": 800}, service_workers="block")
+        context.set_default_timeout(TIMEOUT_MS)
+        page = context.new_page()
+        rec = Recorder()
+        rec.attach(page)
+        b = Browser(page, rec, server)
+        b.open_dashboard()
+        try:
+            yield b
+        finally:
+            context.close()
+            chromium.close()
+
+
+def stat_elements(page: Any) -> dict[str, tuple[str, str]]:
+    rows = page.eval_on_selector_all(
+        "[data-stat]", "els => els.map(e => [e.dataset.stat, e.textContent, e.getAttribute('data-value')])")
+    out: dict[str, tuple[str, str]] = {}
+    for key, text, value in rows:
+        assert key not in out, f"data-stat {key} appears twice"
+        out[key] = (text, value)
+    return out
+
+
+# =====================================================================================================
+# the dashboard
+# =====================================================================================================
+@needs_chromium
+def test_tiles_equal_api_stats(browser: Browser, server: Server) -> None:
+    stats = server.api("/api/stats")
+    tiles = stat_elements(browser.page)
+    for key in ("documents.total", "files.total", "concepts"):
+        obj: Any = stats
+        for part in key.split("."):
+            obj = obj[part]
+        assert tiles[key][0] == str(obj) and tiles[key][1] == str(obj), (key, tiles[key], obj)
+    for group in ("documents", "files"):
+        shown = {k.split(".", 2)[2]: v for k, v in tiles.items() if k.startswith(f"{group}.by_type.")}
+        assert set(shown) == set(stats[group]["by_type"]), group
+        for doc_type, n in stats[group]["by_type"].items():
+            assert shown[doc_type] == (str(n), str(n)), (group, doc_type)
+    coverage = stats["embeddings"]["coverage"]
+    text, value = tiles["embeddings.coverage"]
+    assert float(value) == coverage and text.endswith("%") and abs(float(text[:-1]) - coverage * 100) <= 0.051
+    drift = stats["drift"]
+    text, value = tiles["drift"]
+    if drift["in_sync"]:
+        assert (text, value) == ("in sync", "in_sync")
+    else:
+        assert value == "drift" and f"{drift['not_indexed_count']} not indexed" in text
+    text, value = tiles["vector_store"]
+    assert (text, value) == (("ok", "ok") if stats["vector_store"]["ok"] else ("down", "down"))
+    assert browser.page.text_content("#vector-detail") == stats["vector_store"]["detail"]
+    assert tiles["last_indexed"][1] == stats["last_indexed"] and tiles["last_indexed"][0]
+    assert stats["drift"]["in_sync"] and stats["vector_store"]["ok"] and coverage == 1.0  # this index is healthy
+    assert tiles["usage.searches"][1] == str(stats["usage"]["searches"])
+    for key in ("search_p50_ms", "search_p95_ms"):
+        assert float(tiles[f"usage.{key}"][1]) == stats["usage"][key], key
+
+
+@needs_chromium
+def test_charts_draw_the_logs(browser: Browser, server: Server) -> None:
+    page = browser.page
+    logs = server.api("/api/logs", limit=60, days=30)
+    today = logs["per_day"]["searches"][-1]
+    bars = page.eval_on_selector_all("#chart-activity svg rect.bar-searches title", "els => els.map(e => e.textContent)")
+    assert any(t.startswith(today["day"][:10]) and f"{today['count']} search" in t for t in bars), (bars, today)
+    assert page.locator("#chart-activity svg rect.bar-consultations").count() >= 1
+    points = page.locator("#chart-latency svg circle.pt")
+    assert points.count() == len(logs["searches"]) >= 4
+    assert page.locator("#chart-latency svg line.p50").count() == 1 and page.locator("#chart-latency svg line.p95").count() == 1
+    concepts = server.api("/api/concepts", limit=12)["concepts"]
+    shown = page.eval_on_selector_all("#chart-concepts [data-concept]", "els => els.map(e => e.dataset.concept)")
+    assert shown == [c["concept"] for c in concepts]
+
+
+@needs_chromium
+def test_search_box_finds_the_fts5_learning(browser: Browser, server: Server) -> None:
+    page = browser.page
+    page.fill("#search-input", "quote fts5 terms")
+    page.press("#search-input", "Enter")
+    page.wait_for_selector("#results[data-state='done'] [data-id]")
+    api = server.api("/api/search", query="quote fts5 terms", type="all", mode="hybrid", limit=10, offset=0)
+    ids = page.eval_on_selector_all("#results [data-id]", "els => els.map(e => e.dataset.id)")
+    assert ids == [h["id"] for h in api["hits"]]
+    first = page.locator("#results [data-id]").first
+    hit = api["hits"][0]
+    assert hit["source_file"] == FTS5_NOTE
+    assert first.locator(".title").text_content() == FTS5_TITLE
+    assert first.locator(".badge").text_content() == "learning"
+    assert first.locator(".loc").text_content() == f"{FTS5_NOTE}:{hit['line_start']}-{hit['line_end']}"
+    assert first.locator(".snippet").text_content() == hit["snippet"]
+    breakdown = first.locator(".breakdown").text_content()
+    bd = hit["breakdown"]
+    assert f"fused {bd['fused']:.4f}" in breakdown
+    assert f"bm25 #{bd['bm25_rank']} · {bd['bm25_score']:.2f}" in breakdown
+    assert f"vector #{bd['vector_rank']} · {bd['vector_similarity']:.3f}" in breakdown
+    assert "found by " + " + ".join(hit["found_by"]) in breakdown
+    assert f"{api['total']} results" in page.text_content("#search-status")
+
+
+@needs_chromium
+def test_clicking_a_result_opens_the_viewer(browser: Browser, server: Server) -> None:
+    page = browser.page
+    first = page.locator("#results [data-id]").first
+    hit = server.api("/api/search", query="quote fts5 terms", limit=1)["hits"][0]
+    first.click()
+    page.wait_for_selector("#viewer[data-state='done']")
+    assert page.is_visible("#viewer")
+    assert page.get_attribute("#viewer", "data-path") == FTS5_NOTE
+    text = (server.root / FTS5_NOTE).read_text(encoding="utf-8")
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    shown = page.eval_on_selector_all("#viewer-body .line .txt", "els => els.map(e => e.textContent)")
+    assert [s if s != " " else "" for s in shown] == lines
+    highlighted = page.eval_on_selector_all("#viewer-body .line.hl", "els => els.map(e => Number(e.dataset.line))")
+    assert highlighted == list(range(hit["line_start"], hit["line_end"] + 1))
+    assert FTS5_TITLE in page.text_content("#viewer-title")
+    # The cited lines are scrolled into view.
+    assert page.locator("#viewer-body .line.hl").first.is_visible()
+    box = page.locator("#viewer-body .line.hl").first.bounding_box()
+    assert box and 0 <= box["y"] < 800
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#viewer", state="hidden")
+
+
+@needs_chromium
+def test_hostile_markup_is_shown_as_text(browser: Browser, server: Server) -> None:
+    page = browser.page
+    page.fill("#search-input", "zanzibar quokka markup")
+    page.click("#search-form button[type=submit]")
+    page.wait_for_function("() => document.querySelector('#results').dataset.state === 'done' && "
+                           "[...document.querySelectorAll('#results .title')].some(e => e.textContent.includes('Zanzibar'))")
+    hostile = page.locator("#results [data-id]", has_text="Zanzibar markup").first
+    assert hostile.locator(".title").text_content() == HOSTILE_TITLE
+    assert page.locator("#results img, #results script, #results iframe, #results style").count() == 0
+    assert hostile.locator(".title").evaluate("e => e.childElementCount") == 0
+    hostile.click()
+    page.wait_for_selector("#viewer[data-state='done']")
+    body = page.text_content("#viewer-body")
+    assert "<script>window.__pwned = 2</script>" in body and '<iframe src="https://evil.example/">' in body
+    assert page.locator("#viewer script, #viewer img, #viewer iframe, #viewer style").count() == 0
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#viewer", state="hidden")
+    # The consultation with markup in its decision: shown literally, guidance collapsible.
+    summary = page.locator("#consultations details .decision", has_text="Should zanzibar").first
+    assert summary.text_content() == HOSTILE_DECISION
+    details = page.locator("#consultations details", has_text="Should zanzibar").first
+    assert not details.locator("pre.guidance").is_visible()
+    details.locator("summary").click()
+    assert details.locator("pre.guidance").is_visible()
+    assert "Guidance for the decision" in details.locator("pre.guidance").text_content()
+    assert page.locator("#consultations script, #consultations img").count() == 0
+    assert page.evaluate("window.__pwned") is None
+
+
+@needs_chromium
+def test_recent_consultations_match_the_logs(browser: Browser, server: Server) -> None:
+    logs = server.api("/api/logs", limit=60, days=30)
+    shown = browser.page.eval_on_selector_all("#consultations details .decision", "els => els.map(e => e.textContent)")
+    assert shown == [c["decision"] for c in logs["consultations"]]
+
+
+@needs_chromium
+def test_concept_graph_renders_svg(browser: Browser, server: Server) -> None:
+    page = browser.page
+    page.wait_for_selector("#graph-svg[data-state='done']")
+    graph = server.api("/api/graph", limit=40, documents="true")
+    concepts = {n["id"]: n["count"] for n in graph["nodes"] if n["kind"] == "concept"}
+    documents = {n["id"] for n in graph["nodes"] if n["kind"] == "document"}
+    drawn = page.eval_on_selector_all(
+        "#graph-svg g.node", "els => els.map(e => [e.dataset.node, Number(e.querySelector('circle').getAttribute('r'))])")
+    drawn_concepts = {node: r for node, r in drawn if node.startswith("concept:")}
+    assert set(drawn_concepts) == set(concepts)
+    assert {node for node, _ in drawn if node.startswith("file:")} == documents
+    # Sized by count: a concept carried by more files is never drawn smaller.
+    by_count = sorted(concepts, key=lambda c: concepts[c])
+    radii = [drawn_concepts[c] for c in by_count]
+    assert radii == sorted(radii) and radii[-1] > radii[0]
+    edges = page.locator("#graph-svg line.edge")
+    assert edges.count() > len(concepts)
+    widths = page.eval_on_selector_all(
+        "#graph-svg line.edge:not(.tagged)", "els => els.map(e => [Number(e.dataset.weight), Number(e.getAttribute('stroke-width'))])")
+    assert widths and sorted(widths) == sorted(widths, key=lambda w: (w[1], w[0]))  # weight orders width
+    # Every node sits inside the drawing.
+    for node, _ in drawn:
+        box = page.locator(f"#graph-svg g.node[data-node=\"{node}\"] circle").bounding_box()
+        svg = page.locator("#graph-svg").bounding_box()
+        assert box and svg["x"] - 1 <= box["x"] and box["x"] + box["width"] <= svg["x"] + svg["width"] + 1, node
+    page.uncheck("#graph-documents")
+    assert page.locator("#graph-svg g.node.document").count() == 0
+    assert page.locator("#graph-svg g.node.concept").count() == len(concepts)
+    page.check("#graph-documents")
+    assert page.locator("#graph-svg g.node.document").count() == len(documents)
+
+
+@needs_chromium
+def test_fits_1280x800(browser: Browser) -> None:
+    page = browser.page
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    for sel in ("#tile-documents", "#tile-indexed", "#search-form", "#chart-activity"):
+        box = page.locator(sel).bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 1280, sel
+
+
+@needs_chromium
+def test_api_docs_page_lists_every_operation(browser: Browser, server: Server) -> None:
+    page = browser.page
+    spec = server.api("/openapi.json")
+    page.goto(server.url + "/docs")
+    page.wait_for_selector("body[data-ready='1']")
+    for path, item in spec["paths"].items():
+        for method, op in item.items():
+            section = page.locator(f"section.op[data-path=\"{path}\"][data-method=\"{method}\"]")
+            assert section.count() == 1, (method, path)
+            rows = section.locator("tr[data-param]")
+            names = [rows.nth(i).get_attribute("data-param") for i in range(rows.count())]
+            assert names == [p["name"] for p in op.get("parameters", [])], path
+            for p in op.get("parameters", []):
+                row = section.locator(f"tr[data-param=\"{p['name']}\"]")
+                assert row.get_attribute("data-required") == ("true" if p.get("required") else "false")
+            for status, resp in op["responses"].items():
+                item_el = section.locator(f"li[data-status=\"{status}\"]")
+                assert item_el.count() == 1, (path, status)
+                ref = resp.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref")
+                if ref:
+                    assert ref.rsplit("/", 1)[-1] in item_el.text_content()
+    search = page.locator('section.op[data-path="/api/search"]')
+    limit = search.locator('tr[data-param="limit"]').text_content()
+    assert "integer" in limit and "≥ 1" in limit and "≤ 100" in limit and "default 5" in limit
+    assert "required" in search.locator('tr[data-param="query"]').text_content()
+    assert "LearnRequest" in page.locator('section.op[data-path="/api/learn"] .request-body').text_content()
+    for name in spec["components"]["schemas"]:
+        assert page.locator(f"section.schema[data-schema=\"{name}\"]").count() == 1, name
+
+
+@needs_chromium
+def test_screenshot_requests_and_console(browser: Browser, server: Server) -> None:
+    page = browser.open_dashboard()
+    page.fill("#search-input", "quote fts5 terms")
+    page.press("#search-input", "Enter")
+    page.wait_for_selector("#results[data-state='done'] [data-id]")
+    page.wait_for_timeout(800)  # the debounced usage refresh after a search
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
+    assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
+    rec = browser.rec
+    own = f"127.0.0.1:{server.port}"
+    network = [u for u in rec.requests if urlsplit(u).scheme not in ("data", "blob")]
+    assert network, "no request was recorded"
+    foreign = [u for u in network if urlsplit(u).scheme != "http" or urlsplit(u).netloc != own]
+    assert not foreign, f"requests to other hosts: {foreign}"
+    paths = {urlsplit(u).path for u in network}
+    assert {"/", "/static/app.js", "/static/app.css", "/api/stats", "/api/logs", "/api/concepts", "/api/graph",
+            "/api/search", "/api/file", "/docs", "/static/docs.js", "/openapi.json"} <= paths, paths
+    assert not rec.failed, rec.failed
+    assert not rec.bad_status, rec.bad_status
+    assert not rec.page_errors, rec.page_errors
+    assert not rec.console_errors, rec.console_errors
