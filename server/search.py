@@ -7,6 +7,7 @@ leg fails (model or store), keyword results come back with a warning instead of 
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from indexer.embed import EmbeddingUnavailable
@@ -18,6 +19,7 @@ from server.models import Hit, ScoreBreakdown, SearchMeta, SearchRequest, Search
 from server.query import KeywordQuery, build_keyword_query, snippet, validate_query
 
 POOL = 100  # candidates taken from each leg before fusion
+_LEG_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oracle-vector-leg")
 OVERFETCH = 4  # vector candidates fetched per wanted hit when filters apply after the query
 
 
@@ -59,14 +61,19 @@ def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int) -> list
 
 
 def _run_legs(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, filters: Filters, pool: int) -> _Legs:
+    """Both legs at once in hybrid mode: the model and SQLite release the GIL, so latency is the
+    slower leg's, not the sum."""
     legs = _Legs(fts=[], fts_total=0, vector=[], warnings=[], vector_ok=True)
+    vector_future = None
+    if request.mode == "hybrid":
+        vector_future = _LEG_POOL.submit(_vector_leg, oracle, query, filters, pool)
     if request.mode in ("hybrid", "fts"):
         legs.fts, legs.fts_total = _keyword_leg(oracle, kq, filters, pool)
         if kq.empty:
             legs.warnings.append("the query has no searchable words for the keyword leg")
     if request.mode in ("hybrid", "vector"):
         try:
-            legs.vector = _vector_leg(oracle, query, filters, pool)
+            legs.vector = vector_future.result() if vector_future else _vector_leg(oracle, query, filters, pool)
             pending = oracle.store.pending_count()
             if pending:
                 legs.warnings.append(f"{pending} chunks are not embedded yet; semantic results are incomplete")
