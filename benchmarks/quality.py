@@ -14,7 +14,12 @@ What it does:
    Recall@10, Recall@100 and MRR@10 (BEIR definitions: linear gain from the qrels grade, log2 discount,
    mean over all queries with judgements) with the median per-query latency of each mode;
 4. with `--sweep`, runs each leg once per query (the keyword leg once per bm25 title weight) and fuses
-   the stored legs with `server.scoring.fuse()` over a grid of fusion parameters, printed by nDCG@10.
+   the stored legs with `server.scoring.fuse()` over a grid, printed by nDCG@10: rrf k in
+   {5, 10, 20, 40, 60, 100} x semantic weight {0.3 ... 0.7}, weighted with semantic weight {0.30 ... 0.80}
+   step 0.05, each for bm25 title weights {1, 2, 3, 5} (the current defaults are always included, and
+   the sweep's row for them is checked against search()). `--pool N` widens both legs' candidates.
+
+Other options: `--max-queries N` (a quick smoke run), `--data PATH`, `--work PATH`.
 
 The data is read from `../shared/eval-data/scifact` (relative to the repository root) and never copied
 into the repository; the work folder defaults to `benchmarks/out/scifact`, which git ignores.

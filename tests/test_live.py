@@ -530,11 +530,6 @@ def test_dotfiles_and_editor_temporaries_are_never_indexed(live: Live) -> None:
     assert not set(ignored) & set(not_indexed)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: the watcher NFC-normalises event paths (indexer/watch.py _Collector._relative) and "
-    "Indexer._sync_paths opens root/rel with that normalised name; a file whose name is NFD on disk "
-    "(e.g. created on macOS, git-cloned to Linux) is never indexed by the watcher, and editing one that a "
-    "full sync indexed REMOVES it from the index"))
 def test_watcher_keeps_a_note_whose_file_name_is_decomposed_unicode(live: Live) -> None:
     nfd_name = unicodedata.normalize("NFD", "café-crème.md")
     nfc_rel = "learnings/" + unicodedata.normalize("NFC", nfd_name)
@@ -640,10 +635,6 @@ def test_sweep_cleans_up_changes_made_while_not_watching(tmp_path: Path) -> None
         oracle.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: Watcher._run (indexer/watch.py) drops a batch whose sync_paths raised: the paths taken by "
-    "take_when_settled are neither retried nor re-queued, so the change stays unindexed until the next "
-    "sweep (300 s by default); a search colliding with the batch (the shared-connection bug) is a real trigger"))
 def test_watcher_retries_a_batch_that_failed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root, data = tmp_path / "root", tmp_path / "data"
     write_seed(root)
@@ -745,7 +736,6 @@ SHARED_CONNECTION_BUG = (
 SHARED_CONNECTION_SIGNS = ("cannot start a transaction within a transaction", "no such savepoint")
 
 
-@pytest.mark.xfail(strict=True, reason=SHARED_CONNECTION_BUG)
 def test_search_and_write_in_one_process_do_not_collide(tmp_path: Path) -> None:
     """One server process: a search (a request thread) while the watcher runs a batch for a file another
     process wrote (a no-op sync_paths still writes the vectors_dirty flag). Neither may fail."""
@@ -1244,13 +1234,7 @@ def test_broken_index_db_is_rebuilt_by_oracle_serve(rebuild_kb: RebuildKB, how: 
     assert_vectors_match(kb.root, kb.data)
 
 
-@pytest.mark.parametrize("how", [
-    pytest.param(how, marks=pytest.mark.xfail(strict=True, reason=(
-        "BUG: a rebuilt index database starts with no vectors_dirty flag, so Indexer._locked "
-        "(indexer/sync.py) never runs reconcile_vectors; vectors of notes deleted or re-sectioned while "
-        "the database was missing/corrupt stay in Chroma forever (Chroma ids != SQLite ids)")))
-    for how in ("missing", "corrupt")
-])
+@pytest.mark.parametrize("how", ["missing", "corrupt"])
 def test_rebuilt_index_db_drops_vectors_of_notes_deleted_meanwhile(tmp_path: Path, how: str) -> None:
     kb = _make_rebuild_kb(tmp_path)
     _break_db(kb.data, how)
@@ -1259,7 +1243,7 @@ def test_rebuilt_index_db_drops_vectors_of_notes_deleted_meanwhile(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     s = stats_json(kb.env)
     assert s["drift"]["in_sync"] and s["embeddings"]["coverage"] == 1.0  # holds...
-    assert_vectors_match(kb.root, kb.data)  # ...but Chroma still holds the deleted note's vectors
+    assert_vectors_match(kb.root, kb.data)  # and Chroma no longer holds the deleted note's vectors
 
 
 @pytest.mark.xfail(strict=True, reason=(
