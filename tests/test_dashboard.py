@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 BUNDLED = PROJECT / "knowledge"
 STATIC = PROJECT / "server" / "static"
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+from _procs import free_port, oracle_cmd
 SCRIPT = Path(sys.executable).parent / "oracle"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -97,14 +97,8 @@ def test_scripts_never_parse_html(name: str) -> None:
 # =====================================================================================================
 # the server and the browser
 # =====================================================================================================
-def oracle_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "server.cli"]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass

@@ -34,6 +34,7 @@ from _corpus import open_oracle
 
 PROJECT = Path(__file__).resolve().parent.parent
 BUNDLED = PROJECT / "knowledge"
+from _procs import free_port, oracle_cmd
 SCRIPT = Path(sys.executable).parent / "oracle"
 FTS5_NOTE = "learnings/2026-01-14_quote-fts5-search-terms.md"
 FTS5_QUERY = "quote fts5 terms"
@@ -59,14 +60,8 @@ TOOL_ROUTES = {
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-def oracle_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "server.cli"]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -22,7 +22,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -52,6 +51,7 @@ from server.stats import drift
 
 PROJECT = Path(__file__).resolve().parent.parent
 BUNDLED = PROJECT / "knowledge"
+from _procs import free_port, oracle_cmd
 SCRIPT = Path(sys.executable).parent / "oracle"  # the console script pip installed beside the interpreter
 DEADLINE = 10.0  # how long a change may take to show up before a test gives up
 VISIBLE_WITHIN = 2.0  # issue requirement: a learning is findable in every process this soon
@@ -66,8 +66,6 @@ _rng = random.Random(20261122)
 # =====================================================================================================
 # helpers
 # =====================================================================================================
-def oracle_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "server.cli"]
 
 
 def oracle_env(root: Path, data: Path) -> dict[str, str]:
@@ -150,10 +148,6 @@ def fresh_oracle(root: Path, data: Path) -> Oracle:
     return open_oracle(root, data)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 15) -> int:

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from mcp_types import CallToolResult, Implementation
 
 PROJECT = Path(__file__).resolve().parent.parent
 BUNDLED = PROJECT / "knowledge"
+from _procs import free_port, oracle_cmd
 SCRIPT = Path(sys.executable).parent / "oracle"  # the console script pip installed beside the interpreter
 CLIENT_NAME = "oracle-tests"
 TOOLS = {
@@ -77,8 +77,6 @@ EXTRA_NOTES = {
 }
 
 
-def oracle_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "server.cli"]
 
 
 def run_oracle(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -828,10 +826,6 @@ def test_session_logged_every_call(mcp: Session, kb: KB) -> None:
     assert found <= {r[2] for r in accesses if r[1] == "consult"}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_streamable_http_session(finished: KB) -> None:
