@@ -23,7 +23,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,9 @@ import anyio
 import httpx
 from mcp import Client
 from mcp_types import Implementation
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from _procs import free_port, stop_process  # noqa: E402  (shared with the tests)
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
@@ -55,12 +57,6 @@ def percentile(values: list[float], q: float) -> float:
 
 def nonsense(rng: random.Random) -> str:
     return "zq" + "".join(rng.choice("bcdfghjklmnpqrvwxz") + rng.choice("aeiou") for _ in range(4)) + "x"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def summary(values: list[float]) -> dict[str, float | int | None]:
@@ -181,12 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.2)
         raw = anyio.run(measure, port, root, args.edits, args.timeout, args.seed)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=15)
+        stop_process(server)
         log.close()
 
     server_log = log_path.read_text(errors="replace")

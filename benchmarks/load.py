@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,11 +34,13 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from _procs import free_port, oracle_cmd, stop_process  # noqa: E402  (shared with the tests)
+
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
 BUNDLED = PROJECT / "knowledge"
 NAT_BRAIN_QUERIES = PROJECT.parent / "shared" / "eval-data" / "nat-brain-oracle" / "queries-unjudged.json"
-SCRIPT = Path(sys.executable).parent / "oracle"
 
 # Real questions about the bundled knowledge (what an agent asks before a decision).
 BUNDLED_QUERIES = [
@@ -68,16 +69,6 @@ BUNDLED_QUERIES = [
     "hybrid search first release",
     "what did we learn in the offline install rehearsal",
 ]
-
-
-def oracle_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "server.cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -223,12 +214,7 @@ def main() -> int:
             print(f"{clients} client(s) for {args.duration:.0f} s ...", file=sys.stderr, flush=True)
             results.append(asyncio.run(run_level(base, queries, clients, args.duration, params)))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        stop_process(proc)
         if temp_root is not None:
             shutil.rmtree(temp_root, ignore_errors=True)
 

@@ -9,6 +9,7 @@ store and the next run retries them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 import time
@@ -83,6 +84,16 @@ def decode_markdown(data: bytes, max_bytes: int) -> tuple[str | None, str | None
     return text.replace("\r\n", "\n").replace("\r", "\n"), None
 
 
+def _writes(method: Callable[..., SyncReport]) -> Callable[..., SyncReport]:
+    """Run an Indexer write under its writer lock and crash-recovery flag (`Indexer._locked`)."""
+
+    @functools.wraps(method)
+    def locked(self: "Indexer", *args: object, **kwargs: object) -> SyncReport:
+        return self._locked(lambda: method(self, *args, **kwargs))
+
+    return locked
+
+
 class Indexer:
     """Owns the store, vector store and embedder for one knowledge root."""
 
@@ -99,26 +110,7 @@ class Indexer:
         self.embedder = embedder or Embedder()
         self.lock = WriterLock(settings.data_dir / "writer.lock")
 
-    # -- public entry points: each holds the cross-process writer lock ---------------------------------
-    def sync(
-        self,
-        full: bool = False,
-        force: bool = False,
-        progress: Callable[[str, int, int], None] | None = None,
-        keyword_ready: Callable[[], None] | None = None,
-        vectors: bool = True,
-    ) -> SyncReport:
-        """Bring the whole index in step with the root (see `_sync`)."""
-        return self._locked(lambda: self._sync(full, force, progress, keyword_ready, vectors))
-
-    def sync_paths(self, rels: list[str]) -> SyncReport:
-        """Re-index just these files (see `_sync_paths`)."""
-        return self._locked(lambda: self._sync_paths(rels))
-
-    def flush_vectors(self) -> SyncReport:
-        """Embed and upsert every chunk still missing from the vector store."""
-        return self._locked(self._flush_vectors)
-
+    # -- writes: sync, sync_paths and flush_vectors each hold the cross-process writer lock (@_writes)
     def _locked(self, work: Callable[[], SyncReport]) -> SyncReport:
         """Run a write under the writer lock, with crash recovery for the vector store.
 
@@ -151,7 +143,8 @@ class Indexer:
         return len(orphans), len(missing)
 
     # -- whole-root sync --------------------------------------------------------------------------
-    def _sync(
+    @_writes
+    def sync(
         self,
         full: bool = False,
         force: bool = False,
@@ -227,7 +220,8 @@ class Indexer:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _sync_paths(self, rels: list[str]) -> SyncReport:
+    @_writes
+    def sync_paths(self, rels: list[str]) -> SyncReport:
         """Re-index just these files (the learn tool, the watcher): present -> indexed, gone -> removed.
 
         Files are checked by hash like a full run, so a path named twice or unchanged costs nothing.
@@ -325,7 +319,8 @@ class Indexer:
             report.warnings.append(f"stale vectors not deleted (search ignores them): {exc}")
         report.vector_seconds += time.perf_counter() - t0
 
-    def _flush_vectors(self) -> SyncReport:
+    @_writes
+    def flush_vectors(self) -> SyncReport:
         """Embed and upsert every chunk still missing from the vector store."""
         report = SyncReport()
         started = time.perf_counter()

@@ -145,14 +145,10 @@ class VectorStore:
         return set(self._call("listing", lambda c: c.get(include=[])["ids"]))
 
     def query(self, vector: np.ndarray, n: int, where: dict | None = None) -> list[VectorHit]:
-        total = self.count()
-        if total == 0:
-            return []
+        # Chroma returns fewer results when the collection holds fewer than n (none when empty).
         result = self._call(
             "query",
-            lambda c: c.query(
-                query_embeddings=[vector], n_results=min(n, total), where=where or None, include=["distances"]
-            ),
+            lambda c: c.query(query_embeddings=[vector], n_results=n, where=where or None, include=["distances"]),
         )
         ids = result["ids"][0]
         distances = result["distances"][0]

@@ -32,7 +32,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 BUNDLED = PROJECT / "knowledge"
 STATIC = PROJECT / "server" / "static"
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-from _procs import free_port, oracle_cmd
+from _procs import free_port, oracle_cmd, stop_process
 SCRIPT = Path(sys.executable).parent / "oracle"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -151,12 +151,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         srv.api("/api/consult", decision=HOSTILE_DECISION)
         yield srv
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        stop_process(proc)
 
 
 @dataclass

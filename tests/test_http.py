@@ -34,7 +34,7 @@ from _corpus import open_oracle
 
 PROJECT = Path(__file__).resolve().parent.parent
 BUNDLED = PROJECT / "knowledge"
-from _procs import free_port, oracle_cmd
+from _procs import free_port, oracle_cmd, stop_process
 SCRIPT = Path(sys.executable).parent / "oracle"
 FTS5_NOTE = "learnings/2026-01-14_quote-fts5-search-terms.md"
 FTS5_QUERY = "quote fts5 terms"
@@ -143,12 +143,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             time.sleep(0.2)
         yield srv
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        stop_process(proc)
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,7 @@ from mcp_types import CallToolResult, Implementation
 
 PROJECT = Path(__file__).resolve().parent.parent
 BUNDLED = PROJECT / "knowledge"
-from _procs import free_port, oracle_cmd
+from _procs import free_port, oracle_cmd, stop_process
 SCRIPT = Path(sys.executable).parent / "oracle"  # the console script pip installed beside the interpreter
 CLIENT_NAME = "oracle-tests"
 TOOLS = {
@@ -861,12 +861,7 @@ def test_streamable_http_session(finished: KB) -> None:
         assert result.structured_content["hits"]
         assert result.structured_content["hits"][0]["source_file"] == "learnings/2026-01-14_quote-fts5-search-terms.md"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        stop_process(proc)
     conn = sqlite3.connect(finished.data / "logs.db")
     try:
         clients = {r[0] for r in conn.execute("SELECT client FROM search_log")}
