@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 import yaml
@@ -60,6 +61,15 @@ def compose_embed_text(title: str | None, heading: str | None, content: str | No
     return f"{head}\n{content or ''}"
 
 
+@dataclass(frozen=True)
+class Relation:
+    """A (subject, predicate, object) statement a note makes, e.g. (oracle, stores index in, sqlite)."""
+
+    subject: str
+    predicate: str
+    object: str
+
+
 @dataclass
 class ParsedFile:
     file: str
@@ -68,6 +78,8 @@ class ParsedFile:
     frontmatter: dict
     chunks: list[Chunk]
     warnings: list[str] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+    superseded_by: str | None = None  # a path or chunk id from `superseded_by:` in the frontmatter
 
 
 @dataclass
@@ -288,6 +300,62 @@ def title_for(meta: dict, lines: list[str], file: str) -> str:
     return re.sub(r"[-_]+", " ", stem).strip() or stem
 
 
+MAX_RELATIONS = 100
+MAX_TERM_CHARS = 200
+_TRIPLET_SEPARATORS = ("|", "->", "→")
+
+
+def relation_term(value: object) -> str | None:
+    """One side of a triplet as stored and shown: NFC, single spaces, at most MAX_TERM_CHARS."""
+    text = _scalar(value)
+    if text is None:
+        return None
+    text = " ".join(unicodedata.normalize("NFC", text).split())
+    return text if text and len(text) <= MAX_TERM_CHARS else None
+
+
+def relation_key(term: str) -> str:
+    """How terms are matched: case and spacing do not matter ("SQLite" finds "sqlite")."""
+    return " ".join(unicodedata.normalize("NFKC", term).casefold().split())
+
+
+def _triplet_parts(item: object) -> list[object] | None:
+    if isinstance(item, dict):
+        return [item.get("subject"), item.get("predicate"), item.get("object")]
+    if isinstance(item, (list, tuple)):
+        return list(item)
+    if isinstance(item, str):
+        for sep in _TRIPLET_SEPARATORS:
+            if sep in item:
+                return [part.strip() for part in item.split(sep)]
+    return None
+
+
+def parse_relations(value: object) -> tuple[list[Relation], list[str]]:
+    """Triplets from frontmatter `relations:`; each entry may be `[s, p, o]`, `{subject, predicate, object}`
+    or `"s | p | o"`. A malformed entry is reported and skipped; the others are kept."""
+    if value is None:
+        return [], []
+    items = value if isinstance(value, list) else [value]
+    out: list[Relation] = []
+    warnings: list[str] = []
+    for n, item in enumerate(items, start=1):
+        parts = _triplet_parts(item)
+        terms = [relation_term(p) for p in parts] if parts is not None and len(parts) == 3 else None
+        if terms is None or any(t is None for t in terms):
+            warnings.append(
+                f"relations entry {n} is not a (subject, predicate, object) triplet of short texts; ignored"
+            )
+            continue
+        relation = Relation(*terms)  # type: ignore[arg-type]
+        if relation not in out:
+            out.append(relation)
+    if len(out) > MAX_RELATIONS:
+        warnings.append(f"{len(out)} relations; only the first {MAX_RELATIONS} are kept")
+        out = out[:MAX_RELATIONS]
+    return out, warnings
+
+
 def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
     """Split one file's text into chunks according to its document type."""
     meta, body, offset, warnings = split_frontmatter(text)
@@ -342,5 +410,12 @@ def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
         if doc_type == "principle" and section.heading_line is not None:
             for n, (b_start, b_end) in enumerate(_bullets(lines, section.start, section.end), start=1):
                 add("bullet", heading, f"{key}/bullet{n}", b_start, b_end, parent)
-    return ParsedFile(file=file, type=doc_type, title=title, frontmatter=meta, chunks=chunks, warnings=warnings)
+    relations, relation_warnings = parse_relations(meta.get("relations"))
+    superseded_by = _scalar(meta.get("superseded_by"))
+    if meta.get("superseded_by") is not None and superseded_by is None:
+        relation_warnings.append("superseded_by must be one path or id; ignored")
+    return ParsedFile(
+        file=file, type=doc_type, title=title, frontmatter=meta, chunks=chunks,
+        warnings=warnings + relation_warnings, relations=relations, superseded_by=superseded_by,
+    )
 

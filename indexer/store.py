@@ -22,9 +22,10 @@ import numpy as np
 import sqlite_utils
 
 from indexer.embed import text_key
-from indexer.parse import Chunk, compose_embed_text
+from indexer.parse import Chunk, Relation, compose_embed_text, relation_key
 
-SCHEMA_VERSION = "1"
+# 2: relations and superseded_by from frontmatter (an index of version 1 re-parses every file once).
+SCHEMA_VERSION = "2"
 BUSY_TIMEOUT_MS = 10_000
 
 # bm25 column weights for documents_fts(id, title, heading, content, concepts): title words count more
@@ -54,6 +55,16 @@ CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
 CREATE VIRTUAL TABLE IF NOT EXISTS documents_tri USING fts5(title, content, tokenize = 'trigram');
 CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL, seen_at REAL);
+CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash);
+CREATE TABLE IF NOT EXISTS relations (
+    file TEXT NOT NULL, position INTEGER NOT NULL, subject TEXT NOT NULL, predicate TEXT NOT NULL,
+    object TEXT NOT NULL, subject_key TEXT NOT NULL, predicate_key TEXT NOT NULL, object_key TEXT NOT NULL,
+    PRIMARY KEY (file, position)
+);
+CREATE INDEX IF NOT EXISTS relations_subject ON relations(subject_key);
+CREATE INDEX IF NOT EXISTS relations_predicate ON relations(predicate_key);
+CREATE INDEX IF NOT EXISTS relations_object ON relations(object_key);
+CREATE TABLE IF NOT EXISTS superseded_files (file TEXT PRIMARY KEY, target TEXT NOT NULL);
 """
 
 
@@ -109,6 +120,12 @@ class Store:
             raise
         self.conn = conn
         self.db = sqlite_utils.Database(conn)
+        previous = self.get_meta("schema_version")
+        if not fresh and previous != SCHEMA_VERSION:
+            # Parsing gained new fields: forget the stat and hash of every file so the next sync re-parses
+            # it (the embedding cache makes that cheap; chunk ids do not change).
+            with self.transaction() as c:
+                c.execute("UPDATE files SET mtime_ns = 0, file_hash = ''")
         self.set_meta("schema_version", SCHEMA_VERSION)
         if fresh:
             # A new (or rebuilt) index knows nothing of the vectors already stored: compare them first.
@@ -162,6 +179,8 @@ class Store:
         state: FileState,
         chunks: Sequence[Chunk],
         warnings: Sequence[str],
+        relations: Sequence[Relation] = (),
+        superseded_by: str | None = None,
     ) -> list[str]:
         """Swap a file's chunks in one transaction; return the chunk ids that disappeared.
 
@@ -201,6 +220,14 @@ class Store:
                 (rel, doc_type, title, state.mtime_ns, state.size, state.file_hash, len(chunks),
                  json.dumps(list(warnings), ensure_ascii=False), time.time()),
             )
+            conn.executemany(
+                "INSERT INTO relations (file, position, subject, predicate, object, subject_key, predicate_key,"
+                " object_key) VALUES (?,?,?,?,?,?,?,?)",
+                [(rel, n, r.subject, r.predicate, r.object, relation_key(r.subject), relation_key(r.predicate),
+                  relation_key(r.object)) for n, r in enumerate(relations)],
+            )
+            if superseded_by:
+                conn.execute("INSERT INTO superseded_files (file, target) VALUES (?, ?)", (rel, superseded_by))
             conn.execute("DELETE FROM skipped WHERE path = ?", (rel,))
         new_ids = {c.id for c in chunks}
         return [i for i in old_ids if i not in new_ids]
@@ -222,12 +249,15 @@ class Store:
             conn.executemany("DELETE FROM documents_tri WHERE rowid = ?", rowids)
             conn.executemany("DELETE FROM doc_concepts WHERE doc_id = ?", [(r[1],) for r in rows])
             conn.execute("DELETE FROM documents WHERE file = ?", (rel,))
+        conn.execute("DELETE FROM relations WHERE file = ?", (rel,))
+        conn.execute("DELETE FROM superseded_files WHERE file = ?", (rel,))
         return [r[1] for r in rows]
 
     def clear(self) -> None:
         """Forget every file and chunk (for --full); the embedding cache and logs survive."""
         with self.transaction() as conn:
-            for table in ("documents", "documents_fts", "documents_tri", "doc_concepts", "files", "skipped"):
+            for table in ("documents", "documents_fts", "documents_tri", "doc_concepts", "files", "skipped",
+                          "relations", "superseded_files"):
                 conn.execute(f"DELETE FROM {table}")
 
     # -- skipped files ----------------------------------------------------------------------------

@@ -295,7 +295,8 @@ class Indexer:
             parsed.append((item, state, result))
         for item, state, result in parsed:
             stale += self.store.replace_file(
-                item.rel, item.type, result.title, state, result.chunks, result.warnings
+                item.rel, item.type, result.title, state, result.chunks, result.warnings,
+                relations=result.relations, superseded_by=result.superseded_by,
             )
             report.chunks_written += len(result.chunks)
             if item.rel in known:

@@ -7,8 +7,10 @@ import random
 
 from pydantic import BaseModel
 
+from indexer.parse import relation_key
 from server.app import Oracle
 from server.models import ConceptCount, ConceptsRequest, ConceptsResult, Document, ListItem, ListRequest, ListResult, ReflectRequest
+from server.relations import relation_graph
 
 
 class NotFound(LookupError):
@@ -84,7 +86,7 @@ def concepts(oracle: Oracle, request: ConceptsRequest) -> ConceptsResult:
 class GraphNode(BaseModel):
     id: str
     label: str
-    kind: str  # "concept" | "document"
+    kind: str  # "concept" | "document" | "entity" (a subject or object of a relation)
     count: int
     type: str | None = None
 
@@ -93,7 +95,10 @@ class GraphEdge(BaseModel):
     source: str
     target: str
     weight: int
-    kind: str  # "co-occurs" (concept-concept, weight = files with both) | "tagged" (document-concept)
+    # "co-occurs" (concept-concept, weight = files with both) | "tagged" (document-concept) |
+    # "relation" (entity-entity, label = predicate, weight = notes stating it)
+    kind: str
+    label: str | None = None
 
 
 class Graph(BaseModel):
@@ -101,8 +106,9 @@ class Graph(BaseModel):
     edges: list[GraphEdge]
 
 
-def graph(oracle: Oracle, limit: int = 40, documents: bool = True) -> Graph:
-    """The top concepts, how often they share a file, and which files carry them."""
+def graph(oracle: Oracle, limit: int = 40, documents: bool = True, relations: int = 200) -> Graph:
+    """The top concepts, how often they share a file, which files carry them, and the relations notes
+    state between entities."""
     conn = oracle.store.conn
     top = conn.execute(
         "SELECT c.concept, count(DISTINCT d.file) AS n FROM doc_concepts c JOIN documents d ON d.id = c.doc_id"
@@ -135,4 +141,14 @@ def graph(oracle: Oracle, limit: int = 40, documents: bool = True) -> Graph:
                                    count=len(per_file[file]), type=types.get(file)))
             edges += [GraphEdge(source=f"file:{file}", target=f"concept:{c}", weight=1, kind="tagged")
                       for c in sorted(per_file[file])]
+    entities: dict[str, GraphNode] = {}
+    for subject, predicate, obj, n in relation_graph(oracle, relations):
+        ends = []
+        for term in (subject, obj):
+            node = entities.setdefault(relation_key(term), GraphNode(
+                id=f"entity:{relation_key(term)}", label=term, kind="entity", count=0))
+            node.count += n
+            ends.append(node.id)
+        edges.append(GraphEdge(source=ends[0], target=ends[1], weight=n, kind="relation", label=predicate))
+    nodes += [entities[key] for key in sorted(entities)]
     return Graph(nodes=nodes, edges=edges)

@@ -31,7 +31,7 @@ def _sources(oracle: Oracle, query: str, doc_type: str) -> tuple[list[Source], l
         Source(
             id=h.id, type=h.type, title=h.title, heading=h.heading, source_file=h.source_file,
             line_start=h.line_start, line_end=h.line_end, content_hash=h.content_hash, score=h.score,
-            text=docs[h.id]["content"],
+            text=docs[h.id]["content"], superseded_by=h.superseded_by,
         )
         for h in result.hits
         # A principle's bullet adds nothing when its whole section is already here.
@@ -56,6 +56,8 @@ def _label(n: int, source: Source) -> str:
         f"[{n}] {source.type}: {source.title}{heading}\n"
         f"    id={source.id} file={source.source_file}:{source.line_start}-{source.line_end}"
         f" sha256={source.content_hash}"
+        + (f"\n    superseded by {source.superseded_by.source_file} (id {source.superseded_by.id or 'not indexed'})"
+           if source.superseded_by else "")
     )
 
 

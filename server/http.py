@@ -30,6 +30,7 @@ from server import __version__
 from server.app import Oracle, ServerConfigError
 from server.browse import Graph, NotFound, concepts, graph, list_documents, reflect
 from server.consult import consult
+from server.feedback import FeedbackError, feedback_overview, record_feedback
 from server.files import FileContent, FileNotInRoot, PathRefused, read_file
 from server.learn import LearnError, learn
 from server.mcp_server import build_server
@@ -39,17 +40,31 @@ from server.models import (
     ConsultRequest,
     ConsultResult,
     Document,
+    FeedbackRequest,
+    FeedbackResult,
     LearnRequest,
     LearnResult,
     ListRequest,
     ListResult,
+    ReadRequest,
+    ReadResult,
     ReflectRequest,
+    RelationsRequest,
+    RelationsResult,
     SearchRequest,
     SearchResult,
+    SupersedeRequest,
+    SupersedeResult,
+    VerifyRequest,
+    VerifyResult,
 )
 from server.query import QueryError
+from server.read import read_note
+from server.relations import find_relations
 from server.search import search
 from server.stats import Stats, stats
+from server.supersede import SupersedeError, supersede, supersessions_overview
+from server.verify import verify
 
 STATIC = Path(__file__).resolve().parent / "static"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -104,6 +119,15 @@ class Health(BaseModel):
     chunks: int
 
 
+class FeedbackOverview(BaseModel):
+    helpful: list[dict]
+    misleading: list[dict]
+
+
+class Supersessions(BaseModel):
+    supersessions: list[dict]
+
+
 class LogsResult(BaseModel):
     searches: list[dict]
     consultations: list[dict]
@@ -141,6 +165,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
     @app.exception_handler(QueryError)
     @app.exception_handler(PathRefused)
     @app.exception_handler(LearnError)
+    @app.exception_handler(SupersedeError)
     async def bad_request(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, status_code=400)
 
@@ -154,6 +179,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     @app.exception_handler(FileNotInRoot)
     @app.exception_handler(NotFound)
+    @app.exception_handler(FeedbackError)
     async def not_found(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, status_code=404)
 
@@ -203,6 +229,34 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
     @app.get("/api/file", response_model=FileContent)
     def api_file(o: Ready, path: Annotated[str, Query(max_length=1000)]) -> FileContent:
         return read_file(o, path)
+
+    @app.get("/api/read", response_model=ReadResult)
+    def api_read(o: Ready, params: Annotated[ReadRequest, Query()]) -> ReadResult:
+        return read_note(o, params, client="http")
+
+    @app.get("/api/relations", response_model=RelationsResult)
+    def api_relations(o: Ready, params: Annotated[RelationsRequest, Query()]) -> RelationsResult:
+        return find_relations(o, params)
+
+    @app.post("/api/feedback", response_model=FeedbackResult, status_code=201)
+    def api_feedback(o: Ready, body: FeedbackRequest) -> FeedbackResult:
+        return record_feedback(o, body, client="http")
+
+    @app.get("/api/feedback", response_model=FeedbackOverview)
+    def api_feedback_overview(o: Ready, limit: Annotated[int, Query(ge=1, le=100)] = 10) -> FeedbackOverview:
+        return FeedbackOverview(**feedback_overview(o, limit))
+
+    @app.post("/api/supersede", response_model=SupersedeResult, status_code=201)
+    def api_supersede(o: Ready, body: SupersedeRequest) -> SupersedeResult:
+        return supersede(o, body, client="http")
+
+    @app.get("/api/supersessions", response_model=Supersessions)
+    def api_supersessions(o: Ready) -> Supersessions:
+        return Supersessions(supersessions=supersessions_overview(o))
+
+    @app.post("/api/verify", response_model=VerifyResult)
+    def api_verify(o: Ready, body: VerifyRequest) -> VerifyResult:
+        return verify(o, body)
 
     @app.get("/api/logs", response_model=LogsResult)
     def api_logs(limit: Annotated[int, Query(ge=1, le=200)] = 20,

@@ -81,6 +81,13 @@ def render(request: LearnRequest, title: str, today: dt.date) -> str:
     if request.source:
         meta["source"] = request.source
     front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, default_flow_style=False).strip()
+    if request.relations:  # one `[subject, predicate, object]` per line, as a person would write them
+        lines = [
+            "- " + yaml.safe_dump([t.subject, t.predicate, t.object], allow_unicode=True, default_flow_style=True,
+                                  width=1_000_000).strip()
+            for t in request.relations
+        ]
+        front += "\nrelations:\n" + "\n".join(lines)
     body = request.pattern.replace("\r\n", "\n").strip("\n")
     return f"---\n{front}\n---\n\n# {title}\n\n{body}\n"
 

@@ -36,6 +36,15 @@ CREATE TABLE IF NOT EXISTS learn_log (
 CREATE TABLE IF NOT EXISTS document_access (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, tool TEXT, doc_id TEXT, rank INTEGER
 );
+CREATE TABLE IF NOT EXISTS feedback_log (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, doc_id TEXT NOT NULL, verdict TEXT NOT NULL,
+    note TEXT, content_hash TEXT
+);
+CREATE INDEX IF NOT EXISTS feedback_log_doc ON feedback_log(doc_id);
+CREATE TABLE IF NOT EXISTS supersede_log (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, old_ref TEXT NOT NULL, new_ref TEXT,
+    reason TEXT, action TEXT NOT NULL
+);
 CREATE INDEX IF NOT EXISTS document_access_doc ON document_access(doc_id);
 CREATE INDEX IF NOT EXISTS search_log_at ON search_log(at);
 CREATE INDEX IF NOT EXISTS consult_log_at ON consult_log(at);
@@ -47,9 +56,13 @@ CREATE TRIGGER IF NOT EXISTS learn_log_append_only BEFORE UPDATE ON learn_log
     BEGIN SELECT RAISE(ABORT, 'learn_log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS document_access_append_only BEFORE UPDATE ON document_access
     BEGIN SELECT RAISE(ABORT, 'document_access is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS feedback_log_append_only BEFORE UPDATE ON feedback_log
+    BEGIN SELECT RAISE(ABORT, 'feedback_log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS supersede_log_append_only BEFORE UPDATE ON supersede_log
+    BEGIN SELECT RAISE(ABORT, 'supersede_log is append-only'); END;
 """
 
-LOG_TABLES = ("search_log", "consult_log", "learn_log", "document_access")
+LOG_TABLES = ("search_log", "consult_log", "learn_log", "document_access", "feedback_log", "supersede_log")
 
 
 def _cut(text: str | None) -> str | None:
@@ -135,7 +148,57 @@ class Logs:
             [(now, client, tool, doc_id, rank) for rank, doc_id in enumerate(doc_ids, start=1)],
         )
 
+    def log_feedback(self, client: str, doc_id: str, verdict: str, note: str | None, content_hash: str | None) -> int:
+        """Append one verdict; return how many verdicts this document now has."""
+        self._insert(
+            "INSERT INTO feedback_log (at, client, doc_id, verdict, note, content_hash) VALUES (?,?,?,?,?,?)",
+            [(time.time(), client, doc_id, verdict, _cut(note), content_hash)],
+        )
+        return self.conn.execute("SELECT count(*) FROM feedback_log WHERE doc_id = ?", (doc_id,)).fetchone()[0]
+
+    def log_supersede(self, client: str, old_ref: str, new_ref: str | None, reason: str | None, action: str) -> None:
+        self._insert(
+            "INSERT INTO supersede_log (at, client, old_ref, new_ref, reason, action) VALUES (?,?,?,?,?,?)",
+            [(time.time(), client, old_ref, new_ref, _cut(reason), action)],
+        )
+
     # -- reads ------------------------------------------------------------------------------------
+    def feedback_counts(self, doc_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """(helpful, misleading) per document that has any verdict."""
+        out: dict[str, tuple[int, int]] = {}
+        ids = list(dict.fromkeys(doc_ids))
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                "SELECT doc_id, sum(verdict = 'helpful'), sum(verdict = 'misleading') FROM feedback_log"
+                f" WHERE doc_id IN ({marks}) GROUP BY doc_id",
+                part,
+            )
+            out.update({doc_id: (int(h), int(m)) for doc_id, h, m in rows})
+        return out
+
+    def feedback_totals(self) -> list[tuple[str, int, int, float]]:
+        """(doc_id, helpful, misleading, last verdict time) for every document with a verdict."""
+        rows = self.conn.execute(
+            "SELECT doc_id, sum(verdict = 'helpful'), sum(verdict = 'misleading'), max(at) FROM feedback_log"
+            " GROUP BY doc_id ORDER BY doc_id"
+        )
+        return [(d, int(h), int(m), at) for d, h, m, at in rows]
+
+    def supersessions(self) -> dict[str, tuple[str, str | None, float, str]]:
+        """old ref -> (new ref, reason, when, client) for supersessions not revoked since: the last entry
+        for an old ref wins."""
+        current: dict[str, tuple[str, str | None, float, str]] = {}
+        for old, new, reason, at, client, action in self.conn.execute(
+            "SELECT old_ref, new_ref, reason, at, client, action FROM supersede_log ORDER BY id"
+        ):
+            if action == "revoke":
+                current.pop(old, None)
+            else:
+                current[old] = (new, reason, at, client or "")
+        return current
+
     def counts(self) -> dict[str, int]:
         return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in LOG_TABLES}
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from indexer.parse import MAX_TERM_CHARS, relation_term
 from server.query import MAX_QUERY_CHARS
 
 DocType = Literal["all", "principle", "learning", "retro"]
@@ -32,6 +33,48 @@ def split_concepts(value: object) -> list[str]:
     return out
 
 
+def one_line(value: str | None) -> str | None:
+    """Collapse whitespace and drop NULs; an empty result means the value was not given."""
+    if value is None:
+        return None
+    cleaned = " ".join(value.replace("\x00", " ").split())
+    return cleaned or None
+
+
+class Triplet(BaseModel):
+    """(subject, predicate, object). Also accepted as a 3-item list or the string "subject | predicate | object"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject: str = Field(min_length=1, max_length=MAX_TERM_CHARS)
+    predicate: str = Field(min_length=1, max_length=MAX_TERM_CHARS)
+    object: str = Field(min_length=1, max_length=MAX_TERM_CHARS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shapes(cls, value: object) -> object:
+        if isinstance(value, str):
+            parts = [p.strip() for p in value.split("|")]
+            if len(parts) != 3:
+                raise ValueError('a relation string must look like "subject | predicate | object"')
+            value = parts
+        if isinstance(value, (list, tuple)):
+            if len(value) != 3:
+                raise ValueError("a relation needs exactly three parts: subject, predicate, object")
+            return dict(zip(("subject", "predicate", "object"), value))
+        return value
+
+    @field_validator("subject", "predicate", "object", mode="before")
+    @classmethod
+    def _term(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value  # pydantic reports the wrong type
+        term = relation_term(value.replace("\x00", " "))
+        if term is None:
+            raise ValueError(f"must be non-empty text of at most {MAX_TERM_CHARS} characters")
+        return term
+
+
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -46,11 +89,24 @@ class SearchRequest(BaseModel):
     date_to: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
     group_by_file: bool = False
     fusion: Fusion | None = None
+    subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="Start from notes stating a relation with this subject.")
+    predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS)
+    object: str | None = Field(default=None, max_length=MAX_TERM_CHARS)
 
     @field_validator("concepts", mode="before")
     @classmethod
     def _concepts(cls, value: object) -> list[str]:
         return split_concepts(value)
+
+    @field_validator("subject", "predicate", "object")
+    @classmethod
+    def _relation_terms(cls, value: str | None) -> str | None:
+        return one_line(value)
+
+    @property
+    def relation_pattern(self) -> tuple[str | None, str | None, str | None] | None:
+        pattern = (self.subject, self.predicate, self.object)
+        return pattern if any(pattern) else None
 
     @field_validator("query")
     @classmethod
@@ -61,11 +117,26 @@ class SearchRequest(BaseModel):
 
 
 class ScoreBreakdown(BaseModel):
-    fused: float
+    fused: float  # the final score: relevance x feedback_factor x superseded_factor
     bm25_rank: int | None = None
     bm25_score: float | None = None
     vector_rank: int | None = None
     vector_similarity: float | None = None
+    relevance: float | None = None  # the fused relevance before feedback and supersession
+    helpful: int = 0
+    misleading: int = 0
+    feedback_factor: float = 1.0
+    superseded_factor: float = 1.0
+
+
+class SupersededBy(BaseModel):
+    """Where a superseded note's successor is. `id` is empty when the successor is not indexed."""
+
+    id: str
+    source_file: str
+    title: str
+    reason: str | None = None
+    via: Literal["tool", "frontmatter"]
 
 
 class Hit(BaseModel):
@@ -86,6 +157,8 @@ class Hit(BaseModel):
     found_by: list[str]
     breakdown: ScoreBreakdown
     also_in_file: list[str] = Field(default_factory=list)
+    superseded_by: SupersededBy | None = None
+    relations: list[Triplet] = Field(default_factory=list, description="Relations of this note that matched the search's triplet.")
 
 
 class SearchMeta(BaseModel):
@@ -109,6 +182,7 @@ class SearchResult(BaseModel):
 MAX_PATTERN_CHARS = 50_000
 MAX_TITLE_CHARS = 200
 MAX_CONCEPTS = 20
+MAX_LEARN_RELATIONS = 50
 
 
 class LearnRequest(BaseModel):
@@ -119,6 +193,7 @@ class LearnRequest(BaseModel):
     concepts: list[str] = Field(default_factory=list, max_length=MAX_CONCEPTS)
     source: str | None = Field(default=None, max_length=500)
     project: str | None = Field(default=None, max_length=200)
+    relations: list[Triplet] = Field(default_factory=list, max_length=MAX_LEARN_RELATIONS)
 
     @field_validator("concepts", mode="before")
     @classmethod
@@ -140,10 +215,7 @@ class LearnRequest(BaseModel):
     @field_validator("title", "source", "project")
     @classmethod
     def _one_line(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        cleaned = " ".join(value.replace("\x00", " ").split())
-        return cleaned or None
+        return one_line(value)
 
 
 class NearDuplicate(BaseModel):
@@ -191,6 +263,7 @@ class Source(BaseModel):
     score: float
     text: str
     truncated: bool = False
+    superseded_by: SupersededBy | None = None
 
 
 class ConsultResult(BaseModel):
@@ -266,3 +339,165 @@ class ConceptCount(BaseModel):
 class ConceptsResult(BaseModel):
     concepts: list[ConceptCount]
     total: int
+
+
+# -- improving with use: feedback, supersede, relations, read, verify ------------------------------
+CHUNK_ID = r"^c_[0-9a-f]{20}$"
+MAX_NOTE_CHARS = 10_000
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=CHUNK_ID, description="The id of a hit or consult source, e.g. c_0123456789abcdef0123.")
+    verdict: Literal["helpful", "misleading"]
+    note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS, description="Why, in a sentence.")
+
+
+class FeedbackResult(BaseModel):
+    id: str
+    verdict: str
+    title: str
+    source_file: str
+    helpful: int
+    misleading: int
+    feedback_factor: float
+
+
+class SupersedeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    old_id: str = Field(min_length=1, max_length=1000, description="A chunk id, or a note's path relative to the root.")
+    new_id: str | None = Field(default=None, max_length=1000, description="The chunk id or path of the successor.")
+    reason: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
+    undo: bool = Field(default=False, description="Revoke an earlier supersession of old_id made with this tool.")
+
+    @model_validator(mode="after")
+    def _needs_successor(self) -> "SupersedeRequest":
+        if not self.undo and not (self.new_id and self.new_id.strip()):
+            raise ValueError("new_id is required: the chunk id or path of the note that replaces old_id")
+        return self
+
+
+class NoteRef(BaseModel):
+    ref: str  # what was given, normalised: a chunk id or a path
+    scope: Literal["chunk", "note"]
+    id: str  # the chunk id, or the note's first chunk id
+    source_file: str
+    title: str
+    chunks: int
+
+
+class SupersedeResult(BaseModel):
+    action: Literal["supersede", "undo"]
+    old: NoteRef
+    new: NoteRef | None
+    reason: str | None
+
+
+class RelationsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS)
+    predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS)
+    object: str | None = Field(default=None, max_length=MAX_TERM_CHARS)
+    limit: int = Field(default=50, ge=1, le=500)
+    offset: int = Field(default=0, ge=0, le=100_000)
+
+    @field_validator("subject", "predicate", "object")
+    @classmethod
+    def _terms(cls, value: str | None) -> str | None:
+        return one_line(value)
+
+
+class RelationHit(BaseModel):
+    subject: str
+    predicate: str
+    object: str
+    id: str  # the stating note's first chunk
+    source_file: str
+    title: str
+    type: str
+
+
+class RelationsResult(BaseModel):
+    relations: list[RelationHit]
+    total: int
+    limit: int
+    offset: int
+
+
+class ReadRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(default=None, pattern=CHUNK_ID, description="A chunk id from a hit.")
+    file: str | None = Field(default=None, max_length=1000, description="A note's path relative to the knowledge root.")
+    section: bool = Field(default=False, description="With id: only that chunk's section, not the whole note.")
+    max_chars: int = Field(default=100_000, ge=1000, le=2_000_000)
+
+    @model_validator(mode="after")
+    def _one_target(self) -> "ReadRequest":
+        if (self.id is None) == (self.file is None):
+            raise ValueError("give exactly one of id (a chunk id from a hit) or file (a path relative to the root)")
+        if self.section and self.id is None:
+            raise ValueError("section=true needs an id: the chunk whose section to return")
+        return self
+
+
+class SectionRef(BaseModel):
+    id: str
+    kind: str
+    heading: str
+    line_start: int
+    line_end: int
+    content_hash: str
+
+
+class ReadResult(BaseModel):
+    source_file: str
+    type: str
+    title: str
+    frontmatter: dict
+    content: str
+    line_start: int
+    line_end: int
+    truncated: bool
+    focus_id: str | None
+    content_hash: str | None  # the section's hash when section=true, else None
+    file_hash: str
+    changed_since_index: bool
+    sections: list[SectionRef]
+    relations: list[Triplet]
+    superseded_by: SupersededBy | None = None
+
+
+class Citation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=100)
+    content_hash: str = Field(min_length=12, max_length=64, pattern=r"^[0-9a-fA-F]+$",
+                              description="The sha256 the hit carried (at least 12 leading hex digits).")
+
+
+class VerifyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    citations: list[Citation] = Field(min_length=1, max_length=500)
+
+
+class CitationStatus(BaseModel):
+    id: str
+    content_hash: str
+    status: Literal["unchanged", "changed", "gone"]
+    current_hash: str | None = None
+    source_file: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    same_content_in: list[str] = Field(default_factory=list, description="Chunks that now hold exactly the cited text.")
+
+
+class VerifyResult(BaseModel):
+    results: list[CitationStatus]
+    unchanged: int
+    changed: int
+    gone: int

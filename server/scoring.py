@@ -9,6 +9,13 @@ Two fusion modes:
 - "weighted": a convex mix of the keyword score scaled by the best keyword score of this query, and the
   vector similarity scaled into [0, 1] by the pool's min and max.
 The default and its parameters were chosen on the SciFact training split (benchmarks/quality.py).
+
+After fusion, use adjusts the fused relevance (`adjust`), bounded so that relevance still dominates:
+- feedback: score x f, f = 1 + FEEDBACK_BOUND * (helpful - misleading) / (helpful + misleading + FEEDBACK_PRIOR),
+  so f lies strictly between 0.8 and 1.2 however many verdicts there are, and one verdict moves it by 1/15;
+- supersession: score x SUPERSEDED_FACTOR, and the superseded hit is placed right after its successor when
+  both are in the candidates.
+With no verdicts and no supersessions nothing changes.
 """
 
 from __future__ import annotations
@@ -22,6 +29,9 @@ WEIGHTED_SEMANTIC_WEIGHT = 0.3
 RRF_K = 5
 RRF_SEMANTIC_WEIGHT = 0.4
 SCORE_DECIMALS = 6
+FEEDBACK_BOUND = 0.2
+FEEDBACK_PRIOR = 2
+SUPERSEDED_FACTOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,9 @@ class Fused:
     vector_rank: int | None = None
     vector_similarity: float | None = None
     found_by: list[str] = field(default_factory=list)
+    relevance: float | None = None  # the fused score before `adjust`
+    feedback_factor: float = 1.0
+    superseded_factor: float = 1.0
 
 
 def rank_order(hits: list[LegHit]) -> list[LegHit]:
@@ -122,3 +135,54 @@ def fuse(
     if method == "weighted":
         return weighted(fts, vector, WEIGHTED_SEMANTIC_WEIGHT if semantic_weight is None else semantic_weight)
     raise ValueError(f"unknown fusion {method!r}: use 'rrf' or 'weighted'")
+
+
+def feedback_factor(helpful: int, misleading: int) -> float:
+    """Bounded in (1 - FEEDBACK_BOUND, 1 + FEEDBACK_BOUND); the prior keeps one vote from counting fully."""
+    votes = helpful + misleading
+    if votes == 0:
+        return 1.0
+    return 1.0 + FEEDBACK_BOUND * (helpful - misleading) / (votes + FEEDBACK_PRIOR)
+
+
+def scaled(score: float, factor: float) -> float:
+    """Multiply a higher-better score so that factor > 1 always helps, also for a negative score
+    (a cosine similarity below zero in vector mode)."""
+    return score * factor if score >= 0 else score / factor
+
+
+def adjust(
+    items: list[Fused],
+    feedback: dict[str, tuple[int, int]],
+    successors: dict[str, frozenset[str]],
+) -> list[Fused]:
+    """Apply feedback (id -> (helpful, misleading)) and supersession (superseded id -> its successor's
+    chunk ids), then re-sort. With neither, the list is returned untouched."""
+    if not items or not (feedback or successors):
+        return items
+    for item in items:
+        item.relevance = item.score
+        item.feedback_factor = round(feedback_factor(*feedback.get(item.id, (0, 0))), SCORE_DECIMALS)
+        item.superseded_factor = SUPERSEDED_FACTOR if item.id in successors else 1.0
+        item.score = scaled(scaled(item.score, item.feedback_factor), item.superseded_factor)
+    return below_successors(finish(items), successors)
+
+
+def below_successors(items: list[Fused], successors: dict[str, frozenset[str]]) -> list[Fused]:
+    """Move each superseded hit to just after the best-placed chunk of its successor when that chunk
+    is ranked lower. Chains (a -> b -> c) settle in a few passes; a cycle cannot loop forever."""
+    order = list(items)
+    for _ in range(len(order)):
+        moved = False
+        for index, item in enumerate(order):
+            targets = successors.get(item.id)
+            if not targets:
+                continue
+            after = [i for i, other in enumerate(order) if other.id in targets]
+            if after and after[0] > index:
+                order.insert(after[0], order.pop(index))  # lands right after the successor
+                moved = True
+                break
+        if not moved:
+            break
+    return order

@@ -15,8 +15,10 @@ from indexer.store import Filters, count_embedded, filtered_ids, keyword_matchin
 from indexer.vectors import VectorStoreUnavailable
 from server import scoring
 from server.app import Oracle
-from server.models import Hit, ScoreBreakdown, SearchMeta, SearchRequest, SearchResult
+from server.models import Hit, ScoreBreakdown, SearchMeta, SearchRequest, SearchResult, SupersededBy, Triplet
 from server.query import KeywordQuery, build_keyword_query, snippet, validate_query
+from server.relations import entry_chunks, stating_files
+from server.supersede import successors_for
 
 POOL = 100  # candidates taken from each leg before fusion
 _LEG_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oracle-vector-leg")
@@ -126,7 +128,38 @@ def _group(fused: list[scoring.Fused], docs: dict[str, dict]) -> tuple[list[scor
     return order, others
 
 
-def _hit(item: scoring.Fused, doc: dict, kq: KeywordQuery, also: list[str]) -> Hit:
+def _start_from_relations(
+    oracle: Oracle, request: SearchRequest, fused: list[scoring.Fused], docs: dict[str, dict], filters: Filters,
+    warnings: list[str],
+) -> tuple[list[scoring.Fused], dict[str, list[Triplet]], list[str]]:
+    """Notes stating a matching triplet lead (their best-ranked chunk, else their first chunk), in fused
+    order; text and vector results follow. Returns (order, file -> matched triplets, ids added)."""
+    pattern = request.relation_pattern
+    assert pattern is not None
+    stating = stating_files(oracle, pattern)
+    if not stating:
+        shown = ", ".join(f"{k}={v!r}" for k, v in zip(("subject", "predicate", "object"), pattern) if v)
+        warnings.append(f"no note states a relation matching {shown}; showing text and vector results")
+        return fused, {}, []
+    lead: dict[str, scoring.Fused] = {}
+    for item in fused:
+        file = docs[item.id]["file"]
+        if file in stating and file not in lead:
+            lead[file] = item
+    entries = entry_chunks(oracle, [f for f in stating if f not in lead], filters)
+    docs.update(oracle.store.documents_by_id(sorted(entries.values())))
+    added = [scoring.Fused(entries[f], 0.0, relevance=0.0) for f in sorted(entries)]
+    leaders = list(lead.values()) + added
+    for item in leaders:
+        item.found_by = ["relation", *item.found_by]
+    ids = {item.id for item in leaders}
+    return leaders + [item for item in fused if item.id not in ids], stating, [item.id for item in added]
+
+
+def _hit(
+    item: scoring.Fused, doc: dict, kq: KeywordQuery, also: list[str], feedback: tuple[int, int],
+    superseded_by: SupersededBy | None, relations: list[Triplet],
+) -> Hit:
     terms = kq.terms + kq.unsegmented
     return Hit(
         id=item.id,
@@ -150,8 +183,15 @@ def _hit(item: scoring.Fused, doc: dict, kq: KeywordQuery, also: list[str]) -> H
             bm25_score=item.fts_score,
             vector_rank=item.vector_rank,
             vector_similarity=item.vector_similarity,
+            relevance=item.score if item.relevance is None else item.relevance,
+            helpful=feedback[0],
+            misleading=feedback[1],
+            feedback_factor=item.feedback_factor,
+            superseded_factor=item.superseded_factor,
         ),
         also_in_file=also,
+        superseded_by=superseded_by,
+        relations=relations if "relation" in item.found_by else [],
     )
 
 
@@ -184,12 +224,27 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     docs = oracle.store.documents_by_id([f.id for f in fused])
     fused = [f for f in fused if f.id in docs]  # a vector whose chunk vanished is not a result
     total = _total(oracle, kq, mode, legs, filters)
+    # Use: feedback verdicts and supersessions adjust relevance within stated bounds (server/scoring.py).
+    successors, pointers = successors_for(oracle, docs)
+    feedback = oracle.logs.feedback_counts([f.id for f in fused])
+    fused = scoring.adjust(fused, feedback, successors)
+    stating: dict[str, list[Triplet]] = {}
+    if request.relation_pattern:
+        fused, stating, added = _start_from_relations(oracle, request, fused, docs, filters, legs.warnings)
+        total += len(added)
+        if added:  # notes that only the relation found: their pointers and verdicts too
+            pointers.update(successors_for(oracle, {i: docs[i] for i in added})[1])
+            feedback.update(oracle.logs.feedback_counts(added))
     also: dict[str, list[str]] = {}
     if request.group_by_file:
         fused, also = _group(fused, docs)
         total = len(fused)  # files among the candidates of both legs
     page = fused[request.offset : request.offset + request.limit]
-    hits = [_hit(item, docs[item.id], kq, also.get(item.id, [])) for item in page]
+    hits = [
+        _hit(item, docs[item.id], kq, also.get(item.id, []), feedback.get(item.id, (0, 0)), pointers.get(item.id),
+             stating.get(docs[item.id]["file"], []))
+        for item in page
+    ]
     return SearchResult(
         query=query,
         hits=hits,

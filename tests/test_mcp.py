@@ -1,4 +1,4 @@
-"""The seven Oracle tools through a REAL MCP client session.
+"""The Oracle tools through a REAL MCP client session.
 
 The SDK's stdio client spawns the real `oracle serve` console script as a subprocess, on a temp copy of
 the bundled knowledge (plus a few hostile and odd notes) with its own data dir. The index is prebuilt
@@ -43,6 +43,7 @@ CLIENT_NAME = "oracle-tests"
 TOOLS = {
     "oracle_search", "oracle_consult", "oracle_reflect", "oracle_learn",
     "oracle_list", "oracle_stats", "oracle_concepts",
+    "oracle_feedback", "oracle_supersede", "oracle_relations", "oracle_read", "oracle_verify",
 }
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 OPEN_MARK = "<<<ORACLE REFERENCE DATA"
@@ -231,7 +232,7 @@ def today() -> str:
 # =====================================================================================================
 # tools/list
 # =====================================================================================================
-def test_lists_exactly_the_seven_tools_with_schemas(mcp: Session) -> None:
+def test_lists_exactly_the_tools_with_schemas(mcp: Session) -> None:
     listed = mcp.list_tools().tools
     assert sorted(t.name for t in listed) == sorted(TOOLS)
     for tool in listed:

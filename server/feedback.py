@@ -1,0 +1,53 @@
+"""Feedback: an agent's verdict on a note it was given, kept in the append-only `feedback_log`.
+
+Verdicts are per chunk id (ids depend only on the file and the section, so a verdict survives edits of
+the text). Search reads the counts back and applies `scoring.feedback_factor`, a bounded multiplier, so a
+note marked misleading drops and one marked helpful rises without outranking clearly better matches.
+"""
+
+from __future__ import annotations
+
+from server.app import Oracle
+from server.models import FeedbackRequest, FeedbackResult
+from server.scoring import SCORE_DECIMALS, feedback_factor
+
+
+class FeedbackError(LookupError):
+    """The id names no indexed chunk; the message says where ids come from."""
+
+
+def record_feedback(oracle: Oracle, request: FeedbackRequest, client: str = "cli") -> FeedbackResult:
+    docs = oracle.store.documents_by_id([request.id])
+    doc = docs.get(request.id)
+    if doc is None:
+        raise FeedbackError(
+            f"id: no indexed chunk has id {request.id!r}; use the id of a search hit or consult source"
+        )
+    oracle.logs.log_feedback(client, request.id, request.verdict, request.note, doc["content_hash"])
+    helpful, misleading = oracle.logs.feedback_counts([request.id]).get(request.id, (0, 0))
+    return FeedbackResult(
+        id=request.id, verdict=request.verdict, title=doc["title"] or "", source_file=doc["file"],
+        helpful=helpful, misleading=misleading,
+        feedback_factor=round(feedback_factor(helpful, misleading), SCORE_DECIMALS),
+    )
+
+
+def feedback_overview(oracle: Oracle, limit: int = 10) -> dict[str, list[dict]]:
+    """The most helpful and the most misleading notes (by net verdicts), for the dashboard and the API."""
+    totals = oracle.logs.feedback_totals()
+    docs = oracle.store.documents_by_id([t[0] for t in totals])
+    rows = [
+        {
+            "id": doc_id, "title": (docs[doc_id]["title"] or "") if doc_id in docs else "",
+            "heading": (docs[doc_id]["heading"] or "") if doc_id in docs else "",
+            "source_file": docs[doc_id]["file"] if doc_id in docs else None,
+            "helpful": helpful, "misleading": misleading, "last_at": last,
+            "feedback_factor": round(feedback_factor(helpful, misleading), SCORE_DECIMALS),
+        }
+        for doc_id, helpful, misleading, last in totals
+    ]
+    most_helpful = sorted((r for r in rows if r["helpful"] > r["misleading"]),
+                          key=lambda r: (-(r["helpful"] - r["misleading"]), -r["helpful"], r["id"]))
+    most_misleading = sorted((r for r in rows if r["misleading"] > r["helpful"]),
+                             key=lambda r: (-(r["misleading"] - r["helpful"]), -r["misleading"], r["id"]))
+    return {"helpful": most_helpful[:limit], "misleading": most_misleading[:limit]}

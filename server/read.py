@@ -1,0 +1,85 @@
+"""Read: from a snippet to the whole note (or one section), by chunk id or by path, inside the root only.
+
+The whole note is read from disk, decoded exactly as the indexer decodes it, so the line spans that hits
+carry point at the same lines here. A section comes from the index, so its text always matches its
+content hash; `changed_since_index` says when the file on disk has moved on since.
+"""
+
+from __future__ import annotations
+
+import json
+
+from indexer.parse import split_frontmatter
+from indexer.sync import decode_markdown, file_hash
+from server.app import Oracle
+from server.browse import NotFound
+from server.files import MAX_READ_BYTES, FileNotInRoot, safe_path
+from server.models import ReadRequest, ReadResult, SectionRef, Triplet
+from server.relations import stating_files
+from server.supersede import successors_for
+
+
+def _json_safe(meta: dict) -> dict:
+    """Frontmatter as JSON (YAML dates and the like become strings)."""
+    return json.loads(json.dumps(meta, default=str, ensure_ascii=False))
+
+
+def _load(oracle: Oracle, rel: str) -> tuple[str, str]:
+    """(text, sha256 of the bytes) of a note inside the root, or FileNotInRoot saying why not."""
+    _, target = safe_path(oracle.settings.root, rel)
+    try:
+        if not target.is_file():
+            raise FileNotInRoot(f"no knowledge file at {rel!r}")
+        data = target.read_bytes()[: MAX_READ_BYTES + 1]
+    except OSError as exc:
+        raise FileNotInRoot(f"cannot read {rel!r}: {exc.strerror or exc}") from None
+    text, reason = decode_markdown(data, MAX_READ_BYTES)
+    if text is None:
+        raise FileNotInRoot(f"{rel!r} cannot be read as a note: {reason}")
+    return text, file_hash(data)
+
+
+def read_note(oracle: Oracle, request: ReadRequest, client: str = "cli") -> ReadResult:
+    focus = None
+    if request.id is not None:
+        focus = oracle.store.documents_by_id([request.id]).get(request.id)
+        if focus is None:
+            raise NotFound(f"id: no indexed chunk has id {request.id!r}; use an id from a search hit, or pass file")
+        rel = focus["file"]
+    else:
+        assert request.file is not None
+        rel, _ = safe_path(oracle.settings.root, request.file)
+    text, digest = _load(oracle, rel)
+    indexed = oracle.store.rows("SELECT type, title, file_hash FROM files WHERE path = ?", [rel])
+    rows = oracle.store.rows("SELECT * FROM documents WHERE file = ? ORDER BY position", [rel])
+    meta, _, _, _ = split_frontmatter(text)
+    if request.section and focus is not None:
+        content, start, end, section_hash = focus["content"] or "", focus["line_start"], focus["line_end"], focus["content_hash"]
+    else:
+        content, start, end, section_hash = text, 1, text.count("\n") + 1, None
+    truncated = len(content) > request.max_chars
+    pointers = successors_for(oracle, {r["id"]: r for r in rows})[1]
+    pointer = pointers.get(focus["id"]) if focus else next((pointers[r["id"]] for r in rows if r["id"] in pointers), None)
+    oracle.logs.log_access(client, "read", [focus["id"] if focus else (rows[0]["id"] if rows else rel)])
+    return ReadResult(
+        source_file=rel,
+        type=indexed[0]["type"] if indexed else "",
+        title=(indexed[0]["title"] if indexed else None) or (rows[0]["title"] if rows else rel),
+        frontmatter=_json_safe(meta),
+        content=content[: request.max_chars],
+        line_start=start,
+        line_end=end,
+        truncated=truncated,
+        focus_id=focus["id"] if focus else None,
+        content_hash=section_hash,
+        file_hash=digest,
+        changed_since_index=bool(indexed) and indexed[0]["file_hash"] != digest,
+        sections=[
+            SectionRef(id=r["id"], kind=r["kind"], heading=r["heading"] or "", line_start=r["line_start"],
+                       line_end=r["line_end"], content_hash=r["content_hash"])
+            for r in rows
+        ],
+        relations=[t for ts in stating_files(oracle, (None, None, None), files=[rel]).values() for t in ts]
+        if rows else [],
+        superseded_by=pointer,
+    )
