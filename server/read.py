@@ -14,7 +14,7 @@ from indexer.sync import decode_markdown, file_hash
 from server.app import Oracle
 from server.browse import NotFound
 from server.files import MAX_READ_BYTES, FileNotInRoot, safe_path
-from server.models import ReadRequest, ReadResult, SectionRef, Triplet
+from server.models import ReadRequest, ReadResult, SectionRef
 from server.relations import stating_files
 from server.supersede import successors_for
 
