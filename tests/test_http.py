@@ -45,8 +45,10 @@ CALL_TIMEOUT = 180.0
 API_PATHS = {
     "/health": "get", "/api/search": "get", "/api/consult": "get", "/api/reflect": "get", "/api/list": "get",
     "/api/stats": "get", "/api/concepts": "get", "/api/learn": "post", "/api/graph": "get", "/api/file": "get",
-    "/api/logs": "get",
+    "/api/logs": "get", "/api/read": "get", "/api/relations": "get", "/api/feedback": "post",
+    "/api/supersede": "post", "/api/supersessions": "get", "/api/verify": "post",
 }
+SECOND_METHODS = {"/api/feedback": "get"}  # POST records a verdict, GET lists the most helpful and misleading
 # MCP tool -> (HTTP method, path, response model name in the OpenAPI schema)
 TOOL_ROUTES = {
     "oracle_search": ("get", "/api/search", "SearchResult"),
@@ -56,6 +58,11 @@ TOOL_ROUTES = {
     "oracle_stats": ("get", "/api/stats", "Stats"),
     "oracle_concepts": ("get", "/api/concepts", "ConceptsResult"),
     "oracle_learn": ("post", "/api/learn", "LearnResult"),
+    "oracle_feedback": ("post", "/api/feedback", "FeedbackResult"),
+    "oracle_supersede": ("post", "/api/supersede", "SupersedeResult"),
+    "oracle_relations": ("get", "/api/relations", "RelationsResult"),
+    "oracle_read": ("get", "/api/read", "ReadResult"),
+    "oracle_verify": ("post", "/api/verify", "VerifyResult"),
 }
 
 
@@ -294,11 +301,13 @@ def test_hostile_queries_never_fail(server: Server, name: str) -> None:
 def test_openapi_lists_every_route(openapi: dict) -> None:
     assert openapi["openapi"].startswith("3.")
     documented = {path: set(item) for path, item in openapi["paths"].items()}
-    assert documented == {path: {method} for path, method in API_PATHS.items()}
+    assert documented == {path: {method, SECOND_METHODS.get(path, method)} for path, method in API_PATHS.items()}
     expected_models = {
         "/health": "Health", "/api/search": "SearchResult", "/api/consult": "ConsultResult", "/api/reflect": "Document",
         "/api/list": "ListResult", "/api/stats": "Stats", "/api/concepts": "ConceptsResult", "/api/learn": "LearnResult",
-        "/api/graph": "Graph", "/api/file": "FileContent", "/api/logs": "LogsResult",
+        "/api/graph": "Graph", "/api/file": "FileContent", "/api/logs": "LogsResult", "/api/read": "ReadResult",
+        "/api/relations": "RelationsResult", "/api/feedback": "FeedbackResult", "/api/supersede": "SupersedeResult",
+        "/api/supersessions": "Supersessions", "/api/verify": "VerifyResult",
     }
     for path, model in expected_models.items():
         assert response_model_name(openapi, path, API_PATHS[path]) == model, path
@@ -361,7 +370,8 @@ def test_http_matches_mcp_tools(server: Server, openapi: dict) -> None:
             http_params = {p["name"]: p for p in op.get("parameters", [])}
             http_required = {n for n, p in http_params.items() if p["required"]}
         else:
-            body = component(openapi, "LearnRequest")
+            ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+            body = component(openapi, ref.rsplit("/", 1)[-1])
             http_params, http_required = body["properties"], set(body.get("required", []))
         mcp_props = tool.input_schema.get("properties", {})
         # Every MCP argument exists over HTTP (HTTP may offer more filters), and the same ones are required.
