@@ -101,6 +101,19 @@ def test_scripts_never_parse_html(name: str) -> None:
 
 
 
+PLATYPUS_OLD = "learnings/2026-10-10_platypus-feeding-old.md"
+PLATYPUS_NEW = "learnings/2026-10-11_platypus-feeding-new.md"
+SUPERSEDED_BY_TOOL = "learnings/2026-10-12_platypus-feeding-draft.md"
+IMPROVE_NOTES = {
+    PLATYPUS_OLD: "---\ntitle: Platypus feeding at dawn\nsuperseded_by: 2026-10-11_platypus-feeding-new.md\n"
+                  "relations:\n  - [Platypus keeper, feeds, Platypus]\n---\n\n# Platypus feeding at dawn\n\n"
+                  "Feed the platypus worms at dawn.\n",
+    PLATYPUS_NEW: "---\ntitle: Platypus feeding at dusk\nrelations:\n  - [Platypus, eats, Worms]\n---\n\n"
+                  "# Platypus feeding at dusk\n\nFeed the platypus worms and shrimp at dusk.\n",
+    SUPERSEDED_BY_TOOL: "# Platypus feeding draft\n\nA draft about platypus feeding.\n",
+}
+
+
 @dataclass
 class Server:
     url: str
@@ -121,6 +134,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root, data = base / "root", base / "data"
     shutil.copytree(BUNDLED, root)
     (root / HOSTILE_NOTE).write_text(HOSTILE_TEXT, encoding="utf-8")
+    for rel, text in IMPROVE_NOTES.items():
+        (root / rel).write_text(text, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
     env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(data), PYTHONIOENCODING="utf-8")
     done = subprocess.run([*oracle_cmd(), "index", "--json"], env=env, cwd=PROJECT, capture_output=True, text=True,
@@ -149,6 +164,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             srv.api("/api/search", query=query)
         srv.api("/api/consult", decision="Should the search tests use a mocked database?")
         srv.api("/api/consult", decision=HOSTILE_DECISION)
+        # Verdicts and a tool-made supersession for the feedback and supersession panels.
+        hits = srv.api("/api/search", query="mock the database", limit=3)["hits"]
+        for hit, verdict in ((hits[0], "helpful"), (hits[0], "helpful"), (hits[1], "misleading")):
+            assert httpx.post(srv.url + "/api/feedback", json={"id": hit["id"], "verdict": verdict}).status_code == 201
+        made = httpx.post(srv.url + "/api/supersede", json={"old_id": SUPERSEDED_BY_TOOL, "new_id": PLATYPUS_NEW,
+                                                             "reason": "merged"})
+        assert made.status_code == 201, made.text
         yield srv
     finally:
         stop_process(proc)
@@ -362,7 +384,7 @@ def test_concept_graph_renders_svg(browser: Browser, server: Server) -> None:
     concepts = {n["id"]: n["count"] for n in graph["nodes"] if n["kind"] == "concept"}
     documents = {n["id"] for n in graph["nodes"] if n["kind"] == "document"}
     drawn = page.eval_on_selector_all(
-        "#graph-svg g.node", "els => els.map(e => [e.dataset.node, Number(e.querySelector('circle').getAttribute('r'))])")
+        "#graph-svg g.node:not(.entity)", "els => els.map(e => [e.dataset.node, Number(e.querySelector('circle').getAttribute('r'))])")
     drawn_concepts = {node: r for node, r in drawn if node.startswith("concept:")}
     assert set(drawn_concepts) == set(concepts)
     assert {node for node, _ in drawn if node.startswith("file:")} == documents
@@ -373,7 +395,7 @@ def test_concept_graph_renders_svg(browser: Browser, server: Server) -> None:
     edges = page.locator("#graph-svg line.edge")
     assert edges.count() > len(concepts)
     widths = page.eval_on_selector_all(
-        "#graph-svg line.edge:not(.tagged)", "els => els.map(e => [Number(e.dataset.weight), Number(e.getAttribute('stroke-width'))])")
+        "#graph-svg line.edge:not(.tagged):not(.relation)", "els => els.map(e => [Number(e.dataset.weight), Number(e.getAttribute('stroke-width'))])")
     assert widths and sorted(widths) == sorted(widths, key=lambda w: (w[1], w[0]))  # weight orders width
     # Every node sits inside the drawing.
     for node, _ in drawn:
@@ -385,6 +407,60 @@ def test_concept_graph_renders_svg(browser: Browser, server: Server) -> None:
     assert page.locator("#graph-svg g.node.concept").count() == len(concepts)
     page.check("#graph-documents")
     assert page.locator("#graph-svg g.node.document").count() == len(documents)
+
+
+@needs_chromium
+def test_graph_draws_relations_between_entities(browser: Browser, server: Server) -> None:
+    page = browser.page
+    page.wait_for_selector("#graph-svg[data-state='done']")
+    graph = server.api("/api/graph", limit=40, documents="true")
+    relations = {(e["source"], e["label"], e["target"]) for e in graph["edges"] if e["kind"] == "relation"}
+    assert ("entity:platypus", "eats", "entity:worms") in relations
+    drawn = page.eval_on_selector_all(
+        "#graph-svg line.edge.relation", "els => els.map(e => [e.dataset.source, e.dataset.label, e.dataset.target])")
+    assert {tuple(d) for d in drawn} == relations
+    entities = {n["id"] for n in graph["nodes"] if n["kind"] == "entity"}
+    assert set(page.eval_on_selector_all("#graph-svg g.node.entity", "els => els.map(e => e.dataset.node)")) == entities
+    labels = page.eval_on_selector_all("#graph-svg text.edge-label", "els => els.map(e => e.textContent)")
+    assert sorted(labels) == sorted(label for _, label, _ in relations)
+    page.uncheck("#graph-relations")
+    assert page.locator("#graph-svg g.node.entity").count() == 0
+    assert page.locator("#graph-svg line.edge.relation").count() == 0
+    page.check("#graph-relations")
+    assert page.locator("#graph-svg g.node.entity").count() == len(entities)
+
+
+@needs_chromium
+def test_feedback_and_supersession_panels_match_the_api(browser: Browser, server: Server) -> None:
+    page = browser.open_dashboard()
+    top = server.api("/api/feedback", limit=8)
+    assert top["helpful"] and top["misleading"]
+    for key, sel in (("helpful", "#most-helpful"), ("misleading", "#most-misleading")):
+        shown = page.eval_on_selector_all(sel + " li.note", "els => els.map(e => e.dataset.id)")
+        assert shown == [r["id"] for r in top[key]]
+    supersessions = server.api("/api/supersessions")["supersessions"]
+    shown = page.eval_on_selector_all("#superseded li.note", "els => els.map(e => e.dataset.old)")
+    assert shown == [s["old"] for s in supersessions]
+    assert {SUPERSEDED_BY_TOOL, PLATYPUS_OLD} <= set(shown)
+    page.click(f"#superseded li.note[data-old=\"{PLATYPUS_OLD}\"]")
+    page.wait_for_selector("#viewer[data-state='done']")
+    assert "Platypus feeding at dawn" in page.inner_text("#viewer-body")
+    page.click("#viewer-close")
+    page.wait_for_selector("#viewer", state="hidden")
+
+
+@needs_chromium
+def test_search_results_mark_superseded_notes(browser: Browser, server: Server) -> None:
+    page = browser.page
+    page.fill("#search-input", "platypus feeding worms dawn")
+    page.press("#search-input", "Enter")
+    page.wait_for_selector("#results[data-state='done'] [data-id]")
+    marked = page.eval_on_selector_all("#results .superseded", "els => els.map(e => e.dataset.supersededBy)")
+    assert PLATYPUS_NEW in marked
+    order = page.eval_on_selector_all("#results .result .loc", "els => els.map(e => e.textContent.split(':')[0])")
+    assert order.index(PLATYPUS_NEW) < order.index(PLATYPUS_OLD)
+    page.wait_for_timeout(800)  # let the debounced usage refresh finish before another test navigates away
+    page.wait_for_load_state("networkidle")
 
 
 @needs_chromium

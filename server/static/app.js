@@ -384,13 +384,20 @@
         hit.date ? h('span', { text: hit.date }) : null,
         hit.project ? h('span', { text: 'project ' + hit.project }) : null,
         hit.also_in_file && hit.also_in_file.length ? h('span', { text: '+' + hit.also_in_file.length + ' more in file' }) : null),
+      hit.superseded_by ? h('div', { class: 'superseded', 'data-superseded-by': hit.superseded_by.source_file },
+        'Superseded by ', h('code', { text: hit.superseded_by.source_file }),
+        hit.superseded_by.reason ? ' — ' + hit.superseded_by.reason : '') : null,
+      (hit.relations || []).length ? h('div', { class: 'relations' }, hit.relations.map((t) =>
+        h('span', { class: 'chip relation', text: t.subject + ' — ' + t.predicate + ' — ' + t.object }))) : null,
       h('p', { class: 'snippet', text: hit.snippet || '' }),
       h('div', { class: 'breakdown', 'data-breakdown': '' },
         h('span', { class: 'scorebar', title: 'fused score relative to the best hit' }, h('span')),
         chip('fused', (bd.fused ?? hit.score).toFixed(4)),
         chip('bm25', bd.bm25_rank == null ? '—' : '#' + bd.bm25_rank + ' · ' + num(bd.bm25_score).toFixed(2), bd.bm25_rank == null),
         chip('vector', bd.vector_rank == null ? '—' : '#' + bd.vector_rank + ' · ' + num(bd.vector_similarity).toFixed(3), bd.vector_rank == null),
-        chip('found by', (hit.found_by || []).join(' + ') || '—')));
+        chip('found by', (hit.found_by || []).join(' + ') || '—'),
+        bd.helpful || bd.misleading ? chip('feedback', '+' + bd.helpful + ' / −' + bd.misleading + ' · ×' + num(bd.feedback_factor).toFixed(3)) : null,
+        bd.superseded_factor != null && bd.superseded_factor !== 1 ? chip('superseded', '×' + num(bd.superseded_factor).toFixed(2)) : null));
     li.querySelector('.scorebar > span').style.width = (rel * 100).toFixed(0) + '%';
     const open = () => {
       for (const el of document.querySelectorAll('#results .result.active')) el.classList.remove('active');
@@ -622,31 +629,36 @@
     if (!graphData) return;
     const W = 1200, H = 540;
     const withDocs = $('#graph-documents').checked;
+    const withRelations = $('#graph-relations').checked;
     const concepts = graphData.nodes.filter((nd) => nd.kind === 'concept');
+    const entities = withRelations ? graphData.nodes.filter((nd) => nd.kind === 'entity') : [];
     let documents = withDocs ? graphData.nodes.filter((nd) => nd.kind === 'document') : [];
     const allDocuments = documents.length;
     if (documents.length > MAX_GRAPH_DOCUMENTS) {
       documents = documents.slice().sort((a, b) => b.count - a.count || (a.id < b.id ? -1 : 1)).slice(0, MAX_GRAPH_DOCUMENTS);
     }
-    const nodes = [...concepts, ...documents];
+    const nodes = [...concepts, ...documents, ...entities];
     const keep = new Set(nodes.map((nd) => nd.id));
-    const coEdges = graphData.edges.filter((e) => e.kind !== 'tagged' && keep.has(e.source) && keep.has(e.target))
+    const coEdges = graphData.edges.filter((e) => e.kind === 'co-occurs' && keep.has(e.source) && keep.has(e.target))
       .slice(0, MAX_CONCEPT_EDGES);  // the API lists them heaviest first
     const tagEdges = graphData.edges.filter((e) => e.kind === 'tagged' && keep.has(e.source) && keep.has(e.target));
-    const edges = [...coEdges, ...tagEdges];
+    const relEdges = graphData.edges.filter((e) => e.kind === 'relation' && keep.has(e.source) && keep.has(e.target));
+    const edges = [...coEdges, ...tagEdges, ...relEdges];
     $('#graph-summary').textContent = plural(concepts.length, 'concept') +
       (withDocs ? ' · ' + plural(documents.length, 'document') + (allDocuments > documents.length ? ' (of ' + allDocuments + ')' : '') : '') +
-      ' · ' + plural(coEdges.length, 'co-occurrence link');
-    if (!concepts.length) {
+      ' · ' + plural(coEdges.length, 'co-occurrence link') +
+      (withRelations ? ' · ' + plural(relEdges.length, 'relation') : '');
+    if (!concepts.length && !entities.length) {
       svg.appendChild(s('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'faint' }, 'No concepts yet.'));
       svg.setAttribute('data-state', 'done');
       return;
     }
     const maxCount = Math.max(1, ...concepts.map((c) => c.count));
-    const radius = (nd) => (nd.kind === 'concept' ? 5 + 13 * Math.sqrt(nd.count / maxCount) : 4);
+    const radius = (nd) => (nd.kind === 'concept' ? 5 + 13 * Math.sqrt(nd.count / maxCount) : nd.kind === 'entity' ? 6 : 4);
+    const labelled = (nd) => nd.kind === 'concept' || nd.kind === 'entity';
     const shortLabel = (nd) => (nd.label.length > 24 ? nd.label.slice(0, 23) + '…' : nd.label);
     // Room for a node and (concepts) its label centred below it.
-    const room = (nd) => (nd.kind === 'concept' ? Math.max(radius(nd) + 4, shortLabel(nd).length * 3.3 + 2) : radius(nd) + 3);
+    const room = (nd) => (labelled(nd) ? Math.max(radius(nd) + 4, shortLabel(nd).length * 3.3 + 2) : radius(nd) + 3);
     const pos = layout(nodes, edges, W, H, room);
     const maxW = Math.max(1, ...coEdges.map((e) => e.weight));
     const neighbours = new Map(nodes.map((nd) => [nd.id, new Set([nd.id])]));
@@ -655,34 +667,46 @@
     for (const e of edges) {
       const [xa, ya] = pos.get(e.source), [xb, yb] = pos.get(e.target);
       const tagged = e.kind === 'tagged';
+      const relation = e.kind === 'relation';
       const el = s('line', {
-        class: 'edge' + (tagged ? ' tagged' : ''), x1: xa.toFixed(1), y1: ya.toFixed(1), x2: xb.toFixed(1), y2: yb.toFixed(1),
-        'stroke-width': tagged ? 0.6 : (0.6 + 3.4 * e.weight / maxW).toFixed(2),
-        'stroke-opacity': tagged ? 0.35 : (0.15 + 0.55 * e.weight / maxW).toFixed(2),
-        'data-source': e.source, 'data-target': e.target, 'data-weight': e.weight,
-      }, s('title', null, tagged ? 'tagged' : 'in ' + plural(e.weight, 'file') + ' together'));
+        class: 'edge' + (tagged ? ' tagged' : '') + (relation ? ' relation' : ''),
+        x1: xa.toFixed(1), y1: ya.toFixed(1), x2: xb.toFixed(1), y2: yb.toFixed(1),
+        'stroke-width': tagged ? 0.6 : relation ? 1.4 : (0.6 + 3.4 * e.weight / maxW).toFixed(2),
+        'stroke-opacity': tagged ? 0.35 : relation ? 0.8 : (0.15 + 0.55 * e.weight / maxW).toFixed(2),
+        'data-source': e.source, 'data-target': e.target, 'data-weight': e.weight, 'data-label': e.label || '',
+      }, s('title', null, tagged ? 'tagged' : relation ? e.label + ' (stated in ' + plural(e.weight, 'note') + ')'
+        : 'in ' + plural(e.weight, 'file') + ' together'));
       neighbours.get(e.source).add(e.target);
       neighbours.get(e.target).add(e.source);
       edgeEls.push([el, e.source, e.target]);
       edgeLayer.appendChild(el);
     }
     svg.appendChild(edgeLayer);
+    const labelLayer = s('g', { class: 'edge-labels' });
+    for (const e of relEdges) {
+      const [xa, ya] = pos.get(e.source), [xb, yb] = pos.get(e.target);
+      labelLayer.appendChild(s('text', { x: ((xa + xb) / 2).toFixed(1), y: ((ya + yb) / 2 - 3).toFixed(1),
+        'text-anchor': 'middle', class: 'edge-label' }, e.label.length > 28 ? e.label.slice(0, 27) + '…' : e.label));
+    }
+    svg.appendChild(labelLayer);
     const nodeLayer = s('g', { class: 'nodes' });
     const nodeEls = new Map();
     // Documents first so that concept labels are drawn on top.
-    for (const nd of [...documents, ...concepts]) {
+    for (const nd of [...documents, ...entities, ...concepts]) {
       const [x, y] = pos.get(nd.id);
       const concept = nd.kind === 'concept';
+      const entity = nd.kind === 'entity';
       const r = radius(nd);
       const label = shortLabel(nd);
       const g = s('g', {
-        class: 'node ' + (concept ? 'concept' : 'document ' + typeClass(nd.type)), 'data-node': nd.id,
+        class: 'node ' + (concept ? 'concept' : entity ? 'entity' : 'document ' + typeClass(nd.type)), 'data-node': nd.id,
         'data-count': nd.count, transform: 'translate(' + x.toFixed(1) + ',' + y.toFixed(1) + ')',
         tabindex: 0,
       },
-        s('circle', { r: r.toFixed(1) }),
-        concept ? s('text', { x: 0, y: (r + 11).toFixed(1), 'text-anchor': 'middle' }, label) : null,
+        entity ? s('rect', { x: -r, y: -r, width: 2 * r, height: 2 * r, rx: 2 }) : s('circle', { r: r.toFixed(1) }),
+        concept || entity ? s('text', { x: 0, y: (r + 11).toFixed(1), 'text-anchor': 'middle' }, label) : null,
         s('title', null, concept ? nd.label + ' — in ' + plural(nd.count, 'file') + ' (click to search)'
+          : entity ? nd.label + ' — in ' + plural(nd.count, 'relation') + ' (click to search)'
           : nd.label + ' (' + (nd.type || 'document') + ', ' + plural(nd.count, 'concept') + ') — click to open'));
       const focus = () => {
         svg.classList.add('focus');
@@ -696,7 +720,7 @@
       g.addEventListener('focus', focus);
       g.addEventListener('blur', blur);
       g.addEventListener('click', () => {
-        if (concept) runSearch(nd.label);
+        if (concept || entity) runSearch(nd.label);
         else openViewer({ path: nd.id.replace(/^file:/, ''), title: nd.label, type: nd.type });
       });
       nodeEls.set(nd.id, g);
@@ -714,6 +738,54 @@
       const svg = clear($('#graph-svg'));
       svg.appendChild(s('text', { x: 600, y: 270, 'text-anchor': 'middle', class: 'faint' }, 'Graph unavailable: ' + err.message));
       svg.setAttribute('data-state', 'error');
+    }
+  }
+
+  // -- feedback and supersessions -------------------------------------------------------------------
+  function noteItem(path, title, detail, attrs) {
+    const li = h('li', Object.assign({ class: 'note', tabindex: 0, role: 'button' }, attrs || {}),
+      h('span', { class: 'title', text: title || path || '(gone)' }),
+      h('span', { class: 'meta', text: detail }));
+    if (path) {
+      const open = () => openViewer({ path: path, title: title });
+      li.addEventListener('click', open);
+      li.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); open(); } });
+    }
+    return li;
+  }
+
+  function renderFeedback(top) {
+    for (const [key, id, empty] of [['helpful', '#most-helpful', 'No note marked helpful yet (oracle_feedback).'],
+      ['misleading', '#most-misleading', 'No note marked misleading yet.']]) {
+      const target = clear($(id));
+      const rows = top[key] || [];
+      $('#' + key + '-total').textContent = rows.length ? String(rows.length) : '';
+      if (!rows.length) target.appendChild(h('li', { class: 'empty', text: empty }));
+      for (const r of rows) {
+        target.appendChild(noteItem(r.source_file, (r.title || '') + (r.heading ? ' › ' + r.heading : ''),
+          '+' + r.helpful + ' / −' + r.misleading + ' · ×' + num(r.feedback_factor).toFixed(3), { 'data-id': r.id }));
+      }
+    }
+  }
+
+  function renderSupersessions(result) {
+    const target = clear($('#superseded'));
+    const rows = result.supersessions || [];
+    $('#superseded-total').textContent = rows.length ? String(rows.length) : '';
+    if (!rows.length) target.appendChild(h('li', { class: 'empty', text: 'Nothing superseded (oracle_supersede or superseded_by: in frontmatter).' }));
+    for (const r of rows) {
+      target.appendChild(noteItem(r.old_file, r.old_title || r.old,
+        '→ ' + (r.new_title || r.new) + ' · ' + r.via + (r.reason ? ' · ' + r.reason : ''), { 'data-old': r.old }));
+    }
+  }
+
+  async function loadImprovements() {
+    try {
+      const [top, sup] = await Promise.all([api('/api/feedback', { limit: 8 }), api('/api/supersessions')]);
+      renderFeedback(top);
+      renderSupersessions(sup);
+    } catch (err) {
+      for (const id of ['#most-helpful', '#most-misleading', '#superseded']) sectionError($(id), err);
     }
   }
 
@@ -770,7 +842,7 @@
     const button = $('#refresh');
     button.disabled = true;
     await loadStats();  // first: the latency chart uses its p50/p95
-    await Promise.all([loadLogs(), loadConcepts()]);
+    await Promise.all([loadLogs(), loadConcepts(), loadImprovements()]);
     $('#updated').textContent = 'updated ' + localTime(new Date());
     button.disabled = false;
   }
@@ -785,6 +857,7 @@
       else if (ev.key === '/' && document.activeElement === document.body) { ev.preventDefault(); $('#search-input').focus(); }
     });
     $('#graph-documents').addEventListener('change', renderGraph);
+    $('#graph-relations').addEventListener('change', renderGraph);
     $('#refresh').addEventListener('click', () => { refreshAll(); loadGraph(); });
     await Promise.all([refreshAll(), loadGraph()]);
     document.body.setAttribute('data-ready', '1');
