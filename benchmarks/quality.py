@@ -132,9 +132,9 @@ def open_index(work: Path) -> Oracle:
     oracle = Oracle.open(settings)
     started = time.perf_counter()
 
-    def progress(done: int, total: int) -> None:
+    def progress(phase: str, done: int, total: int) -> None:
         if done == total or done % 640 == 0:
-            log(f"  indexed {done}/{total} files ({time.perf_counter() - started:.0f}s)")
+            log(f"  {phase}: {done}/{total} ({time.perf_counter() - started:.0f}s)")
 
     report = oracle.indexer.sync(progress=progress)
     log(f"sync: {report.summary()}")

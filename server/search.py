@@ -128,6 +128,16 @@ def _group(fused: list[scoring.Fused], docs: dict[str, dict]) -> tuple[list[scor
     return order, others
 
 
+def _apply_use(
+    oracle: Oracle, fused: list[scoring.Fused], docs: dict[str, dict]
+) -> tuple[list[scoring.Fused], dict[str, tuple[int, int]], dict[str, SupersededBy]]:
+    """Feedback verdicts and supersessions adjust relevance within stated bounds (server/scoring.py).
+    Returns the re-ranked list, the verdict counts and the supersession pointers of its hits."""
+    successors, pointers = successors_for(oracle, docs)
+    feedback = oracle.logs.feedback_counts([f.id for f in fused])
+    return scoring.adjust(fused, feedback, successors), feedback, pointers
+
+
 def _start_from_relations(
     oracle: Oracle, request: SearchRequest, fused: list[scoring.Fused], docs: dict[str, dict], filters: Filters,
     warnings: list[str],
@@ -224,10 +234,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     docs = oracle.store.documents_by_id([f.id for f in fused])
     fused = [f for f in fused if f.id in docs]  # a vector whose chunk vanished is not a result
     total = _total(oracle, kq, mode, legs, filters)
-    # Use: feedback verdicts and supersessions adjust relevance within stated bounds (server/scoring.py).
-    successors, pointers = successors_for(oracle, docs)
-    feedback = oracle.logs.feedback_counts([f.id for f in fused])
-    fused = scoring.adjust(fused, feedback, successors)
+    fused, feedback, pointers = _apply_use(oracle, fused, docs)
     stating: dict[str, list[Triplet]] = {}
     if request.relation_pattern:
         fused, stating, added = _start_from_relations(oracle, request, fused, docs, filters, legs.warnings)
