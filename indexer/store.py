@@ -184,20 +184,27 @@ class Store:
     ) -> list[str]:
         """Swap a file's chunks in one transaction; return the chunk ids that disappeared.
 
-        New chunks start as not in the vector store; the caller upserts them and `mark_in_vector`s.
+        A chunk whose id and embedded text are unchanged keeps its vector (an edit elsewhere in the file,
+        or a re-parse after a schema change, re-upserts nothing); other chunks start as not in the vector
+        store, and the caller upserts them and `mark_in_vector`s.
         """
         with self.transaction() as conn:
+            embedded = {
+                doc_id: key
+                for doc_id, key in conn.execute("SELECT id, embed_key FROM documents WHERE file = ? AND in_vector = 1", (rel,))
+            }
             old_ids = self._delete_file_rows(conn, rel)
             for position, chunk in enumerate(chunks):
+                embed_key = _embed_key(chunk)
                 cur = conn.execute(
                     "INSERT INTO documents (id, file, type, kind, title, heading, content, line_start, line_end,"
                     " content_hash, embed_key, concepts, project, date, parent_id, position, in_vector)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)",
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         chunk.id, chunk.file, chunk.type, chunk.kind, chunk.title, chunk.heading, chunk.content,
-                        chunk.line_start, chunk.line_end, chunk.content_hash, _embed_key(chunk),
+                        chunk.line_start, chunk.line_end, chunk.content_hash, embed_key,
                         json.dumps(list(chunk.concepts), ensure_ascii=False), chunk.project, chunk.date,
-                        chunk.parent_id, position,
+                        chunk.parent_id, position, int(embedded.get(chunk.id) == embed_key),
                     ),
                 )
                 rowid = cur.lastrowid

@@ -426,16 +426,36 @@ def test_an_index_of_schema_1_reparses_every_file_once(tmp_path: Path) -> None:
     root, data = tmp_path / "root", tmp_path / "data"
     write(root / OLD, NOTES[OLD])
     oracle = open_oracle(root, data)
-    oracle.indexer.sync(vectors=False)
+    oracle.indexer.sync()
     with oracle.store.transaction() as conn:  # what an index built before relations looked like
         conn.execute("DELETE FROM relations")
         conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     oracle.close()
     reopened = open_oracle(root, data)
     try:
-        report = reopened.indexer.sync(vectors=False)
+        report = reopened.indexer.sync()
         assert report.changed == 1
+        assert report.embedded + report.embeddings_cached == 0  # same chunks, same text: vectors kept
         assert find_relations(reopened, RelationsRequest(subject="billing service")).total == 2
         assert reopened.indexer.sync(vectors=False).unchanged == 1
     finally:
         reopened.close()
+
+
+def test_an_edit_re_embeds_only_the_sections_whose_text_changed(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    rel = "learnings/2026-09-07_echidna.md"
+    write(root / rel, "# Echidna\n\n## Diet\n\nAnts and termites.\n\n## Spines\n\nKeratin spines.\n\n## Eggs\n\nOne egg.\n")
+    oracle = open_oracle(root, tmp_path / "data")
+    try:
+        first = oracle.indexer.sync()
+        assert first.embedded + first.embeddings_cached == 3
+        write(root / rel, "# Echidna\n\n## Diet\n\nAnts, termites and beetle larvae.\n\n## Spines\n\nKeratin spines.\n\n"
+                          "## Eggs\n\nOne egg.\n")
+        second = oracle.indexer.sync()
+        assert second.changed == 1 and second.embedded + second.embeddings_cached == 1  # only Diet
+        assert oracle.store.pending_count() == 0
+        diet = next(h for h in hits(oracle, "beetle larvae", mode="vector", limit=3) if h.heading == "Diet")
+        assert diet.source_file == rel
+    finally:
+        oracle.close()

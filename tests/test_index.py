@@ -274,7 +274,7 @@ def test_changed_file_reembeds_only_changed_chunks(inc):
     assert (report.added, report.changed, report.removed, report.unchanged) == (0, 1, 0, 4)
     assert report.chunks_written == 4
     assert report.embedded == len(new_texts) == 2
-    assert report.embeddings_cached == 2
+    assert report.embeddings_cached == 0  # the unchanged sections keep their vectors: nothing re-upserted
     new_ids = ids_of(oracle, rel)
     assert new_ids[:3] == old_ids  # ids follow the sections, not the text
     assert fts_search(oracle, "beaver").total == 0
