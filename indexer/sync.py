@@ -109,6 +109,8 @@ class Indexer:
         self.vectors = vectors or VectorStore(settings.chroma_path, settings.chroma_url)
         self.embedder = embedder or Embedder()
         self.lock = WriterLock(settings.data_dir / "writer.lock")
+        self.vectors.on_recovered = self._repair_vectors
+        self.last_repair: SyncReport | None = None  # what the last repair after a vector-store outage did
 
     # -- writes: sync, sync_paths and flush_vectors each hold the cross-process writer lock (@_writes)
     def _locked(self, work: Callable[[], SyncReport]) -> SyncReport:
@@ -129,18 +131,48 @@ class Indexer:
     def reconcile_vectors(self) -> tuple[int, int]:
         """Delete vectors whose chunk is gone and re-queue chunks whose vector is missing: (deleted, requeued)."""
         try:
-            in_store = self.vectors.all_ids()
+            return self._reconcile()
         except VectorStoreUnavailable:
             return 0, 0
+
+    def _vector_diff(self) -> tuple[list[str], list[str]]:
+        """(orphans: vectors whose chunk is gone, missing: chunks marked embedded whose vector is not there)."""
+        in_store = self.vectors.all_ids()
         flags = dict(self.store.conn.execute("SELECT id, in_vector FROM documents"))
         orphans = sorted(in_store - flags.keys())
         missing = sorted(i for i, flag in flags.items() if flag and i not in in_store)
-        try:
-            self.vectors.delete(orphans)
-        except VectorStoreUnavailable:
-            return 0, 0
+        return orphans, missing
+
+    def _reconcile(self) -> tuple[int, int]:
+        orphans, missing = self._vector_diff()
+        self.vectors.delete(orphans)
         self.store.mark_in_vector(missing, 0)
         return len(orphans), len(missing)
+
+    def _repair_vectors(self) -> bool:
+        """The vector store answers again after an outage (VectorStore.on_recovered): requeue what it
+        lost (a server restarted without its data loses everything), serve searches again, then embed
+        (mostly from the cache) and upsert every pending chunk, including those learnt meanwhile.
+        True when nothing is left pending."""
+        if not self._vector_diff()[1]:
+            self.vectors.resume()  # nothing lost: searches need not wait for the writer lock
+
+        def work() -> SyncReport:
+            report = SyncReport()
+            started = time.perf_counter()
+            try:
+                self._reconcile()
+            except VectorStoreUnavailable as exc:
+                report.vector_failed = True
+                report.warnings.append(str(exc))
+                return report
+            self.vectors.resume()  # missing chunks are pending now, and searches say so
+            self._flush_pending_vectors(report)
+            report.seconds = time.perf_counter() - started
+            return report
+
+        self.last_repair = report = self._locked(work)
+        return not report.vector_failed
 
     # -- whole-root sync --------------------------------------------------------------------------
     @_writes
@@ -189,6 +221,8 @@ class Indexer:
         elif self.settings.chroma_url is None and not self.settings.chroma_path.exists():
             # The embedded vector store was deleted: re-add every chunk from the embedding cache.
             self.store.mark_all_out_of_vector()
+        elif self.settings.chroma_url is not None:
+            self._requeue_lost_vectors()
 
         to_index: list[tuple[Found, FileState, str]] = []
         for item in found.files:
@@ -309,6 +343,15 @@ class Indexer:
         return stale
 
     # -- vectors ----------------------------------------------------------------------------------
+    def _requeue_lost_vectors(self) -> None:
+        """A Chroma server may have been restarted without its data while no Oracle was running: when it
+        holds fewer vectors than the index says are there, find which and queue them again."""
+        try:
+            if self.vectors.count() < self.store.counts()["embedded"]:
+                self._reconcile()
+        except VectorStoreUnavailable:
+            pass  # the flush that follows says so
+
     def _delete_vectors(self, ids: list[str], report: SyncReport) -> None:
         if not ids:
             return
@@ -366,7 +409,12 @@ class Indexer:
             self.store.mark_in_vector(ids)
         except (EmbeddingUnavailable, VectorStoreUnavailable) as exc:
             report.vector_failed = True
-            report.warnings.append(f"vector index not updated, keyword search unaffected: {exc}")
+            when = ("retried in the background until the vector store takes them"
+                    if isinstance(exc, VectorStoreUnavailable) else "retried at the next index run")
+            report.warnings.append(
+                f"{self.store.pending_count()} chunks left pending for the vector index (keyword search has them;"
+                f" {when}): {exc}"
+            )
         finally:
             report.vector_seconds += time.perf_counter() - t0
 

@@ -4,6 +4,12 @@ Embedded (PersistentClient under the data directory) by default; a Chroma server
 ORACLE_CHROMA_URL is set. chromadb is imported on first use because the import alone takes about a
 second, which start-up and unchanged re-index runs should not pay. Every failure surfaces as
 VectorStoreUnavailable so that callers can fall back to keyword search with a warning.
+
+A store that fails is not given up on, and no one has to restart anything: a failed read (or a server
+that cannot be reached) marks the store down, so that later searches fail at once instead of each
+waiting on a dead server, and a background thread probes it every RETRY_SECONDS. Once it answers
+again, the owner's `on_recovered` hook (the Indexer) puts back what it missed: vectors lost with a
+server's data and chunks learnt while it was down.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -20,9 +26,18 @@ import numpy as np
 
 COLLECTION = "oracle_chunks"
 UPSERT_BATCH = 2000
+SERVER_UPSERT_BATCH = 500  # ~0.3 s per request to a local server: well inside REQUEST_TIMEOUT
 # HNSW search breadth, well above the largest candidate pool asked for: at the default (100) the pool of
 # 100 is approximate and differs between two builds of the same files, which breaks determinism.
 EF_SEARCH = 1000
+# A Chroma server that stops answering (frozen, overloaded, a network partition) costs one request this
+# long at most; the store is then marked down and later searches do not wait at all. A server that is
+# simply gone refuses the connection in about a millisecond.
+CONNECT_TIMEOUT = 2.0
+REQUEST_TIMEOUT = 5.0
+PROBE_TIMEOUT = 1.0  # the heartbeat before a client is built
+RETRY_SECONDS = 1.0  # how often a store that is down is probed again
+REPAIR_BACKOFF_MAX = 30.0  # a store that answers but keeps failing writes is retried less and less often
 
 
 class VectorStoreUnavailable(RuntimeError):
@@ -33,6 +48,14 @@ class VectorStoreUnavailable(RuntimeError):
 class VectorHit:
     id: str
     similarity: float  # cosine similarity, 1 - cosine distance: higher is better
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Errors that say the server (or its copy of our collection) is gone, not that one request was bad."""
+    import httpx
+    from chromadb.errors import NotFoundError
+
+    return isinstance(exc, (httpx.TransportError, NotFoundError))
 
 
 class VectorStore:
@@ -46,7 +69,19 @@ class VectorStore:
         # seen until the collection is reopened. Every write stamps this file; readers compare stamps.
         self._generation_file = path.parent / f"{path.name}.generation"
         self._seen_generation: str | None = None
+        # Called from the recovery thread once the store answers again, while searches still fail fast.
+        # It must call resume() as soon as queries may be served, and return True once nothing is pending.
+        self.on_recovered: Callable[[], bool] | None = None
+        self._state = threading.Lock()
+        self._down: str | None = None  # why calls fail fast; None while the store is usable
+        self._down_since = 0.0
+        self._failures = 0  # counts every failure: a repair clears _needs_repair only if none came meanwhile
+        self._needs_repair = False
+        self._recovery: threading.Thread | None = None
+        self._local = threading.local()  # .recovering is set in the recovery thread, which bypasses _down
+        self._closed = threading.Event()
 
+    # -- embedded: cross-process freshness ----------------------------------------------------------
     def _read_generation(self) -> str:
         try:
             return self._generation_file.read_text(encoding="ascii")
@@ -74,6 +109,41 @@ class VectorStore:
                 self._client = None
                 self._collection = None
 
+    def _forget_embedded_system(self) -> None:
+        """chromadb caches one client system per path, and a failed open leaves a broken one behind
+        (every later open then fails with an unrelated AttributeError); drop ours so a reopen is real."""
+        from chromadb.api.client import SharedSystemClient
+
+        systems = getattr(SharedSystemClient, "_identifier_to_system", None)
+        refcounts = getattr(SharedSystemClient, "_identifier_to_refcount", None)
+        if isinstance(systems, dict) and isinstance(refcounts, dict):
+            systems.pop(str(self.path), None)
+            refcounts.pop(str(self.path), None)
+        else:
+            SharedSystemClient.clear_system_cache()
+
+    # -- opening ------------------------------------------------------------------------------------
+    def _server_address(self) -> tuple[str, int, bool]:
+        parsed = urlparse(self.url if self.url and "://" in self.url else f"http://{self.url}")
+        ssl = parsed.scheme == "https"
+        return parsed.hostname or "127.0.0.1", parsed.port or (443 if ssl else 8000), ssl
+
+    def _connect_server(self, settings):
+        """An HttpClient whose requests time out. Its constructor already makes requests on a session
+        without a timeout, so a heartbeat with one goes first: a frozen server fails here, quickly."""
+        import chromadb
+        import httpx
+
+        host, port, ssl = self._server_address()
+        base = f"{'https' if ssl else 'http'}://{host}:{port}"
+        httpx.get(f"{base}/api/v2/heartbeat", timeout=PROBE_TIMEOUT).raise_for_status()
+        client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
+        # chromadb 1.x offers no timeout setting; its HTTP session is the documented httpx.Client.
+        session = getattr(getattr(client, "_server", None), "_session", None)
+        if isinstance(session, httpx.Client):
+            session.timeout = httpx.Timeout(REQUEST_TIMEOUT, connect=CONNECT_TIMEOUT)
+        return client
+
     def _open(self):
         self._refresh_if_stale()
         if self._collection is not None:
@@ -86,44 +156,146 @@ class VectorStore:
                 import chromadb
                 from chromadb.config import Settings as ChromaSettings
 
-                settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
-                if self.url:
-                    parsed = urlparse(self.url if "://" in self.url else f"http://{self.url}")
-                    client = chromadb.HttpClient(
-                        host=parsed.hostname or "127.0.0.1",
-                        port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                        ssl=parsed.scheme == "https",
-                        settings=settings,
-                    )
-                else:
-                    self.path.mkdir(parents=True, exist_ok=True)
-                    client = chromadb.PersistentClient(path=str(self.path), settings=settings)
-                collection = client.get_or_create_collection(
+                if self._client is None:
+                    settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+                    if self.url:
+                        self._client = self._connect_server(settings)
+                    else:
+                        self.path.mkdir(parents=True, exist_ok=True)
+                        self._client = chromadb.PersistentClient(path=str(self.path), settings=settings)
+                collection = self._client.get_or_create_collection(
                     COLLECTION, configuration={"hnsw": {"space": "cosine", "ef_search": EF_SEARCH}}, embedding_function=None
                 )
             except Exception as exc:
-                raise VectorStoreUnavailable(f"vector store unavailable ({self._where()}): {exc}") from exc
-            self._client = client
+                why = _describe(exc)
+                if not self.url:
+                    self._client = None
+                    self._forget_embedded_system()
+                    why = f"{self._diagnose_path()}{why}"
+                raise VectorStoreUnavailable(f"vector store unavailable ({self._where()}): {why}") from exc
             self._collection = collection
             self._seen_generation = generation
             return collection
 
+    def _diagnose_path(self) -> str:
+        """What is wrong with the embedded folder in plain words, when the cause is visible from here
+        (Chroma's own messages, such as SQLite's "unable to open database file", do not say)."""
+        try:
+            if self.path.exists() and not self.path.is_dir():
+                return "a file is where the folder should be; "
+            if self.path.is_dir() and not os.access(self.path, os.R_OK | os.W_OK | os.X_OK):
+                return "permission denied: this user cannot read and write the folder; "
+        except OSError as exc:
+            return f"{exc.strerror}; "
+        return ""
+
     def _where(self) -> str:
         return self.url or str(self.path)
 
-    def _call(self, what: str, fn):
-        collection = self._open()
-        try:
-            return fn(collection)
-        except Exception as exc:
-            if self.url:
-                # A server that went away: reconnect on the next call rather than keep a dead client.
-                self._collection = None
-            raise VectorStoreUnavailable(f"vector store {what} failed ({self._where()}): {exc}") from exc
+    def _hint(self) -> str:
+        if self.url:
+            return f"is the Chroma server at {self.url} running? (ORACLE_CHROMA_URL)"
+        return (f"check that {self.path} is a folder this user can read and write, or move it aside to have"
+                " it rebuilt from the embedding cache")
 
+    # -- calls, failures and recovery -----------------------------------------------------------------
+    def _call(self, what: str, fn, read: bool = False):
+        down = self._down
+        if down is not None and not getattr(self._local, "recovering", False):
+            raise VectorStoreUnavailable(down)
+        try:
+            return fn(self._open())
+        except VectorStoreUnavailable as exc:  # the open failed
+            raise VectorStoreUnavailable(self._failed(str(exc), down=True)) from exc
+        except Exception as exc:
+            message = f"vector store {what} failed ({self._where()}): {_describe(exc)}"
+            raise VectorStoreUnavailable(self._failed(message, down=read or _unreachable(exc))) from exc
+
+    def _failed(self, message: str, down: bool) -> str:
+        """Remember a failure: writes may be missing, so a repair is due; if the store cannot answer
+        reads, later calls fail fast until the recovery thread sees it answer again. Returns the message
+        to raise: the cause, and for a store that is down since when, what to check, and that it is retried."""
+        with self._state:
+            self._failures += 1
+            self._needs_repair = True
+            if down:
+                if self._down is None:
+                    self._down_since = time.time()
+                since = time.strftime("%H:%M:%S", time.localtime(self._down_since))
+                self._down = f"{message} (down since {since}; {self._hint()}; retrying every {RETRY_SECONDS:g} s)"
+                self._collection = None  # reopen: a restarted server may hold a new collection, or none
+            self._start_recovery()
+            return self._down or message
+
+    def _start_recovery(self) -> None:
+        """One recovery thread at a time (the caller holds _state)."""
+        if self._recovery is None:
+            self._recovery = threading.Thread(target=self._recover, name="oracle-vector-recovery", daemon=True)
+            self._recovery.start()
+
+    def _recover(self) -> None:
+        """Probe until the store answers, then let the owner repair it; ends when nothing is left to do."""
+        self._local.recovering = True
+        delay = RETRY_SECONDS
+        while True:
+            self._closed.wait(delay)
+            with self._state:
+                if self._closed.is_set() or (self._down is None and not self._needs_repair):
+                    self._recovery = None
+                    return
+                down = self._down is not None
+            try:
+                if down:
+                    self._reopen()
+                failures = self._failures
+                repaired = self.on_recovered() if self.on_recovered else True
+            except Exception:  # noqa: BLE001 - any failure is already recorded by _call; try again later
+                repaired, failures = False, -1
+            if repaired:
+                self.resume()
+            with self._state:
+                if repaired and self._failures == failures:
+                    self._needs_repair = False
+            delay = RETRY_SECONDS if repaired or self._down is not None else min(delay * 2, REPAIR_BACKOFF_MAX)
+
+    def _reopen(self) -> None:
+        """A real round trip on a freshly opened collection (raises VectorStoreUnavailable)."""
+        with self._lock:
+            self._collection = None
+            if not self.url:
+                self._client = None
+                self._forget_embedded_system()
+        self.count()
+
+    def resume(self) -> None:
+        """Serve calls again (the store answered and the owner has reconciled it)."""
+        with self._state:
+            self._down = None
+
+    def request_repair(self) -> None:
+        """Someone saw vectors missing (stats): reconcile and re-add them in the background."""
+        with self._state:
+            self._needs_repair = True
+            self._start_recovery()
+
+    def close(self) -> None:
+        """Stop the recovery thread (the owner is closing the index it repairs into)."""
+        self._closed.set()
+        with self._state:
+            thread = self._recovery
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=REQUEST_TIMEOUT * 2)
+
+    @property
+    def down(self) -> str | None:
+        """Why the store is unavailable right now, or None."""
+        return self._down
+
+    # -- the operations ---------------------------------------------------------------------------------
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict]) -> None:
-        for start in range(0, len(ids), UPSERT_BATCH):
-            end = start + UPSERT_BATCH
+        batch = SERVER_UPSERT_BATCH if self.url else UPSERT_BATCH
+        for start in range(0, len(ids), batch):
+            end = start + batch
             self._call(
                 "upsert",
                 lambda c: c.upsert(
@@ -133,22 +305,24 @@ class VectorStore:
         self._stamp_generation()
 
     def delete(self, ids: Sequence[str]) -> None:
-        for start in range(0, len(ids), UPSERT_BATCH):
-            part = list(ids[start : start + UPSERT_BATCH])
+        batch = SERVER_UPSERT_BATCH if self.url else UPSERT_BATCH
+        for start in range(0, len(ids), batch):
+            part = list(ids[start : start + batch])
             self._call("delete", lambda c: c.delete(ids=part))
         self._stamp_generation()
 
     def count(self) -> int:
-        return int(self._call("count", lambda c: c.count()))
+        return int(self._call("count", lambda c: c.count(), read=True))
 
     def all_ids(self) -> set[str]:
-        return set(self._call("listing", lambda c: c.get(include=[])["ids"]))
+        return set(self._call("listing", lambda c: c.get(include=[])["ids"], read=True))
 
     def query(self, vector: np.ndarray, n: int, where: dict | None = None) -> list[VectorHit]:
         # Chroma returns fewer results when the collection holds fewer than n (none when empty).
         result = self._call(
             "query",
             lambda c: c.query(query_embeddings=[vector], n_results=n, where=where or None, include=["distances"]),
+            read=True,
         )
         ids = result["ids"][0]
         distances = result["distances"][0]
@@ -162,7 +336,7 @@ class VectorStore:
 
         self._call("reset", drop)
         self._collection = None
-        self._open()
+        self._call("reset", lambda c: None)
         self._stamp_generation()
 
     def probe(self) -> tuple[bool, str]:
@@ -171,3 +345,12 @@ class VectorStore:
             return True, f"{self.count()} vectors"
         except VectorStoreUnavailable as exc:
             return False, str(exc)
+
+
+def _describe(exc: BaseException) -> str:
+    """The cause in a few words: chromadb's own connection error is a ValueError that hides its cause."""
+    text = str(exc).strip() or type(exc).__name__
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and "Could not connect" in text:
+        text = f"{text} ({cause})"
+    return text

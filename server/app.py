@@ -52,5 +52,6 @@ class Oracle:
         return cls(settings, store, vectors, embedder, indexer, logs)
 
     def close(self) -> None:
+        self.vectors.close()  # first: its recovery thread writes into the store
         self.store.close()
         self.logs.close()

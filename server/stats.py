@@ -7,6 +7,7 @@ import time
 from pydantic import BaseModel
 
 from indexer.discover import discover
+from indexer.vectors import VectorStoreUnavailable
 from server import __version__
 from server.app import Oracle
 
@@ -100,11 +101,27 @@ def drift(oracle: Oracle) -> Drift:
     )
 
 
+def vector_health(oracle: Oracle, embedded: int) -> VectorHealth:
+    """A real round trip (or, while the store is down, the last background probe's answer), checked
+    against the index: a store that answers but lost vectors is not healthy either."""
+    try:
+        held = oracle.vectors.count()
+    except VectorStoreUnavailable as exc:
+        return VectorHealth(ok=False, detail=str(exc))
+    if held < embedded:
+        oracle.vectors.request_repair()
+        return VectorHealth(ok=False, detail=(
+            f"{held} vectors, but the index has {embedded} chunks marked as embedded: the vector store lost"
+            f" {embedded - held}; re-adding them from the embedding cache in the background"
+        ))
+    return VectorHealth(ok=True, detail=f"{held} vectors")
+
+
 def stats(oracle: Oracle) -> Stats:
     conn = oracle.store.conn
     counts = oracle.store.counts()
     last = oracle.store.get_meta("last_indexed")
-    ok, detail = oracle.vectors.probe()  # a real round trip, not a flag set at start-up
+    vectors = vector_health(oracle, counts["embedded"])
     with_warnings = conn.execute("SELECT count(*) FROM files WHERE warnings != '[]'").fetchone()[0]
     logs = oracle.logs.counts()
     latency = oracle.logs.search_latency()
@@ -129,7 +146,7 @@ def stats(oracle: Oracle) -> Stats:
             coverage=round(counts["embedded"] / counts["chunks"], 4) if counts["chunks"] else 1.0,
             cached=counts["cached_embeddings"],
         ),
-        vector_store=VectorHealth(ok=ok, detail=detail),
+        vector_store=vectors,
         drift=drift(oracle),
         usage=Usage(
             searches=logs["search_log"],
