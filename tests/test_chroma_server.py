@@ -37,6 +37,7 @@ import httpx
 import pytest
 
 import _corpus
+from _mcp import KB, Session, run_oracle
 from _procs import free_port
 from indexer import vectors as vectors_module
 from server.app import Oracle
@@ -44,8 +45,7 @@ from server.learn import learn
 from server.models import LearnRequest, SearchRequest
 from server.search import run_search, search
 from server.stats import stats
-from test_live import oracle_env, run_oracle, wait_for
-from test_mcp import KB, Session
+from test_live import oracle_env, wait_for
 
 CHROMA = Path(sys.executable).parent / "chroma"  # installed with the chromadb package
 REST = "/api/v2/tenants/default_tenant/databases/default_database/collections"
