@@ -294,7 +294,7 @@ def title_for(meta: dict, lines: list[str], file: str) -> str:
     if title:
         return title
     for _, level, text in find_headings(lines):
-        if level == 1:
+        if level == 1 and text:  # "# " alone is an empty heading, not a title
             return text
     stem = file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return re.sub(r"[-_]+", " ", stem).strip() or stem

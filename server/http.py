@@ -10,6 +10,7 @@ CORS is an explicit allow-list (ORACLE_CORS_ORIGINS), never `*`.
 
 import contextlib
 import ipaddress
+import math
 import os
 import secrets
 from pathlib import Path
@@ -112,6 +113,33 @@ async def _deny(send: Send, status: int, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def _problem(err: dict) -> str:
+    """One validation error as `field: message`; a body that is not JSON at all says so."""
+    if err.get("type") == "json_invalid":
+        reason = (err.get("ctx") or {}).get("error") or err.get("msg")
+        return f"body: not valid JSON ({reason}); send a JSON object"
+    parts = [str(p) for p in err["loc"][1:]]
+    field = ".".join(parts) if parts else str(err["loc"][0])
+    if not field.strip():  # `?=x`: saying "query: Extra inputs ..." would blame the query parameter
+        field = f"{field!r} (a parameter with a blank name)"
+    return f"{field}: {err['msg']}"
+
+
+def _json_safe(value: object) -> object:
+    """Error bodies echo the caller's input, which may hold what JSON cannot carry out again (lone UTF-16
+    surrogates from `\\ud800` escapes, numbers like 1e999 that parse to infinity): without this the error
+    response itself failed to render and the caller got a 500."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {_json_safe(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 class Health(BaseModel):
     status: str
     version: str
@@ -171,11 +199,9 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'][1:]) or err['loc'][0]}: {err['msg']}" for err in exc.errors()
-        )
-        return JSONResponse({"error": f"invalid input: {problems}", "detail": jsonable_encoder(exc.errors())},
-                            status_code=422)
+        problems = "; ".join(_problem(err) for err in exc.errors())
+        body = {"error": f"invalid input: {problems}", "detail": jsonable_encoder(exc.errors())}
+        return JSONResponse(_json_safe(body), status_code=422)
 
     @app.exception_handler(FileNotInRoot)
     @app.exception_handler(NotFound)

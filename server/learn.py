@@ -23,6 +23,7 @@ from server.models import LearnRequest, LearnResult, NearDuplicate, SearchReques
 from server.search import run_search
 
 SLUG_MAX = 60
+SLUG_MAX_BYTES = 180  # 60 three-byte letters (Thai, CJK); four-byte letters get fewer: names stay < 255 bytes
 DUPLICATE_SIMILARITY = 0.85
 MAX_SUFFIX = 1000
 
@@ -41,8 +42,10 @@ def slugify(text: str) -> str:
         elif out and out[-1] != "-":
             out.append("-")
     slug = "".join(out).strip("-")
-    if len(slug) > SLUG_MAX:
+    if len(slug) > SLUG_MAX or len(slug.encode("utf-8")) > SLUG_MAX_BYTES:
         slug = slug[:SLUG_MAX]
+        while len(slug.encode("utf-8")) > SLUG_MAX_BYTES:
+            slug = slug[:-1]
         # Do not end on a lone combining mark or a hyphen.
         while slug and (unicodedata.category(slug[-1])[0] == "M" or slug[-1] == "-"):
             slug = slug[:-1]

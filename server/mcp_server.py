@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
@@ -73,15 +73,32 @@ def _client(ctx: Context | None) -> str:
         return "mcp"
 
 
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'input'}: {err['msg']}" for err in exc.errors())
+
+
 def _validate(model: type[BaseModel], **values: Any) -> Any:
     """Pydantic errors become one readable tool error naming each bad field and what it needs."""
     try:
         return model.model_validate({k: v for k, v in values.items() if v is not None})
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'input'}: {err['msg']}" for err in exc.errors()
-        )
-        raise ToolError(f"invalid arguments: {problems}") from None
+        raise ToolError(f"invalid arguments: {_problems(exc)}") from None
+
+
+class OracleMCP(MCPServer):
+    """The SDK checks argument types before a tool runs and reports a failure as pydantic's multi-line dump
+    (input values, error codes, documentation URLs). Report it like the tools' own checks instead:
+    `invalid arguments: limit: Input should be a valid integer`."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):  # kept as the cause: the SDK logs its field names
+                raise ToolError(f"Error executing tool {name}: invalid arguments: {_problems(exc.__cause__)}") from exc.__cause__
+            raise
 
 
 def _result(model: BaseModel, text: str) -> CallToolResult:
@@ -106,7 +123,7 @@ def _search_text(result: SearchResult) -> str:
 
 
 def build_server(oracle: Oracle) -> MCPServer:
-    mcp = MCPServer(name="oracle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    mcp = OracleMCP(name="oracle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def checked(model: type[BaseModel], **values: Any) -> Any:
         """Validate the arguments, then wait until the start-up sync has the keyword index ready."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -26,6 +27,11 @@ def split_concepts(value: object) -> list[str]:
     for item in items:
         if not isinstance(item, str):
             raise ValueError("each concept must be a string")
+        if not item.isascii():
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:  # pydantic checks str fields, but not values a before-validator returns
+                raise ValueError("each concept must be valid Unicode text (it contains a lone surrogate)") from None
         for part in item.split(","):  # ?concepts=a,b and ?concepts=a&concepts=b mean the same
             tag = " ".join(part.strip().lstrip("#").split()).lower()
             if tag and tag not in out:
@@ -113,6 +119,20 @@ class SearchRequest(BaseModel):
     def _query(cls, value: str) -> str:
         if not value.replace("\x00", "").strip():
             raise ValueError("query is empty: pass a few words describing what you are looking for")
+        return value
+
+    @field_validator("date_from", "date_to")
+    @classmethod
+    def _date(cls, value: str | None) -> str | None:
+        """The pattern's \\d also matches other scripts' digits, and 2026-99-99 matches it too."""
+        if value is None:
+            return None
+        try:
+            if not value.isascii():
+                raise ValueError
+            dt.date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a calendar date: use YYYY-MM-DD, e.g. 2026-01-31") from None
         return value
 
 
@@ -302,7 +322,7 @@ class ListRequest(BaseModel):
 
     type: DocType = "all"
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=1_000_000)  # unbounded, 2**63 overflowed SQLite: a 500
     group_by_file: bool = False
 
 
