@@ -119,7 +119,7 @@ def _problem(err: dict) -> str:
         reason = (err.get("ctx") or {}).get("error") or err.get("msg")
         return f"body: not valid JSON ({reason}); send a JSON object"
     parts = [str(p) for p in err["loc"][1:]]
-    field = ".".join(parts) if parts else str(err["loc"][0])
+    field = ".".join(parts) if parts else {"query": "parameters"}.get(str(err["loc"][0]), str(err["loc"][0]))
     if not field.strip():  # `?=x`: saying "query: Extra inputs ..." would blame the query parameter
         field = f"{field!r} (a parameter with a blank name)"
     return f"{field}: {err['msg']}"

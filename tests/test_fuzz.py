@@ -339,13 +339,14 @@ def mcp_known(mcp: Session) -> list[str]:
 VALIDATION_WORDS = ("invalid arguments", "validation error", "invalid input")
 
 
-def assert_names_a_field(text: str, args: dict, required: list[str], mutation: Mutation) -> None:
+def assert_names_a_field(text: str, args: dict, known: list[str], mutation: Mutation) -> None:
     """A validation error names the field at fault: the mutated one when no lenient reading could accept it,
-    else at least one field of the input (another field may be the one out of bounds)."""
+    else at least one field sent or declared (another field may be the one out of bounds, or a rule may tie
+    two fields together: "give exactly one of id or file")."""
     if mutation.must_fail:
         assert mutation.field in text, f"the error does not name {mutation.field!r}: {text[:800]}"
     elif any(word in text for word in VALIDATION_WORDS):
-        fields = [f if f.strip() else repr(f) for f in [*args, *required, "body"]]
+        fields = [f if f.strip() else repr(f) for f in [*args, *known, "body"]]
         assert any(f in text for f in fields), f"the error names none of {fields}: {text[:800]}"
 
 
@@ -358,7 +359,7 @@ def check_tool_result(mcp: Session, tool: Tool, args: dict, mutation: Mutation) 
         assert "errors.pydantic.dev" not in text, f"a raw pydantic dump, not a message: {text[:800]}"
         assert text.strip() != bare, (
             f"{tool.name} raised an unhandled exception for {args!r:.1500}\nserver stderr:\n{mcp.stderr()[-3000:]}")
-        assert_names_a_field(text, args, tool.input_schema.get("required", []), mutation)
+        assert_names_a_field(text, args, list(tool.input_schema.get("properties", {})), mutation)
         return
     assert not mutation.must_fail, f"{tool.name} accepted {mutation} in {args!r:.1500}"
     assert text.strip(), f"{tool.name} returned no text content"
@@ -671,77 +672,71 @@ class HttpCase:
     raw_query: str | None = None  # sent byte for byte, for broken percent-encoding
 
 
+BROKEN_BODIES = [
+    (b"", "application/json"), (b"{", "application/json"), (b"[]", "application/json"), (b"null", "application/json"),
+    (b'"text"', "application/json"), (b"{}", "application/json"), (b'{"a":NaN}', "application/json"),
+    (b'{"a":1e999}', "application/json"), (b"\xff\xfe{}", "application/json"),
+    (b"[" * 50_000 + b"]" * 50_000, "application/json"), (b"pattern=x", "application/x-www-form-urlencoded"),
+    (b"hello", "text/plain"), (b'{"x": 1}', None), (b'{"a": "\\ud800"}', "application/json"),
+]
+
+
+def query_pairs(args: dict) -> tuple[tuple[str, str], ...]:
+    out: list[tuple[str, str]] = []
+    for name, value in args.items():
+        text = query_text(value)
+        out += [(name, t) for t in (text if isinstance(text, list) else [text]) if t is not None]
+    return tuple(out)
+
+
+def json_body(payload: object) -> bytes:
+    return json.dumps(payload, ensure_ascii=True).encode()  # lone surrogates travel as \ud800 escapes
+
+
 def http_cases(route: Route, fuzz: SchemaFuzz, valid: bool) -> st.SearchStrategy[HttpCase]:
+    """Requests for one route: valid-shaped, or with one query parameter or the body made wrong."""
     query_params = route.params("query")
-    path_params = route.params("path")
     query_schema = {
         "type": "object",
         "properties": {p["name"]: p.get("schema", {}) for p in query_params},
         "required": [p["name"] for p in query_params if p.get("required")],
     }
     body_schema = route.body_schema
-    json_fuzz = SchemaFuzz(fuzz.document, fuzz.known, surrogate=True)
-
-    def pairs(args: dict) -> tuple[tuple[str, str], ...]:
-        out: list[tuple[str, str]] = []
-        for name, value in args.items():
-            text = query_text(value)
-            out += [(name, t) for t in (text if isinstance(text, list) else [text]) if t is not None]
-        return tuple(out)
+    json_fuzz = SchemaFuzz(fuzz.document, fuzz.known, surrogate=True)  # JSON bodies can carry surrogates
 
     @st.composite
     def build(draw: st.DrawFn) -> HttpCase:
-        paths = tuple((p["name"], draw(any_text(200, known=fuzz.known).filter(bool))) for p in path_params)
-        body, content_type = None, None
-        mutation = Mutation("valid")
-        if body_schema is not None:
-            content_type = "application/json"
-            payload: Any = draw(json_fuzz.object(body_schema) if valid else st.just(None))
+        paths = tuple((p["name"], draw(any_text(200, known=fuzz.known).filter(bool))) for p in route.params("path"))
+        args = draw(fuzz.object(query_schema))
+        body = json_body(draw(json_fuzz.object(body_schema))) if body_schema is not None else None
+        content_type = "application/json" if body_schema is not None else None
         if valid:
-            query = pairs(draw(fuzz.object(query_schema)))
-            if body_schema is not None:
-                body = json.dumps(payload, ensure_ascii=True).encode()
-            return HttpCase(query, paths, body, content_type, mutation)
-        targets = (["query"] if query_params else []) + (["body"] * 2 if body_schema is not None else [])
-        target = draw(st.sampled_from(targets or ["query"]))
-        if target == "body":
-            query = pairs(draw(fuzz.object(query_schema)))
-            choice = draw(st.sampled_from(["field", "field", "field", "raw"]))
-            if choice == "field":
+            return HttpCase(query_pairs(args), paths, body, content_type, Mutation("valid"))
+        places = (["query"] if query_params else []) + (["body", "body"] if body_schema is not None else [])
+        if draw(st.sampled_from(places or ["query"])) == "body":
+            if draw(st.booleans()):
                 payload, mutation = draw(mutated(json_fuzz, body_schema))
-                body = json.dumps(payload, ensure_ascii=True).encode()
-            else:
-                body, content_type = draw(st.sampled_from([
-                    (b"", "application/json"), (b"{", "application/json"), (b"[]", "application/json"),
-                    (b"null", "application/json"), (b'"text"', "application/json"), (b"{}", "application/json"),
-                    (b'{"a":NaN}', "application/json"), (b'{"a":1e999}', "application/json"),
-                    (b"\xff\xfe{}", "application/json"), (b"[" * 50_000 + b"]" * 50_000, "application/json"),
-                    (b"pattern=x", "application/x-www-form-urlencoded"), (b"hello", "text/plain"),
-                    (b'{"x": 1}', None), (json.dumps({"a": "\ud800"}).encode(), "application/json"),
-                ]))
-                mutation = Mutation("raw")
-            return HttpCase(query, paths, body, content_type, mutation)
-        if body_schema is not None:
-            body = json.dumps(draw(json_fuzz.object(body_schema)), ensure_ascii=True).encode()
-        choice = draw(st.sampled_from(["field", "field", "repeated", "raw"]))
-        if choice == "field":
+                return HttpCase(query_pairs(args), paths, json_body(payload), content_type, mutation)
+            body, content_type = draw(st.sampled_from(BROKEN_BODIES))
+            return HttpCase(query_pairs(args), paths, body, content_type, Mutation("raw"))
+        how = draw(st.sampled_from(["field", "field", "repeated", "raw"]))
+        if how == "field":
             args, mutation = draw(mutated(fuzz, query_schema))
             if mutation.kind == "wrong_type":  # a query string carries only text: wrong means unparseable text
-                kinds = fuzz.types(query_schema["properties"][mutation.field])
-                if kinds <= {"string", "null"}:
+                if fuzz.types(query_schema["properties"][mutation.field]) <= {"string", "null"}:
                     args.pop(mutation.field)
                     mutation = Mutation("valid")
                 else:
                     args[mutation.field] = draw(st.sampled_from(WRONG_FOR_QUERY) | hostile_text(3))
                     mutation = Mutation("wrong_type", mutation.field)
-            return HttpCase(pairs(args), paths, body, content_type, mutation)
-        args = draw(fuzz.object(query_schema))
-        query = pairs(args)
-        if choice == "repeated" and query:
+            return HttpCase(query_pairs(args), paths, body, content_type, mutation)
+        query = query_pairs(args)
+        if how == "repeated" and query:
             name, value = draw(st.sampled_from(query))
-            return HttpCase(query + ((name, draw(hostile_text(3)) or value),), paths, body, content_type, Mutation("repeated", name))
+            again = draw(hostile_text(3)) or value
+            return HttpCase(query + ((name, again),), paths, body, content_type, Mutation("repeated", name))
         encoded = urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
-        garbage = "".join(draw(st.lists(st.sampled_from(RAW_QUERY_GARBAGE) | st.sampled_from(["a", "b", "1"]), min_size=1, max_size=6)))
+        garbage = "".join(draw(st.lists(st.sampled_from(RAW_QUERY_GARBAGE + ["a", "b", "1"]), min_size=1, max_size=6)))
         name = draw(st.sampled_from([p["name"] for p in query_params] or ["query"]))
         raw = f"{encoded}&{name}={garbage}" if encoded else f"{name}={garbage}"
         return HttpCase(query, paths, body, content_type, Mutation("raw", name), raw_query=raw)
@@ -782,10 +777,10 @@ def fields_sent(case: HttpCase) -> list[str]:
     return names
 
 
-def fields_required(spec: dict, route: Route) -> list[str]:
-    names = [p["name"] for p in route.operation.get("parameters", []) if p.get("required")]
+def fields_declared(spec: dict, route: Route) -> list[str]:
+    names = [p["name"] for p in route.operation.get("parameters", [])]
     if route.body_schema is not None:
-        names += SchemaFuzz(spec, [], False).resolve(route.body_schema).get("required", [])
+        names += list(SchemaFuzz(spec, [], False).resolve(route.body_schema).get("properties", {}))
     return names
 
 
@@ -798,7 +793,7 @@ def check_http(http: Http, spec: dict, route: Route, case: HttpCase, resp: httpx
         assert isinstance(body, dict) and isinstance(body.get("error"), str), (body, where)
         assert_message(body["error"])
         if resp.status_code == 422:
-            assert_names_a_field(body["error"], dict.fromkeys(fields_sent(case)), fields_required(spec, route), case.mutation)
+            assert_names_a_field(body["error"], dict.fromkeys(fields_sent(case)), fields_declared(spec, route), case.mutation)
         return
     assert not case.mutation.must_fail, f"{resp.status_code}: accepted {case.mutation} for {where}"
     schema = response_schema(spec, route, resp.status_code)
@@ -908,3 +903,15 @@ def test_http_server_still_serves(http: Http, client: httpx.Client, bundled_befo
     log = http.stderr()
     assert "Traceback" not in log and "Exception in ASGI application" not in log, log[-3000:]
     assert snapshot(BUNDLED) == bundled_before, "the fuzzing wrote into the bundled knowledge/ folder"
+
+
+def test_model_level_error_on_query_parameters_is_not_blamed_on_query() -> None:
+    """Found by fuzzing: a rule over several query parameters (loc ("query",)) read "query: ...", as if a
+    parameter named query were wrong."""
+    from server.http import _problem
+
+    err = {"type": "value_error", "loc": ("query",), "msg": "Value error, give exactly one of id or file"}
+    assert _problem(err) == "parameters: Value error, give exactly one of id or file"
+    assert _problem({"type": "missing", "loc": ("query", "query"), "msg": "Field required"}) == "query: Field required"
+    assert _problem({"type": "model_attributes_type", "loc": ("body",), "msg": "Input should be an object"}) == (
+        "body: Input should be an object")
