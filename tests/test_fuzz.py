@@ -858,6 +858,14 @@ def test_blank_parameter_name_is_not_blamed_on_another_parameter(client: httpx.C
     assert resp.json()["error"] == "invalid input: '' (a parameter with a blank name): Extra inputs are not permitted"
 
 
+def test_read_without_id_or_file_names_the_parameters(client: httpx.Client) -> None:
+    """Found by fuzzing: GET /api/read with neither id nor file answered "query: Value error, give exactly one
+    of id ... or file ...", blaming a parameter named query that the route does not have."""
+    resp = client.get("/api/read")
+    assert resp.status_code == 422
+    assert resp.json()["error"].startswith("invalid input: parameters: Value error, give exactly one of id"), resp.text
+
+
 def test_list_offset_past_sqlite_integers_is_a_422(client: httpx.Client) -> None:
     """Found by fuzzing: GET /api/list?offset=9223372036854775808 was a 500 (OverflowError in SQLite)."""
     resp = client.get("/api/list", params={"offset": "9223372036854775808"})
