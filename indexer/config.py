@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,10 @@ DEFAULT_FOLDER_TYPES: dict[str, str] = {
     "retrospectives": "retro",
 }
 DOC_TYPES = ("principle", "learning", "retro")
+
+
+EMBEDDED_COLLECTION = "oracle_chunks"
+_COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")
 
 
 class ConfigError(ValueError):
@@ -54,6 +59,17 @@ class Settings:
     port: int = DEFAULT_PORT
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     folder_types: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_FOLDER_TYPES))
+    chroma_collection: str | None = None
+
+    @property
+    def collection(self) -> str:
+        """The Chroma collection. Embedded, each data dir has its own store; on a shared Chroma server each
+        knowledge root gets its own collection by default, so two bases never delete each other's vectors."""
+        if self.chroma_collection:
+            return self.chroma_collection
+        if self.chroma_url is None:
+            return EMBEDDED_COLLECTION
+        return "oracle_" + hashlib.sha256(str(self.root).encode()).hexdigest()[:16]
 
     @property
     def db_path(self) -> Path:
@@ -75,6 +91,12 @@ class Settings:
         folder_types = dict(DEFAULT_FOLDER_TYPES)
         folder_types.update(parse_folder_types(env.get("ORACLE_FOLDER_TYPES", "")))
         max_bytes = int(env.get("ORACLE_MAX_FILE_BYTES") or DEFAULT_MAX_FILE_BYTES)
+        collection = str(overrides.pop("chroma_collection", None) or env.get("ORACLE_CHROMA_COLLECTION") or "") or None
+        if collection is not None and not _COLLECTION_NAME.match(collection):
+            raise ConfigError(
+                f"ORACLE_CHROMA_COLLECTION={collection!r} is not a Chroma collection name: 3-63 letters, digits,"
+                " '.', '_' or '-', starting and ending with a letter or digit"
+            )
         return cls(
             root=root,
             data_dir=data_dir,
@@ -82,5 +104,6 @@ class Settings:
             port=int(port_text),
             max_file_bytes=max_bytes,
             folder_types=folder_types,
+            chroma_collection=collection,
             **overrides,  # type: ignore[arg-type]
         )

@@ -106,7 +106,7 @@ class Indexer:
     ) -> None:
         self.settings = settings
         self.store = store or Store(settings.db_path)
-        self.vectors = vectors or VectorStore(settings.chroma_path, settings.chroma_url)
+        self.vectors = vectors or VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
         self.embedder = embedder or Embedder()
         self.lock = WriterLock(settings.data_dir / "writer.lock")
         self.vectors.on_recovered = self._repair_vectors

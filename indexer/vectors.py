@@ -24,7 +24,8 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-COLLECTION = "oracle_chunks"
+from indexer.config import EMBEDDED_COLLECTION as COLLECTION  # the default; see Settings.collection
+
 UPSERT_BATCH = 2000
 SERVER_UPSERT_BATCH = 500  # ~0.3 s per request to a local server: well inside REQUEST_TIMEOUT
 # HNSW search breadth, well above the largest candidate pool asked for: at the default (100) the pool of
@@ -59,9 +60,10 @@ def _unreachable(exc: BaseException) -> bool:
 
 
 class VectorStore:
-    def __init__(self, path: Path, url: str | None = None) -> None:
+    def __init__(self, path: Path, url: str | None = None, collection: str = COLLECTION) -> None:
         self.path = path
         self.url = url
+        self.collection_name = collection
         self._lock = threading.Lock()
         self._client = None
         self._collection = None
@@ -164,7 +166,7 @@ class VectorStore:
                         self.path.mkdir(parents=True, exist_ok=True)
                         self._client = chromadb.PersistentClient(path=str(self.path), settings=settings)
                 collection = self._client.get_or_create_collection(
-                    COLLECTION, configuration={"hnsw": {"space": "cosine", "ef_search": EF_SEARCH}}, embedding_function=None
+                    self.collection_name, configuration={"hnsw": {"space": "cosine", "ef_search": EF_SEARCH}}, embedding_function=None
                 )
             except Exception as exc:
                 why = _describe(exc)
@@ -332,7 +334,7 @@ class VectorStore:
         """Drop and recreate the collection (for --full)."""
         def drop(collection):
             assert self._client is not None
-            self._client.delete_collection(COLLECTION)
+            self._client.delete_collection(self.collection_name)
 
         self._call("reset", drop)
         self._collection = None

@@ -45,7 +45,7 @@ class Oracle:
     def open(cls, settings: Settings | None = None) -> "Oracle":
         settings = settings or Settings.from_env()
         store = Store(settings.db_path)
-        vectors = VectorStore(settings.chroma_path, settings.chroma_url)
+        vectors = VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
         embedder = Embedder()
         indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
         logs = Logs(settings.data_dir / "logs.db")

@@ -106,9 +106,9 @@ class ChromaServer:
     def collections(self) -> list[dict]:
         return httpx.get(f"{self.url}{REST}", timeout=5).json()
 
-    def count(self) -> int:
-        """Vectors in Oracle's collection, asked of the server itself."""
-        (found,) = [c for c in self.collections() if c["name"] == vectors_module.COLLECTION]
+    def count(self, name: str | None = None) -> int:
+        """Vectors in Oracle's collection (the only one, unless named), asked of the server itself."""
+        (found,) = [c for c in self.collections() if c["name"] == name or (name is None and c["name"].startswith("oracle_"))]
         return int(httpx.get(f"{self.url}{REST}/{found['id']}/count", timeout=5).json())
 
 
@@ -330,3 +330,33 @@ def test_processes_and_mcp_session_across_outages(tmp_path: Path, corpus: Path, 
     assert not (data / "chroma").exists()
     with sqlite3.connect(data / "oracle.db") as db:
         assert chroma.count() == db.execute("SELECT count(*) FROM documents").fetchone()[0]
+
+
+def test_two_knowledge_bases_share_one_server_without_touching_each_other(
+    tmp_path: Path, corpus: Path, chroma: ChromaServer, make_oracle
+) -> None:
+    """Each root gets its own collection on a shared server: one base's reconcile or --full never
+    deletes the other's vectors as orphans."""
+    other = tmp_path / "other-root"
+    _corpus.write(other / "learnings/2026-01-01_wombat.md", "# Wombat\n\nWombats dig burrows with their claws.\n")
+    first = make_oracle(corpus, tmp_path / "data-1", chroma_url=chroma.url)
+    second = make_oracle(other, tmp_path / "data-2", chroma_url=chroma.url)
+    assert first.settings.collection != second.settings.collection
+    assert not first.indexer.sync().vector_failed and not second.indexer.sync().vector_failed
+    assert chroma.count(first.settings.collection) == chunk_count(first)
+    assert chroma.count(second.settings.collection) == chunk_count(second) == 1
+    first.indexer.reconcile_vectors()
+    first.indexer.sync(full=True)
+    assert chroma.count(second.settings.collection) == 1
+    hit = run_search(second, SearchRequest(query="animal that digs", mode="vector", limit=1)).hits[0]
+    assert hit.source_file == "learnings/2026-01-01_wombat.md"
+
+
+def test_collection_name_is_validated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from indexer.config import ConfigError, Settings
+
+    monkeypatch.setenv("ORACLE_CHROMA_COLLECTION", "no spaces allowed")
+    with pytest.raises(ConfigError, match="ORACLE_CHROMA_COLLECTION"):
+        Settings.from_env(root=tmp_path, data_dir=tmp_path / "d")
+    monkeypatch.setenv("ORACLE_CHROMA_COLLECTION", "team_notes")
+    assert Settings.from_env(root=tmp_path, data_dir=tmp_path / "d", chroma_url="http://127.0.0.1:9").collection == "team_notes"
