@@ -39,14 +39,14 @@ def normalise_tags(value: object) -> list[str]:
     if value is None:
         return []
     items = value if isinstance(value, (list, tuple, set)) else _TAG_SPLIT.split(str(value))
-    out: list[str] = []
+    out: dict[str, None] = {}  # ordered set: a list's `in` made 100k tags quadratic
     for item in items:
         if isinstance(item, (dict, list)):
             continue
         tag = normalise_tag(str(item))
-        if tag and tag not in out:
-            out.append(tag)
-    return out
+        if tag:
+            out[tag] = None
+    return list(out)
 
 
 def extract_concepts(text: str) -> list[str]:

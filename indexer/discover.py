@@ -4,11 +4,24 @@ The type comes from the outermost folder on the file's path that the folder map 
 (`principles/`, `resonance/`, `learnings/`, `retrospectives/`, plus ORACLE_FOLDER_TYPES), so both
 `knowledge/learnings/x.md` and Oracle v2's `ψ/memory/learnings/x.md` are learnings. Files in folders
 the map does not know are counted and reported, never silently dropped.
+
+Nothing outside the root is ever read. Folder symlinks are not followed (files under a symlinked folder
+are indexed only where they really live, if that is inside the root; one that points outside is
+reported as skipped). A file symlink is indexed when its target is a regular file inside the root; one
+that leads outside, loops or dangles is skipped with that reason, as is anything that is not a regular
+file (a FIFO named x.md would block a reader forever, a device could have side effects on open, a folder
+named x.md is walked as a folder but reported, since its name says it should be a note). `read_inside`
+repeats these checks at read time and opens the file one name at a time from the root without following
+symlinks, so one swapped in after the checks leads nowhere either. A hard link is not a path: it is the
+same file under a second name in the root, indistinguishable from any other file there, so it is indexed
+(making one to a file you do not own is refused by Linux's fs.protected_hardlinks).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,7 +41,26 @@ class Found:
 class Discovery:
     files: list[Found] = field(default_factory=list)
     unmapped: Counter = field(default_factory=Counter)  # folder -> markdown files not indexed
-    outside: list[str] = field(default_factory=list)  # symlinks that lead out of the root
+    skipped: dict[str, str] = field(default_factory=dict)  # markdown names that are not indexable files: why
+
+
+class Unreadable(Exception):
+    """This path must not (or cannot) be read as a knowledge file; the message is the reason."""
+
+
+class TooLarge(Unreadable):
+    """The file is larger than the reader's limit."""
+
+
+_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket",
+          stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+
+
+# How `_open_beneath` opens: never through a symlink, never blocking on a FIFO.
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
 
 
 def is_ignored_name(name: str) -> bool:
@@ -61,19 +93,150 @@ def relative_name(path: Path, root: Path) -> str:
 def on_disk(root: Path, rel: str) -> Path:
     """The file's real path for an NFC-normalised relative name, whatever normal form the disk uses.
 
-    File names created on macOS are often decomposed (NFD); the index and the watcher speak NFC.
+    File names created on macOS are often decomposed (NFD); the index and the watcher speak NFC. Only
+    folders inside the root are listed (see `_names_inside`): a symlinked folder that leads out is never read.
     """
     path = root / rel
-    if path.exists():
+    if os.path.lexists(path):
         return path
+    root = root.resolve()
     current = root
-    for part in rel.split("/"):
+    parts = rel.split("/")
+    for i, part in enumerate(parts):
         candidate = current / part
-        if not candidate.exists() and current.is_dir():
-            matches = sorted(c for c in current.iterdir() if unicodedata.normalize("NFC", c.name) == part)
-            candidate = matches[0] if matches else candidate
+        if not os.path.lexists(candidate):
+            match = next((n for n in _names_inside(current, root) if unicodedata.normalize("NFC", n) == part), None)
+            if match is None:
+                return current.joinpath(*parts[i:])  # nothing further down can exist
+            candidate = current / match
         current = candidate
     return current
+
+
+def _names_inside(folder: Path, root: Path) -> list[str]:
+    """The names in `folder` if it really is a folder inside the (resolved) root, else none; listed through
+    `_open_beneath`, so a symlink swapped in after the check is not followed out of the root."""
+    try:
+        real = folder.resolve(strict=True)
+        if not _inside(real, root):
+            return []
+        fd = _open_beneath(root, real, _DIR_FLAGS)
+    except (OSError, RuntimeError, ValueError):
+        return []
+    try:
+        return sorted(os.listdir(fd))
+    finally:
+        os.close(fd)
+
+
+def too_large(size: int, max_bytes: int) -> str:
+    return f"file too large ({size / 1_048_576:.1f} MB > {max_bytes / 1_048_576:.1f} MB limit, ORACLE_MAX_FILE_BYTES)"
+
+
+def _not_regular(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    return f"not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'special file')})"
+
+
+OUTSIDE = "symlink points outside the knowledge root"
+
+
+def _inside(real: Path, root: Path) -> bool:
+    """Is an already resolved path the root or under it?"""
+    return real == root or root in real.parents
+
+
+def _examine(path: Path, root: Path) -> tuple[Path | None, str | None]:
+    """(real path, None) for a regular file inside the (resolved) root, (None, why not) for anything else,
+    (None, None) when there is nothing there at all.
+
+    The whole path is resolved, not only a last symlink: a name reached through a symlinked folder (from
+    the watcher or a caller, never from `discover`, which does not follow them) must lead inside too.
+    """
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None, None  # gone: the caller treats it as vanished
+    except OSError as exc:
+        return None, f"cannot stat: {exc.strerror or exc}"
+    link = stat.S_ISLNK(mode)
+    try:
+        real = path.resolve(strict=True)
+        mode = os.stat(real).st_mode
+    except FileNotFoundError:
+        return None, ("broken symlink (its target does not exist)" if link else None)
+    except RuntimeError:  # Python < 3.13 reports a loop so
+        return None, "symlink loop"
+    except OSError as exc:
+        return None, "symlink loop" if exc.errno == errno.ELOOP else f"cannot resolve: {exc.strerror or exc}"
+    if not _inside(real, root):
+        return None, OUTSIDE if link else "outside the knowledge root (reached through a symlinked folder)"
+    reason = _not_regular(mode)
+    return (None, reason) if reason else (real, None)
+
+
+def unindexable(path: Path, root: Path) -> str | None:
+    """Why `path` is not a regular file inside the (resolved) root, or None (also when it is simply gone)."""
+    return _examine(path, root)[1]
+
+
+def _open_beneath(root: Path, real: Path, flags: int) -> int:
+    """Open `real` (resolved, inside the root) one name at a time from the root, following no symlink.
+
+    `real` has no symlinks in it, so meeting one on the way means one was swapped in after the path was
+    resolved; the open then fails (ELOOP, or ENOTDIR for a folder) instead of leaving the root. Nothing
+    outside the root is ever opened, not even to be refused.
+    """
+    fd = os.open(root, _DIR_FLAGS)
+    parts = real.relative_to(root).parts
+    for n, part in enumerate(parts):
+        try:
+            child = os.open(part, flags if n == len(parts) - 1 else _DIR_FLAGS, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = child
+    return fd
+
+
+def read_inside(path: Path, root: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file that really is inside the (resolved) root; anything else is Unreadable.
+
+    OSError (FileNotFoundError above all) still means the file is missing or failed to read. The file
+    is opened without blocking (a FIFO swapped in cannot hang the reader) and checked again through the
+    open descriptor.
+    """
+    real, reason = _examine(path, root)
+    if reason:
+        raise Unreadable(reason)
+    if real is None:
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
+    try:
+        fd = _open_beneath(root, real, _FILE_FLAGS)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise Unreadable("the path changed while it was read (a symlink swapped in)") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        reason = _not_regular(st.st_mode)
+        if reason:
+            raise Unreadable(reason)
+        if st.st_size > max_bytes:
+            raise TooLarge(too_large(st.st_size, max_bytes))
+        chunks: list[bytes] = []
+        left = max_bytes + 1  # a file that grows while read is cut here and reported as too large
+        while left > 0:
+            block = os.read(fd, min(left, 1 << 20))
+            if not block:
+                break
+            chunks.append(block)
+            left -= len(block)
+        if left <= 0:
+            raise TooLarge(too_large(max_bytes + 1, max_bytes))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def discover(root: Path, folder_types: dict[str, str]) -> Discovery:
@@ -82,13 +245,24 @@ def discover(root: Path, folder_types: dict[str, str]) -> Discovery:
     root = root.resolve()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not is_ignored_name(d))
+        for name in dirnames:  # os.walk lists symlinks to folders here; it never descends into them
+            path = Path(dirpath) / name
+            named_md = name.lower().endswith(MARKDOWN_SUFFIXES)
+            if not named_md and not path.is_symlink():
+                continue
+            reason = unindexable(path, root)
+            if reason == OUTSIDE:
+                result.skipped[relative_name(path, root)] = "folder symlink points outside the knowledge root: not followed"
+            elif named_md and reason:
+                result.skipped[relative_name(path, root)] = reason
         for name in sorted(filenames):
             if is_ignored_name(name) or not name.lower().endswith(MARKDOWN_SUFFIXES):
                 continue
             path = Path(dirpath) / name
             rel = relative_name(path, root)
-            if path.is_symlink() and not is_within(path, root):
-                result.outside.append(rel)
+            reason = unindexable(path, root)
+            if reason:
+                result.skipped[rel] = reason
                 continue
             doc_type = type_for(rel, folder_types)
             if doc_type is None:

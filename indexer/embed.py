@@ -25,6 +25,10 @@ BATCH_SIZE = 8
 # Several single-threaded sessions working on different batches beat one session spreading each batch
 # over the cores: on 2 cores, 160 s against 194 s for the 8,103 chunks of benchmarks/speed.py.
 WORKERS = max(1, min(4, os.cpu_count() or 1))
+# onnxruntime >= 1.2x on Linux and macOS writes a device id under ~/.cache/Microsoft/DeveloperTools and
+# sends usage events to Microsoft unless this is set before its environment is created. Oracle promises
+# to work offline and to write nothing beyond its knowledge root and data dir (tests/test_paths.py).
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 
 class EmbeddingUnavailable(RuntimeError):

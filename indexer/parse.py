@@ -23,11 +23,15 @@ from indexer.concepts import extract_concepts, normalise_tags
 
 SPLIT_LEVEL = {"principle": 3, "learning": 2, "retro": 2}
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+# Only the opening `#`s are a regex; the rest of the line is cut with str methods (see `_heading`): the
+# obvious one-regex form `(.+?)(?:[ \t]+#+)?[ \t]*$` backtracks quadratically on a long run of spaces
+# inside a heading (a 20,000-space heading took 16 s, a 2 MB one would never finish).
+_HEADING_OPEN = re.compile(r"(#{1,6})[ \t]")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BULLET = re.compile(r"^(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
 _DATE_IN_PATH = re.compile(r"(\d{4})-(\d{2})[-/](\d{2})")
 _RULE_OR_BLANK = re.compile(r"^\s*(?:(?:-{3,}|\*{3,}|_{3,})\s*)?$")
+MAX_TAGS = 100  # tags are stored per chunk: 100k tags x 100k bullets must not mean 10^10 rows
 
 
 @dataclass(frozen=True)
@@ -116,23 +120,94 @@ def split_frontmatter(text: str) -> tuple[dict, str, int, list[str]]:
         if lines[i].strip() in ("---", "..."):
             raw = "\n".join(lines[1:i])
             body = "\n".join(lines[i + 1 :])
+            if len(raw) > MAX_FRONTMATTER_CHARS:  # PyYAML builds ~50,000 scalars a second: bound the cost
+                return _recovered(raw, body, i + 1, f"is over {MAX_FRONTMATTER_CHARS // 1024} KB, too large for YAML")
             try:
-                data = yaml.load(raw, Loader=_YAML_LOADER) if raw.strip() else {}
+                data = load_yaml(raw) if raw.strip() else {}
+            except TooDeep:
+                return _recovered(raw, body, i + 1, f"is nested more than {MAX_FRONTMATTER_DEPTH} levels deep")
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 where = f" at line {mark.line + 2}" if mark is not None else ""
-                recovered = lenient_frontmatter(raw)
-                what = f"read line by line ({', '.join(sorted(recovered))})" if recovered else "metadata ignored"
-                return recovered, body, i + 1, [f"frontmatter is not valid YAML{where}; {what}"]
+                return _recovered(raw, body, i + 1, f"is not valid YAML{where}")
             if data is None:
                 data = {}
             if not isinstance(data, dict):
                 return {}, body, i + 1, ["frontmatter is not a YAML mapping; metadata ignored"]
-            return data, body, i + 1, []
+            problem = _shape_problem(data)
+            if problem:
+                return _recovered(raw, body, i + 1, problem)
+            return _text_keys(data), body, i + 1, []
     return {}, text, 0, ["frontmatter opened with --- but never closed; treated as text"]
 
 
+def _text_keys(node: object) -> object:
+    """The same data with every mapping key a string: YAML reads `2024-01-01: x` with a date for a key,
+    which JSON (an API response) cannot carry. Depth is already bounded by `_shape_problem`."""
+    if isinstance(node, dict):
+        return {k if isinstance(k, str) else str(k): _text_keys(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_text_keys(v) for v in node]
+    return node
+
+
+def _recovered(raw: str, body: str, taken: int, problem: str) -> tuple[dict, str, int, list[str]]:
+    recovered = lenient_frontmatter(raw)
+    what = f"read line by line ({', '.join(sorted(recovered))})" if recovered else "metadata ignored"
+    return recovered, body, taken, [f"frontmatter {problem}; {what}"]
+
+
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
+MAX_FRONTMATTER_DEPTH = 32
+MAX_FRONTMATTER_CHARS = 64 * 1024
+
+
+class TooDeep(Exception):
+    """The YAML nests collections deeper than MAX_FRONTMATTER_DEPTH."""
+
+
+def load_yaml(raw: str) -> object:
+    """YAML through libyaml, after its events show the nesting is shallow enough to build.
+
+    libyaml's parser is a state machine, but building the objects recurses in C, one frame per level:
+    `x: [[[[...` 25,000 levels deep (50 KB of frontmatter) overflows an 8 MB stack, a segfault that kills
+    the process, and a thread's smaller stack goes at 2,000. Walking the events first costs a fraction of
+    the load and stops at the first level too many; notes never nest more than a few levels.
+    """
+    depth = 0
+    for event in yaml.parse(raw, Loader=_YAML_LOADER):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_FRONTMATTER_DEPTH:
+                raise TooDeep
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+    return yaml.load(raw, Loader=_YAML_LOADER)
+
+
+def _shape_problem(data: dict) -> str | None:
+    """Why parsed frontmatter is unsafe to hand on, or None.
+
+    Whatever later walks the metadata (JSON for an API response, a recursive copy) must not blow up:
+    YAML aliases let 1 KB of frontmatter stand for 10^9 nodes (a "billion laughs"), which a walk that does
+    not track identity visits one by one. Notes never need them, so they are refused; the walk here visits
+    each container once. (Depth is bounded already by `load_yaml`; checked again here for any caller.)
+    """
+    seen: set[int] = set()
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        if id(node) in seen:
+            return "repeats a node through a YAML alias (*name)"
+        seen.add(id(node))
+        if depth > MAX_FRONTMATTER_DEPTH:
+            return f"is nested more than {MAX_FRONTMATTER_DEPTH} levels deep"
+        children = list(node.keys()) + list(node.values()) if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
 _LOOSE_KEY = re.compile(r"^([A-Za-z_][\w-]*):[ \t]*(.*)$")
 _LOOSE_ITEM = re.compile(r"^[ \t]+-[ \t]+(.*)$")
 
@@ -208,6 +283,20 @@ def _is_fence_toggle(line: str, fence: str | None) -> tuple[bool, str | None]:
     return False, fence
 
 
+def _heading(line: str) -> tuple[int, str] | None:
+    """(level, text) of an ATX heading line; an optional closing run of `#` after a space is dropped."""
+    match = _HEADING_OPEN.match(line)
+    if not match:
+        return None
+    text = line[match.end() :].rstrip(" \t")
+    if len(line) == match.end():
+        return None
+    body = text.rstrip("#")
+    if body != text and body.strip(" \t") and body[-1] in " \t":
+        text = body
+    return len(match.group(1)), text.strip()
+
+
 def find_headings(lines: list[str]) -> list[tuple[int, int, str]]:
     """(line index, level, text) of every ATX heading outside fenced code blocks."""
     out: list[tuple[int, int, str]] = []
@@ -219,9 +308,9 @@ def find_headings(lines: list[str]) -> list[tuple[int, int, str]]:
             continue
         if fence is not None:
             continue
-        match = _HEADING.match(line)
-        if match:
-            out.append((i, len(match.group(1)), match.group(2).strip()))
+        heading = _heading(line) if line.startswith("#") else None
+        if heading:
+            out.append((i, *heading))
     return out
 
 
@@ -337,19 +426,20 @@ def parse_relations(value: object) -> tuple[list[Relation], list[str]]:
     if value is None:
         return [], []
     items = value if isinstance(value, list) else [value]
-    out: list[Relation] = []
-    warnings: list[str] = []
+    found: dict[Relation, None] = {}  # an ordered set: a list's `in` made 100k relations quadratic
+    bad: list[int] = []
     for n, item in enumerate(items, start=1):
         parts = _triplet_parts(item)
         terms = [relation_term(p) for p in parts] if parts is not None and len(parts) == 3 else None
         if terms is None or any(t is None for t in terms):
-            warnings.append(
-                f"relations entry {n} is not a (subject, predicate, object) triplet of short texts; ignored"
-            )
+            bad.append(n)
             continue
-        relation = Relation(*terms)  # type: ignore[arg-type]
-        if relation not in out:
-            out.append(relation)
+        found[Relation(*terms)] = None  # type: ignore[arg-type]
+    out = list(found)
+    warnings = [f"relations entry {n} is not a (subject, predicate, object) triplet of short texts; ignored"
+                for n in bad[:5]]
+    if len(bad) > 5:  # 100k bad entries must not mean 100k warnings
+        warnings.append(f"{len(bad) - 5} more relations entries are not triplets either; ignored")
     if len(out) > MAX_RELATIONS:
         warnings.append(f"{len(out)} relations; only the first {MAX_RELATIONS} are kept")
         out = out[:MAX_RELATIONS]
@@ -363,7 +453,10 @@ def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
     title = title_for(meta, lines, file)
     project = _scalar(meta.get("project"))
     date = note_date(meta, file)
-    tags = normalise_tags(meta.get("tags")) + normalise_tags(meta.get("concepts"))
+    tags = list(dict.fromkeys(normalise_tags(meta.get("tags")) + normalise_tags(meta.get("concepts"))))
+    if len(tags) > MAX_TAGS:
+        warnings = [*warnings, f"{len(tags)} tags; only the first {MAX_TAGS} kept"]
+        tags = tags[:MAX_TAGS]
     split_level = SPLIT_LEVEL[doc_type]
     seen_keys: dict[str, int] = {}
     chunks: list[Chunk] = []
@@ -410,6 +503,8 @@ def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
         if doc_type == "principle" and section.heading_line is not None:
             for n, (b_start, b_end) in enumerate(_bullets(lines, section.start, section.end), start=1):
                 add("bullet", heading, f"{key}/bullet{n}", b_start, b_end, parent)
+    if offset and not body.strip():  # only frontmatter: indexed, yet nothing in it can be found
+        warnings = [*warnings, "nothing after the frontmatter: the note has no text to search"]
     relations, relation_warnings = parse_relations(meta.get("relations"))
     superseded_by = _scalar(meta.get("superseded_by"))
     if meta.get("superseded_by") is not None and superseded_by is None:

@@ -138,13 +138,32 @@ class Store:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE: take the write lock up front so two writers queue instead of deadlocking."""
         with self._write_lock:
-            self.conn.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 yield self.conn
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
             self.conn.execute("COMMIT")
+
+    def _begin(self) -> None:
+        """BEGIN IMMEDIATE, waiting out SQLITE_BUSY_SNAPSHOT as the busy timeout waits out other writers.
+
+        The connection is shared by threads. While one thread still steps through a SELECT, the connection
+        holds that read snapshot; if another process has committed since, SQLite refuses this thread's
+        BEGIN IMMEDIATE at once ("database is locked") without calling the busy handler. The read ends in
+        a moment, so retry until the busy timeout (two servers and a watcher met this every few hundred
+        learns in tests/test_paths.py).
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
 
     # -- meta -------------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:

@@ -9,6 +9,7 @@ store and the next run retries them.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import hashlib
 import sys
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from indexer.config import Settings
-from indexer.discover import Found, discover, is_within, on_disk, type_for
+from indexer.discover import Found, Unreadable, discover, on_disk, read_inside, too_large, type_for, unindexable
 from indexer.embed import Embedder, EmbeddingUnavailable
 from indexer.locks import WriterLock
 from indexer.parse import ParsedFile, parse_markdown
@@ -69,13 +70,24 @@ def file_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _looks_utf16(data: bytes) -> bool:
+    """UTF-16 without a byte-order mark: mostly-ASCII text has a NUL in every other byte (one parity only)."""
+    head = data[:4096]
+    if len(head) < 4 or b"\x00" not in head:
+        return False
+    even, odd = head[0::2].count(0), head[1::2].count(0)
+    return max(even, odd) >= len(head) // 4 and min(even, odd) == 0
+
+
 def decode_markdown(data: bytes, max_bytes: int) -> tuple[str | None, str | None]:
     """(text, None) for an indexable file, (None, reason) for one to skip: empty, huge, binary."""
     if not data.strip():
         return None, "empty file"
     if len(data) > max_bytes:
-        return None, f"file too large ({len(data) / 1_048_576:.1f} MB > {max_bytes / 1_048_576:.1f} MB limit, ORACLE_MAX_FILE_BYTES)"
-    if b"\x00" in data[:8192]:
+        return None, too_large(len(data), max_bytes)
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or _looks_utf16(data):
+        return None, "UTF-16 text: save it as UTF-8"
+    if b"\x00" in data:  # anywhere, not only near the start: NUL bytes have no place in an index
         return None, "binary file (NUL bytes)"
     try:
         text = data.decode("utf-8-sig")
@@ -194,8 +206,6 @@ class Indexer:
             raise FileNotFoundError(f"knowledge root {root} does not exist or is not a folder (set ORACLE_ROOT)")
         found = discover(root, self.settings.folder_types)
         report.unmapped = dict(sorted(found.unmapped.items()))
-        for rel in found.outside:
-            report.skipped[rel] = "symlink points outside the knowledge root"
 
         known = self.store.file_states()
         present = {f.rel for f in found.files}
@@ -234,7 +244,10 @@ class Indexer:
         for rel in vanished:
             stale_vectors += self.store.remove_file(rel)
             report.removed += 1
-        self.store.forget_skips(present)
+        for rel, reason in found.skipped.items():  # symlinks out of the root, FIFOs: kept for stats
+            stale_vectors += self.store.record_skip(rel, reason)
+            report.skipped[rel] = reason
+        self.store.forget_skips(present | found.skipped.keys())
 
         for start in range(0, len(to_index), FILE_BATCH):
             batch = to_index[start : start + FILE_BATCH]
@@ -269,7 +282,13 @@ class Indexer:
         for rel in sorted(set(rels)):
             path = on_disk(root, rel)
             doc_type = type_for(rel, self.settings.folder_types)
-            if not path.is_file() or doc_type is None or not is_within(path, root):
+            reason = unindexable(path, root) if doc_type is not None else None
+            if reason:  # a FIFO, a folder named x.md, a symlink out of the root: as `sync` records them
+                stale += self.store.record_skip(rel, reason)
+                report.skipped[rel] = reason
+                report.removed += rel in known
+                continue
+            if doc_type is None or not path.is_file():
                 if rel in known:
                     stale += self.store.remove_file(rel)
                     report.removed += 1
@@ -288,16 +307,23 @@ class Indexer:
         """None when the file is unchanged (or skipped), else what to index it with."""
         try:
             st = item.path.stat()
-        except OSError as exc:
-            report.skipped[item.rel] = f"cannot stat: {exc.strerror}"
+            if state and state.mtime_ns == st.st_mtime_ns and state.size == st.st_size:
+                report.unchanged += 1
+                return None
+            data = read_inside(item.path, self.settings.root, self.settings.max_file_bytes)
+        except (FileNotFoundError, NotADirectoryError):  # deleted between discovery and now: gone, not skipped
+            self._delete_vectors(self.store.remove_file(item.rel), report)
+            report.removed += state is not None
+            report.warnings.append(f"{item.rel}: deleted while indexing")
             return None
-        if state and state.mtime_ns == st.st_mtime_ns and state.size == st.st_size:
-            report.unchanged += 1
+        except Unreadable as exc:
+            self._delete_vectors(self.store.record_skip(item.rel, str(exc)), report)
+            report.skipped[item.rel] = str(exc)
             return None
-        try:
-            data = item.path.read_bytes()
         except OSError as exc:
-            report.skipped[item.rel] = f"cannot read: {exc.strerror}"
+            reason = f"cannot read: {exc.strerror or exc}"
+            self._delete_vectors(self.store.record_skip(item.rel, reason), report)
+            report.skipped[item.rel] = reason
             return None
         digest = file_hash(data)
         if state and state.file_hash == digest:

@@ -19,7 +19,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from indexer.discover import MARKDOWN_SUFFIXES, is_ignored_name
+from indexer.discover import MARKDOWN_SUFFIXES, is_ignored_name, is_within
 from indexer.sync import Indexer, SyncRefused, SyncReport
 
 DEBOUNCE_SECONDS = 0.3  # quiet time before a batch is processed
@@ -132,7 +132,8 @@ class Watcher:
             prefix = rel.rstrip("/") + "/"
             out.update(p for p in indexed if p.startswith(prefix))
             folder = self.root / rel
-            if folder.is_dir():
+            # Not a folder symlink (discover does not follow them either), never one that leads out.
+            if folder.is_dir() and not folder.is_symlink() and is_within(folder, self.root):
                 for path in folder.rglob("*"):
                     child = path.relative_to(self.root).as_posix()
                     if path.is_file() and child.lower().endswith(MARKDOWN_SUFFIXES) and not any(

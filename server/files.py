@@ -2,7 +2,9 @@
 
 Paths come from users and agents. They are refused unless, after every normalisation an attacker could
 lean on (URL decoding already done by the framework, backslashes, NUL bytes, `..`, absolute paths,
-symlinks), the real file sits inside the root and is markdown.
+symlinks), the real file sits inside the root and is markdown. The read itself goes through the
+indexer's `read_inside`, which checks again on the open file: a regular file (never a FIFO, which would
+hang the request), still inside the root (a symlink swapped in after the check leads nowhere).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel
 
-from indexer.discover import MARKDOWN_SUFFIXES
+from indexer.discover import MARKDOWN_SUFFIXES, TooLarge, Unreadable, on_disk, read_inside
 from server.app import Oracle
 
 MAX_READ_BYTES = 5 * 1024 * 1024
@@ -51,24 +53,38 @@ def safe_path(root: Path, raw: str) -> tuple[str, Path]:
         raise PathRefused("only markdown files (.md) of the knowledge base can be read")
     root = root.resolve()
     try:
-        target = (root / pure).resolve()
-        rel = target.relative_to(root).as_posix()
+        target = on_disk(root, pure.as_posix()).resolve()  # the name as the disk spells it (NFC or NFD)
+        rel = unicodedata.normalize("NFC", target.relative_to(root).as_posix())
     except ValueError:
         raise PathRefused("the path leads outside the knowledge root (through a symlink)") from None
-    except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long for the file system
-        raise PathRefused(f"the path cannot be resolved: {exc}") from None
+    except RuntimeError:  # a symlink loop (Python < 3.13); the message would show the server's own paths
+        raise PathRefused("the path cannot be resolved: a symlink loop") from None
+    except OSError as exc:  # a loop (3.13+), a name too long for the file system
+        raise PathRefused(f"the path cannot be resolved: {exc.strerror or 'OS error'}") from None
     return rel, target
 
 
-def read_file(oracle: Oracle, raw_path: str) -> FileContent:
-    rel, target = safe_path(oracle.settings.root, raw_path)
+def read_bytes(root: Path, raw_path: str) -> tuple[str, bytes]:
+    """(relative path, bytes) of a knowledge file, for every reader of notes by path (files, read).
+
+    Read only through `read_inside`: never a FIFO or a device, never outside the root even if a symlink
+    is swapped in after `safe_path` looked, and never more than MAX_READ_BYTES into memory.
+    """
+    root = root.resolve()
+    rel, target = safe_path(root, raw_path)
     try:
-        if not target.is_file():
-            raise FileNotInRoot(f"no knowledge file at {rel!r}")
-        size = target.stat().st_size
-        if size > MAX_READ_BYTES:
-            raise PathRefused(f"{rel} is larger than {MAX_READ_BYTES // 1_048_576} MB")
-        text = target.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
+        return rel, read_inside(target, root, MAX_READ_BYTES)
+    except TooLarge:
+        raise PathRefused(f"{rel} is larger than {MAX_READ_BYTES // 1_048_576} MB") from None
+    except Unreadable as exc:
+        raise PathRefused(f"{rel} cannot be read: {exc}") from None
+    except OSError as exc:  # missing, or a folder on the way
+        if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+            raise FileNotInRoot(f"no knowledge file at {rel!r}") from None
         raise FileNotInRoot(f"cannot read {rel!r}: {exc.strerror or exc}") from None
-    return FileContent(path=rel, text=text, size=size, chunk_ids=oracle.store.file_chunk_ids(rel))
+
+
+def read_file(oracle: Oracle, raw_path: str) -> FileContent:
+    rel, data = read_bytes(oracle.settings.root, raw_path)
+    text = data.decode("utf-8", errors="replace")
+    return FileContent(path=rel, text=text, size=len(data), chunk_ids=oracle.store.file_chunk_ids(rel))

@@ -8,6 +8,7 @@ a name that is taken gets a numeric suffix.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
 import os
@@ -95,11 +96,27 @@ def render(request: LearnRequest, title: str, today: dt.date) -> str:
     return f"---\n{front}\n---\n\n# {title}\n\n{body}\n"
 
 
+WRITE_ERRORS = {  # errno -> what happened and what to do about it
+    errno.ENOSPC: "the disk is full (free some space where the knowledge base lives and try again)",
+    errno.EDQUOT: "the disk quota is exceeded (free some space or raise the quota and try again)",
+    errno.EFBIG: "the file is too large for this process's file-size limit (ulimit -f): shorten the"
+    " learning or raise the limit",
+    errno.EROFS: "the knowledge base is on a read-only file system (remount it read-write)",
+}
+
+
 def write_new(folder: Path, base: str, text: str) -> Path:
-    """Atomically create folder/base.md (or base_2.md, ...): never overwrites, never leaves a partial file."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Atomically create folder/base.md (or base_2.md, ...): never overwrites, never leaves a partial file.
+
+    The text goes to a hidden temporary file first (O_EXCL: never through a symlink planted at its name),
+    which is hard-linked to the first free final name (link() fails on any existing name, symlinks
+    included, and does not follow a symlink swapped in for the temporary file). Whatever fails (a full
+    disk, a file-size limit), the temporary file and any folder made for it are removed again.
+    """
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
     tmp = folder / f".{base}.{os.getpid()}-{threading.get_ident()}.tmp"
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         with open(tmp, "x", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -107,16 +124,22 @@ def write_new(folder: Path, base: str, text: str) -> Path:
         for n in range(1, MAX_SUFFIX):
             target = folder / (f"{base}.md" if n == 1 else f"{base}_{n}.md")
             try:
-                os.link(tmp, target)
+                os.link(tmp, target, follow_symlinks=False)
             except FileExistsError:
                 continue
             return target
         raise LearnError(f"more than {MAX_SUFFIX} learnings named {base!r} today; choose a different title")
     except OSError as exc:
-        reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        for path in made:  # innermost first; only folders this call created, and only if still empty
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        reason = WRITE_ERRORS.get(exc.errno or 0) or exc.strerror or str(exc)
         raise LearnError(f"could not write the learning: {reason}; nothing was saved") from exc
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def near_duplicates(oracle: Oracle, request: LearnRequest, own_file: str) -> list[NearDuplicate]:

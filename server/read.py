@@ -13,7 +13,7 @@ from indexer.parse import split_frontmatter
 from indexer.sync import decode_markdown, file_hash
 from server.app import Oracle
 from server.browse import NotFound
-from server.files import MAX_READ_BYTES, FileNotInRoot, safe_path
+from server.files import MAX_READ_BYTES, FileNotInRoot, read_bytes, safe_path
 from server.models import ReadRequest, ReadResult, SectionRef
 from server.relations import stating_files
 from server.supersede import successors_for
@@ -25,14 +25,8 @@ def _json_safe(meta: dict) -> dict:
 
 
 def _load(oracle: Oracle, rel: str) -> tuple[str, str]:
-    """(text, sha256 of the bytes) of a note inside the root, or FileNotInRoot saying why not."""
-    _, target = safe_path(oracle.settings.root, rel)
-    try:
-        if not target.is_file():
-            raise FileNotInRoot(f"no knowledge file at {rel!r}")
-        data = target.read_bytes()[: MAX_READ_BYTES + 1]
-    except OSError as exc:
-        raise FileNotInRoot(f"cannot read {rel!r}: {exc.strerror or exc}") from None
+    """(text, sha256 of the bytes) of a note inside the root, or PathRefused / FileNotInRoot saying why not."""
+    _, data = read_bytes(oracle.settings.root, rel)
     text, reason = decode_markdown(data, MAX_READ_BYTES)
     if text is None:
         raise FileNotInRoot(f"{rel!r} cannot be read as a note: {reason}")
