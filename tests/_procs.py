@@ -5,6 +5,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 SCRIPT = Path(sys.executable).parent / "oracle"  # the console script pip installed beside the interpreter
@@ -30,3 +32,59 @@ def stop_process(proc: subprocess.Popen, timeout: float = 15) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=timeout)
+
+
+def serve_http(env: dict[str, str], cwd: Path, log: Path, *extra: str, timeout: float = 120.0,
+               preexec_fn: Callable[[], None] | None = None) -> tuple[subprocess.Popen, str]:
+    """Start a real `oracle serve --http` on a free port; return (process, base URL) once /health answers.
+
+    `preexec_fn` runs in the child before exec (e.g. to set a resource limit on the server alone).
+    """
+    import httpx
+
+    port = free_port()
+    with open(log, "w", encoding="utf-8") as errlog:
+        proc = subprocess.Popen([*oracle_cmd(), "serve", "--http", "--port", str(port), *extra], env=env, cwd=cwd,
+                                stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog, preexec_fn=preexec_fn)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(f"oracle serve exited ({proc.returncode}):\n{log.read_text(errors='replace')[-3000:]}")
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            stop_process(proc)
+            raise AssertionError(f"/health never answered:\n{log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.2)
+
+
+class McpHttp:
+    """One MCP session over streamable HTTP (`URL/mcp`), driven from synchronous tests via a blocking portal."""
+
+    def __init__(self, url: str, timeout: float = 180.0) -> None:
+        from contextlib import ExitStack
+
+        import anyio.from_thread
+        from mcp import Client
+        from mcp_types import Implementation
+
+        self._stack = ExitStack()
+        try:
+            self.portal = self._stack.enter_context(anyio.from_thread.start_blocking_portal())
+            client = Client(url + "/mcp", read_timeout_seconds=timeout,
+                            client_info=Implementation(name="oracle-tests", version="1.0"))
+            self.client = self._stack.enter_context(self.portal.wrap_async_context_manager(client))
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def call(self, name: str, args: dict | None = None):
+        """The tool's CallToolResult (errors included: check `.is_error`)."""
+        return self.portal.call(self.client.call_tool, name, args or {})
+
+    def close(self) -> None:
+        self._stack.close()

@@ -767,6 +767,8 @@ def response_schema(spec: dict, route: Route, status: int) -> dict | None:
 
 def fields_sent(case: HttpCase) -> list[str]:
     names = [name for name, _ in (*case.query, *case.path_values)] + [case.mutation.field or ""]
+    if case.raw_query is not None:  # the names as the server decodes them (broken UTF-8 becomes U+FFFD)
+        names += [name for name, _ in urllib.parse.parse_qsl(case.raw_query, keep_blank_values=True, errors="replace")]
     if case.body is not None:
         names.append("body")
         try:
