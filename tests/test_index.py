@@ -425,3 +425,16 @@ def test_symlinks_leading_outside_the_root_are_not_indexed(tmp_path, make_oracle
     assert fts_search(oracle, "credentials secret").total == 0
     assert fts_search(oracle, "okapi").total == 2
     assert_in_step(oracle)
+
+
+def test_a_huge_chunk_embeds_like_its_head(bundled):
+    """Only the first MAX_TOKENS tokens reach the model, so cutting the text before tokenizing (to spare
+    seconds on a megabyte chunk) must not change the vector of long prose or of unspaced Thai."""
+    import numpy as np
+
+    oracle, _ = bundled
+    prose = "Quokkas live on Rottnest Island and rest in the shade during the hottest hours. " * 40
+    thai = "ตลาด น้ำ อัมพวา เปิด ตอน เย็น และ ขาย อาหาร ทะเล " * 60  # spaced: the head alone fills 256 tokens
+    for head in (prose, thai):
+        short, huge = oracle.embedder.embed([head, head + " tail" * 400_000])
+        assert np.allclose(short, huge, atol=1e-6)
