@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 
@@ -19,7 +18,7 @@ import pytest
 
 from _corpus import BUNDLED, write
 from _mcp import KB, Session, run_oracle
-from _procs import free_port, oracle_cmd, stop_process
+from _procs import serve_http, stop_process
 from server import scoring
 
 NOTES = {
@@ -225,22 +224,8 @@ def test_verify_tool_sees_an_edit_made_on_disk(mcp: Session, kb: KB) -> None:
 @pytest.fixture(scope="module")
 def http(kb: KB, mcp: Session) -> Iterator[str]:
     mcp.close()  # one writer process at a time keeps this module simple; the MCP session reopens on demand
-    port = free_port()
-    with open(kb.logs_dir / "serve-http.stderr", "w", encoding="utf-8") as errlog:
-        proc = subprocess.Popen([*oracle_cmd(), "serve", "--http", "--port", str(port)], env=kb.env, cwd=kb.logs_dir,
-                                stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog)
-    url = f"http://127.0.0.1:{port}"
+    proc, url = serve_http(kb.env, kb.logs_dir, kb.logs_dir / "serve-http.stderr")
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, "the HTTP server exited"
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "/health never answered"
-            time.sleep(0.2)
         yield url
     finally:
         stop_process(proc)
