@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import sqlite_utils
@@ -31,6 +32,7 @@ BUSY_TIMEOUT_MS = 10_000
 # bm25 column weights for documents_fts(id, title, heading, content, concepts): title words count more
 # (title 3 vs 2: +0.002 nDCG@10 on SciFact train with weighted fusion; see BENCHMARKS.md).
 BM25_WEIGHTS = (0.0, 3.0, 1.5, 1.0, 1.0)
+TIE_SLACK = 20  # rows fetched past the keyword pool, so that equal scores at the cut are all seen
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -421,38 +423,77 @@ class Filters:
         return (" AND ".join(clauses) or "1"), args
 
 
-def _keyword_sources(fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str]) -> list[tuple[str, str, list]]:
-    """(FROM-and-MATCH clause over `documents d`, higher-better score expression, args) per source.
+class _Source(NamedTuple):
+    """One way a chunk can match the keyword query."""
 
-    bm25() only works in the query that runs the MATCH, so each source is its own statement.
-    """
+    clause: str  # FROM-and-MATCH clause over `documents d`
+    score: str  # higher-better score expression
+    args: list
+    table: str | None  # the FTS5 table, which can rank and count alone; None for a LIKE scan
+
+
+def _keyword_sources(fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str]) -> list[_Source]:
+    """One source per FTS5 table (and per LIKE term). bm25() only works in the query that runs the MATCH,
+    so each source is its own statement."""
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    sources: list[tuple[str, str, list]] = []
+    sources: list[_Source] = []
     if fts_match:
-        sources.append((
+        sources.append(_Source(
             "documents_fts JOIN documents d ON d.rowid = documents_fts.rowid WHERE documents_fts MATCH ?",
             f"-bm25(documents_fts, {weights})",
             [fts_match],
+            "documents_fts",
         ))
     if trigram_match:
-        sources.append((
+        sources.append(_Source(
             "documents_tri JOIN documents d ON d.rowid = documents_tri.rowid WHERE documents_tri MATCH ?",
             "-bm25(documents_tri)",
             [trigram_match],
+            "documents_tri",
         ))
     for term in like_terms:
         pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        sources.append((
+        sources.append(_Source(
             "documents d WHERE (d.content LIKE ? ESCAPE '\\' OR d.title LIKE ? ESCAPE '\\')",
             "0.5",
             [pattern, pattern],
+            None,
         ))
     return sources
 
 
-def _matching_rowids_sql(sources: list[tuple[str, str, list]]) -> tuple[str, list]:
-    union = " UNION ".join(f"SELECT d.rowid FROM {clause}" for clause, _, _ in sources)
-    return union, [a for _, _, args in sources for a in args]
+def _matching_rowids_sql(sources: list[_Source]) -> tuple[str, list]:
+    """Every matching rowid. FTS5 tables answer alone: joining `documents` for each of tens of thousands
+    of matches (a common word at 100k chunks) cost more than the MATCH itself."""
+    union = " UNION ".join(
+        f"SELECT rowid FROM {s.table} WHERE {s.table} MATCH ?" if s.table else f"SELECT d.rowid FROM {s.clause}"
+        for s in sources
+    )
+    return union, [a for s in sources for a in s.args]
+
+
+def _ranked_in_fts(store: Store, source: _Source, filters: Filters, limit: int) -> list[tuple[str, float]] | None:
+    """The rows of `ORDER BY s DESC, d.id LIMIT limit` over the joined clause, but ranked inside FTS5 with
+    only the top rows looked up in `documents`: a common word matches tens of thousands of chunks at 100k,
+    and a join per match cost as much as bm25 itself. Filters become one set of rowids, checked per match
+    (`+rowid` keeps SQLite from turning it into one FTS5 lookup per rowid). None when equal scores at the
+    cut run past the extra rows fetched, as only the join can order those by id."""
+    assert source.table is not None
+    where, filter_args = filters.sql()
+    restrict = f" AND +rowid IN (SELECT d.rowid FROM documents d WHERE {where})" if filters.active else ""
+    fetch = limit + TIE_SLACK
+    rows = store.conn.execute(
+        f"SELECT rowid, {source.score} AS s FROM {source.table} WHERE {source.table} MATCH ?{restrict}"
+        " ORDER BY s DESC LIMIT ?",
+        [*source.args, *(filter_args if filters.active else []), fetch],
+    ).fetchall()
+    if len(rows) == fetch and rows[-1][1] >= rows[limit - 1][1]:
+        return None
+    marks = ",".join("?" * len(rows))
+    ids = dict(store.conn.execute(f"SELECT rowid, id FROM documents WHERE rowid IN ({marks})", [r for r, _ in rows]))
+    if len(ids) < len(rows):
+        return None
+    return sorted(((ids[r], s) for r, s in rows), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
 
 def keyword_search(
@@ -469,18 +510,22 @@ def keyword_search(
         return [], 0
     where, filter_args = filters.sql()
     scores: dict[str, float] = {}
-    for clause, score, args in sources:
-        rows = store.conn.execute(
-            f"SELECT d.id, {score} AS s FROM {clause} AND {where} ORDER BY s DESC, d.id LIMIT ?",
-            [*args, *filter_args, limit],
-        )
+    for source in sources:
+        rows = _ranked_in_fts(store, source, filters, limit) if source.table else None
+        if rows is None:
+            rows = store.conn.execute(
+                f"SELECT d.id, {source.score} AS s FROM {source.clause} AND {where} ORDER BY s DESC, d.id LIMIT ?",
+                [*source.args, *filter_args, limit],
+            ).fetchall()
         for doc_id, value in rows:
             scores[doc_id] = scores.get(doc_id, 0.0) + float(value)
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     union, union_args = _matching_rowids_sql(sources)
-    total = store.conn.execute(
-        f"SELECT count(*) FROM documents d WHERE d.rowid IN ({union}) AND {where}", [*union_args, *filter_args]
-    ).fetchone()[0]
+    if filters.active:
+        sql = f"SELECT count(*) FROM documents d WHERE d.rowid IN ({union}) AND {where}"
+    else:
+        sql = f"SELECT count(*) FROM ({union})"
+    total = store.conn.execute(sql, [*union_args, *filter_args]).fetchone()[0]
     return ranked, int(total)
 
 
@@ -491,25 +536,37 @@ def keyword_matching_ids(
     like_terms: Sequence[str],
     ids: Sequence[str],
 ) -> set[str]:
-    """Which of `ids` the keyword query matches at all (to count a true hybrid total)."""
+    """Which of `ids` the keyword query matches at all (to count a true hybrid total). Each source checks
+    its matches against the few rowids asked about, rather than collecting every match first."""
     sources = _keyword_sources(fts_match, trigram_match, like_terms)
     if not sources or not ids:
         return set()
-    union, args = _matching_rowids_sql(sources)
     marks = ",".join("?" * len(ids))
-    rows = store.conn.execute(
-        f"SELECT d.id FROM documents d WHERE d.rowid IN ({union}) AND d.id IN ({marks})", [*args, *ids]
-    )
-    return {r[0] for r in rows}
+    id_of = dict(store.conn.execute(f"SELECT rowid, id FROM documents WHERE id IN ({marks})", list(ids)))
+    rowids = list(id_of)
+    marks = ",".join("?" * len(rowids))
+    found: set[str] = set()
+    for s in sources:
+        if s.table:
+            sql = f"SELECT rowid FROM {s.table} WHERE {s.table} MATCH ? AND +rowid IN ({marks})"
+        else:
+            sql = f"SELECT d.rowid FROM {s.clause} AND d.rowid IN ({marks})"
+        found.update(id_of[r] for (r,) in store.conn.execute(sql, [*s.args, *rowids]))
+    return found
 
 
 def filtered_ids(store: Store, ids: Sequence[str], filters: Filters) -> set[str]:
-    """Which of `ids` exist in the index and pass the filters (vector hits are checked here)."""
+    """Which of `ids` exist in the index and pass the filters (vector hits are checked here). The ids drive
+    the lookup (CROSS JOIN fixes the order): left to itself SQLite walked every chunk of the filtered type
+    or concept instead, 2-7 times slower at 100k chunks."""
     if not ids:
         return set()
     where, args = filters.sql()
-    marks = ",".join("?" * len(ids))
-    rows = store.conn.execute(f"SELECT d.id FROM documents d WHERE d.id IN ({marks}) AND {where}", [*ids, *args])
+    values = ",".join(["(?)"] * len(ids))
+    rows = store.conn.execute(
+        f"WITH v(id) AS (VALUES {values}) SELECT d.id FROM v CROSS JOIN documents d ON d.id = v.id WHERE {where}",
+        [*ids, *args],
+    )
     return {r[0] for r in rows}
 
 
