@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser run test bench-quality bench-speed bench-load bench-live clean
+.PHONY: install browser run test bench-quality bench-speed bench-load bench-live bench-scale clean
 
 install: $(STAMP)
 
@@ -42,6 +42,11 @@ bench-load: install
 
 bench-live: install
 	$(BIN)/python benchmarks/live.py
+
+# 1k, 10k and 100k generated chunks (the 100k index takes 20-60 min on 2 cores); SIZES=1000,10000 for a short run.
+SIZES ?= 1000,10000,100000
+bench-scale: install
+	$(BIN)/python benchmarks/scale.py --sizes $(SIZES) --json benchmarks/out/scale.json
 
 clean:
 	rm -rf $(VENV) .oracle-data
