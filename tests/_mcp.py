@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from contextlib import ExitStack
@@ -39,6 +40,19 @@ class KB:
     def listing(self) -> list[str]:
         """Every name in the learnings folder, hidden temporary files included."""
         return sorted(os.listdir(self.learnings))
+
+
+def index_kb(base: Path) -> tuple[KB, dict]:
+    """`base/root` (already written) indexed into `base/data` by the real `oracle index`, with an environment
+    free of the developer's ORACLE_* settings; returns the KB and the index report."""
+    root, data = base / "root", base / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(data), PYTHONIOENCODING="utf-8")
+    done = run_oracle(env, "index", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert not report["vector_failed"], done.stdout
+    return KB(root, data, env, base), report
 
 
 class Session:

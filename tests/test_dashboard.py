@@ -18,7 +18,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 BUNDLED = PROJECT / "knowledge"
 STATIC = PROJECT / "server" / "static"
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-from _procs import free_port, oracle_cmd, stop_process
+from _procs import oracle_cmd, serve_http, stop_process
 SCRIPT = Path(sys.executable).parent / "oracle"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -142,23 +141,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                           timeout=600)
     assert done.returncode == 0, done.stderr
     assert not json.loads(done.stdout)["vector_failed"]
-    port = free_port()
     stderr_path = base / "serve.stderr"
-    with open(stderr_path, "w", encoding="utf-8") as errlog:
-        proc = subprocess.Popen([*oracle_cmd(), "serve", "--http", "--port", str(port)], env=env, cwd=base,
-                                stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog)
-    srv = Server(f"http://127.0.0.1:{port}", port, root, proc, stderr_path)
+    proc, url = serve_http(env, base, stderr_path)
+    srv = Server(url, int(url.rsplit(":", 1)[1]), root, proc, stderr_path)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, stderr_path.read_text()
-            try:
-                if httpx.get(srv.url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, stderr_path.read_text()
-            time.sleep(0.2)
         # Some usage for the charts: searches (latency series, per day) and consultations (one hostile).
         for query in ("mock the database", "rebase before review", "webhook signature clock skew", "offline install"):
             srv.api("/api/search", query=query)

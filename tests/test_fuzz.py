@@ -45,8 +45,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from _hostile import any_text, hostile_text, json_values
-from _mcp import KB, Session, run_oracle
-from _procs import free_port, oracle_cmd, stop_process
+from _mcp import KB, Session, index_kb
+from _procs import oracle_cmd, serve_http, stop_process
 
 PROJECT = Path(__file__).resolve().parent.parent
 BUNDLED = PROJECT / "knowledge"
@@ -267,14 +267,8 @@ def write_corpus(root: Path) -> None:
 
 def make_kb(base: Path) -> KB:
     """A throwaway knowledge root (a few bundled notes plus the canary) indexed by the real `oracle index`."""
-    root, data = base / "root", base / "data"
-    write_corpus(root)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(data), PYTHONIOENCODING="utf-8")
-    done = run_oracle(env, "index", "--json")
-    assert done.returncode == 0, done.stderr
-    assert not json.loads(done.stdout)["vector_failed"], done.stdout
-    return KB(root, data, env, base)
+    write_corpus(base / "root")
+    return index_kb(base)[0]
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -599,23 +593,10 @@ class Route:
 @pytest.fixture(scope="module")
 def http(tmp_path_factory: pytest.TempPathFactory, bundled_before: dict) -> Iterator[Http]:
     kb = make_kb(tmp_path_factory.mktemp("fuzz-http"))
-    port = free_port()
     stderr_path = kb.logs_dir / "serve-http.stderr"
-    with open(stderr_path, "w", encoding="utf-8") as errlog:
-        proc = subprocess.Popen([*oracle_cmd(), "serve", "--http", "--port", str(port)], env=kb.env, cwd=kb.logs_dir,
-                                stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog)
-    server = Http(f"http://127.0.0.1:{port}", kb, proc, stderr_path)
+    proc, url = serve_http(kb.env, kb.logs_dir, stderr_path, timeout=START_TIMEOUT)
+    server = Http(url, kb, proc, stderr_path)
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            assert proc.poll() is None, f"server exited:\n{server.stderr()}"
-            try:
-                if httpx.get(server.url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"/health never answered:\n{server.stderr()}"
-            time.sleep(0.2)
         yield server
     finally:
         stop_process(proc)

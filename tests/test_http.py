@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +32,7 @@ from _corpus import open_oracle
 
 PROJECT = Path(__file__).resolve().parent.parent
 BUNDLED = PROJECT / "knowledge"
-from _procs import free_port, oracle_cmd, stop_process
+from _procs import free_port, oracle_cmd, serve_http, stop_process
 SCRIPT = Path(sys.executable).parent / "oracle"
 FTS5_NOTE = "learnings/2026-01-14_quote-fts5-search-terms.md"
 FTS5_QUERY = "quote fts5 terms"
@@ -131,23 +129,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                           timeout=600)
     assert done.returncode == 0, done.stderr
     assert not json.loads(done.stdout)["vector_failed"], done.stdout
-    port = free_port()
     stderr_path = base / "serve.stderr"
-    with open(stderr_path, "w", encoding="utf-8") as errlog:
-        proc = subprocess.Popen([*oracle_cmd(), "serve", "--http", "--port", str(port)], env=env, cwd=base,
-                                stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog)
-    srv = Server(f"http://127.0.0.1:{port}", port, root, data, outside, env, stderr_path, proc)
+    proc, url = serve_http(env, base, stderr_path, timeout=START_TIMEOUT)
+    srv = Server(url, int(url.rsplit(":", 1)[1]), root, data, outside, env, stderr_path, proc)
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            assert proc.poll() is None, f"server exited:\n{srv.stderr()}"
-            try:
-                if httpx.get(srv.url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"/health never answered:\n{srv.stderr()}"
-            time.sleep(0.2)
         yield srv
     finally:
         stop_process(proc)

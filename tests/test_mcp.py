@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 import shutil
 import sqlite3
@@ -34,7 +33,7 @@ from mcp_types import CallToolResult, Implementation
 
 PROJECT = Path(__file__).resolve().parent.parent
 BUNDLED = PROJECT / "knowledge"
-from _mcp import CALL_TIMEOUT, CLIENT_NAME, KB, Session, run_oracle
+from _mcp import CALL_TIMEOUT, CLIENT_NAME, KB, Session, index_kb, run_oracle
 from _procs import free_port, oracle_cmd, stop_process
 SCRIPT = Path(sys.executable).parent / "oracle"  # the console script pip installed beside the interpreter
 TOOLS = {
@@ -80,18 +79,13 @@ EXTRA_NOTES = {
 def kb(tmp_path_factory: pytest.TempPathFactory) -> KB:
     """A temp copy of knowledge/ plus the extra notes, indexed once by the real `oracle index`."""
     base = tmp_path_factory.mktemp("mcp")
-    root, data = base / "root", base / "data"
+    root = base / "root"
     shutil.copytree(BUNDLED, root)
     for rel, text in EXTRA_NOTES.items():
         (root / rel).write_text(text, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(data), PYTHONIOENCODING="utf-8")
-    done = run_oracle(env, "index", "--json")
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    kb, report = index_kb(base)
     assert report["added"] == len(list(root.rglob("*.md"))) - 1  # all but the unmapped README.md
-    assert not report["vector_failed"], report["warnings"]
-    return KB(root, data, env, base)
+    return kb
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,6 @@ supersession, indexed once by the real `oracle index`.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -17,7 +15,7 @@ import httpx
 import pytest
 
 from _corpus import BUNDLED, write
-from _mcp import KB, Session, run_oracle
+from _mcp import KB, Session, index_kb
 from _procs import serve_http, stop_process
 from server import scoring
 
@@ -52,16 +50,10 @@ GECKO_QUERY = "gecko uploader retries fixed delay"
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> KB:
     base = tmp_path_factory.mktemp("mcp-improve")
-    root, data = base / "root", base / "data"
-    shutil.copytree(BUNDLED, root)
+    shutil.copytree(BUNDLED, base / "root")
     for rel, text in NOTES.items():
-        write(root / rel, text)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(data), PYTHONIOENCODING="utf-8")
-    done = run_oracle(env, "index", "--json")
-    assert done.returncode == 0, done.stderr
-    assert not json.loads(done.stdout)["vector_failed"]
-    return KB(root, data, env, base)
+        write(base / "root" / rel, text)
+    return index_kb(base)[0]
 
 
 @pytest.fixture(scope="module")
