@@ -6,7 +6,9 @@ Split rules (DESIGN.md):
 - principles: every section down to `###`, plus one chunk per top-level bullet of each section;
 - learnings and retrospectives: `##` sections (deeper headings stay inside their section).
 Text before the first split heading becomes an "intro" chunk when it says anything beyond the title.
-Headings inside fenced code blocks are text, not structure.
+Headings inside fenced code blocks are text, not structure. Metadata-only blocks (tag lines, link lists,
+`**Date**: …` header blocks, a "Status" section; indexer/blocks.py) are folded into the section before
+them (the intro's into the section after it) rather than becoming fragments of their own.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from indexer.blocks import block_date, block_tags, is_metadata_block
 from indexer.concepts import extract_concepts, normalise_tags
 
 SPLIT_LEVEL = {"principle": 3, "learning": 2, "retro": 2}
@@ -340,6 +343,39 @@ def _sections(lines: list[str], split_level: int) -> list[_Section]:
     return sections
 
 
+def _fold_metadata(sections: list[_Section], lines: list[str]) -> tuple[list[_Section], list[str]]:
+    """Merge each metadata-only section into its neighbour: the nearest earlier section with text, else
+    the nearest later one. Sections are contiguous runs of lines, so merging is widening a span (the
+    line numbers stay true). Returns the sections left and the text of the folded blocks (for tags and
+    a date). A note made only of metadata keeps it: something must remain to be found."""
+
+    def text(section: _Section) -> str:
+        start, end = _trim_span(lines, section.start, section.end)
+        return "\n".join(lines[start:end])
+
+    texts = [text(s) for s in sections]
+    meta = [
+        bool(t.strip()) and is_metadata_block(s.heading_path[-1] if s.heading_path else "", t, s.heading_line is None)
+        for s, t in zip(sections, texts)
+    ]
+    keep = [bool(t.strip()) and not m for t, m in zip(texts, meta)]
+    if not any(keep):
+        return sections, []
+    folded: list[str] = []
+    out = [_Section(s.level, s.heading_path, s.start, s.end, s.heading_line) for s in sections]
+    for i, is_meta in enumerate(meta):
+        if not is_meta:
+            continue
+        folded.append(texts[i])
+        before = next((j for j in range(i - 1, -1, -1) if keep[j]), None)
+        if before is not None:
+            out[before].end = out[i].end
+        else:
+            after = next(j for j in range(i + 1, len(out)) if keep[j])
+            out[after].start = out[i].heading_line if out[i].heading_line is not None else out[i].start
+    return [s for s, k in zip(out, keep) if k], folded
+
+
 def _bullets(lines: list[str], start: int, end: int) -> list[tuple[int, int]]:
     """Spans (start, end) of top-level list items, each with its indented continuation lines."""
     spans: list[tuple[int, int]] = []
@@ -491,7 +527,12 @@ def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
         )
         return cid
 
-    for section in _sections(lines, split_level):
+    sections, folded = _fold_metadata(_sections(lines, split_level), lines)
+    if folded:
+        found_tags = [t for block in folded for t in normalise_tags(block_tags(block))]
+        tags = list(dict.fromkeys(tags + found_tags))[: max(MAX_TAGS, len(tags))]
+        date = date or next((d for d in map(block_date, folded) if d), None)
+    for section in sections:
         heading = " > ".join(section.heading_path)
         if section.heading_line is None:
             key = "(intro)"
@@ -502,7 +543,8 @@ def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
         parent = add(kind, heading, key, section.start, section.end, None)
         if doc_type == "principle" and section.heading_line is not None:
             for n, (b_start, b_end) in enumerate(_bullets(lines, section.start, section.end), start=1):
-                add("bullet", heading, f"{key}/bullet{n}", b_start, b_end, parent)
+                if not is_metadata_block("", "\n".join(lines[b_start:b_end]), intro=True):
+                    add("bullet", heading, f"{key}/bullet{n}", b_start, b_end, parent)
     if offset and not body.strip():  # only frontmatter: indexed, yet nothing in it can be found
         warnings = [*warnings, "nothing after the frontmatter: the note has no text to search"]
     relations, relation_warnings = parse_relations(meta.get("relations"))

@@ -9,6 +9,7 @@ carry on while one process writes. Every file's chunks change in one transaction
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -24,9 +25,14 @@ import sqlite_utils
 
 from indexer.embed import text_key
 from indexer.parse import Chunk, Relation, compose_embed_text, relation_key
+from indexer.segment import THAI_MARKS, segment
 
 # 2: relations and superseded_by from frontmatter (an index of version 1 re-parses every file once).
-SCHEMA_VERSION = "2"
+# 3: Thai segmented into words in documents_fts, whose tokenizer keeps Thai marks inside words (the
+#    table is rebuilt), and metadata-only blocks folded into their neighbouring section.
+SCHEMA_VERSION = "3"
+# Tables whose definition changed at a schema version: dropped and rebuilt from the markdown.
+_REBUILT_AT = {"3": ("documents_fts",)}
 BUSY_TIMEOUT_MS = 10_000
 
 # bm25 column weights for documents_fts(id, title, heading, content, concepts): title words count more
@@ -38,7 +44,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, type TEXT NOT NULL, title TEXT, mtime_ns INTEGER, size INTEGER,
-    file_hash TEXT, chunk_count INTEGER, warnings TEXT, indexed_at REAL
+    file_hash TEXT, chunk_count INTEGER, warnings TEXT, indexed_at REAL, body_hash TEXT
 );
 CREATE TABLE IF NOT EXISTS documents (
     id TEXT PRIMARY KEY, file TEXT NOT NULL, type TEXT NOT NULL, kind TEXT NOT NULL, title TEXT,
@@ -52,7 +58,8 @@ CREATE INDEX IF NOT EXISTS documents_in_vector ON documents(in_vector);
 CREATE TABLE IF NOT EXISTS doc_concepts (doc_id TEXT NOT NULL, concept TEXT NOT NULL, PRIMARY KEY (concept, doc_id));
 CREATE INDEX IF NOT EXISTS doc_concepts_doc ON doc_concepts(doc_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
-    id UNINDEXED, title, heading, content, concepts, tokenize = 'porter unicode61 remove_diacritics 2'
+    id UNINDEXED, title, heading, content, concepts,
+    tokenize = "porter unicode61 remove_diacritics 2 tokenchars '{thai_marks}'"
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS documents_tri USING fts5(title, content, tokenize = 'trigram');
 CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
@@ -67,7 +74,7 @@ CREATE INDEX IF NOT EXISTS relations_subject ON relations(subject_key);
 CREATE INDEX IF NOT EXISTS relations_predicate ON relations(predicate_key);
 CREATE INDEX IF NOT EXISTS relations_object ON relations(object_key);
 CREATE TABLE IF NOT EXISTS superseded_files (file TEXT PRIMARY KEY, target TEXT NOT NULL);
-"""
+""".replace("{thai_marks}", THAI_MARKS)
 
 
 def set_aside(path: Path, reason: Exception) -> Path:
@@ -82,6 +89,30 @@ def set_aside(path: Path, reason: Exception) -> Path:
 
     print(f"oracle: {path} could not be opened ({reason}); moved to {target.name} and rebuilding", file=sys.stderr)
     return target
+
+
+def _drop_changed_tables(conn: sqlite3.Connection) -> None:
+    """Drop the tables whose definition changed since this index's schema version; the re-parse that
+    a version change triggers (see Store._connect) fills them again."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    previous = row[0] if row else "0"
+    for version, tables in _REBUILT_AT.items():
+        if previous.isdigit() and int(previous) < int(version):
+            for table in tables:
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+@dataclass(frozen=True)
+class SectionFacts:
+    id: str
+    file: str
+    kind: str
+    parent_id: str | None
+    content_hash: str
+    body_hash: str | None  # the note's title and sections (files.body_hash): equal for identical notes
+    heading: str
+    line_start: int
+    line_end: int
 
 
 @dataclass(frozen=True)
@@ -116,12 +147,16 @@ class Store:
             if check != "ok":
                 raise sqlite3.DatabaseError(f"integrity check failed: {check}")
             fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'documents'").fetchone()
+            if not fresh:
+                _drop_changed_tables(conn)
             conn.executescript(_SCHEMA)
         except BaseException:
             conn.close()
             raise
         self.conn = conn
         self.db = sqlite_utils.Database(conn)
+        if "body_hash" not in self.db["files"].columns_dict:  # an index from before schema version 3
+            self.db["files"].add_column("body_hash", str)
         previous = self.get_meta("schema_version")
         if not fresh and previous != SCHEMA_VERSION:
             # Parsing gained new fields: forget the stat and hash of every file so the next sync re-parses
@@ -231,7 +266,8 @@ class Store:
                 rowid = cur.lastrowid
                 conn.execute(
                     "INSERT INTO documents_fts (rowid, id, title, heading, content, concepts) VALUES (?,?,?,?,?,?)",
-                    (rowid, chunk.id, chunk.title, chunk.heading, chunk.content, " ".join(chunk.concepts)),
+                    (rowid, chunk.id, segment(chunk.title), segment(chunk.heading), segment(chunk.content),
+                     " ".join(chunk.concepts)),
                 )
                 conn.execute(
                     "INSERT INTO documents_tri (rowid, title, content) VALUES (?,?,?)", (rowid, chunk.title, chunk.content)
@@ -241,12 +277,13 @@ class Store:
                     [(chunk.id, c) for c in chunk.concepts],
                 )
             conn.execute(
-                "INSERT INTO files (path, type, title, mtime_ns, size, file_hash, chunk_count, warnings, indexed_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET type=excluded.type, title=excluded.title,"
-                " mtime_ns=excluded.mtime_ns, size=excluded.size, file_hash=excluded.file_hash,"
-                " chunk_count=excluded.chunk_count, warnings=excluded.warnings, indexed_at=excluded.indexed_at",
+                "INSERT INTO files (path, type, title, mtime_ns, size, file_hash, chunk_count, warnings, indexed_at,"
+                " body_hash) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET type=excluded.type,"
+                " title=excluded.title, mtime_ns=excluded.mtime_ns, size=excluded.size, file_hash=excluded.file_hash,"
+                " chunk_count=excluded.chunk_count, warnings=excluded.warnings, indexed_at=excluded.indexed_at,"
+                " body_hash=excluded.body_hash",
                 (rel, doc_type, title, state.mtime_ns, state.size, state.file_hash, len(chunks),
-                 json.dumps(list(warnings), ensure_ascii=False), time.time()),
+                 json.dumps(list(warnings), ensure_ascii=False), time.time(), body_hash(title, chunks)),
             )
             conn.executemany(
                 "INSERT INTO relations (file, position, subject, predicate, object, subject_key, predicate_key,"
@@ -355,6 +392,22 @@ class Store:
             conn.execute("UPDATE documents SET in_vector = 0")
 
     # -- reads ------------------------------------------------------------------------------------
+    def section_facts(self, ids: Sequence[str]) -> dict[str, "SectionFacts"]:
+        """What ranking needs of each candidate (its note, kind, parent, hashes, size), without the text:
+        a search groups and de-duplicates a pool of ~100 candidates but shows only a page of them."""
+        out: dict[str, SectionFacts] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            sql = (
+                "SELECT d.id, d.file, d.kind, d.parent_id, d.content_hash, f.body_hash, d.heading, d.line_start,"
+                " d.line_end"
+                f" FROM documents d LEFT JOIN files f ON f.path = d.file WHERE d.id IN ({marks})"
+            )
+            for row in self.conn.execute(sql, part):
+                out[row[0]] = SectionFacts(*row)
+        return out
+
     def documents_by_id(self, ids: Sequence[str]) -> dict[str, dict]:
         out: dict[str, dict] = {}
         for start in range(0, len(ids), 500):
@@ -381,6 +434,15 @@ class Store:
             "cached_embeddings": q("SELECT count(*) FROM embeddings").fetchone()[0],
             "skipped": q("SELECT count(*) FROM skipped").fetchone()[0],
         }
+
+
+def body_hash(title: str, chunks: Sequence[Chunk]) -> str:
+    """Identity of a note's content, frontmatter aside: two notes with the same title and the same
+    sections are the same note (a copy per locale, a learning saved twice), whatever their paths or dates."""
+    digest = hashlib.sha256(title.encode("utf-8"))
+    for chunk in chunks:
+        digest.update(b"\x00" + chunk.content_hash.encode())
+    return digest.hexdigest()
 
 
 def _embed_key(chunk: Chunk) -> str:
@@ -553,6 +615,23 @@ def keyword_matching_ids(
             sql = f"SELECT d.rowid FROM {s.clause} AND d.rowid IN ({marks})"
         found.update(id_of[r] for (r,) in store.conn.execute(sql, [*s.args, *rowids]))
     return found
+
+
+def matching_all(store: Store, terms: Sequence[str], ids: Sequence[str]) -> set[str]:
+    """Which of `ids` contain every one of `terms` (quoted FTS5 strings) in the word table: one MATCH per
+    term, over the few ids asked about."""
+    if not terms or not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    id_of = dict(store.conn.execute(f"SELECT rowid, id FROM documents WHERE id IN ({marks})", list(ids)))
+    left = set(id_of)
+    for term in terms:
+        if not left:
+            break
+        marks = ",".join("?" * len(left))
+        sql = f"SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND +rowid IN ({marks})"
+        left = {r for (r,) in store.conn.execute(sql, [term, *left])}
+    return {id_of[r] for r in left}
 
 
 def filtered_ids(store: Store, ids: Sequence[str], filters: Filters) -> set[str]:

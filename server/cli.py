@@ -45,7 +45,10 @@ def cmd_search(oracle: Oracle, args: argparse.Namespace) -> int:
         mode=args.mode,
         concepts=args.concepts or [],
         project=args.project,
+        unit=args.unit,
         group_by_file=args.group_by_file,
+        date_from=args.date_from,
+        date_to=args.date_to,
         fusion=args.fusion,
     )
     from server.search import search
@@ -56,13 +59,19 @@ def cmd_search(oracle: Oracle, args: argparse.Namespace) -> int:
         return 0
     for warning in result.meta.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"{result.total} results ({result.meta.mode}, {result.meta.took_ms} ms)")
+    unit = "notes" if result.meta.unit == "note" else "sections"
+    print(f"{result.total} {unit} ({result.meta.mode}, {result.meta.took_ms} ms)")
     for n, hit in enumerate(result.hits, start=result.offset + 1):
         where = f"{hit.source_file}:{hit.line_start}-{hit.line_end}"
         heading = f" › {hit.heading}" if hit.heading else ""
-        print(f"\n{n}. [{hit.type}] {hit.title}{heading}  ({hit.score:.4f}, {'+'.join(hit.found_by)})")
+        weak = ", weak match" if hit.weak else ""
+        print(f"\n{n}. [{hit.type}] {hit.title}{heading}  ({hit.score:.4f}, {'+'.join(hit.found_by)}{weak})")
         print(f"   {where}  id={hit.id}")
         print(f"   {hit.snippet}")
+        for section in hit.sections[:5]:
+            print(f"   also: {section.heading or '(intro)'}  :{section.line_start}-{section.line_end}  id={section.id}")
+        for duplicate in hit.duplicates:
+            print(f"   same content: {duplicate.source_file}")
     return 0
 
 
@@ -215,7 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fusion", choices=["rrf", "weighted"])
     p.add_argument("--concepts", help="comma-separated; hits carrying any of them")
     p.add_argument("--project")
-    p.add_argument("--group-by-file", action="store_true")
+    p.add_argument("--unit", choices=["note", "section"], help="note (default): one hit per note; section: every section")
+    p.add_argument("--group-by-file", action="store_true", default=None, help="older name for --unit note")
+    p.add_argument("--date-from", help="YYYY-MM-DD")
+    p.add_argument("--date-to", help="YYYY-MM-DD")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 

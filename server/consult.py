@@ -25,19 +25,32 @@ def estimate_tokens(text: str) -> int:
 
 
 def _sources(oracle: Oracle, query: str, doc_type: str) -> tuple[list[Source], list[str]]:
+    """The strongest notes of one type, each as its best section. Hits marked weak are left out: guidance
+    padded with loosely related notes is worse than none."""
     result = run_search(oracle, SearchRequest(query=query[:10_000], type=doc_type, limit=PER_TYPE, mode="hybrid"))
-    docs = oracle.store.documents_by_id([h.id for h in result.hits])
+    strong = [h for h in result.hits if not h.weak]
+    docs = oracle.store.documents_by_id([h.id for h in strong])
     sources = [
         Source(
             id=h.id, type=h.type, title=h.title, heading=h.heading, source_file=h.source_file,
             line_start=h.line_start, line_end=h.line_end, content_hash=h.content_hash, score=h.score,
             text=docs[h.id]["content"], superseded_by=h.superseded_by,
         )
-        for h in result.hits
-        # A principle's bullet adds nothing when its whole section is already here.
-        if h.id in docs and docs[h.id]["parent_id"] not in docs
+        for h in strong
+        if h.id in docs
     ]
-    return sources, result.meta.warnings
+    return sources, [w for w in result.meta.warnings if not w.startswith("no strong match")]
+
+
+def _distinct(sources: list[Source]) -> list[Source]:
+    """One source per content hash: two copies of a text would spend the budget twice on it."""
+    seen: set[str] = set()
+    out: list[Source] = []
+    for source in sources:
+        if source.content_hash not in seen:
+            seen.add(source.content_hash)
+            out.append(source)
+    return out
 
 
 def _defuse(text: str) -> str:
@@ -105,7 +118,7 @@ def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> Con
     principles, warn_p = _sources(oracle, query, "principle")
     learnings, warn_l = _sources(oracle, query, "learning")
     # Interleave by score so the budget goes to the strongest sources of either kind.
-    ranked = sorted(principles + learnings, key=lambda s: (-s.score, s.id))
+    ranked = _distinct(sorted(principles + learnings, key=lambda s: (-s.score, s.id)))
     guidance, included, tokens = build_guidance(request.decision, ranked, request.budget_tokens)
     kept = {s.id: s for s in included}
     result = ConsultResult(
@@ -115,7 +128,8 @@ def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> Con
         guidance=guidance,
         tokens_used=tokens,
         budget_tokens=request.budget_tokens,
-        warnings=sorted(set(warn_p + warn_l)),
+        warnings=sorted(set(warn_p + warn_l))
+        + ([] if ranked else ["nothing in the knowledge base is a strong match for this decision; no sources given"]),
     )
     oracle.logs.log_consult(
         client=client,

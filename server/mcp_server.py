@@ -108,14 +108,21 @@ def _result(model: BaseModel, text: str) -> CallToolResult:
 
 
 def _search_text(result: SearchResult) -> str:
-    lines = [f"{result.total} results ({result.meta.mode}, {result.meta.took_ms} ms)"]
+    unit = "notes" if result.meta.unit == "note" else "sections"
+    lines = [f"{result.total} {unit} ({result.meta.mode}, {result.meta.took_ms} ms)"]
     lines += [f"warning: {w}" for w in result.meta.warnings]
     for n, hit in enumerate(result.hits, start=result.offset + 1):
         heading = f" › {hit.heading}" if hit.heading else ""
+        weak = " [weak match]" if hit.weak else ""
         lines.append(
             f"{n}. [{hit.type}] {hit.title}{heading} — {hit.source_file}:{hit.line_start}-{hit.line_end}"
-            f" (id {hit.id}, score {hit.score})\n   {hit.snippet}"
+            f" (id {hit.id}, score {hit.score}){weak}\n   {hit.snippet}"
         )
+        if hit.sections:
+            lines.append("   also matching: " + "; ".join(f"{s.heading or '(intro)'} :{s.line_start}-{s.line_end}"
+                                                        for s in hit.sections[:5]))
+        if hit.duplicates:
+            lines.append("   same content in: " + ", ".join(d.source_file for d in hit.duplicates))
         if hit.superseded_by:
             lines.append(f"   SUPERSEDED by {hit.superseded_by.source_file} (id {hit.superseded_by.id or 'not indexed'})")
         lines += [f"   relation: {t.subject} — {t.predicate} — {t.object}" for t in hit.relations]
@@ -151,10 +158,18 @@ def build_server(oracle: Oracle) -> MCPServer:
         subject: Annotated[str | None, Field(description="Start from notes stating a relation with this subject.")] = None,
         predicate: Annotated[str | None, Field(description="... with this predicate.")] = None,
         object: Annotated[str | None, Field(description="... with this object.")] = None,
+        unit: Annotated[Literal["note", "section"] | None, Field(
+            description="note (default): one hit per note, its best section first and its other matching sections "
+            "listed; section: every matching section is a hit.")] = None,
+        group_by_file: Annotated[bool | None, Field(description="Older name: true = unit note, false = unit section.")] = None,
+        date_from: Annotated[str | None, Field(description="YYYY-MM-DD: notes dated on or after.")] = None,
+        date_to: Annotated[str | None, Field(description="YYYY-MM-DD: notes dated on or before.")] = None,
+        fusion: Literal["weighted", "rrf"] | None = None,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, SearchResult]:
         request = checked(SearchRequest, query=query, type=type, limit=limit, offset=offset, mode=mode,
-                          concepts=concepts, project=project, subject=subject, predicate=predicate, object=object)
+                          concepts=concepts, project=project, subject=subject, predicate=predicate, object=object,
+                          unit=unit, group_by_file=group_by_file, date_from=date_from, date_to=date_to, fusion=fusion)
         try:
             result = search(oracle, request, client=_client(ctx), tool="oracle_search")
         except QueryError as exc:

@@ -93,7 +93,12 @@ class SearchRequest(BaseModel):
     project: str | None = Field(default=None, max_length=200)
     date_from: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
     date_to: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
-    group_by_file: bool = False
+    unit: Literal["note", "section"] | None = Field(
+        default=None,
+        description="note (default): one hit per note, its best section leading and its other matching sections "
+        "listed; section: every matching section is its own hit.",
+    )
+    group_by_file: bool | None = Field(default=None, description="Older name: true = unit note, false = unit section.")
     fusion: Fusion | None = None
     subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="Start from notes stating a relation with this subject.")
     predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS)
@@ -108,6 +113,13 @@ class SearchRequest(BaseModel):
     @classmethod
     def _relation_terms(cls, value: str | None) -> str | None:
         return one_line(value)
+
+    @property
+    def by_note(self) -> bool:
+        """Notes are the unit unless asked otherwise (`unit=section`, or the older `group_by_file=false`)."""
+        if self.unit is not None:
+            return self.unit == "note"
+        return self.group_by_file is not False
 
     @property
     def relation_pattern(self) -> tuple[str | None, str | None, str | None] | None:
@@ -159,6 +171,19 @@ class SupersededBy(BaseModel):
     via: Literal["tool", "frontmatter"]
 
 
+class MatchedSection(BaseModel):
+    id: str
+    heading: str
+    line_start: int
+    line_end: int
+    score: float
+
+
+class DuplicateRef(BaseModel):
+    id: str
+    source_file: str
+
+
 class Hit(BaseModel):
     id: str
     type: str
@@ -176,7 +201,14 @@ class Hit(BaseModel):
     score: float
     found_by: list[str]
     breakdown: ScoreBreakdown
-    also_in_file: list[str] = Field(default_factory=list)
+    also_in_file: list[str] = Field(default_factory=list, description="Ids of the note's other matching sections.")
+    sections: list[MatchedSection] = Field(
+        default_factory=list, description="The note's other matching sections, best first (unit=note)."
+    )
+    duplicates: list[DuplicateRef] = Field(
+        default_factory=list, description="Other hits with identical content, folded into this one."
+    )
+    weak: bool = Field(default=False, description="The match is weak: probably not what was asked for.")
     superseded_by: SupersededBy | None = None
     relations: list[Triplet] = Field(default_factory=list, description="Relations of this note that matched the search's triplet.")
 
@@ -187,6 +219,9 @@ class SearchMeta(BaseModel):
     took_ms: float
     fts_matches: int
     vector_matches: int
+    unit: Literal["note", "section"] = "note"
+    semantic_weight: float | None = Field(default=None, description="The vector leg's weight in this fusion.")
+    weak: bool = Field(default=False, description="Even the best match is weak: nothing relevant was found.")
     warnings: list[str] = Field(default_factory=list)
 
 

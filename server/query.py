@@ -3,14 +3,17 @@
 Users type words, not FTS5 syntax. The query is cut into terms (runs of letters, marks and digits), every
 term is quoted, and terms are joined with OR so that a long natural-language question still matches the
 notes that share its important words; bm25 then ranks notes that share more and rarer terms higher.
-Terms in scripts written without spaces (Thai, Chinese, Japanese, ...) go to the trigram table, where a
-word inside a sentence can be found. Pure functions; no database.
+Thai is cut into words (indexer/segment.py), which the word table indexes the same way; terms in other
+scripts written without spaces (Chinese, Japanese, ...) go to the trigram table, where a word inside a
+sentence can be found. Pure functions; no database.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+
+from indexer.segment import is_thai_char, thai_stopwords, thai_words
 
 MAX_QUERY_CHARS = 10_000
 MAX_TERMS = 64
@@ -107,17 +110,26 @@ def validate_query(query: str) -> str:
 
 
 def build_keyword_query(query: str) -> KeywordQuery:
-    """Quoted OR-terms, stopwords dropped unless nothing else is left, at most MAX_TERMS distinct terms."""
+    """Quoted OR-terms, stopwords dropped unless nothing else is left, at most MAX_TERMS distinct terms.
+
+    A Thai run becomes its words (function words dropped like English stop words): a sentence-length
+    Thai question then matches notes sharing its content words, where the whole run as one trigram
+    phrase matched only the same sentence verbatim."""
     raw = split_terms(unicodedata.normalize("NFC", query))
     spaced: list[str] = []
     unsegmented: list[str] = []
+    thai: list[str] = []
     for term in raw:
+        if any(is_thai_char(c) for c in term):
+            thai.extend(w for w in thai_words(term) if w not in thai)
+            continue
         bucket = unsegmented if any(is_unsegmented(c) for c in term) else spaced
         folded = term.casefold()
         if folded not in bucket:
             bucket.append(folded)
     content = [t for t in spaced if t not in STOPWORDS]
-    spaced = content or spaced
+    thai_content = [w for w in thai if w not in thai_stopwords()]
+    spaced = (content or ([] if thai_content else spaced)) + (thai_content or thai)
     budget = MAX_TERMS
     unsegmented = unsegmented[:budget]
     spaced = spaced[: max(0, budget - len(unsegmented))]

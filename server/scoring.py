@@ -32,6 +32,13 @@ SCORE_DECIMALS = 6
 FEEDBACK_BOUND = 0.2
 FEEDBACK_PRIOR = 2
 SUPERSEDED_FACTOR = 0.5
+# Code points below this are Latin, Greek, Cyrillic and their marks: what all-MiniLM-L6-v2's English
+# training text and WordPiece vocabulary cover (Greek and Cyrillic poorly, but they are rare in notes).
+MODEL_SCRIPT_END = 0x0530
+# Below both, a hit is marked weak (see is_weak; calibrated in benchmarks/notes.py).
+WEAK_SIMILARITY = 0.45
+WEAK_BM25 = 14.0
+SHORT_QUERY = 2
 
 
 @dataclass(frozen=True)
@@ -130,11 +137,41 @@ def fuse(
     semantic_weight: float | None = None,
 ) -> list[Fused]:
     """Fuse with the given method; semantic_weight defaults to the tuned value of that method."""
+    weight = base_semantic_weight(method) if semantic_weight is None else semantic_weight
     if method == "rrf":
-        return rrf(fts, vector, k=k, semantic_weight=RRF_SEMANTIC_WEIGHT if semantic_weight is None else semantic_weight)
+        return rrf(fts, vector, k=k, semantic_weight=weight)
     if method == "weighted":
-        return weighted(fts, vector, WEIGHTED_SEMANTIC_WEIGHT if semantic_weight is None else semantic_weight)
+        return weighted(fts, vector, weight)
     raise ValueError(f"unknown fusion {method!r}: use 'rrf' or 'weighted'")
+
+
+def base_semantic_weight(method: str) -> float:
+    return RRF_SEMANTIC_WEIGHT if method == "rrf" else WEIGHTED_SEMANTIC_WEIGHT
+
+
+def covered_share(query: str) -> float:
+    """Share of the query's letters in scripts the embedding model reads. all-MiniLM-L6-v2 learned from
+    English text (0.005 nDCG@10 on MIRACL Thai, published MTEB figure): Latin letters count, others
+    (Thai, CJK, ...) do not. A query without letters counts as covered."""
+    letters = [c for c in query if c.isalpha()]
+    if not letters:
+        return 1.0
+    return sum(1 for c in letters if ord(c) < MODEL_SCRIPT_END) / len(letters)
+
+
+def is_weak(item: Fused, has_every_word: bool = False) -> bool:
+    """Whether a hit is only loosely related to the query, judged from absolute evidence, not from its
+    rank (the best of ten poor matches is still poor). Strong when:
+    - the vector leg found it at cosine similarity >= WEAK_SIMILARITY, or
+    - the keyword leg scored it bm25 >= WEAK_BM25 (several rarer query words matched), or
+    - it holds every word of a short query (SHORT_QUERY words or fewer): `quokka` found is found.
+    Calibrated in benchmarks/notes.py: on nat-brain the best hit of every off-topic question stays below
+    the first two (similarity <= 0.41, bm25 <= 13.3) while every English judged question clears one."""
+    if item.vector_similarity is not None and item.vector_similarity >= WEAK_SIMILARITY:
+        return False
+    if item.fts_score is not None and item.fts_score >= WEAK_BM25:
+        return False
+    return not has_every_word
 
 
 def feedback_factor(helpful: int, misleading: int) -> float:

@@ -11,16 +11,37 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from indexer.embed import EmbeddingUnavailable
-from indexer.store import Filters, count_embedded, filtered_ids, keyword_matching_ids, keyword_search
+from indexer.store import (
+    Filters,
+    SectionFacts,
+    count_embedded,
+    filtered_ids,
+    keyword_matching_ids,
+    keyword_search,
+    matching_all,
+)
 from indexer.vectors import VectorStoreUnavailable
 from server import scoring
 from server.app import Oracle
-from server.models import Hit, ScoreBreakdown, SearchMeta, SearchRequest, SearchResult, SupersededBy, Triplet
-from server.query import KeywordQuery, build_keyword_query, snippet, validate_query
+from server.models import (
+    DuplicateRef,
+    Hit,
+    MatchedSection,
+    ScoreBreakdown,
+    SearchMeta,
+    SearchRequest,
+    SearchResult,
+    SupersededBy,
+    Triplet,
+)
+from server.notes import fold_duplicate_notes, fold_duplicate_sections, group_notes
+from server.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
 from server.relations import entry_chunks, stating_files
 from server.supersede import successors_for
 
 POOL = 100  # candidates taken from each leg before fusion
+NOTE_POOL_FACTOR = 3  # how much the pool widens when a page of notes needs more sections
+MAX_POOL = 2_000
 _LEG_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oracle-vector-leg")
 OVERFETCH = 4  # vector candidates fetched per wanted hit when filters apply after the query
 
@@ -112,38 +133,28 @@ def _total(oracle: Oracle, kq: KeywordQuery, mode: str, legs: _Legs, filters: Fi
     return legs.fts_total + len(vector_only)
 
 
-def _group(fused: list[scoring.Fused], docs: dict[str, dict]) -> tuple[list[scoring.Fused], dict[str, list[str]]]:
-    """Best hit per file, in fused order; the others are listed with it."""
-    best: dict[str, scoring.Fused] = {}
-    others: dict[str, list[str]] = {}
-    order: list[scoring.Fused] = []
-    for item in fused:
-        file = docs[item.id]["file"]
-        if file in best:
-            others[best[file].id].append(item.id)
-            continue
-        best[file] = item
-        others[item.id] = []
-        order.append(item)
-    return order, others
-
-
 def _apply_use(
-    oracle: Oracle, fused: list[scoring.Fused], docs: dict[str, dict]
+    oracle: Oracle, fused: list[scoring.Fused], facts: dict[str, SectionFacts]
 ) -> tuple[list[scoring.Fused], dict[str, tuple[int, int]], dict[str, SupersededBy]]:
     """Feedback verdicts and supersessions adjust relevance within stated bounds (server/scoring.py).
     Returns the re-ranked list, the verdict counts and the supersession pointers of its hits."""
-    successors, pointers = successors_for(oracle, docs)
+    successors, pointers = successors_for(oracle, _rows(facts))
     feedback = oracle.logs.feedback_counts([f.id for f in fused])
     return scoring.adjust(fused, feedback, successors), feedback, pointers
 
 
+def _rows(facts: dict[str, SectionFacts]) -> dict[str, dict]:
+    return {i: {"file": f.file, "parent_id": f.parent_id} for i, f in facts.items()}
+
+
 def _start_from_relations(
-    oracle: Oracle, request: SearchRequest, fused: list[scoring.Fused], docs: dict[str, dict], filters: Filters,
-    warnings: list[str],
+    oracle: Oracle, request: SearchRequest, fused: list[scoring.Fused], facts: dict[str, SectionFacts],
+    filters: Filters, warnings: list[str],
 ) -> tuple[list[scoring.Fused], dict[str, list[Triplet]], list[str]]:
     """Notes stating a matching triplet lead (their best-ranked chunk, else their first chunk), in fused
-    order; text and vector results follow. Returns (order, file -> matched triplets, ids added)."""
+    order; text and vector results follow. A note found only through its relation scores as high as the
+    best text match (it states exactly what was asked), never 0. Returns (order, file -> matched
+    triplets, ids added)."""
     pattern = request.relation_pattern
     assert pattern is not None
     stating = stating_files(oracle, pattern)
@@ -153,24 +164,29 @@ def _start_from_relations(
         return fused, {}, []
     lead: dict[str, scoring.Fused] = {}
     for item in fused:
-        file = docs[item.id]["file"]
+        file = facts[item.id].file
         if file in stating and file not in lead:
             lead[file] = item
     entries = entry_chunks(oracle, [f for f in stating if f not in lead], filters)
-    docs.update(oracle.store.documents_by_id(sorted(entries.values())))
-    added = [scoring.Fused(entries[f], 0.0, relevance=0.0) for f in sorted(entries)]
-    leaders = list(lead.values()) + added
+    facts.update(oracle.store.section_facts(sorted(entries.values())))
+    # A stated relation is worth the best text match: relation-only notes score that, notes matching both
+    # add it to their own score. Scores then fall monotonically down the page with the leaders on top.
+    top = max((item.score for item in fused), default=1.0) or 1.0
+    added = [scoring.Fused(entries[f], top, relevance=top) for f in sorted(entries)]
+    leaders = list(lead.values())
+    for item in leaders:
+        item.score = round(item.score + top, scoring.SCORE_DECIMALS)
+    leaders += added
     for item in leaders:
         item.found_by = ["relation", *item.found_by]
     ids = {item.id for item in leaders}
     return leaders + [item for item in fused if item.id not in ids], stating, [item.id for item in added]
 
 
-def _hit(
-    item: scoring.Fused, doc: dict, kq: KeywordQuery, also: list[str], feedback: tuple[int, int],
-    superseded_by: SupersededBy | None, relations: list[Triplet],
-) -> Hit:
+def _hit(item: scoring.Fused, score: float, doc: dict, kq: KeywordQuery, use: _Use, others: list[scoring.Fused],
+         duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], has_every_word: bool) -> Hit:
     terms = kq.terms + kq.unsegmented
+    feedback = use.feedback.get(item.id, (0, 0))
     return Hit(
         id=item.id,
         type=doc["type"],
@@ -185,7 +201,7 @@ def _hit(
         project=doc["project"],
         date=doc["date"],
         content_hash=doc["content_hash"],
-        score=item.score,
+        score=score,
         found_by=item.found_by,
         breakdown=ScoreBreakdown(
             fused=item.score,
@@ -199,9 +215,16 @@ def _hit(
             feedback_factor=item.feedback_factor,
             superseded_factor=item.superseded_factor,
         ),
-        also_in_file=also,
-        superseded_by=superseded_by,
-        relations=relations if "relation" in item.found_by else [],
+        also_in_file=[o.id for o in others],
+        sections=[
+            MatchedSection(id=o.id, heading=facts[o.id].heading or "", line_start=facts[o.id].line_start,
+                           line_end=facts[o.id].line_end, score=o.score)
+            for o in others
+        ],
+        duplicates=[DuplicateRef(id=d.id, source_file=facts[d.id].file) for d in duplicates],
+        weak=scoring.is_weak(item, has_every_word) and all(scoring.is_weak(s) for s in others),
+        superseded_by=use.pointers.get(item.id),
+        relations=use.stating.get(doc["file"], []) if "relation" in item.found_by else [],
     )
 
 
@@ -222,48 +245,121 @@ def search(oracle: Oracle, request: SearchRequest, client: str = "cli", tool: st
     return result
 
 
+@dataclass
+class _Use:
+    """What use of the knowledge base adds to a hit: verdicts, supersession pointers, stated relations."""
+
+    feedback: dict[str, tuple[int, int]]
+    pointers: dict[str, SupersededBy]
+    stating: dict[str, list[Triplet]]
+
+
+@dataclass
+class _Entry:
+    """One hit of a page before it is hydrated: its leading section, score, listed sections, duplicates."""
+
+    lead: scoring.Fused
+    score: float
+    others: list[scoring.Fused]
+    duplicates: list[scoring.Fused]
+
+
+def _entries(fused: list[scoring.Fused], facts: dict[str, SectionFacts], by_note: bool) -> list[_Entry]:
+    """The result list in the unit asked for: notes (grouped, identical notes folded) or sections
+    (identical sections folded)."""
+    if by_note:
+        groups = fold_duplicate_notes(group_notes(fused, facts), facts)
+        return [_Entry(g.lead, g.score, g.others, g.duplicates) for g in groups]
+    kept, folded = fold_duplicate_sections(fused, facts)
+    return [_Entry(item, item.score, [], folded.get(item.id, [])) for item in kept]
+
+
+@dataclass
+class _Ranked:
+    legs: _Legs
+    mode: str
+    method: str | None
+    facts: dict[str, SectionFacts]
+    entries: list[_Entry]
+    total: int
+    use: _Use
+
+
+def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, filters: Filters, pool: int) -> _Ranked:
+    """legs -> fuse -> facts of the candidates -> adjust (feedback, supersession, relations) -> entries."""
+    legs = _run_legs(oracle, request, query, kq, filters, pool)
+    fused, mode, method = _fuse(request, legs)
+    facts = oracle.store.section_facts([f.id for f in fused])
+    fused = [f for f in fused if f.id in facts]  # a vector whose chunk vanished is not a result
+    total = _total(oracle, kq, mode, legs, filters)
+    fused, feedback, pointers = _apply_use(oracle, fused, facts)
+    use = _Use(feedback, pointers, {})
+    if request.relation_pattern:
+        fused, use.stating, added = _start_from_relations(oracle, request, fused, facts, filters, legs.warnings)
+        total += len(added)
+        if added:  # notes that only the relation found: their pointers and verdicts too
+            pointers.update(successors_for(oracle, _rows({i: facts[i] for i in added}))[1])
+            feedback.update(oracle.logs.feedback_counts(added))
+    entries = _entries(fused, facts, request.by_note)
+    if request.by_note:
+        total = len(entries)  # distinct notes among the candidates of both legs
+    return _Ranked(legs, mode, method, facts, entries, total, use)
+
+
+def _complete_matches(oracle: Oracle, kq: KeywordQuery, ids: list[str]) -> set[str]:
+    """Hits holding every word of a short query (evidence for `scoring.is_weak`)."""
+    if not kq.terms or kq.unsegmented or len(kq.terms) > scoring.SHORT_QUERY:
+        return set()
+    return matching_all(oracle.store, [quote(t) for t in kq.terms], ids)
+
+
 def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
-    """Retrieval only, unlogged: the building block for search and consult."""
+    """Retrieval only, unlogged: the building block for search and consult.
+
+    plan (query, filters, pool) -> rank (legs, fusion, adjustments, notes) -> page -> hydrate the page only.
+    A page of notes can need more sections than the pool holds (several sections per note): the pool then
+    widens and the ranking runs again, so `limit` notes come back whenever the index has them. The first
+    pool is the same as for sections, so a knowledge base of one-section notes ranks exactly as before."""
     started = time.perf_counter()
     query = validate_query(request.query)
     kq = build_keyword_query(query)
     filters = filters_for(request)
-    pool = max(POOL, request.offset + request.limit)
-    legs = _run_legs(oracle, request, query, kq, filters, pool)
-    fused, mode, method = _fuse(request, legs)
-    docs = oracle.store.documents_by_id([f.id for f in fused])
-    fused = [f for f in fused if f.id in docs]  # a vector whose chunk vanished is not a result
-    total = _total(oracle, kq, mode, legs, filters)
-    fused, feedback, pointers = _apply_use(oracle, fused, docs)
-    stating: dict[str, list[Triplet]] = {}
-    if request.relation_pattern:
-        fused, stating, added = _start_from_relations(oracle, request, fused, docs, filters, legs.warnings)
-        total += len(added)
-        if added:  # notes that only the relation found: their pointers and verdicts too
-            pointers.update(successors_for(oracle, {i: docs[i] for i in added})[1])
-            feedback.update(oracle.logs.feedback_counts(added))
-    also: dict[str, list[str]] = {}
-    if request.group_by_file:
-        fused, also = _group(fused, docs)
-        total = len(fused)  # files among the candidates of both legs
-    page = fused[request.offset : request.offset + request.limit]
-    hits = [
-        _hit(item, docs[item.id], kq, also.get(item.id, []), feedback.get(item.id, (0, 0)), pointers.get(item.id),
-             stating.get(docs[item.id]["file"], []))
-        for item in page
-    ]
+    wanted = request.offset + request.limit
+    pool = max(POOL, wanted)
+    ranked = _rank(oracle, request, query, kq, filters, pool)
+    while (request.by_note and len(ranked.entries) < wanted and pool < MAX_POOL
+           and max(len(ranked.legs.fts), len(ranked.legs.vector)) >= pool):
+        pool *= NOTE_POOL_FACTOR
+        ranked = _rank(oracle, request, query, kq, filters, pool)
+    page = ranked.entries[request.offset : wanted]
+    docs = oracle.store.documents_by_id([e.lead.id for e in page])
+    complete = _complete_matches(oracle, kq, [e.lead.id for e in page])
+    hits = [_hit(e.lead, e.score, docs[e.lead.id], kq, ranked.use, e.others, e.duplicates, ranked.facts,
+                 e.lead.id in complete) for e in page]
+    weak = not hits or all(h.weak for h in hits)
+    warnings = ranked.legs.warnings
+    if ranked.mode in ("hybrid", "vector") and scoring.covered_share(query) < 0.5:
+        warnings.append(
+            "most of this query is in a script the embedding model does not read (it learned English): "
+            "its semantic matches come from the query's other words, its keyword matches from the words themselves"
+        )
+    if hits and weak:
+        warnings.append("no strong match: the best results are only loosely related to the query")
     return SearchResult(
         query=query,
         hits=hits,
-        total=total,
+        total=ranked.total,
         limit=request.limit,
         offset=request.offset,
         meta=SearchMeta(
-            mode=mode,
-            fusion=method,
+            mode=ranked.mode,
+            fusion=ranked.method,
             took_ms=round((time.perf_counter() - started) * 1000, 2),
-            fts_matches=legs.fts_total,
-            vector_matches=len(legs.vector),
-            warnings=legs.warnings,
+            fts_matches=ranked.legs.fts_total,
+            vector_matches=len(ranked.legs.vector),
+            unit="note" if request.by_note else "section",
+            semantic_weight=scoring.base_semantic_weight(ranked.method) if ranked.method else None,
+            weak=weak,
+            warnings=warnings,
         ),
     )

@@ -40,11 +40,12 @@ def assert_in_step(oracle) -> None:
 
 
 def fts_search(oracle, query: str, **kw):
-    return search(oracle, SearchRequest(query=query, mode="fts", limit=100, **kw))
+    """Section results: these tests count what the index holds, section by section."""
+    return search(oracle, SearchRequest(query=query, mode="fts", limit=100, unit="section", **kw))
 
 
 def vector_search(oracle, query: str, **kw):
-    return search(oracle, SearchRequest(query=query, mode="vector", limit=10, **kw))
+    return search(oracle, SearchRequest(query=query, mode="vector", limit=10, unit="section", **kw))
 
 
 def learning(title: str, *sections: tuple[str, str]) -> str:

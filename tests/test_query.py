@@ -21,6 +21,7 @@ from server.query import (
     split_terms,
     validate_query,
 )
+from indexer.segment import THAI_MARKS, segment
 from server.scoring import LegHit
 
 ROWS = [
@@ -36,18 +37,25 @@ ROWS = [
 @pytest.fixture(scope="module")
 def fts():
     conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5(content, tokenize = 'porter unicode61 remove_diacritics 2')")
+    # The word table as the store declares it (Thai marks are word characters) and fills it (Thai cut into
+    # words); `t` keeps the text as written, so the rows read back unchanged.
+    tokenize = f"porter unicode61 remove_diacritics 2 tokenchars '{THAI_MARKS}'"
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(content, words UNINDEXED, tokenize = \"{tokenize}\")")
+    conn.execute("CREATE VIRTUAL TABLE w USING fts5(content, tokenize = \"" + tokenize + "\")")
     conn.execute("CREATE VIRTUAL TABLE tri USING fts5(content, tokenize = 'trigram')")
-    for row in ROWS:
-        conn.execute("INSERT INTO t(content) VALUES (?)", (row,))
-        conn.execute("INSERT INTO tri(content) VALUES (?)", (row,))
+    for n, row in enumerate(ROWS, start=1):
+        conn.execute("INSERT INTO t(rowid, content) VALUES (?, ?)", (n, row))
+        conn.execute("INSERT INTO w(rowid, content) VALUES (?, ?)", (n, segment(row)))
+        conn.execute("INSERT INTO tri(rowid, content) VALUES (?, ?)", (n, row))
     yield conn
     conn.close()
 
 
 def run(conn, kq) -> tuple[list[str], list[str]]:
     """Rows matched by the keyword query's porter and trigram expressions (raises if SQLite rejects one)."""
-    porter = [r[0] for r in conn.execute("SELECT content FROM t WHERE t MATCH ? ORDER BY rowid", (kq.fts_match,))] if kq.fts_match else []
+    porter = [r[0] for r in conn.execute(
+        "SELECT t.content FROM w JOIN t ON t.rowid = w.rowid WHERE w MATCH ? ORDER BY w.rowid", (kq.fts_match,)
+    )] if kq.fts_match else []
     tri = [r[0] for r in conn.execute("SELECT content FROM tri WHERE tri MATCH ? ORDER BY rowid", (kq.trigram_match,))] if kq.trigram_match else []
     return porter, tri
 
@@ -144,27 +152,52 @@ def test_validate_trims():
     assert validate_query("  hello \x00 ") == "hello"
 
 
-def test_thai_goes_to_the_trigram_table(fts):
+def test_thai_is_cut_into_words_for_the_word_table(fts):
     kq = build_keyword_query("ตลาดนัด")
-    assert kq.terms == () and kq.unsegmented == ("ตลาดนัด",)
-    assert kq.fts_match is None and kq.trigram_match == '"ตลาดนัด"'
+    assert kq.terms == ("ตลาดนัด",) and kq.unsegmented == ()
     porter, tri = run(fts, kq)
-    assert porter == [] and tri == ["วันนี้ฉันไปตลาดนัดกับแมวของฉัน"]
+    assert porter == ["วันนี้ฉันไปตลาดนัดกับแมวของฉัน"] and tri == []
 
 
-def test_thai_word_inside_a_sentence_is_not_found_by_unicode61(fts):
-    """Why the trigram table exists: unicode61 sees the whole Thai sentence as one token."""
-    assert fts.execute("SELECT count(*) FROM t WHERE t MATCH ?", ('"ตลาดนัด"',)).fetchone()[0] == 0
+def test_a_thai_sentence_matches_by_its_content_words(fts):
+    """A sentence-length Thai query shares no run of text with the note, only words: "the cat went to the
+    flea market" finds "today I went to the flea market with my cat". The function word ไป is dropped like
+    an English stop word."""
+    kq = build_keyword_query("แมวไปตลาดนัด")
+    assert kq.terms == ("แมว", "ตลาดนัด")
+    assert run(fts, kq)[0] == ["วันนี้ฉันไปตลาดนัดกับแมวของฉัน"]
+    assert fts.execute("SELECT count(*) FROM tri WHERE tri MATCH ?", ('"แมวไปตลาดนัด"',)).fetchone()[0] == 0
+
+
+def test_thai_function_words_alone_still_search():
+    assert build_keyword_query("ฉันไป").terms == ("ฉัน", "ไป")
+
+
+def test_thai_marks_stay_inside_words(fts):
+    """unicode61 alone would cut ค้นหา into ค + นหา at the tone mark."""
+    vocab = sqlite3.connect(":memory:")
+    tokenize = f"porter unicode61 remove_diacritics 2 tokenchars '{THAI_MARKS}'"
+    vocab.execute(f"CREATE VIRTUAL TABLE v USING fts5(x, tokenize = \"{tokenize}\")")
+    vocab.execute("INSERT INTO v VALUES (?)", (segment("ระบบค้นหาความรู้"),))
+    vocab.execute("CREATE VIRTUAL TABLE terms USING fts5vocab(v, 'row')")
+    assert {t for (t,) in vocab.execute("SELECT term FROM terms")} == {"ระบบ", "ค้นหา", "ความรู้"}
+
+
+def test_thai_word_inside_a_sentence_is_not_found_by_unicode61():
+    """Why Thai is segmented before indexing: unsegmented, unicode61 sees the sentence as one token."""
+    plain = sqlite3.connect(":memory:")
+    plain.execute("CREATE VIRTUAL TABLE p USING fts5(x, tokenize = 'porter unicode61 remove_diacritics 2')")
+    plain.execute("INSERT INTO p VALUES (?)", ("วันนี้ฉันไปตลาดนัดกับแมวของฉัน",))
+    assert plain.execute("SELECT count(*) FROM p WHERE p MATCH ?", ('"ตลาดนัด"',)).fetchone()[0] == 0
 
 
 def test_mixed_scripts_split_between_tables(fts):
     kq = build_keyword_query("hello ตลาดนัด ไป 東京")
-    assert kq.terms == ("hello",)
-    assert kq.unsegmented == ("ตลาดนัด", "ไป", "東京")
-    assert kq.trigram_match == '"ตลาดนัด"'  # shorter than 3 characters: LIKE instead
-    assert kq.short_unsegmented == ("ไป", "東京")
+    assert kq.terms == ("hello", "ตลาดนัด")
+    assert kq.unsegmented == ("東京",)
+    assert kq.trigram_match is None and kq.short_unsegmented == ("東京",)  # under 3 characters: LIKE instead
     porter, tri = run(fts, kq)
-    assert porter == ["hello world"] and tri == ["วันนี้ฉันไปตลาดนัดกับแมวของฉัน"]
+    assert porter == ["hello world", "วันนี้ฉันไปตลาดนัดกับแมวของฉัน"] and tri == []
 
 
 def test_split_terms_keeps_thai_combining_marks_in_the_word():
