@@ -413,13 +413,18 @@ def _trim_span(lines: list[str], start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _is_rule(text: str) -> bool:
+    """Text made only of rule characters ("---", "***", "==="): a separator, never a title."""
+    return not text.strip(" \t-*_=#~")
+
+
 def title_for(meta: dict, lines: list[str], file: str) -> str:
     """Frontmatter title, else the first `#` heading, else the file name: never a bare '---'."""
     title = _scalar(meta.get("title"))
-    if title:
+    if title and not _is_rule(title):
         return title
     for _, level, text in find_headings(lines):
-        if level == 1 and text:  # "# " alone is an empty heading, not a title
+        if level == 1 and text and not _is_rule(text):  # "# " and "# ---" are not titles
             return text
     stem = file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return re.sub(r"[-_]+", " ", stem).strip() or stem

@@ -140,7 +140,17 @@ def _background_start(oracle: Oracle, warm_delay: float, watch: bool) -> None:
     threading.Thread(target=work, name="oracle-startup", daemon=True).start()
 
 
+def _exit_on_sigterm() -> None:
+    """SIGTERM (a service manager, a test harness) ends the server like Ctrl-C: through `main`'s finally,
+    which closes the Oracle and so writes the queued search and consult logs. uvicorn re-raises the signal
+    after its own graceful shutdown; without this handler the default action would kill the process there."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+
+
 def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
+    _exit_on_sigterm()
     if not args.no_index:
         _background_start(oracle, warm_delay=1.0, watch=not args.no_watch)
     if args.http:

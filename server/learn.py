@@ -144,13 +144,18 @@ def write_new(folder: Path, base: str, text: str) -> Path:
 
 def near_duplicates(oracle: Oracle, request: LearnRequest, own_file: str) -> list[NearDuplicate]:
     """Existing learnings that say much the same (advice only: the learning is saved regardless)."""
-    probe = SearchRequest(query=request.pattern[:2000], type="learning", mode="vector", limit=5, group_by_file=True)
+    probe = SearchRequest(query=request.pattern[:2000], type="learning", mode="vector", limit=5, unit="note")
     result = run_search(oracle, probe)
-    return [
-        NearDuplicate(id=h.id, title=h.title, source_file=h.source_file, similarity=h.breakdown.vector_similarity or 0.0)
-        for h in result.hits
-        if h.source_file != own_file and (h.breakdown.vector_similarity or 0.0) >= DUPLICATE_SIMILARITY
-    ]
+    found: list[NearDuplicate] = []
+    for hit in result.hits:
+        similarity = hit.breakdown.vector_similarity or 0.0
+        if similarity < DUPLICATE_SIMILARITY:
+            continue
+        # Identical notes share one hit (listed as its duplicates); each is a near-duplicate in its own right.
+        for chunk_id, file in [(hit.id, hit.source_file), *((d.id, d.source_file) for d in hit.duplicates)]:
+            if file != own_file:
+                found.append(NearDuplicate(id=chunk_id, title=hit.title, source_file=file, similarity=similarity))
+    return found
 
 
 def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.date | None = None) -> LearnResult:

@@ -73,11 +73,24 @@ def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+FLUSH_INTERVAL = 0.5  # seconds a search or consultation row may wait before it is written
+
+
 class Logs:
+    """Searches and consultations are queued and written in batches by a background thread, so a search
+    never waits for a log transaction; `close()` writes what is queued (a crash loses at most the last
+    FLUSH_INTERVAL), and every read here writes the queue first, so this process reads its own writes.
+    Learnings, verdicts and supersessions are rare and written at once."""
+
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
+        self._queue: list[tuple[str, list[tuple]]] = []
+        self._queue_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self._writer: threading.Thread | None = None
         try:
             self.conn = self._connect()
         except sqlite3.DatabaseError as exc:
@@ -98,7 +111,50 @@ class Logs:
         return conn
 
     def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._writer is not None:
+            self._writer.join(timeout=10)
+        self.flush()
         self.conn.close()
+
+    def _enqueue(self, sql: str, rows: list[tuple]) -> None:
+        if not rows:
+            return
+        with self._queue_lock:
+            self._queue.append((sql, rows))
+            if self._writer is None and not self._closed:
+                self._writer = threading.Thread(target=self._write_queued, name="oracle-logs", daemon=True)
+                self._writer.start()
+
+    def _write_queued(self) -> None:
+        while not self._closed:
+            self._wake.wait(FLUSH_INTERVAL)
+            try:
+                self.flush()
+            except sqlite3.Error:  # a locked or full disk: the rows stay queued for the next round
+                pass
+
+    def flush(self) -> None:
+        """Write every queued row in one transaction."""
+        with self._queue_lock:
+            batch, self._queue = self._queue, []
+        if not batch:
+            return
+        try:
+            with self._lock:
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for sql, rows in batch:
+                        self.conn.executemany(sql, rows)
+                except BaseException:
+                    self.conn.execute("ROLLBACK")
+                    raise
+                self.conn.execute("COMMIT")
+        except BaseException:
+            with self._queue_lock:
+                self._queue = batch + self._queue
+            raise
 
     def _insert(self, sql: str, rows: Sequence[tuple]) -> None:
         with self._lock:
@@ -114,22 +170,22 @@ class Logs:
     def log_search(self, client: str, tool: str, query: str, params: dict, mode: str, total: int,
                    results: list[tuple[str, float]], latency_ms: float, warnings: list[str]) -> None:
         now = time.time()
-        self._insert(
+        self._enqueue(
             "INSERT INTO search_log (at, client, tool, query, params, mode, total, results, latency_ms, warnings)"
             " VALUES (?,?,?,?,?,?,?,?,?,?)",
             [(now, client, tool, _cut(query), _json(params), mode, total, _json(results), latency_ms, _json(warnings))],
         )
-        self.log_access(client, tool, [doc_id for doc_id, _ in results], at=now)
+        self._enqueue(*self._access_rows(client, tool, [doc_id for doc_id, _ in results], now))
 
     def log_consult(self, client: str, decision: str, context: str | None, found: list[dict], guidance: str,
                     tokens: int, latency_ms: float) -> None:
         now = time.time()
-        self._insert(
+        self._enqueue(
             "INSERT INTO consult_log (at, client, decision, context, found, guidance, tokens, latency_ms)"
             " VALUES (?,?,?,?,?,?,?,?)",
             [(now, client, _cut(decision), _cut(context), _json(found), _cut(guidance), tokens, latency_ms)],
         )
-        self.log_access(client, "consult", [f["id"] for f in found], at=now)
+        self._enqueue(*self._access_rows(client, "consult", [f["id"] for f in found], now))
 
     def log_learn(self, client: str, file: str, title: str, concepts: list[str], project: str | None,
                   source: str | None, chunk_ids: list[str], embedded: bool) -> None:
@@ -139,14 +195,16 @@ class Logs:
             [(time.time(), client, file, _cut(title), _json(concepts), project, _cut(source), _json(chunk_ids), int(embedded))],
         )
 
-    def log_access(self, client: str, tool: str, doc_ids: Sequence[str], at: float | None = None) -> None:
-        if not doc_ids:
-            return
-        now = at or time.time()
-        self._insert(
+    @staticmethod
+    def _access_rows(client: str, tool: str, doc_ids: Sequence[str], at: float) -> tuple[str, list[tuple]]:
+        return (
             "INSERT INTO document_access (at, client, tool, doc_id, rank) VALUES (?,?,?,?,?)",
-            [(now, client, tool, doc_id, rank) for rank, doc_id in enumerate(doc_ids, start=1)],
+            [(at, client, tool, doc_id, rank) for rank, doc_id in enumerate(doc_ids, start=1)],
         )
+
+    def log_access(self, client: str, tool: str, doc_ids: Sequence[str], at: float | None = None) -> None:
+        if doc_ids:
+            self._insert(*self._access_rows(client, tool, doc_ids, at or time.time()))
 
     def log_feedback(self, client: str, doc_id: str, verdict: str, note: str | None, content_hash: str | None) -> int:
         """Append one verdict; return how many verdicts this document now has."""
@@ -200,9 +258,11 @@ class Logs:
         return current
 
     def counts(self) -> dict[str, int]:
+        self.flush()
         return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in LOG_TABLES}
 
     def search_latency(self, last: int = 1000) -> dict[str, float | None]:
+        self.flush()
         rows = [r[0] for r in self.conn.execute(
             "SELECT latency_ms FROM search_log ORDER BY id DESC LIMIT ?", (last,))]
         if not rows:
@@ -212,6 +272,7 @@ class Logs:
         return {"p50_ms": round(statistics.median(rows), 2), "p95_ms": round(p95, 2), "samples": len(rows)}
 
     def recent(self, table: str, limit: int = 20) -> list[dict]:
+        self.flush()
         if table not in LOG_TABLES:
             raise ValueError(f"unknown log {table!r}; one of {', '.join(LOG_TABLES)}")
         cur = self.conn.execute(f"SELECT * FROM {table} ORDER BY id DESC LIMIT ?", (limit,))
@@ -226,6 +287,7 @@ class Logs:
         return out
 
     def per_day(self, table: str, days: int = 30) -> list[dict]:
+        self.flush()
         if table not in LOG_TABLES:
             raise ValueError(f"unknown log {table!r}")
         since = time.time() - days * 86400

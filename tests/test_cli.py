@@ -104,10 +104,16 @@ def test_search_json(indexed, cli_env):
 
 def test_search_fts_json_total(indexed, cli_env):
     assert indexed.returncode == 0
-    result = oracle(cli_env, "search", "pangolin", "--mode", "fts", "--json", "--limit", "10")
+    result = oracle(cli_env, "search", "pangolin", "--mode", "fts", "--json", "--limit", "10", "--unit", "section")
     data = json.loads(result.stdout)
     # title "Pangolin scales" is in both chunks of the file; the word nowhere else
     assert data["total"] == 2 and [h["source_file"] for h in data["hits"]] == ["learnings/2026-04-01_pangolin.md"] * 2
+    notes = json.loads(oracle(cli_env, "search", "pangolin", "--mode", "fts", "--json", "--limit", "10").stdout)
+    assert notes["total"] == 1 and notes["meta"]["unit"] == "note"
+    (hit,) = notes["hits"]
+    assert [s["id"] for s in hit["sections"]] == [h["id"] for h in data["hits"] if h["id"] != hit["id"]]
+    human = oracle(cli_env, "search", "pangolin", "--mode", "fts", "--limit", "10")
+    assert human.stdout.startswith("1 notes (fts") and "also: " in human.stdout
 
 
 def test_stats_json(indexed, cli_env):

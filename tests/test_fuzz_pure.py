@@ -149,6 +149,8 @@ def check_parse(text: str, rel: str, doc_type: str) -> None:
 @example("# T\n\n### S\n\n- b1\n  more\n- b2\n\n```\n- in code\n```\n", "principle")
 @example("---\n---\n---\n", "retro")
 @example("# \n# \n# \n# \n# \n# \n# \n# \n# \n# \n# \t", "learning")  # found by fuzzing: an empty title
+@example("# \n# ---", "learning")  # found by fuzzing: a rule as the title
+@example("# Note\n\n**Date**: 2026-01-02\n\n## A\n\ntext\n\n## Tags\n\n#x #y\n", "learning")  # folded blocks
 def test_any_markdown_parses_with_spans_inside_the_file(text: str, doc_type: str) -> None:
     check_parse(text, "learnings/fuzz.md", doc_type)
 

@@ -90,6 +90,8 @@ def oracle(tmp_path_factory: pytest.TempPathFactory):
 
 
 def hits(oracle, query: str, **params) -> list:
+    """Section hits: verdicts and supersessions act on sections, so these tests look at sections."""
+    params.setdefault("unit", "section")
     return search(oracle, SearchRequest(query=query, limit=params.pop("limit", 30), **params)).hits
 
 

@@ -124,7 +124,7 @@ EXACT = 0.99  # cosine similarity of a note's own embedded text: the vector of T
 def vector_files(oracle: Oracle, query: str, limit: int = 3, exact: bool = True) -> list[str]:
     """Files among the vector hits; with `exact`, only hits whose vector is the query text's own (so an
     older version of an edited note, still in the vector store, does not count)."""
-    result = run_search(oracle, SearchRequest(query=query, mode="vector", limit=limit))
+    result = run_search(oracle, SearchRequest(query=query, mode="vector", limit=limit, unit="section"))
     assert result.meta.mode == "vector", result.meta.warnings
     return [h.source_file for h in result.hits
             if not exact or (h.breakdown.vector_similarity or 0.0) >= EXACT]

@@ -157,7 +157,7 @@ def test_search_returns_complete_hits(mcp: Session, kb: KB) -> None:
     assert not result.is_error
     text = result.content[0].text
     data = result.structured_content
-    assert text.startswith(f"{data['total']} results (hybrid")
+    assert text.startswith(f"{data['total']} notes (hybrid")
     assert data["total"] >= len(data["hits"]) > 0
     assert data["limit"] == 5 and data["offset"] == 0 and len(data["hits"]) == 5
     meta = data["meta"]
@@ -176,7 +176,7 @@ def test_search_returns_complete_hits(mcp: Session, kb: KB) -> None:
         assert HEX64.match(hit["content_hash"])
         # The hash cites exactly the line span it names.
         assert span_hash(kb.root, hit["source_file"], hit["line_start"], hit["line_end"]) == hit["content_hash"]
-        assert hit["score"] > 0 and hit["score"] == hit["breakdown"]["fused"]
+        assert hit["score"] > 0 and hit["score"] == max([hit["breakdown"]["fused"]] + [s["score"] for s in hit["sections"]])
         assert hit["found_by"] and set(hit["found_by"]) <= {"fts", "vector"}
         bd = hit["breakdown"]
         assert (bd["bm25_rank"] is not None) == ("fts" in hit["found_by"])
@@ -184,6 +184,26 @@ def test_search_returns_complete_hits(mcp: Session, kb: KB) -> None:
     assert any(set(h["found_by"]) == {"fts", "vector"} for h in data["hits"])
     scores = [h["score"] for h in data["hits"]]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_search_unit_dates_and_fusion_over_mcp(mcp: Session) -> None:
+    """Notes by default, sections on request (also under the older name), and the filters HTTP always had."""
+    query = "quote fts5 search terms"
+    notes = mcp.ok("oracle_search", {"query": query, "limit": 10})
+    files = [h["source_file"] for h in notes["hits"]]
+    assert notes["meta"]["unit"] == "note" and len(files) == len(set(files)) == 10
+    first = notes["hits"][0]
+    assert first["sections"] and first["also_in_file"] == [s["id"] for s in first["sections"]]
+    sections = mcp.ok("oracle_search", {"query": query, "limit": 10, "unit": "section"})
+    assert sections["meta"]["unit"] == "section"
+    assert len({h["source_file"] for h in sections["hits"]}) < len(sections["hits"])
+    legacy = mcp.ok("oracle_search", {"query": query, "limit": 10, "group_by_file": False})
+    assert [h["id"] for h in legacy["hits"]] == [h["id"] for h in sections["hits"]]
+    dated = mcp.ok("oracle_search", {"query": query, "date_from": "2026-01-01", "date_to": "2026-03-31",
+                                     "fusion": "rrf", "limit": 20})
+    assert dated["hits"] and dated["meta"]["fusion"] == "rrf"
+    assert all("2026-01-01" <= h["date"] <= "2026-03-31" for h in dated["hits"])
+    assert "unit" in mcp.error("oracle_search", {"query": query, "unit": "paragraph"})
 
 
 def test_search_type_limit_offset(mcp: Session) -> None:
@@ -209,11 +229,14 @@ def test_search_modes(mcp: Session) -> None:
     assert fts["meta"]["mode"] == "fts" and fts["meta"]["vector_matches"] == 0 and fts["meta"]["fusion"] is None
     assert fts["hits"] and all(h["found_by"] == ["fts"] for h in fts["hits"])
     assert all(h["breakdown"]["vector_rank"] is None for h in fts["hits"])
-    vec = mcp.ok("oracle_search", {"query": query, "mode": "vector", "limit": 10})
+    vec = mcp.ok("oracle_search", {"query": query, "mode": "vector", "limit": 10, "unit": "section"})
     assert vec["meta"]["mode"] == "vector" and vec["meta"]["fts_matches"] == 0
     assert vec["hits"] and all(h["found_by"] == ["vector"] for h in vec["hits"])
     sims = [h["breakdown"]["vector_similarity"] for h in vec["hits"]]
     assert all(s is not None for s in sims) and sims == sorted(sims, reverse=True)
+    notes = mcp.ok("oracle_search", {"query": query, "mode": "vector", "limit": 10})["hits"]
+    assert [h["score"] for h in notes] == sorted((h["score"] for h in notes), reverse=True)
+    assert notes[0]["score"] == sims[0]  # a note scores as its best section
 
 
 def test_search_concepts_as_list_and_comma_string(mcp: Session) -> None:
@@ -312,12 +335,19 @@ def test_consult_principles_and_learnings(mcp: Session, kb: KB) -> None:
     assert any(set(h["found_by"]) == {"fts", "vector"} for h in search["hits"])
 
 
-def test_consult_finds_notes_for_a_keyword_poor_decision(mcp: Session) -> None:
-    decision = "automatons heeding scribbles"  # no word of it, stemmed, occurs in the knowledge base
-    fts = mcp.ok("oracle_search", {"query": decision, "mode": "fts"})
-    assert fts["meta"]["fts_matches"] == 0 and fts["hits"] == []
-    data = mcp.ok("oracle_consult", {"decision": decision})
-    assert data["principles"] and data["learnings"]  # only the semantic leg can have found them
+def test_consult_finds_notes_for_a_keyword_poor_decision(mcp: Session, kb: KB) -> None:
+    """The learning about a mocked database never says "fake" or "datastore" (nor does any note say
+    "datastore"); the semantic leg finds it anyway. A decision nothing in the knowledge base is about gets no
+    sources (its best semantic matches are faint)."""
+    data = mcp.ok("oracle_consult", {"decision": "Is it fine to fake our datastore while testing?"})
+    principle, learning = "principles/prefer-real-components-over-mocks.md", "learnings/2026-05-12_mocked-database-hid-missing-tokenizer.md"
+    assert principle in [s["source_file"] for s in data["principles"]]
+    assert learning in [s["source_file"] for s in data["learnings"]]
+    text = (kb.root / learning).read_text(encoding="utf-8").lower()
+    assert "fake" not in text and "datastore" not in text
+    nothing = mcp.ok("oracle_consult", {"decision": "automatons heeding scribbles"})
+    assert nothing["principles"] == nothing["learnings"] == []
+    assert any("no sources given" in w for w in nothing["warnings"])
 
 
 @pytest.mark.parametrize("budget", [100, 150, 300, 777, 1200, 8000])

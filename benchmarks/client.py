@@ -1,0 +1,213 @@
+"""Latency where an agent waits: `oracle serve` over stdio, measured at an MCP client, beside the same searches
+in-process and a plain whole-file FTS5 server behind the same SDK, all in one run.
+
+    .venv/bin/python benchmarks/client.py [--runs 3] [--scifact] [--json out.json]
+
+Per run and workload:
+1. the plain server (benchmarks/plain_server.py) is spawned over stdio with the official MCP client: time from
+   spawn to the first `tools/list` answer, then every question as a `search` call (limit 10);
+2. `oracle serve --no-watch` is spawned the same way (same client, same questions): spawn -> `tools/list`,
+   then `oracle_search` (limit 10) per question in fts and hybrid mode, after three warm-up calls per mode;
+3. the same questions through `run_search` in this process (warm), so `client - in-process` is what the
+   tool layer and the transport cost.
+Figures are the median of the per-run p50s (and p95s), with min and max across runs, and the 1-minute load
+average at the start and end: on a shared machine read the ratios to the plain server, measured in the same
+run, more than the milliseconds.
+
+Workloads: nat-brain (its 60 judged questions; `benchmarks/out/natbrain-data`, indexed on first use) and, with
+`--scifact`, the SciFact abstracts indexed by benchmarks/quality.py (`benchmarks/out/scifact`; its first 100
+training queries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from indexer.config import Settings  # noqa: E402
+from server.app import Oracle  # noqa: E402
+from server.models import SearchRequest  # noqa: E402
+from server.search import run_search  # noqa: E402
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from plain_server import build  # noqa: E402
+
+EVAL = REPO.parent / "shared" / "eval-data"
+OUT = REPO / "benchmarks" / "out"
+ORACLE = REPO / ".venv" / "bin" / "oracle"
+MODES = ("fts", "hybrid")
+LIMIT = 10
+WARMUP = 3
+
+
+@dataclass
+class Workload:
+    name: str
+    root: Path
+    data: Path
+    queries: list[str]
+
+
+@dataclass
+class RunFigures:
+    """One run of one workload: spawn times (s) and per-call latencies (ms) per system."""
+
+    spawn: dict[str, float] = field(default_factory=dict)
+    calls: dict[str, list[float]] = field(default_factory=dict)
+
+
+def workloads(scifact: bool) -> list[Workload]:
+    judged = json.loads((EVAL / "nat-brain-oracle" / "queries-judged.json").read_text(encoding="utf-8"))
+    out = [Workload("nat-brain", EVAL / "nat-brain-oracle" / "ψ" / "memory", OUT / "natbrain-data",
+                    [q["query"] for q in judged])]
+    if scifact:
+        lines = (EVAL / "scifact" / "queries-train.jsonl").read_text(encoding="utf-8").splitlines()
+        queries = [json.loads(line)["text"] for line in lines if line.strip()][:100]
+        out.append(Workload("scifact", OUT / "scifact" / "root", OUT / "scifact" / "data", queries))
+    return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+async def measure_server(command: list[str], env: dict[str, str], calls: list[tuple[str, str, dict]],
+                         figures: RunFigures, label: str) -> None:
+    """Spawn a stdio MCP server, time spawn -> tools/list, then time each (series, tool, arguments) call."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(REPO))
+    with open(os.devnull, "w") as errlog:
+        started = time.perf_counter()
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            await client.list_tools()
+            figures.spawn[label] = time.perf_counter() - started
+            for series, tool, args in calls:
+                began = time.perf_counter()
+                result = await client.call_tool(tool, args)
+                elapsed = (time.perf_counter() - began) * 1000
+                if result.is_error:
+                    raise RuntimeError(f"{label} {tool} failed: {result.content}")
+                if series:
+                    figures.calls.setdefault(series, []).append(elapsed)
+
+
+def oracle_calls(queries: list[str]) -> list[tuple[str, str, dict]]:
+    calls: list[tuple[str, str, dict]] = []
+    for mode in MODES:
+        calls += [("", "oracle_search", {"query": q, "limit": LIMIT, "mode": mode}) for q in queries[:WARMUP]]
+        calls += [(f"oracle {mode} (MCP)", "oracle_search", {"query": q, "limit": LIMIT, "mode": mode}) for q in queries]
+    return calls
+
+
+def in_process(workload: Workload, figures: RunFigures) -> None:
+    oracle = Oracle.open(Settings.from_env(root=workload.root, data_dir=workload.data))
+    try:
+        for mode in MODES:
+            for q in workload.queries[:WARMUP]:
+                run_search(oracle, SearchRequest(query=q, limit=LIMIT, mode=mode))
+            series = figures.calls.setdefault(f"oracle {mode} (in-process)", [])
+            for q in workload.queries:
+                began = time.perf_counter()
+                run_search(oracle, SearchRequest(query=q, limit=LIMIT, mode=mode))
+                series.append((time.perf_counter() - began) * 1000)
+    finally:
+        oracle.close()
+
+
+def one_run(workload: Workload) -> RunFigures:
+    figures = RunFigures()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    env.update(PYTHONIOENCODING="utf-8")
+    plain_db = OUT / f"plain-{workload.name}.db"
+    if not plain_db.exists():
+        build(plain_db, workload.root)
+    plain = [sys.executable, str(REPO / "benchmarks" / "plain_server.py"), str(plain_db)]
+    plain_calls = [("", "search", {"query": q, "limit": LIMIT}) for q in workload.queries[:WARMUP]]
+    plain_calls += [("plain FTS5 (MCP)", "search", {"query": q, "limit": LIMIT}) for q in workload.queries]
+    anyio.run(measure_server, plain, env, plain_calls, figures, "plain FTS5")
+    oracle_env = {**env, "ORACLE_ROOT": str(workload.root), "ORACLE_DATA_DIR": str(workload.data)}
+    anyio.run(measure_server, [str(ORACLE), "serve", "--no-watch"], oracle_env, oracle_calls(workload.queries),
+              figures, "oracle")
+    in_process(workload, figures)
+    return figures
+
+
+def summarise(runs: list[RunFigures]) -> dict:
+    """Per series: p50 and p95 of each run as (min, median, max) across runs; spawn times the same way."""
+    def spread(values: list[float]) -> list[float]:
+        return [round(min(values), 2), round(statistics.median(values), 2), round(max(values), 2)]
+
+    series = sorted({s for run in runs for s in run.calls})
+    out: dict = {"calls": {}, "spawn_s": {}}
+    for s in series:
+        out["calls"][s] = {
+            "p50": spread([statistics.median(run.calls[s]) for run in runs]),
+            "p95": spread([percentile(run.calls[s], 0.95) for run in runs]),
+        }
+    for label in sorted({k for run in runs for k in run.spawn}):
+        out["spawn_s"][label] = spread([run.spawn[label] for run in runs])
+    return out
+
+
+def print_summary(name: str, summary: dict, loads: list[float]) -> None:
+    calls = summary["calls"]
+    plain = calls["plain FTS5 (MCP)"]["p50"][1]
+    print(f"\n## {name} (load average {loads[0]:.2f} -> {loads[-1]:.2f})")
+    print("| series | p50 ms (min / median / max) | p95 ms (min / median / max) | p50 / plain FTS5 |")
+    print("| --- | --- | --- | --- |")
+    for s, f in calls.items():
+        ratio = f["p50"][1] / plain if plain else float("nan")
+        print(f"| {s} | {' / '.join(map(str, f['p50']))} | {' / '.join(map(str, f['p95']))} | ×{ratio:.2f} |")
+    for mode in MODES:
+        mcp, local = calls.get(f"oracle {mode} (MCP)"), calls.get(f"oracle {mode} (in-process)")
+        if mcp and local:
+            print(f"| overhead of MCP over in-process, {mode} (p50) | {mcp['p50'][1] - local['p50'][1]:.2f} | | |")
+    for label, spread in summary["spawn_s"].items():
+        print(f"| spawn -> first tools/list, {label} (s) | {' / '.join(map(str, spread))} | | |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--scifact", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    report: dict = {}
+    for workload in workloads(args.scifact):
+        oracle = Oracle.open(Settings.from_env(root=workload.root, data_dir=workload.data))
+        try:
+            print(f"{workload.name}: {oracle.indexer.sync().summary()}", file=sys.stderr)
+        finally:
+            oracle.close()
+        loads = [os.getloadavg()[0]]
+        runs: list[RunFigures] = []
+        for n in range(args.runs):
+            runs.append(one_run(workload))
+            loads.append(os.getloadavg()[0])
+            print(f"{workload.name}: run {n + 1}/{args.runs} done", file=sys.stderr)
+        summary = summarise(runs)
+        print_summary(workload.name, summary, loads)
+        report[workload.name] = {**summary, "load_average": loads, "queries": len(workload.queries)}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
