@@ -20,6 +20,7 @@ import datetime as dt
 import json
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from mcp.shared.uri_template import UriTemplate
 
@@ -50,7 +51,9 @@ class UnknownResource(LookupError):
 
 
 def note_uri(rel: str) -> str:
-    return _NOTE.expand({"path": rel})
+    """Every character but `/` and the unreserved ones percent-encoded: `{+path}` expansion would leave `?` and
+    `#` as they are, and such a URI would not read back to its path."""
+    return "oracle://note/" + quote(rel, safe="/")
 
 
 def chunk_uri(chunk_id: str) -> str:
