@@ -11,6 +11,7 @@ frontmatter) on a resource's contents, or serve `resources/subscribe`.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -116,8 +117,6 @@ def live_instructions(oracle: Oracle, base: str) -> str:
     last = oracle.store.get_meta("last_indexed")
     when = ""
     if last:
-        import time
-
         when = time.strftime(", last indexed %Y-%m-%d %H:%M UTC", time.gmtime(float(last)))
     return (
         f"{base}\n\nRight now: {counts['files']} notes ({parts}), {counts['chunks']} sections, embeddings"

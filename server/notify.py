@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -163,8 +162,7 @@ class McpNotifier:
         self._legacy: dict[int, tuple[Any, set[str]]] = {}  # connection key -> (session, subscribed URIs)
         self._listers: dict[int, Any] = {}  # connection key -> session, for list_changed
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._send: anyio.abc.ObjectSendStream[Changes] | None = None
-        self.delivered: list[tuple[float, str]] = []  # (monotonic time, uri) of the last deliveries, for stats
+        self._send: Any = None  # the loop's end of the queue of diffs, while the server runs
 
     # -- handshake-era sessions -------------------------------------------------------------------
     @staticmethod
@@ -213,8 +211,6 @@ class McpNotifier:
         if changes.list_changed:
             for key, session in list(self._listers.items()):
                 await self._send_to(key, session.send_resource_list_changed())
-        now = time.monotonic()
-        self.delivered = [(now, u) for u in uris][-100:]
 
     async def _send_to(self, key: int, sending: Any) -> bool:
         """Send one notification; a connection that is gone is forgotten."""
