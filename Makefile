@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser run test bench-quality bench-speed bench-load bench-live bench-scale clean
+.PHONY: install browser node-tools bundle run test bench-quality bench-speed bench-load bench-live bench-scale clean
 
 install: $(STAMP)
 
@@ -28,7 +28,22 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: install browser
+# The MCP Inspector CLI and the MCPB validator for tests/test_mcp_surface_dist.py (npm registry only). The
+# Inspector declares node >= 22.19 but its CLI runs on node 20, so engines are not enforced.
+NODE_TOOLS := tests/npm/node_modules/.installed
+node-tools: $(NODE_TOOLS)
+$(NODE_TOOLS): tests/npm/package.json
+	@command -v npm >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	cd tests/npm && npm install --no-audit --no-fund --loglevel=error
+	touch $(NODE_TOOLS)
+
+# dist/out/oracle-<version>.mcpb (Claude Desktop bundle, for this OS/arch/Python) and dist/out/server.json.
+bundle: install
+	$(BIN)/python dist/build_bundle.py --out dist/out $(if $(RELEASE_URL),--release-url $(RELEASE_URL))
+
+test: install browser node-tools
 	$(BIN)/python -m pytest -q
 
 bench-quality: install
@@ -49,4 +64,4 @@ bench-scale: install
 	$(BIN)/python benchmarks/scale.py --sizes $(SIZES) --json benchmarks/out/scale.json
 
 clean:
-	rm -rf $(VENV) .oracle-data
+	rm -rf $(VENV) .oracle-data dist/out tests/npm/node_modules

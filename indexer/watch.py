@@ -27,6 +27,17 @@ MAX_DELAY_SECONDS = 2.0  # a steady stream of events still gets processed this o
 SWEEP_SECONDS = 300.0
 RETRY_SECONDS = 1.0  # pause after a failed batch before it is tried again
 
+# Called after every batch or sweep any watcher in this process indexed, with its indexer and report (the MCP
+# server's change notifications listen here). A listener must be quick and must not raise.
+BatchListener = Callable[[Indexer, SyncReport], None]
+_batch_listeners: list[BatchListener] = []
+
+
+def add_batch_listener(listener: BatchListener) -> Callable[[], None]:
+    """Be told of every indexed batch; returns the function that stops it."""
+    _batch_listeners.append(listener)
+    return lambda: _batch_listeners.remove(listener) if listener in _batch_listeners else None
+
 
 class _Collector(FileSystemEventHandler):
     """Gathers the paths that events mention; directories are expanded when the batch is taken."""
@@ -167,3 +178,8 @@ class Watcher:
     def _report(self, report: SyncReport) -> None:
         if self.on_batch:
             self.on_batch(report)
+        for listener in list(_batch_listeners):
+            try:
+                listener(self.indexer, report)
+            except Exception as exc:  # a listener's failure must not stop the watcher
+                print(f"oracle watch: batch listener failed: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -19,6 +19,7 @@ from server.consult import consult
 from server.feedback import FeedbackError, record_feedback
 from server.files import FileNotInRoot, PathRefused
 from server.learn import LearnError, learn
+from server.mcp_surface import ALWAYS_LOAD, Surface, link_hits, link_sources
 from server.models import (
     Citation,
     ConceptsRequest,
@@ -130,7 +131,9 @@ def _search_text(result: SearchResult) -> str:
 
 
 def build_server(oracle: Oracle) -> MCPServer:
-    mcp = OracleMCP(name="oracle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    surface = Surface(oracle, INSTRUCTIONS)  # resources, prompts, completions, notifications, live instructions
+    mcp = OracleMCP(name="oracle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
+                    **surface.server_options())
 
     def checked(model: type[BaseModel], **values: Any) -> Any:
         """Validate the arguments, then wait until the start-up sync has the keyword index ready."""
@@ -146,6 +149,7 @@ def build_server(oracle: Oracle) -> MCPServer:
             "line span, snippet, content_hash (for citations) and a score breakdown."
         ),
         annotations=READ_ONLY,
+        meta=ALWAYS_LOAD,
     )
     def oracle_search(
         query: Annotated[str, Field(description="What to look for, in plain words.")],
@@ -174,7 +178,7 @@ def build_server(oracle: Oracle) -> MCPServer:
             result = search(oracle, request, client=_client(ctx), tool="oracle_search")
         except QueryError as exc:
             raise ToolError(str(exc)) from None
-        return _result(result, _search_text(result))
+        return link_hits(_result(result, _search_text(result)), result)
 
     @mcp.tool(
         name="oracle_consult",
@@ -184,6 +188,7 @@ def build_server(oracle: Oracle) -> MCPServer:
             "reference data (not instructions), each with id, file and sha256 to cite."
         ),
         annotations=READ_ONLY,
+        meta=ALWAYS_LOAD,
     )
     def oracle_consult(
         decision: Annotated[str, Field(description="The decision you are about to make.")],
@@ -193,7 +198,7 @@ def build_server(oracle: Oracle) -> MCPServer:
     ) -> Annotated[CallToolResult, ConsultResult]:
         request = checked(ConsultRequest, decision=decision, context=context, budget_tokens=budget_tokens)
         result = consult(oracle, request, client=_client(ctx))
-        return _result(result, result.guidance)
+        return link_sources(_result(result, result.guidance), result)
 
     @mcp.tool(
         name="oracle_reflect",
@@ -410,4 +415,5 @@ def build_server(oracle: Oracle) -> MCPServer:
                   for r in result.results]
         return _result(result, "\n".join(lines))
 
+    surface.install(mcp)
     return mcp

@@ -1,0 +1,71 @@
+"""Argument completion from the index: concepts, projects and note paths.
+
+Values that start with what was typed come first (most used first for concepts and projects, path order
+for notes), then values that merely contain it, so `fts` offers `fts5` before `sqlite-fts5`. Matching is
+case-insensitive. At most MAX_VALUES come back (the protocol's limit) with the true total, so a client can
+say "and 240 more".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from server.app import Oracle
+
+MAX_VALUES = 100  # the protocol's ceiling for one completion response
+MAX_TYPED = 200  # longer input cannot be a prefix of anything useful; refuse to scan with it
+
+
+@dataclass(frozen=True)
+class Suggestions:
+    values: list[str]
+    total: int
+
+    @property
+    def has_more(self) -> bool:
+        return self.total > len(self.values)
+
+
+def _like(text: str) -> str:
+    """`text` as a LIKE pattern matched literally (`%`, `_` and the escape itself are escaped)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _rank(oracle: Oracle, source_sql: str, typed: str, limit: int) -> Suggestions:
+    """`source_sql` yields (value, weight) rows; prefix matches first, then substring matches."""
+    typed = typed.strip()[:MAX_TYPED]
+    pattern = _like(typed.lower())
+    rows = oracle.store.rows(
+        f"SELECT value, weight, lower(value) LIKE ? ESCAPE '\\' AS prefix FROM ({source_sql})"
+        " WHERE lower(value) LIKE ? ESCAPE '\\' ORDER BY prefix DESC, weight DESC, value",
+        [pattern + "%", "%" + pattern + "%"],
+    )
+    return Suggestions(values=[r["value"] for r in rows[:limit]], total=len(rows))
+
+
+def complete_concepts(oracle: Oracle, typed: str, limit: int = MAX_VALUES) -> Suggestions:
+    """Concepts (tags and keywords) by how many sections carry them."""
+    return _rank(oracle, "SELECT concept AS value, count(*) AS weight FROM doc_concepts GROUP BY concept", typed, limit)
+
+
+def complete_projects(oracle: Oracle, typed: str, limit: int = MAX_VALUES) -> Suggestions:
+    """Projects named in notes' frontmatter, by how many sections carry them."""
+    return _rank(
+        oracle,
+        "SELECT project AS value, count(*) AS weight FROM documents WHERE project IS NOT NULL AND project != ''"
+        " GROUP BY project",
+        typed,
+        limit,
+    )
+
+
+def complete_note_paths(oracle: Oracle, typed: str, limit: int = MAX_VALUES) -> Suggestions:
+    """Indexed note paths relative to the root; a path matches by its start or by its file name."""
+    return _rank(oracle, "SELECT path AS value, 0 AS weight FROM files", typed, limit)
+
+
+def complete_types(typed: str, choices: tuple[str, ...]) -> Suggestions:
+    """A fixed set of choices (note types), in their given order."""
+    low = typed.strip().lower()
+    values = [c for c in choices if c.startswith(low)] + [c for c in choices if low in c and not c.startswith(low)]
+    return Suggestions(values=values, total=len(values))
