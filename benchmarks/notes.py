@@ -34,6 +34,7 @@ import sys
 import time
 import unicodedata
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -121,13 +122,13 @@ class McpOracle:
         from mcp import Client
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        self._portal_cm = anyio.from_thread.start_blocking_portal()
-        self.portal = self._portal_cm.__enter__()
+        self._stack = ExitStack()
+        errlog = self._stack.enter_context(open(os.devnull, "w"))
+        self.portal = self._stack.enter_context(anyio.from_thread.start_blocking_portal())
         oracle = REPO / ".venv" / "bin" / "oracle"
         params = StdioServerParameters(command=str(oracle), args=["serve", "--no-watch"], env=env, cwd=str(REPO))
-        self._errlog = open(os.devnull, "w")
-        self._client_cm = Client(stdio_client(params, errlog=self._errlog))
-        self.client = self.portal.call(self._client_cm.__aenter__)
+        client = Client(stdio_client(params, errlog=errlog))
+        self.client = self._stack.enter_context(self.portal.wrap_async_context_manager(client))
 
     def search(self, mode: str) -> Callable[[str], Page]:
         def ask(query: str) -> Page:
@@ -141,9 +142,7 @@ class McpOracle:
         return ask
 
     def close(self) -> None:
-        self.portal.call(self._client_cm.__aexit__, None, None, None)
-        self._portal_cm.__exit__(None, None, None)
-        self._errlog.close()
+        self._stack.close()
 
 
 def whole_file_baseline(root: Path) -> Callable[[str], Page]:

@@ -425,6 +425,9 @@ class Store:
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
+    def chunk_count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+
     def counts(self) -> dict[str, int]:
         q = self.conn.execute
         return {
@@ -617,21 +620,20 @@ def keyword_matching_ids(
     return found
 
 
-def matching_all(store: Store, terms: Sequence[str], ids: Sequence[str]) -> set[str]:
-    """Which of `ids` contain every one of `terms` (quoted FTS5 strings) in the word table: one MATCH per
+def terms_matched(store: Store, terms: Sequence[str], ids: Sequence[str]) -> dict[str, int]:
+    """How many of `terms` (quoted FTS5 strings) each of `ids` contains in the word table: one MATCH per
     term, over the few ids asked about."""
     if not terms or not ids:
-        return set()
+        return {}
     marks = ",".join("?" * len(ids))
     id_of = dict(store.conn.execute(f"SELECT rowid, id FROM documents WHERE id IN ({marks})", list(ids)))
-    left = set(id_of)
+    counts = dict.fromkeys(id_of.values(), 0)
+    marks = ",".join("?" * len(id_of))
+    sql = f"SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND +rowid IN ({marks})"
     for term in terms:
-        if not left:
-            break
-        marks = ",".join("?" * len(left))
-        sql = f"SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND +rowid IN ({marks})"
-        left = {r for (r,) in store.conn.execute(sql, [term, *left])}
-    return {id_of[r] for r in left}
+        for (rowid,) in store.conn.execute(sql, [term, *id_of]):
+            counts[id_of[rowid]] += 1
+    return counts
 
 
 def filtered_ids(store: Store, ids: Sequence[str], filters: Filters) -> set[str]:

@@ -20,6 +20,7 @@ With no verdicts and no supersessions nothing changes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 # Chosen on the SciFact training split (809 queries; benchmarks/quality.py --sweep, BENCHMARKS.md):
@@ -38,7 +39,8 @@ MODEL_SCRIPT_END = 0x0530
 # Below both, a hit is marked weak (see is_weak; calibrated in benchmarks/notes.py).
 WEAK_SIMILARITY = 0.45
 WEAK_BM25 = 14.0
-SHORT_QUERY = 2
+CALIBRATION_CHUNKS = 7_282  # sections in the nat-brain index the thresholds were calibrated on
+COVERAGE = 2 / 3
 
 
 @dataclass(frozen=True)
@@ -159,19 +161,32 @@ def covered_share(query: str) -> float:
     return sum(1 for c in letters if ord(c) < MODEL_SCRIPT_END) / len(letters)
 
 
-def is_weak(item: Fused, has_every_word: bool = False) -> bool:
+def weak_bm25(chunks: int) -> float:
+    """The bm25 a hit needs to count as strong in an index of this many chunks. bm25's idf grows with the
+    log of the index size (a word in one of 300 chunks is worth less than one in one of 7,000), so the
+    threshold calibrated on nat-brain scales by log(1 + chunks) / log(1 + CALIBRATION_CHUNKS)."""
+    return WEAK_BM25 * math.log1p(max(chunks, 1)) / math.log1p(CALIBRATION_CHUNKS)
+
+
+def covers(matched: int, terms: int) -> bool:
+    """A hit holding this many of the query's terms holds most of them: at least COVERAGE of them (so all of
+    a one- or two-word query): `quokka` found is found."""
+    return terms > 0 and matched >= COVERAGE * terms
+
+
+def is_weak(item: Fused, covered: bool = False, bm25_needed: float = WEAK_BM25) -> bool:
     """Whether a hit is only loosely related to the query, judged from absolute evidence, not from its
     rank (the best of ten poor matches is still poor). Strong when:
     - the vector leg found it at cosine similarity >= WEAK_SIMILARITY, or
-    - the keyword leg scored it bm25 >= WEAK_BM25 (several rarer query words matched), or
-    - it holds every word of a short query (SHORT_QUERY words or fewer): `quokka` found is found.
+    - the keyword leg scored it bm25 >= bm25_needed (see weak_bm25: several rarer query words matched), or
+    - it holds most of the query's words (`covered`, see `covers`).
     Calibrated in benchmarks/notes.py: on nat-brain the best hit of every off-topic question stays below
     the first two (similarity <= 0.41, bm25 <= 13.3) while every English judged question clears one."""
     if item.vector_similarity is not None and item.vector_similarity >= WEAK_SIMILARITY:
         return False
-    if item.fts_score is not None and item.fts_score >= WEAK_BM25:
+    if item.fts_score is not None and item.fts_score >= bm25_needed:
         return False
-    return not has_every_word
+    return not covered
 
 
 def feedback_factor(helpful: int, misleading: int) -> float:

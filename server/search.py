@@ -18,7 +18,7 @@ from indexer.store import (
     filtered_ids,
     keyword_matching_ids,
     keyword_search,
-    matching_all,
+    terms_matched,
 )
 from indexer.vectors import VectorStoreUnavailable
 from server import scoring
@@ -184,7 +184,8 @@ def _start_from_relations(
 
 
 def _hit(item: scoring.Fused, score: float, doc: dict, kq: KeywordQuery, use: _Use, others: list[scoring.Fused],
-         duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], has_every_word: bool) -> Hit:
+         duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], covered: bool,
+         bm25_needed: float) -> Hit:
     terms = kq.terms + kq.unsegmented
     feedback = use.feedback.get(item.id, (0, 0))
     return Hit(
@@ -222,7 +223,8 @@ def _hit(item: scoring.Fused, score: float, doc: dict, kq: KeywordQuery, use: _U
             for o in others
         ],
         duplicates=[DuplicateRef(id=d.id, source_file=facts[d.id].file) for d in duplicates],
-        weak=scoring.is_weak(item, has_every_word) and all(scoring.is_weak(s) for s in others),
+        weak=scoring.is_weak(item, covered, bm25_needed)
+        and all(scoring.is_weak(s, bm25_needed=bm25_needed) for s in others),
         superseded_by=use.pointers.get(item.id),
         relations=use.stating.get(doc["file"], []) if "relation" in item.found_by else [],
     )
@@ -306,11 +308,14 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
     return _Ranked(legs, mode, method, facts, entries, total, use)
 
 
-def _complete_matches(oracle: Oracle, kq: KeywordQuery, ids: list[str]) -> set[str]:
-    """Hits holding every word of a short query (evidence for `scoring.is_weak`)."""
-    if not kq.terms or kq.unsegmented or len(kq.terms) > scoring.SHORT_QUERY:
+def _well_covered(oracle: Oracle, kq: KeywordQuery, page: list[_Entry], bm25_needed: float) -> set[str]:
+    """Leads (among those the legs call weak) that hold most of the query's words (scoring.COVERAGE), the
+    keyword evidence that does not depend on the index's size. Unsegmented terms (trigram) are not counted."""
+    unsure = [e.lead.id for e in page if scoring.is_weak(e.lead, bm25_needed=bm25_needed)]
+    if not kq.terms or not unsure:
         return set()
-    return matching_all(oracle.store, [quote(t) for t in kq.terms], ids)
+    counts = terms_matched(oracle.store, [quote(t) for t in kq.terms], unsure)
+    return {i for i, n in counts.items() if scoring.covers(n, len(kq.terms) + len(kq.unsegmented))}
 
 
 def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
@@ -333,9 +338,10 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
         ranked = _rank(oracle, request, query, kq, filters, pool)
     page = ranked.entries[request.offset : wanted]
     docs = oracle.store.documents_by_id([e.lead.id for e in page])
-    complete = _complete_matches(oracle, kq, [e.lead.id for e in page])
+    bm25_needed = scoring.weak_bm25(oracle.store.chunk_count())
+    complete = _well_covered(oracle, kq, page, bm25_needed)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], kq, ranked.use, e.others, e.duplicates, ranked.facts,
-                 e.lead.id in complete) for e in page]
+                 e.lead.id in complete, bm25_needed) for e in page]
     weak = not hits or all(h.weak for h in hits)
     warnings = ranked.legs.warnings
     if ranked.mode in ("hybrid", "vector") and scoring.covered_share(query) < 0.5:

@@ -152,7 +152,11 @@ def test_weakness_needs_absolute_evidence() -> None:
     strong_keyword = scoring.Fused("k", 1.0, fts_score=scoring.WEAK_BM25)
     faint = scoring.Fused("f", 1.0, fts_score=3.0, vector_similarity=0.2)  # top of its page, still faint
     assert not scoring.is_weak(strong_vector) and not scoring.is_weak(strong_keyword)
-    assert scoring.is_weak(faint) and not scoring.is_weak(faint, has_every_word=True)
+    assert scoring.is_weak(faint) and not scoring.is_weak(faint, covered=True)
+    assert scoring.covers(1, 1) and scoring.covers(2, 2) and not scoring.covers(1, 2)
+    assert scoring.covers(2, 3) and not scoring.covers(3, 5)
+    # The bm25 needed grows with the index: idf grows with the log of the number of sections.
+    assert scoring.weak_bm25(300) < scoring.weak_bm25(scoring.CALIBRATION_CHUNKS) == scoring.WEAK_BM25
     assert scoring.covered_share("how do we quote terms") == 1.0
     assert scoring.covered_share("ฟอนต์ภาษาไทย font") < 0.5
 
