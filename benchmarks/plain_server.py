@@ -16,7 +16,20 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from pydantic import BaseModel
+
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class Hit(BaseModel):
+    path: str
+    title: str
+    snippet: str
+    score: float
+
+
+class Result(BaseModel):
+    hits: list[Hit]
 
 
 def build(db: Path, root: Path) -> int:
@@ -39,16 +52,6 @@ def build(db: Path, root: Path) -> int:
 
 def serve(db: Path) -> None:
     from mcp.server.mcpserver import MCPServer
-    from pydantic import BaseModel
-
-    class Hit(BaseModel):
-        path: str
-        title: str
-        snippet: str
-        score: float
-
-    class Result(BaseModel):
-        hits: list[Hit]
 
     conn = sqlite3.connect(db, check_same_thread=False)
     mcp = MCPServer(name="plain-fts5")

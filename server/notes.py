@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from indexer.store import SectionFacts
 from server.scoring import Fused
 
-MAX_LISTED = 20  # other matching sections listed per note
+MAX_LISTED = 5  # other matching sections listed per note (the whole note is one oracle_read away)
 
 
 @dataclass
