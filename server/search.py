@@ -1,7 +1,8 @@
-"""The one search: keyword leg, vector leg, fusion, filters, paging, grouping.
+"""The one search: plan, keyword and vector legs over sections, fusion, adjustments, notes, page.
 
 Every adapter calls `search()`; there is no second scoring path for another transport. If the vector
-leg fails (model or store), keyword results come back with a warning instead of an error.
+leg fails (model or store), keyword results come back with a warning instead of an error. Both legs rank
+sections; by default the page is made of notes (server/notes.py), and only the page is read in full.
 """
 
 from __future__ import annotations
@@ -293,18 +294,17 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
     fused, mode, method = _fuse(request, legs)
     facts = oracle.store.section_facts([f.id for f in fused])
     fused = [f for f in fused if f.id in facts]  # a vector whose chunk vanished is not a result
-    total = _total(oracle, kq, mode, legs, filters)
     fused, feedback, pointers = _apply_use(oracle, fused, facts)
     use = _Use(feedback, pointers, {})
+    added: list[str] = []
     if request.relation_pattern:
         fused, use.stating, added = _start_from_relations(oracle, request, fused, facts, filters, legs.warnings)
-        total += len(added)
         if added:  # notes that only the relation found: their pointers and verdicts too
             pointers.update(successors_for(oracle, _rows({i: facts[i] for i in added}))[1])
             feedback.update(oracle.logs.feedback_counts(added))
     entries = _entries(fused, facts, request.by_note)
-    if request.by_note:
-        total = len(entries)  # distinct notes among the candidates of both legs
+    # Notes: the distinct notes among the candidates of both legs. Sections: every match (see _total).
+    total = len(entries) if request.by_note else _total(oracle, kq, mode, legs, filters) + len(added)
     return _Ranked(legs, mode, method, facts, entries, total, use)
 
 
