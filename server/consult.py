@@ -1,17 +1,17 @@
 """Consult: the principles and learnings that bear on a decision, as guidance within a token budget.
 
 Retrieved text is data, not instructions. It is wrapped in a boundary whose markers carry a tag derived
-from the sources' content hashes, so a note cannot forge the closing marker; text inside that looks like
-a marker is defused. Each source is labelled with its id, file, line span and content hash so that an
+from a per-process secret and every field the guidance shows, so a note cannot forge the closing marker;
+every field inside that could spell a marker (text, title, heading, paths) is defused. Each source is labelled with its id, file, line span and content hash so that an
 agent can cite exactly what informed it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
 
 from server.app import Oracle
+from server.boundary import defuse, tag_for
 from server.models import ConsultRequest, ConsultResult, SearchRequest, Source
 from server.search import run_search
 
@@ -55,22 +55,36 @@ def _distinct(sources: list[Source]) -> list[Source]:
 
 def _defuse(text: str) -> str:
     """Text inside the boundary may not contain anything that reads as a boundary marker."""
-    return text.replace("<<<", "‹‹‹").replace(">>>", "›››")
+    return defuse(text)
+
+
+def _shown(source: Source) -> list[str]:
+    """Every field of a source that the guidance shows, each written by the note's author."""
+    pointer = source.superseded_by
+    return [source.id, source.type, source.title, source.heading, source.source_file, source.content_hash,
+            pointer.source_file if pointer else "", pointer.id if pointer else ""]
 
 
 def boundary_tag(sources: list[Source]) -> str:
-    digest = hashlib.sha256("".join(s.content_hash for s in sources).encode()).hexdigest()
-    return digest[:12]
+    """From a per-process secret and every shown field (titles and headings too, not only the content
+    hashes): a note's author can neither predict the tag nor find a title that keeps it fixed."""
+    return tag_for(field for s in sources for field in _shown(s))
+
+
+def _field(text: str) -> str:
+    """A label field on one line (a title from YAML can hold line breaks), defused."""
+    return _defuse(" ".join(text.split()))
 
 
 def _label(n: int, source: Source) -> str:
-    heading = f" › {source.heading}" if source.heading else ""
+    heading = f" › {_field(source.heading)}" if source.heading else ""
+    pointer = source.superseded_by
     return (
-        f"[{n}] {source.type}: {source.title}{heading}\n"
-        f"    id={source.id} file={source.source_file}:{source.line_start}-{source.line_end}"
+        f"[{n}] {source.type}: {_field(source.title)}{heading}\n"
+        f"    id={source.id} file={_field(source.source_file)}:{source.line_start}-{source.line_end}"
         f" sha256={source.content_hash}"
-        + (f"\n    superseded by {source.superseded_by.source_file} (id {source.superseded_by.id or 'not indexed'})"
-           if source.superseded_by else "")
+        + (f"\n    superseded by {_field(pointer.source_file)} (id {pointer.id or 'not indexed'})"
+           if pointer else "")
     )
 
 

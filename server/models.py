@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from indexer.parse import MAX_TERM_CHARS, relation_term
+from server.boundary import defuse_markers
 from server.query import MAX_QUERY_CHARS
 
 DocType = Literal["all", "principle", "learning", "retro"]
 SearchMode = Literal["hybrid", "fts", "vector"]
 Fusion = Literal["rrf", "weighted"]
 MAX_LIMIT = 100
+# Text a note's author wrote (titles, headings, snippets, bodies, paths from frontmatter), as every result
+# model returns it: nothing in it may read as a consult boundary marker (server/boundary.py).
+NoteText = Annotated[str, AfterValidator(defuse_markers)]
 
 
 def split_concepts(value: object) -> list[str]:
@@ -165,8 +169,8 @@ class SupersededBy(BaseModel):
     """Where a superseded note's successor is. `id` is empty when the successor is not indexed."""
 
     id: str
-    source_file: str
-    title: str
+    source_file: NoteText
+    title: NoteText
     reason: str | None = None
     via: Literal["tool", "frontmatter"]
 
@@ -188,9 +192,9 @@ class Hit(BaseModel):
     id: str
     type: str
     kind: str
-    title: str
-    heading: str
-    snippet: str
+    title: NoteText
+    heading: NoteText
+    snippet: NoteText
     source_file: str
     line_start: int
     line_end: int
@@ -275,7 +279,7 @@ class LearnRequest(BaseModel):
 
 class NearDuplicate(BaseModel):
     id: str
-    title: str
+    title: NoteText
     source_file: str
     similarity: float
 
@@ -309,14 +313,14 @@ class ConsultRequest(BaseModel):
 class Source(BaseModel):
     id: str
     type: str
-    title: str
-    heading: str
+    title: NoteText
+    heading: NoteText
     source_file: str
     line_start: int
     line_end: int
     content_hash: str
     score: float
-    text: str
+    text: NoteText
     truncated: bool = False
     superseded_by: SupersededBy | None = None
 
@@ -335,9 +339,9 @@ class Document(BaseModel):
     id: str
     type: str
     kind: str
-    title: str
-    heading: str
-    content: str
+    title: NoteText
+    heading: NoteText
+    content: NoteText
     source_file: str
     line_start: int
     line_end: int
@@ -364,8 +368,8 @@ class ListRequest(BaseModel):
 class ListItem(BaseModel):
     id: str
     type: str
-    title: str
-    heading: str
+    title: NoteText
+    heading: NoteText
     source_file: str
     date: str | None
     concepts: list[str]
@@ -412,7 +416,7 @@ class FeedbackRequest(BaseModel):
 class FeedbackResult(BaseModel):
     id: str
     verdict: str
-    title: str
+    title: NoteText
     source_file: str
     helpful: int
     misleading: int
@@ -439,7 +443,7 @@ class NoteRef(BaseModel):
     scope: Literal["chunk", "note"]
     id: str  # the chunk id, or the note's first chunk id
     source_file: str
-    title: str
+    title: NoteText
     chunks: int
 
 
@@ -471,7 +475,7 @@ class RelationHit(BaseModel):
     object: str
     id: str  # the stating note's first chunk
     source_file: str
-    title: str
+    title: NoteText
     type: str
 
 
@@ -502,7 +506,7 @@ class ReadRequest(BaseModel):
 class SectionRef(BaseModel):
     id: str
     kind: str
-    heading: str
+    heading: NoteText
     line_start: int
     line_end: int
     content_hash: str
@@ -511,9 +515,9 @@ class SectionRef(BaseModel):
 class ReadResult(BaseModel):
     source_file: str
     type: str
-    title: str
+    title: NoteText
     frontmatter: dict
-    content: str
+    content: NoteText
     line_start: int
     line_end: int
     truncated: bool
