@@ -9,9 +9,11 @@ CORS is an explicit allow-list (ORACLE_CORS_ORIGINS), never `*`.
 """
 
 import contextlib
+import hashlib
 import ipaddress
 import math
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Annotated
@@ -80,8 +82,42 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+MIN_TOKEN_CHARS = 16
+# Served without the token: liveness, and the dashboard's static shell (no data in it; it asks for the
+# token and sends it with every API call). Everything else, reads included, needs the token when one is set.
+PUBLIC_PATHS = frozenset({"/health", "/", "/docs"})
+PUBLIC_PREFIXES = ("/static/",)
+
+
+def check_token(token: str | None) -> str | None:
+    """The configured token, or ServerConfigError when it is too short to resist guessing."""
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise ServerConfigError(
+            f"ORACLE_TOKEN is {len(token)} characters; use at least {MIN_TOKEN_CHARS}"
+            " (e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+        )
+    return token
+
+
+def token_matches(header: str, token: str) -> bool:
+    """`Authorization: Bearer <token>`, the scheme in any case (RFC 7235), compared in constant time:
+    both sides are hashed first, so neither the token's length nor a matching prefix shows in the timing."""
+    scheme, _, given = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    given_digest = hashlib.sha256(given.strip(" ").encode("utf-8", "surrogateescape")).digest()
+    return secrets.compare_digest(given_digest, hashlib.sha256(token.encode()).digest())
+
+
+def needs_token(method: str, path: str) -> bool:
+    """Every route but /health and the dashboard's static shell; CORS preflights carry no credentials."""
+    if method == "OPTIONS":
+        return False
+    return path not in PUBLIC_PATHS and not path.startswith(PUBLIC_PREFIXES)
+
+
 class Guard:
-    """Host-header check and bearer token for writes and /mcp, as plain ASGI middleware."""
+    """Host-header check and bearer token for every route but the public ones, as plain ASGI middleware."""
 
     def __init__(self, app: ASGIApp, allowed_hosts: set[str], token: str | None) -> None:
         self.app = app
@@ -95,21 +131,22 @@ class Guard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "")
         if host.lower() not in self.allowed_hosts:
-            await _deny(send, 421, f"Host {host!r} is not served here (DNS rebinding protection)")
+            await _deny(send, 421, f"Host {host[:100]!r} is not served here (DNS rebinding protection;"
+                                   " add it to ORACLE_ALLOWED_HOSTS if it names this server)")
             return
-        needs_token = scope["method"] not in ("GET", "HEAD", "OPTIONS") or scope["path"].startswith("/mcp")
-        if self.token and needs_token:
-            given = headers.get("authorization", "")
-            if not secrets.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
-                await _deny(send, 401, "missing or wrong token: send 'Authorization: Bearer $ORACLE_TOKEN'")
+        if self.token and needs_token(scope["method"], scope["path"]):
+            if not token_matches(headers.get("authorization", ""), self.token):
+                await _deny(send, 401, "missing or wrong token: send 'Authorization: Bearer $ORACLE_TOKEN'",
+                            [(b"www-authenticate", b'Bearer realm="oracle"')])
                 return
         await self.app(scope, receive, send)
 
 
-async def _deny(send: Send, status: int, message: str) -> None:
+async def _deny(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     body = JSONResponse({"error": message}, status_code=status).body
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *(extra or [])]})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -163,14 +200,37 @@ class LogsResult(BaseModel):
     per_day: dict[str, list[dict]]
 
 
+def _bracketed(name: str) -> str:
+    return f"[{name}]" if ":" in name and not name.startswith("[") else name
+
+
+def host_names(host: str, port: int, extra: str = "") -> set[str]:
+    """Host header values this server answers to: loopback names, the bind address, and ORACLE_ALLOWED_HOSTS
+    (comma-separated names such as `oracle.lan` or `192.168.1.20`, or `name:port` for a proxy in front)."""
+    names = {"127.0.0.1", "localhost", "[::1]", _bracketed(host)}
+    allowed: set[str] = set()
+    for item in (i.strip().lower() for i in extra.split(",")):
+        if not item:
+            continue
+        if item == "*" or "/" in item or "@" in item:
+            raise ServerConfigError(f"ORACLE_ALLOWED_HOSTS entry {item!r} is not a host name (no wildcards, no URLs)")
+        if re.fullmatch(r"\[[0-9a-f:.]+\]:\d+|[^:\[\]]+:\d+", item):
+            allowed.add(item)  # already name:port
+        else:
+            names.add(_bracketed(item))
+    allowed |= {f"{n}:{port}" for n in names}
+    if port == 80:
+        allowed |= names
+    return {h.lower() for h in allowed}
+
+
 def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token: str | None = None) -> ASGIApp:
-    token = token if token is not None else (os.environ.get("ORACLE_TOKEN") or None)
+    token = check_token(token if token is not None else (os.environ.get("ORACLE_TOKEN") or None))
     if not is_loopback(host) and not token:
         raise ServerConfigError(
             f"refusing to listen on {host} without ORACLE_TOKEN: set a token, or bind to 127.0.0.1"
         )
-    names = {"127.0.0.1", "localhost", "[::1]", host if ":" not in host else f"[{host}]"}
-    allowed_hosts = {f"{n}:{port}" for n in names} | ({n for n in names} if port == 80 else set())
+    allowed_hosts = host_names(host, port, os.environ.get("ORACLE_ALLOWED_HOSTS", ""))
     mcp = build_server(oracle)
     mcp_app = mcp.streamable_http_app(
         streamable_http_path="/mcp",

@@ -683,12 +683,13 @@ def test_token_guards_writes_and_mcp(small) -> None:
     from server.http import build_app
 
     port = free_port()
-    app = build_app(small, host="0.0.0.0", port=port, token="s3cret")
+    app = build_app(small, host="0.0.0.0", port=port, token="s3cret-s3cret-s3cret")
     learnings = small.settings.root / "learnings"
     before = sorted(p.name for p in learnings.iterdir())
     learn = {"pattern": "Wombat burrows need two exits.", "title": "Wombat burrow exits"}
-    wrong = [None, "", "Bearer", "Bearer nope", "Bearer s3cre", "Bearer s3cret2", "Basic s3cret", "s3cret",
-             "Bearer  s3cret", "Bearer S3CRET"]
+    wrong = [None, "", "Bearer", "Bearer nope", "Bearer s3cret-s3cret-s3cre", "Bearer s3cret-s3cret-s3cret2",
+             "Basic s3cret-s3cret-s3cret", "s3cret-s3cret-s3cret", "Bearers3cret-s3cret-s3cret",
+             "Bearer S3CRET-S3CRET-S3CRET"]
     with _client(app, port) as client:
         for auth in wrong:
             headers = {"Authorization": auth} if auth else {}
@@ -702,12 +703,12 @@ def test_token_guards_writes_and_mcp(small) -> None:
             assert client.get("/mcp", headers=headers).status_code == 401
         assert sorted(p.name for p in learnings.iterdir()) == before  # nothing was written
 
-        # Reads stay open.
-        assert client.get("/api/stats").status_code == 200
-        assert client.get("/api/search", params={"query": FTS5_QUERY}).status_code == 200
+        # Reads need the token too (issue 13); the dashboard's static shell does not.
+        assert client.get("/api/stats").status_code == 401
+        assert client.get("/api/search", params={"query": FTS5_QUERY}).status_code == 401
         assert client.get("/").status_code == 200
         # With the token: the write works and MCP answers.
-        good = {"Authorization": "Bearer s3cret"}
+        good = {"Authorization": "Bearer s3cret-s3cret-s3cret"}
         resp = client.post("/api/learn", json=learn, headers=good)
         assert resp.status_code == 201, resp.text
         assert (small.settings.root / resp.json()["file"]).is_file()
@@ -722,23 +723,25 @@ def test_token_guards_writes_and_mcp(small) -> None:
 def test_token_from_environment(small, monkeypatch: pytest.MonkeyPatch) -> None:
     from server.http import build_app
 
-    monkeypatch.setenv("ORACLE_TOKEN", "from-env")
+    monkeypatch.setenv("ORACLE_TOKEN", "from-env-from-env-from-env")
     port = free_port()
     app = build_app(small, host="0.0.0.0", port=port)
+    good = {"Authorization": "Bearer from-env-from-env-from-env"}
     with _client(app, port) as client:
         assert client.post("/api/learn", json={"pattern": "x"}).status_code == 401
-        assert client.post("/api/learn", json={"pattern": " "}, headers={"Authorization": "Bearer from-env"}).status_code == 422
-        assert client.get("/api/stats").status_code == 200
+        assert client.post("/api/learn", json={"pattern": " "}, headers=good).status_code == 422
+        assert client.get("/api/stats", headers=good).status_code == 200
 
 
 def test_loopback_with_token_still_guards_writes(small) -> None:
     from server.http import build_app
 
     port = free_port()
-    with _client(build_app(small, port=port, token="t0k"), port) as client:
+    with _client(build_app(small, port=port, token="t0k-t0k-t0k-t0k-t0k"), port) as client:
         assert client.post("/api/learn", json={"pattern": "x"}).status_code == 401
         assert client.post("/mcp", json=MCP_INIT, headers=MCP_HEADERS).status_code == 401
-        assert client.get("/api/list").status_code == 200
+        assert client.get("/api/list").status_code == 401
+        assert client.get("/api/list", headers={"Authorization": "Bearer t0k-t0k-t0k-t0k-t0k"}).status_code == 200
 
 
 def test_cors_origins_from_environment_never_wildcard(small, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,6 +55,39 @@
   const $ = (sel) => document.querySelector(sel);
 
   // -- API ----------------------------------------------------------------------------------------
+  // With ORACLE_TOKEN set, every API route needs `Authorization: Bearer <token>`. The dashboard asks for it
+  // once (a form, not a prompt) and keeps it in this tab's sessionStorage; calls that got a 401 wait for it.
+  const TOKEN_KEY = 'oracle-token';
+  let tokenWait = null;
+
+  function savedToken() {
+    try { return sessionStorage.getItem(TOKEN_KEY); } catch (_) { return null; }
+  }
+
+  function askToken(message) {
+    if (tokenWait) return tokenWait;
+    tokenWait = new Promise((resolve) => {
+      const box = $('#token-box');
+      const input = $('#token-input');
+      $('#token-note').textContent = message;
+      box.hidden = false;
+      input.focus();
+      function submit(event) {
+        event.preventDefault();
+        const value = input.value.trim();
+        if (!value) return;
+        try { sessionStorage.setItem(TOKEN_KEY, value); } catch (_) { /* private mode: this page only */ }
+        input.value = '';
+        box.hidden = true;
+        box.removeEventListener('submit', submit);
+        tokenWait = null;
+        resolve(value);
+      }
+      box.addEventListener('submit', submit);
+    });
+    return tokenWait;
+  }
+
   async function api(path, params) {
     const qs = new URLSearchParams();
     for (const [k, v] of Object.entries(params || {})) {
@@ -62,10 +95,23 @@
     }
     const url = path + (qs.toString() ? '?' + qs.toString() : '');
     let res;
-    try {
-      res = await fetch(url, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
-    } catch (err) {
-      throw new Error('the server did not answer (' + err.message + ')');
+    let token = savedToken();
+    for (;;) {
+      const headers = { Accept: 'application/json' };
+      if (token) headers.Authorization = 'Bearer ' + token;
+      try {
+        res = await fetch(url, { headers, credentials: 'same-origin' });
+      } catch (err) {
+        throw new Error('the server did not answer (' + err.message + ')');
+      }
+      if (res.status !== 401) break;
+      if (token && savedToken() === token) {
+        try { sessionStorage.removeItem(TOKEN_KEY); } catch (_) { /* nothing kept */ }
+      }
+      const fresh = savedToken();  // another call may have been given the token meanwhile
+      token = fresh && fresh !== token ? fresh : await askToken(token
+        ? 'That token was refused. Enter the access token (ORACLE_TOKEN) again.'
+        : 'This server needs its access token (ORACLE_TOKEN).');
     }
     let body = null;
     try { body = await res.json(); } catch (_) { body = null; }

@@ -196,7 +196,12 @@
 
   async function start() {
     try {
-      const res = await fetch('/openapi.json', { headers: { Accept: 'application/json' } });
+      const headers = { Accept: 'application/json' };
+      let token = null;
+      try { token = sessionStorage.getItem('oracle-token'); } catch (_) { token = null; }
+      if (token) headers.Authorization = 'Bearer ' + token;
+      const res = await fetch('/openapi.json', { headers });
+      if (res.status === 401) throw new Error('this server needs its access token: open the dashboard (/) in this tab and enter it first');
       if (!res.ok) throw new Error('HTTP ' + res.status);
       spec = await res.json();
       render();
