@@ -120,7 +120,9 @@ def split_frontmatter(text: str) -> tuple[dict, str, int, list[str]]:
     if lines[0].strip() != "---":
         return {}, text, 0, []
     for i in range(1, len(lines)):
-        if lines[i].strip() in ("---", "..."):
+        # Only an unindented line closes the block: an indented `---` is a folded value's continuation
+        # (PyYAML wraps long strings), and treating it as the end dropped every field after it.
+        if lines[i].rstrip() in ("---", "..."):
             raw = "\n".join(lines[1:i])
             body = "\n".join(lines[i + 1 :])
             if len(raw) > MAX_FRONTMATTER_CHARS:  # PyYAML builds ~50,000 scalars a second: bound the cost

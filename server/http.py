@@ -35,7 +35,7 @@ from server.browse import Graph, NotFound, concepts, graph, list_documents, refl
 from server.consult import consult
 from server.feedback import FeedbackError, feedback_overview, record_feedback
 from server.files import FileContent, FileNotInRoot, PathRefused, read_file
-from server.learn import LearnError, learn
+from server.learn import LearnError, LearnLost, learn
 from server.mcp_server import build_server
 from server.models import (
     ConceptsRequest,
@@ -262,6 +262,10 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         problems = "; ".join(_problem(err) for err in exc.errors())
         body = {"error": f"invalid input: {problems}", "detail": jsonable_encoder(exc.errors())}
         return JSONResponse(_json_safe(body), status_code=422)
+
+    @app.exception_handler(LearnLost)
+    async def conflict(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=409)
 
     @app.exception_handler(FileNotInRoot)
     @app.exception_handler(NotFound)

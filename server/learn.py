@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from indexer.discover import is_within
+from indexer.parse import parse_markdown
 from server.app import Oracle
 from server.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest
 from server.search import run_search
@@ -27,10 +28,17 @@ SLUG_MAX = 60
 SLUG_MAX_BYTES = 180  # 60 three-byte letters (Thai, CJK); four-byte letters get fewer: names stay < 255 bytes
 DUPLICATE_SIMILARITY = 0.85
 MAX_SUFFIX = 1000
+YAML_WIDTH = 1_000_000  # wider than any value a LearnRequest allows: one line per field
+WRITE_ATTEMPTS = 3  # the learnings folder renamed away mid-write is made again and the write retried
 
 
 class LearnError(RuntimeError):
     """The learning could not be written; nothing was left behind."""
+
+
+class LearnLost(LearnError):
+    """The learning was written, but the file was moved, deleted or changed by someone else before it was
+    indexed: no note under its name is indexed with the metadata asked for."""
 
 
 def slugify(text: str) -> str:
@@ -64,16 +72,20 @@ def title_for(request: LearnRequest) -> str:
 
 
 def learnings_folder(oracle: Oracle) -> Path:
-    """`learnings/` at the root, or the one folder mapped to learnings (Oracle v2's ψ/memory/learnings)."""
+    """`learnings/` at the root, or the one folder mapped to learnings (Oracle v2's ψ/memory/learnings).
+
+    The walk tolerates folders that vanish or are renamed while it runs (os.walk skips what it cannot
+    list; `rglob` raised FileNotFoundError and the learn failed with a 500)."""
     root = oracle.settings.root
     direct = root / "learnings"
     if direct.is_dir():
         return direct
     names = {name for name, t in oracle.settings.folder_types.items() if t == "learning"}
-    found = sorted(
-        (p for p in root.rglob("*") if p.is_dir() and p.name in names and not any(s.startswith(".") for s in p.parts)),
-        key=lambda p: (len(p.parts), str(p)),
-    )
+    found: list[Path] = []
+    for current, dirs, _ in os.walk(root, onerror=lambda _: None):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found += [Path(current) / d for d in dirs if d in names]
+    found.sort(key=lambda p: (len(p.parts), str(p)))
     return found[0] if found else direct
 
 
@@ -84,16 +96,37 @@ def render(request: LearnRequest, title: str, today: dt.date) -> str:
         meta["project"] = request.project
     if request.source:
         meta["source"] = request.source
-    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, default_flow_style=False).strip()
+    # Never wrapped: PyYAML folds long values onto indented continuation lines, and a continuation that reads
+    # `---` once ended the frontmatter early, silently dropping every field after it.
+    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, default_flow_style=False,
+                           width=YAML_WIDTH).strip()
     if request.relations:  # one `[subject, predicate, object]` per line, as a person would write them
         lines = [
             "- " + yaml.safe_dump([t.subject, t.predicate, t.object], allow_unicode=True, default_flow_style=True,
-                                  width=1_000_000).strip()
+                                  width=YAML_WIDTH).strip()
             for t in request.relations
         ]
         front += "\nrelations:\n" + "\n".join(lines)
     body = request.pattern.replace("\r\n", "\n").strip("\n")
     return f"---\n{front}\n---\n\n# {title}\n\n{body}\n"
+
+
+def metadata_problems(text: str, request: LearnRequest, title: str, today: dt.date) -> list[str]:
+    """The fields a reader of `text` would not get back as given (empty when everything round-trips)."""
+    parsed = parse_markdown(text, "learnings/_check.md", "learning")
+    meta = parsed.frontmatter
+    expected: dict[str, object] = {"title": title, "tags": list(request.concepts), "date": today.isoformat(),
+                                   "project": request.project, "source": request.source}
+    problems = [key for key, want in expected.items() if _as_read(meta.get(key)) != want]
+    wanted = [(t.subject, t.predicate, t.object) for t in request.relations]
+    if [(r.subject, r.predicate, r.object) for r in parsed.relations] != wanted:
+        problems.append("relations")
+    return problems
+
+
+def _as_read(value: object) -> object:
+    """A frontmatter value as the learn request gave it: YAML reads an unquoted date as a date."""
+    return value.isoformat() if isinstance(value, dt.date) else value
 
 
 WRITE_ERRORS = {  # errno -> what happened and what to do about it
@@ -106,6 +139,17 @@ WRITE_ERRORS = {  # errno -> what happened and what to do about it
 
 
 def write_new(folder: Path, base: str, text: str) -> Path:
+    """`_write_new`, again when the folder vanished under it (renamed or deleted by someone else)."""
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            return _write_new(folder, base, text)
+        except LearnError as exc:
+            if attempt == WRITE_ATTEMPTS or not isinstance(exc.__cause__, FileNotFoundError):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _write_new(folder: Path, base: str, text: str) -> Path:
     """Atomically create folder/base.md (or base_2.md, ...): never overwrites, never leaves a partial file.
 
     The text goes to a hidden temporary file first (O_EXCL: never through a symlink planted at its name),
@@ -158,6 +202,24 @@ def near_duplicates(oracle: Oracle, request: LearnRequest, own_file: str) -> lis
     return found
 
 
+def check_written(path: Path, rel: str, text: str, request: LearnRequest, title: str, today: dt.date) -> None:
+    """Re-read the learning from disk after indexing: it must still be there, with its metadata intact.
+    Otherwise (deleted, moved, overwritten by someone else meanwhile) the caller gets an error, not an id
+    of a note that is not what it asked to save."""
+    try:
+        on_disk = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        raise LearnLost(f"the learning was written to {rel}, but the file was deleted or moved by someone else"
+                        " before it could be indexed; nothing is indexed under that name: learn it again") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LearnLost(f"the learning was written to {rel}, but it cannot be read back: {exc}") from None
+    if on_disk != text:
+        lost = metadata_problems(on_disk, request, title, today)
+        if lost:
+            raise LearnLost(f"the learning was written to {rel}, but the file was changed by someone else before"
+                            f" it was indexed and no longer carries its {', '.join(lost)}: check the file")
+
+
 def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.date | None = None) -> LearnResult:
     title = title_for(request)
     today = today or dt.date.today()
@@ -166,10 +228,19 @@ def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.
     if not is_within(folder, root):
         raise LearnError(f"the learnings folder {folder} is outside the knowledge root {root}")
     base = f"{today.isoformat()}_{slugify(title)}"
-    path = write_new(folder, base, render(request, title, today))
+    text = render(request, title, today)
+    lost = metadata_problems(text, request, title, today)
+    if lost:  # checked before anything is written, so a failure leaves nothing behind
+        raise LearnError(f"the learning's {', '.join(lost)} would not read back from its frontmatter;"
+                         " nothing was saved (please report this)")
+    path = write_new(folder, base, text)
     rel = unicodedata.normalize("NFC", path.relative_to(root).as_posix())
     report = oracle.indexer.sync_paths([rel])
     chunk_ids = oracle.store.file_chunk_ids(rel)
+    check_written(path, rel, text, request, title, today)
+    if not chunk_ids:
+        reason = report.skipped.get(rel) or "; ".join(report.warnings) or "no chunks came out of it"
+        raise LearnLost(f"the learning was written to {rel} but could not be indexed: {reason}")
     embedded = bool(chunk_ids) and all(
         doc["in_vector"] for doc in oracle.store.documents_by_id(chunk_ids).values()
     )

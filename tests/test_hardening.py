@@ -142,3 +142,147 @@ def test_defusing_is_idempotent_and_keeps_ordinary_text() -> None:
     assert boundary.defuse_markers(once) == once
     assert "<<<<<<< HEAD" in once and "x >>> y" in once and "a << b >> c" in once
     assert boundary.defuse(boundary.defuse(text)) == boundary.defuse(text)
+
+
+# -- 4. learn keeps its metadata -------------------------------------------------------------------------
+def _front(oracle, rel: str) -> dict:
+    from indexer.parse import parse_markdown
+
+    parsed = parse_markdown((oracle.settings.root / rel).read_text(encoding="utf-8"), rel, "learning")
+    assert not parsed.warnings, parsed.warnings
+    return parsed.frontmatter | {"relations": [(r.subject, r.predicate, r.object) for r in parsed.relations]}
+
+
+@pytest.mark.parametrize("title", [
+    "Osprey " + "x" * 70 + " ---",  # the issue's case: PyYAML wrapped it and the ` ---` line closed the block
+    "Osprey " + "word " * 30 + "...",
+    "Osprey: " + "y" * 190,
+])
+def test_learn_keeps_every_field_whatever_the_title_length(oracle, title: str) -> None:
+    request = LearnRequest(pattern="Osprey metadata survives long values.", title=title, concepts=["osprey", "yaml"],
+                           project="p" * 150, source="s " * 240, relations=[["Osprey", "writes", "Frontmatter"]])
+    result = learn(oracle, request)
+    assert result.id and result.chunk_ids
+    front = _front(oracle, result.file)
+    assert front["title"] == title
+    assert front["tags"] == ["osprey", "yaml"]
+    assert front["project"] == "p" * 150 and front["source"] == ("s " * 240).strip()
+    assert front["relations"] == [("Osprey", "writes", "Frontmatter")]
+    hits = search(oracle, SearchRequest(query="osprey metadata survives", project="p" * 150, limit=20)).hits
+    assert result.id in {h.id for h in hits}
+
+
+def test_learn_without_title_keeps_its_metadata_after_a_long_first_line(oracle) -> None:
+    pattern = "Osprey " + "w" * 69 + " ---\n\nThe rest of the learning."  # the title is this line: 80 characters
+    result = learn(oracle, LearnRequest(pattern=pattern, concepts=["osprey"], project="nested", source="review"))
+    front = _front(oracle, result.file)
+    assert front["tags"] == ["osprey"] and front["project"] == "nested" and front["source"] == "review"
+
+
+def test_an_indented_closing_line_does_not_end_the_frontmatter() -> None:
+    from indexer.parse import split_frontmatter
+
+    text = "---\ntitle: a long title that PyYAML folded\n  ---\ntags: [x]\nproject: p\n---\nbody\n"
+    meta, body, lines, warnings = split_frontmatter(text)
+    assert meta == {"title": "a long title that PyYAML folded ---", "tags": ["x"], "project": "p"}
+    assert body == "body\n" and lines == 6 and not warnings
+    meta, _, _, _ = split_frontmatter("---\ntitle: t\n...\nbody\n")  # an unindented `...` still closes
+    assert meta == {"title": "t"}
+
+
+def test_metadata_problems_names_what_would_not_read_back() -> None:
+    import datetime as dt
+
+    from server.learn import metadata_problems, render
+
+    request = LearnRequest(pattern="p", title="T", concepts=["a"], project="x", relations=[["s", "p", "o"]])
+    today = dt.date(2026, 1, 1)
+    text = render(request, "T", today)
+    assert metadata_problems(text, request, "T", today) == []
+    broken = text.replace("project: x\n", "").replace("- [s, p, o]\n", "")
+    assert metadata_problems(broken, request, "T", today) == ["project", "relations"]
+
+
+# -- 7. learn races --------------------------------------------------------------------------------------
+def test_a_learning_deleted_before_it_is_indexed_is_an_error_not_an_empty_id(oracle, monkeypatch) -> None:
+    """Test double, said so: the deletion must land between the write and the index, a window of a few
+    milliseconds that a real concurrent deleter hits only sometimes (test_learn_survives_a_renamed_folder
+    races for real). The wrapper deletes the file, as another process would, then the real sync runs."""
+    from server.learn import LearnLost
+
+    real = oracle.indexer.sync_paths
+
+    def deleted_first(rels: list[str]):
+        for rel in rels:
+            (oracle.settings.root / rel).unlink()
+        return real(rels)
+
+    monkeypatch.setattr(oracle.indexer, "sync_paths", deleted_first)
+    before = set(oracle.store.file_states())
+    with pytest.raises(LearnLost, match="deleted or moved"):
+        learn(oracle, LearnRequest(pattern="Osprey nests are checked before the season.", title="Osprey nests"))
+    assert set(oracle.store.file_states()) == before
+
+
+@pytest.mark.slow
+def test_learn_survives_a_renamed_folder_and_files_deleted_as_they_appear(tmp_path: Path, make_oracle) -> None:
+    """For real: threads learn while one renames learnings/ away again and again and another deletes every
+    new file it sees. Each learn returns an indexed note (a non-empty id whose chunks the index holds) or a
+    LearnError; never a crash, never an empty id."""
+    import os
+    import threading
+
+    from server.learn import LearnError
+
+    root = tmp_path / "root"
+    write(root / "learnings/2026-01-01_seed.md", "---\ntitle: Seed\n---\n# Seed\n\nSeed note.\n")
+    for n in range(30):  # folders for the walk to trip over while they are renamed
+        (root / f"archive/a{n}/b").mkdir(parents=True)
+    oracle = make_oracle(root, tmp_path / "data")
+    oracle.indexer.sync()
+    stop = threading.Event()
+    outcomes: list[object] = []
+
+    def renamer() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            for path in (root / "learnings", *(root / "archive").glob("a*")):
+                try:
+                    path.rename(path.with_name(f"{path.name}-{n}" if path.name == "learnings" else f"a{n}x{path.name[1:]}"))
+                except OSError:
+                    pass
+
+    def deleter() -> None:
+        while not stop.is_set():
+            for folder, _, files in os.walk(root):
+                for name in files:
+                    if name.endswith(".md") and "seed" not in name:
+                        try:
+                            os.unlink(os.path.join(folder, name))
+                        except OSError:
+                            pass
+
+    def learner(k: int) -> None:
+        for i in range(6):
+            try:
+                outcomes.append(learn(oracle, LearnRequest(pattern=f"Osprey race {k}-{i}.", title=f"Race {k} {i}")))
+            except LearnError as exc:
+                outcomes.append(exc)
+            except Exception as exc:  # anything else is the bug
+                outcomes.append(exc)
+
+    helpers = [threading.Thread(target=renamer), threading.Thread(target=deleter)]
+    learners = [threading.Thread(target=learner, args=(k,)) for k in range(3)]
+    for t in helpers + learners:
+        t.start()
+    for t in learners:
+        t.join()
+    stop.set()
+    for t in helpers:
+        t.join()
+    crashes = [o for o in outcomes if isinstance(o, Exception) and not isinstance(o, LearnError)]
+    assert not crashes, crashes
+    for result in outcomes:
+        if not isinstance(result, Exception):
+            assert result.id and result.chunk_ids, result
