@@ -11,12 +11,15 @@ CORS is an explicit allow-list (ORACLE_CORS_ORIGINS), never `*`.
 import contextlib
 import hashlib
 import ipaddress
+import json
 import math
 import os
 import re
 import secrets
 from pathlib import Path
 from typing import Annotated
+
+import anyio
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.encoders import jsonable_encoder
@@ -142,6 +145,97 @@ class Guard:
         await self.app(scope, receive, send)
 
 
+MAX_BODY_BYTES = 1024 * 1024  # a learning is at most 50,000 characters; 1 MiB holds it escaped, with room
+READ_TIMEOUT = 10.0  # seconds a client may take to send its request headers, or between two parts of a body
+ERROR_EXCERPT_CHARS = 200
+MAX_REPORTED_ERRORS = 20  # a body with 10,000 bad items gets the first few explained, not a 10,000-line echo
+
+
+class BodyLimit:
+    """Caps request bodies (413) and times out bodies that stop arriving (408), before any route or the
+    MCP transport reads them. A declared Content-Length over the cap is refused unread; a chunked body is
+    read at most up to the cap. Before this, a 200 MB POST took 1.8 GB of memory and stalled /health."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES, timeout: float = READ_TIMEOUT) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = next((v for k, v in scope["headers"] if k.lower() == b"content-length"), None)
+        if declared is not None and (not declared.strip().isdigit() or int(declared) > self.max_bytes):
+            await _deny(send, 413, self._too_large(), [(b"connection", b"close")])
+            return
+        body, more, disconnected = [], True, False
+        size = 0
+        while more:
+            try:
+                with anyio.fail_after(self.timeout):
+                    message = await receive()
+            except TimeoutError:
+                await _deny(send, 408, f"the request body stopped arriving for {self.timeout:.0f} s",
+                            [(b"connection", b"close")])
+                return
+            if message["type"] == "http.disconnect":
+                disconnected = True
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await _deny(send, 413, self._too_large(), [(b"connection", b"close")])
+                return
+            body.append(chunk)
+            more = message.get("more_body", False)
+        if disconnected:
+            return
+        await self.app(scope, _replay(b"".join(body), receive), send)
+
+    def _too_large(self) -> str:
+        return f"request body too large: at most {self.max_bytes // 1024} KiB"
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The buffered body once, then the real channel (so streaming responses still see a disconnect)."""
+    sent = False
+
+    async def replay() -> dict:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def excerpt(value: object, limit: int = ERROR_EXCERPT_CHARS) -> object:
+    """An input as an error may echo it: whole when short, else its start and its size. A 5 MB invalid body
+    once came back whole in the 422."""
+    try:
+        size = len(json.dumps(value, ensure_ascii=False, default=str))
+    except (TypeError, ValueError):
+        size = limit + 1
+    if size <= limit:
+        return value
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return f"{text[:limit]}… ({size} characters in all)"
+
+
+def _short_errors(errors: list[dict]) -> list[dict]:
+    """Validation errors with every echoed input and location cut to an excerpt."""
+    out = []
+    for err in errors:
+        err = dict(err)
+        if "input" in err:
+            err["input"] = excerpt(err["input"])
+        err["loc"] = tuple(excerpt(p, 100) if isinstance(p, str) else p for p in err.get("loc", ()))
+        out.append(err)
+    return out
+
+
 async def _deny(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     body = JSONResponse({"error": message}, status_code=status).body
     await send({"type": "http.response.start", "status": status,
@@ -259,8 +353,9 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(_problem(err) for err in exc.errors())
-        body = {"error": f"invalid input: {problems}", "detail": jsonable_encoder(exc.errors())}
+        errors = _short_errors(list(exc.errors())[:MAX_REPORTED_ERRORS])
+        problems = "; ".join(_problem(err) for err in errors)
+        body = {"error": f"invalid input: {problems}", "detail": jsonable_encoder(errors)}
         return JSONResponse(_json_safe(body), status_code=422)
 
     @app.exception_handler(LearnLost)
@@ -380,11 +475,42 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         allow_methods=["GET", "POST"],
         allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
     )
-    return Guard(app, allowed_hosts={h.lower() for h in allowed_hosts}, token=token)
+    return Guard(BodyLimit(app), allowed_hosts={h.lower() for h in allowed_hosts}, token=token)
+
+
+def header_timeout_protocol():
+    """uvicorn's h11 protocol with a deadline for the request line and headers: uvicorn has none, so a client
+    that sends half a request (or one byte every few seconds) held a connection open for ever."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutProtocol(H11Protocol):
+        def connection_made(self, transport) -> None:  # type: ignore[no-untyped-def]
+            super().connection_made(transport)
+            self._arm_header_deadline()
+
+        def _arm_header_deadline(self) -> None:
+            self._header_deadline = self.loop.call_later(READ_TIMEOUT, self._headers_too_slow)
+
+        def _headers_too_slow(self) -> None:
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()  # still no complete request line and headers
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._header_deadline.cancel()
+            self._arm_header_deadline()  # the next request on a kept-alive connection gets its own deadline
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._header_deadline.cancel()
+            super().connection_lost(exc)
+
+    return HeaderTimeoutProtocol
 
 
 def serve_http(oracle: Oracle, host: str, port: int) -> None:
     import uvicorn
 
-    uvicorn.run(build_app(oracle, host=host, port=port), host=host, port=port, log_level="warning")
+    uvicorn.run(build_app(oracle, host=host, port=port), host=host, port=port, log_level="warning",
+                http=header_timeout_protocol(), h11_max_incomplete_event_size=64 * 1024)
 

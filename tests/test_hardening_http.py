@@ -76,7 +76,7 @@ def test_no_route_is_left_open_in_token_mode(small) -> None:
     from server.http import PUBLIC_PATHS
 
     app, port = _app(small)
-    routes = {r.path for r in app.app.routes if hasattr(r, "path")}  # Guard wraps the FastAPI app
+    routes = {r.path for r in app.app.app.routes if hasattr(r, "path")}  # Guard > BodyLimit > FastAPI
     with _client(app, port) as client:
         for path in sorted(routes - PUBLIC_PATHS):
             if path.startswith("/static"):
@@ -145,3 +145,157 @@ def test_allowed_hosts_refuse_wildcards_and_urls(small, bad: str, monkeypatch: p
     monkeypatch.setenv("ORACLE_ALLOWED_HOSTS", bad)
     with pytest.raises(ServerConfigError, match="ORACLE_ALLOWED_HOSTS"):
         _app(small)
+
+
+# -- 6. request bodies --------------------------------------------------------------------------------
+def test_bodies_over_the_cap_are_refused_unread(small) -> None:
+    from server.http import MAX_BODY_BYTES
+
+    app, port = _app(small, host="127.0.0.1", token=None)
+    learnings = sorted((small.settings.root / "learnings").iterdir())
+    with _client(app, port) as client:
+        big = b'{"pattern": "' + b"x" * (MAX_BODY_BYTES + 10) + b'"}'
+        resp = client.post("/api/learn", content=big, headers={"Content-Type": "application/json"})
+        assert resp.status_code == 413 and "too large" in resp.json()["error"]
+
+        def chunks():  # no Content-Length: the cap holds for a streamed body too
+            yield b'{"pattern": "'
+            for _ in range(40):
+                yield b"y" * 65536
+            yield b'"}'
+
+        resp = client.post("/api/learn", content=chunks(), headers={"Content-Type": "application/json"})
+        assert resp.status_code == 413
+        for path in ("/api/verify", "/api/feedback", "/api/supersede", "/mcp"):
+            assert client.post(path, content=big, headers={"Content-Type": "application/json"}).status_code == 413
+        # Just under the cap is read as usual (and refused for what it says, not for its size).
+        ok = b'{"pattern": "' + b"z" * (MAX_BODY_BYTES - 100) + b'"}'
+        assert client.post("/api/learn", content=ok, headers={"Content-Type": "application/json"}).status_code == 422
+    assert sorted((small.settings.root / "learnings").iterdir()) == learnings
+
+
+def test_errors_echo_only_an_excerpt_of_the_input(small) -> None:
+    """Before, a 5 MB invalid body came back whole in the 422."""
+    app, port = _app(small, host="127.0.0.1", token=None)
+    with _client(app, port) as client:
+        for body in ({"pattern": "p", "title": "t" * 900_000},  # too long a title
+                     {"pattern": ["x" * 1000] * 800},  # wrong type, large
+                     {"pattern": "p", "k" * 500_000: 1},  # an unknown field with a huge name
+                     {"citations": [{"id": "x", "content_hash": "zz"}] * 500}):  # 1,000 errors at once
+            path = "/api/verify" if "citations" in body else "/api/learn"
+            resp = client.post(path, json=body)
+            assert resp.status_code == 422, resp.text[:300]
+            assert len(resp.content) < 20_000, len(resp.content)
+            assert "invalid input" in resp.json()["error"]
+        resp = client.get("/api/search", params={"query": "q", "limit": "9" * 30_000})
+        assert resp.status_code == 422 and len(resp.content) < 20_000
+
+
+def test_a_learning_lost_to_a_race_is_a_409(small, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test double, said so: the file is deleted between write and index, as a racing process would
+    (test_hardening.py races for real)."""
+    real = small.indexer.sync_paths
+
+    def deleted_first(rels: list[str]):
+        for rel in rels:
+            (small.settings.root / rel).unlink()
+        return real(rels)
+
+    monkeypatch.setattr(small.indexer, "sync_paths", deleted_first)
+    app, port = _app(small, host="127.0.0.1", token=None)
+    with _client(app, port) as client:
+        resp = client.post("/api/learn", json={"pattern": "Raced away before indexing.", "title": "Raced"})
+        assert resp.status_code == 409 and "deleted or moved" in resp.json()["error"]
+
+
+# -- a real server: a huge upload, and clients that stop half-way ---------------------------------------
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory):
+    import os
+
+    from _procs import serve_http, stop_process
+
+    base = tmp_path_factory.mktemp("hardening-live")
+    root = base / "root"
+    write(root / "learnings/2026-01-01_seed.md", "---\ntitle: Seed\n---\n# Seed\n\nSeed note.\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(base / "data"))
+    proc, url = serve_http(env, base, base / "serve.log", "--no-watch")
+    yield proc, url
+    stop_process(proc)
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def _raw(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=30)
+
+
+@pytest.mark.slow
+def test_a_200_mb_upload_is_cut_off_and_health_stays_quick(live) -> None:
+    import httpx
+
+    proc, url = live
+    before = _rss_mb(proc.pid)
+    host = url.removeprefix("http://")
+    with _raw(url) as sock:  # declared: refused before a byte of the body is read
+        sock.sendall(f"POST /api/learn HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {200 * 1024 * 1024}\r\n\r\n".encode())
+        assert sock.recv(4096).startswith(b"HTTP/1.1 413")
+    with _raw(url) as sock:  # chunked: read up to the cap, then refused
+        sock.sendall(f"POST /api/learn HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n".encode())
+        chunk = b"%x\r\n%s\r\n" % (1024 * 1024, b"x" * 1024 * 1024)
+        answer = b""
+        try:
+            for _ in range(200):
+                sock.sendall(chunk)
+                started = time.monotonic()
+                assert httpx.get(url + "/health", timeout=5).status_code == 200
+                assert time.monotonic() - started < 5
+        except OSError:  # the server answered and closed while we were still sending
+            pass
+        sock.settimeout(10)
+        try:
+            answer = sock.recv(4096)
+        except OSError:
+            pass
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:100]
+    assert _rss_mb(proc.pid) - before < 100  # it took 1.8 GB before
+
+
+@pytest.mark.slow
+def test_half_sent_headers_and_bodies_are_timed_out(live) -> None:
+    import httpx
+
+    from server.http import READ_TIMEOUT
+
+    proc, url = live
+    host = url.removeprefix("http://")
+    trickle, stalled = _raw(url), _raw(url)
+    with trickle, stalled:
+        trickle.sendall(f"GET /health HTTP/1.1\r\nHost: {host}\r\n".encode())  # headers never finished
+        stalled.sendall(f"POST /api/learn HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                        "Content-Length: 100\r\n\r\n{\"pattern\":".encode())  # a body that stops
+        started = time.monotonic()
+        closed = False
+        while time.monotonic() - started < READ_TIMEOUT + 10:
+            try:
+                trickle.sendall(b"X")  # one byte every second does not keep the connection alive
+            except OSError:
+                closed = True
+                break
+            assert httpx.get(url + "/health", timeout=5).status_code == 200
+            time.sleep(1)
+        if not closed:
+            trickle.settimeout(5)
+            closed = trickle.recv(100) == b""
+        assert closed and time.monotonic() - started < READ_TIMEOUT + 10
+        stalled.settimeout(READ_TIMEOUT + 10)
+        assert stalled.recv(4096).startswith(b"HTTP/1.1 408")
