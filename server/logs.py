@@ -91,6 +91,7 @@ class Logs:
         self._wake = threading.Event()
         self._closed = False
         self._writer: threading.Thread | None = None
+        self._supersessions: tuple[int | None, dict] | None = None
         try:
             self.conn = self._connect()
         except sqlite3.DatabaseError as exc:
@@ -246,7 +247,17 @@ class Logs:
 
     def supersessions(self) -> dict[str, tuple[str, str | None, float, str]]:
         """old ref -> (new ref, reason, when, client) for supersessions not revoked since: the last entry
-        for an old ref wins."""
+        for an old ref wins. Every search asks, so the answer is kept until the log grows (it is append-only
+        and never pruned; another process's entry shows as a new last id)."""
+        last = self.conn.execute("SELECT max(id) FROM supersede_log").fetchone()[0]
+        cached = self._supersessions
+        if cached is not None and cached[0] == last:
+            return dict(cached[1])
+        current = self._read_supersessions()
+        self._supersessions = (last, current)
+        return dict(current)
+
+    def _read_supersessions(self) -> dict[str, tuple[str, str | None, float, str]]:
         current: dict[str, tuple[str, str | None, float, str]] = {}
         for old, new, reason, at, client, action in self.conn.execute(
             "SELECT old_ref, new_ref, reason, at, client, action FROM supersede_log ORDER BY id"

@@ -221,20 +221,38 @@ def adjust(
 
 
 def below_successors(items: list[Fused], successors: dict[str, frozenset[str]]) -> list[Fused]:
-    """Move each superseded hit to just after the best-placed chunk of its successor when that chunk
-    is ranked lower. Chains (a -> b -> c) settle in a few passes; a cycle cannot loop forever."""
-    order = list(items)
-    for _ in range(len(order)):
-        moved = False
-        for index, item in enumerate(order):
-            targets = successors.get(item.id)
-            if not targets:
+    """Move each superseded hit to just after the best-placed chunk of its successor when that chunk is
+    ranked lower; chains (a -> b -> c) nest, and hits placed after the same chunk keep their order.
+
+    One sort, O(n log n): every hit gets a key, its own rank, or, when it moves, its successor's key
+    extended by its own rank. The earlier version moved one hit per pass and rescanned the list for each
+    superseded hit: after superseding a note of 2,487 sections, a search with offset=10000 took 8.3 s.
+    A cycle (a -> b -> a) cannot loop: a successor still being resolved is not a place to move to."""
+    if not successors or not items:
+        return items
+    position = {item.id: index for index, item in enumerate(items)}
+    present: dict[frozenset[str], list[str]] = {}  # the successor chunks in this list, once per successor
+    keys: dict[str, tuple[int, ...]] = {}
+    resolving: set[str] = set()
+    for item in items:
+        stack = [item.id]
+        while stack:
+            current = stack[-1]
+            if current in keys:
+                stack.pop()
                 continue
-            after = [i for i, other in enumerate(order) if other.id in targets]
-            if after and after[0] > index:
-                order.insert(after[0], order.pop(index))  # lands right after the successor
-                moved = True
-                break
-        if not moved:
-            break
-    return order
+            targets = successors.get(current)
+            if targets and targets not in present:
+                present[targets] = [t for t in targets if t in position] if len(targets) <= len(position) \
+                    else [i for i in position if i in targets]
+            chunks = present.get(targets, []) if targets else []
+            if current not in resolving:
+                resolving.add(current)
+                stack.extend(t for t in chunks if t not in keys and t not in resolving)
+                continue
+            stack.pop()
+            resolving.discard(current)
+            own = (position[current],)
+            best = min((keys[t] for t in chunks if t in keys), default=own)
+            keys[current] = best + own if best > own else own
+    return sorted(items, key=lambda item: keys[item.id])

@@ -118,6 +118,15 @@ def resolve_quietly(oracle: Oracle, ref: str) -> _Target | None:
         return None
 
 
+def resolve_logged(oracle: Oracle, ref: str) -> _Target | None:
+    """A reference as `supersede` logged it, already resolved when it was written (a chunk id or a
+    root-relative path): one indexed lookup, no file-system walk per query. Anything else (a log from an
+    older version) goes through the full resolution."""
+    if _CHUNK_ID.match(ref):
+        return _chunk_target(oracle, ref)
+    return _note_target(oracle, ref) or resolve_quietly(oracle, ref)
+
+
 def supersede(oracle: Oracle, request: SupersedeRequest, client: str = "cli") -> SupersedeResult:
     old = resolve(oracle, request.old_id, "old_id")
     if request.undo:
@@ -158,7 +167,7 @@ def successors_for(oracle: Oracle, docs: dict[str, dict]) -> tuple[dict[str, fro
         if entry:
             key = ("tool", entry[0])
             if key not in cache:
-                cache[key] = resolve_quietly(oracle, entry[0])
+                cache[key] = resolve_logged(oracle, entry[0])
             target, reason, via, raw = cache[key], entry[1], "tool", entry[0]
         elif doc["file"] in frontmatter:
             raw = frontmatter[doc["file"]]
