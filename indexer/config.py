@@ -11,6 +11,9 @@ from pathlib import Path
 BUNDLED_ROOT = Path(__file__).resolve().parent.parent / "knowledge"
 DEFAULT_PORT = 37778
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
+DEFAULT_LOG_RETENTION_DAYS = 365  # usage logs older than this are deleted (0: kept for ever)
+DEFAULT_LOG_MAX_ROWS = 1_000_000  # and each usage log keeps at most this many rows (0: no limit)
+DEFAULT_MAX_CHUNKS_PER_FILE = 2000  # more is a dump, not a note; and it would hold the indexer for minutes
 
 # Folder name -> document type. Both the Oracle layout and Oracle v2's ψ/memory layout.
 DEFAULT_FOLDER_TYPES: dict[str, str] = {
@@ -51,6 +54,14 @@ def parse_folder_types(spec: str) -> dict[str, str]:
     return mapping
 
 
+def _whole(env: os._Environ | dict, name: str, default: int) -> int:
+    """A whole number >= 0 from the environment (0 means: no limit)."""
+    text = (env.get(name) or str(default)).strip()
+    if not text.isdigit():
+        raise ConfigError(f"{name}={text!r} is not a whole number (0 for no limit)")
+    return int(text)
+
+
 @dataclass(frozen=True)
 class Settings:
     root: Path
@@ -60,6 +71,9 @@ class Settings:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     folder_types: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_FOLDER_TYPES))
     chroma_collection: str | None = None
+    max_chunks_per_file: int = DEFAULT_MAX_CHUNKS_PER_FILE
+    log_retention_days: int = DEFAULT_LOG_RETENTION_DAYS
+    log_max_rows: int = DEFAULT_LOG_MAX_ROWS
 
     @property
     def collection(self) -> str:
@@ -91,12 +105,19 @@ class Settings:
         folder_types = dict(DEFAULT_FOLDER_TYPES)
         folder_types.update(parse_folder_types(env.get("ORACLE_FOLDER_TYPES", "")))
         max_bytes = int(env.get("ORACLE_MAX_FILE_BYTES") or DEFAULT_MAX_FILE_BYTES)
+        max_chunks_text = str(overrides.pop("max_chunks_per_file", None) or env.get("ORACLE_MAX_CHUNKS_PER_FILE")
+                              or DEFAULT_MAX_CHUNKS_PER_FILE)
+        if not max_chunks_text.isdigit() or int(max_chunks_text) < 1:
+            raise ConfigError(f"ORACLE_MAX_CHUNKS_PER_FILE={max_chunks_text!r} is not a positive whole number")
         collection = str(overrides.pop("chroma_collection", None) or env.get("ORACLE_CHROMA_COLLECTION") or "") or None
         if collection is not None and not _COLLECTION_NAME.match(collection):
             raise ConfigError(
                 f"ORACLE_CHROMA_COLLECTION={collection!r} is not a Chroma collection name: 3-63 letters, digits,"
                 " '.', '_' or '-', starting and ending with a letter or digit"
             )
+        retention = {name: _whole(env, var, default) for name, var, default in (
+            ("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
+            ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)) if name not in overrides}
         return cls(
             root=root,
             data_dir=data_dir,
@@ -105,5 +126,7 @@ class Settings:
             max_file_bytes=max_bytes,
             folder_types=folder_types,
             chroma_collection=collection,
+            max_chunks_per_file=int(max_chunks_text),
+            **retention,  # type: ignore[arg-type]
             **overrides,  # type: ignore[arg-type]
         )

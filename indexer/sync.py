@@ -10,10 +10,11 @@ store and the next run retries them.
 from __future__ import annotations
 
 import codecs
-import functools
+import dataclasses
 import hashlib
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -28,7 +29,11 @@ from indexer.store import FileState, Store
 from indexer.vectors import VectorStore, VectorStoreUnavailable
 
 FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batches
-VECTOR_SLICE = 512  # chunks embedded and upserted per step
+# Chunks embedded and upserted per step, each step under the writer lock on its own: a learn or a saved
+# note waits for at most one step (about a second on two cores), never for a whole big note.
+VECTOR_SLICE = 96
+SLICE_PAUSE = 0.01  # seconds between steps, so a thread or process waiting for the lock gets it
+INLINE_EMBED_CHUNKS = 256  # sync_paths embeds files up to this many pending chunks at once; bigger ones queue
 DELETE_GUARD_MIN = 3  # an index smaller than this many files is not guarded
 
 
@@ -96,16 +101,6 @@ def decode_markdown(data: bytes, max_bytes: int) -> tuple[str | None, str | None
     return text.replace("\r\n", "\n").replace("\r", "\n"), None
 
 
-def _writes(method: Callable[..., SyncReport]) -> Callable[..., SyncReport]:
-    """Run an Indexer write under its writer lock and crash-recovery flag (`Indexer._locked`)."""
-
-    @functools.wraps(method)
-    def locked(self: "Indexer", *args: object, **kwargs: object) -> SyncReport:
-        return self._locked(lambda: method(self, *args, **kwargs))
-
-    return locked
-
-
 class Indexer:
     """Owns the store, vector store and embedder for one knowledge root."""
 
@@ -124,7 +119,7 @@ class Indexer:
         self.vectors.on_recovered = self._repair_vectors
         self.last_repair: SyncReport | None = None  # what the last repair after a vector-store outage did
 
-    # -- writes: sync, sync_paths and flush_vectors each hold the cross-process writer lock (@_writes)
+    # -- writes hold the cross-process writer lock: keyword phases whole, vector work one slice at a time
     def _locked(self, work: Callable[[], SyncReport]) -> SyncReport:
         """Run a write under the writer lock, with crash recovery for the vector store.
 
@@ -187,7 +182,6 @@ class Indexer:
         return not report.vector_failed
 
     # -- whole-root sync --------------------------------------------------------------------------
-    @_writes
     def sync(
         self,
         full: bool = False,
@@ -195,10 +189,31 @@ class Indexer:
         progress: Callable[[str, int, int], None] | None = None,
         keyword_ready: Callable[[], None] | None = None,
         vectors: bool = True,
+        stop_vectors: Callable[[], bool] | None = None,
     ) -> SyncReport:
         """Keyword index first for every file, then the vectors: keyword search is complete early,
-        and `keyword_ready` fires at that point (the server lets requests in then). With vectors=False
-        the vector work is left for `flush_vectors()` (the server runs it once start-up is over)."""
+        and `keyword_ready` fires at that point (the server lets requests in then). The keyword phase holds
+        the writer lock throughout; the vectors follow in slices, each under the lock on its own, small
+        files first, until `stop_vectors()` says other work waits. With vectors=False the vector work is
+        left for `flush_vectors()` (the server runs it once start-up is over)."""
+        started = time.perf_counter()
+        report = self._locked(lambda: self._sync_keyword(full, force, progress, keyword_ready))
+        if vectors:
+            self._flush_pending_vectors(report, progress, stop=stop_vectors)
+        for rel, reason in self.store.skipped().items():
+            report.skipped.setdefault(rel, reason)
+        report.skipped = dict(sorted(report.skipped.items()))
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _sync_keyword(
+        self,
+        full: bool,
+        force: bool,
+        progress: Callable[[str, int, int], None] | None,
+        keyword_ready: Callable[[], None] | None,
+    ) -> SyncReport:
+        """The keyword half of `sync`, under the writer lock: every file on disk and in the index agree."""
         started = time.perf_counter()
         report = SyncReport()
         root = self.settings.root
@@ -254,26 +269,30 @@ class Indexer:
             stale_vectors += self._index_batch(batch, known, report)
             if progress:
                 progress("keyword", min(start + FILE_BATCH, len(to_index)), len(to_index))
+        self.store.set_meta("last_indexed", f"{time.time():.3f}")
         if keyword_ready:
             keyword_ready()
 
         self._delete_vectors(stale_vectors, report)
-        if vectors:
-            self._flush_pending_vectors(report, progress)
-        for rel, reason in self.store.skipped().items():
-            report.skipped.setdefault(rel, reason)
-        report.skipped = dict(sorted(report.skipped.items()))
-        self.store.set_meta("last_indexed", f"{time.time():.3f}")
         report.seconds = time.perf_counter() - started
         return report
 
-    @_writes
-    def sync_paths(self, rels: list[str]) -> SyncReport:
+    def sync_paths(self, rels: list[str], embed_limit: int | None = INLINE_EMBED_CHUNKS) -> SyncReport:
         """Re-index just these files (the learn tool, the watcher): present -> indexed, gone -> removed.
 
         Files are checked by hash like a full run, so a path named twice or unchanged costs nothing.
+        The keyword index is updated for every file first; then the vectors of those files with at most
+        `embed_limit` pending chunks (None: all), smallest first. A bigger file's chunks stay pending for
+        `flush_vectors()` (the watcher runs it between batches), so a note saved beside a 20,000-bullet
+        principle is searchable in both legs at once instead of minutes later.
         """
         started = time.perf_counter()
+        report = self._locked(lambda: self._sync_paths_keyword(rels))
+        self._flush_pending_vectors(report, files=set(rels), max_file_chunks=embed_limit)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _sync_paths_keyword(self, rels: list[str]) -> SyncReport:
         report = SyncReport()
         root = self.settings.root
         known = self.store.file_states()
@@ -299,8 +318,6 @@ class Indexer:
         if to_index:
             stale += self._index_batch(to_index, known, report)
         self._delete_vectors(stale, report)
-        self._flush_pending_vectors(report)
-        report.seconds = time.perf_counter() - started
         return report
 
     def _classify(self, item: Found, state: FileState | None, report: SyncReport) -> tuple[Found, FileState, str] | None:
@@ -352,7 +369,7 @@ class Indexer:
                 stale += self.store.record_skip(item.rel, reason)
                 report.skipped[item.rel] = reason
                 continue
-            parsed.append((item, state, result))
+            parsed.append((item, state, cap_chunks(result, self.settings.max_chunks_per_file)))
         for item, state, result in parsed:
             stale += self.store.replace_file(
                 item.rel, item.type, result.title, state, result.chunks, result.warnings,
@@ -389,27 +406,59 @@ class Indexer:
             report.warnings.append(f"stale vectors not deleted (search ignores them): {exc}")
         report.vector_seconds += time.perf_counter() - t0
 
-    @_writes
-    def flush_vectors(self) -> SyncReport:
-        """Embed and upsert every chunk still missing from the vector store."""
+    def flush_vectors(self, stop: Callable[[], bool] | None = None) -> SyncReport:
+        """Embed and upsert every chunk still missing from the vector store, in slices (each under the
+        writer lock on its own), until `stop()` says other work waits."""
         report = SyncReport()
         started = time.perf_counter()
-        self._flush_pending_vectors(report)
+        self._flush_pending_vectors(report, stop=stop)
         report.seconds = time.perf_counter() - started
         return report
 
     def _flush_pending_vectors(
-        self, report: SyncReport, progress: Callable[[str, int, int], None] | None = None
+        self,
+        report: SyncReport,
+        progress: Callable[[str, int, int], None] | None = None,
+        files: set[str] | None = None,
+        max_file_chunks: int | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> None:
-        """Embed (or take from cache) every chunk not yet in the vector store, and upsert it, in slices
-        so that progress shows and a crash loses at most one slice of work."""
-        pending = self.store.pending_vectors()
-        for start in range(0, len(pending), VECTOR_SLICE):
-            if report.vector_failed:
-                return
-            self._flush_slice(pending[start : start + VECTOR_SLICE], report)
+        """Embed (or take from cache) chunks not yet in the vector store and upsert them, one slice at a
+        time, the chunks of small files first. Each slice takes the writer lock on its own and the lock is
+        let go between slices, so a learn or a saved note never queues behind a big note's embeddings;
+        a crash loses at most one slice of work. `files` and `max_file_chunks` narrow what is embedded."""
+        total = len(self._pending(files, max_file_chunks))
+        done = 0
+        tried: set[str] = set()
+        while total and not report.vector_failed and not (stop and stop()):
+            taken: list[str] = []
+
+            def one_slice() -> SyncReport:
+                rows = [r for r in self._pending(files, max_file_chunks) if r[0] not in tried][:VECTOR_SLICE]
+                taken.extend(r[0] for r in rows)
+                if rows:
+                    self._flush_slice(rows, report)
+                return report
+
+            self._locked(one_slice)
+            if not taken:
+                break
+            tried.update(taken)  # a chunk the store would not take is not retried in this run
+            done += len(taken)
             if progress:
-                progress("vectors", min(start + VECTOR_SLICE, len(pending)), len(pending))
+                progress("vectors", min(done, total), total)
+            time.sleep(SLICE_PAUSE)
+
+    def _pending(self, files: set[str] | None, max_file_chunks: int | None) -> list[tuple[str, str, str, str, str | None]]:
+        """Pending chunks, those of files with fewer pending chunks first (then by file and position)."""
+        pending = self.store.pending_vectors()
+        if files is not None:
+            pending = [row for row in pending if row[3] in files]
+        counts = Counter(row[3] for row in pending)
+        if max_file_chunks is not None:
+            pending = [row for row in pending if counts[row[3]] <= max_file_chunks]
+        pending.sort(key=lambda row: (counts[row[3]], row[3]))  # stable: a file's chunks keep their order
+        return pending
 
     def _flush_slice(self, pending: list[tuple[str, str, str, str, str | None]], report: SyncReport) -> None:
         t0 = time.perf_counter()
@@ -443,6 +492,24 @@ class Indexer:
             )
         finally:
             report.vector_seconds += time.perf_counter() - t0
+
+
+def cap_chunks(result: ParsedFile, cap: int) -> ParsedFile:
+    """At most `cap` chunks of one file, the first ones (a bullet only with its section), with a warning
+    stored on the file and reported by the run. A 20,000-bullet principle held the pipeline for minutes."""
+    if len(result.chunks) <= cap:
+        return result
+    kept: list = []
+    ids: set[str] = set()
+    for chunk in result.chunks:
+        if len(kept) == cap:
+            break
+        if chunk.parent_id is None or chunk.parent_id in ids:
+            kept.append(chunk)
+            ids.add(chunk.id)
+    warning = (f"{len(result.chunks)} chunks, more than ORACLE_MAX_CHUNKS_PER_FILE={cap}: only the first"
+               f" {len(kept)} are indexed; split the note")
+    return dataclasses.replace(result, chunks=kept, warnings=[*result.warnings, warning])
 
 
 def print_progress(phase: str, done: int, total: int) -> None:

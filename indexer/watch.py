@@ -90,6 +90,11 @@ class _Collector(FileSystemEventHandler):
             self.first_at = self.first_at or now
             self.last_at = now
 
+    def has_pending(self) -> bool:
+        """Events are waiting: background vector work should make way for them."""
+        with self.lock:
+            return self.first_at is not None
+
     def take_when_settled(self) -> tuple[set[str], set[str]] | None:
         """The batch, once events have paused for DEBOUNCE_SECONDS (or waited MAX_DELAY_SECONDS)."""
         with self.lock:
@@ -155,6 +160,7 @@ class Watcher:
 
     def _run(self) -> None:
         next_sweep = time.monotonic() + self.sweep_seconds
+        vectors_retry_at = 0.0
         while not self._stop.is_set():
             self._collector.wake.wait(timeout=DEBOUNCE_SECONDS / 2)
             self._collector.wake.clear()
@@ -166,7 +172,13 @@ class Watcher:
                         self._report(self.indexer.sync_paths(rels))
                 if time.monotonic() >= next_sweep:
                     next_sweep = time.monotonic() + self.sweep_seconds
-                    self._report(self.indexer.sync())
+                    self._report(self.indexer.sync(stop_vectors=self._collector.has_pending))
+                if time.monotonic() >= vectors_retry_at and not self.indexer.vectors.down and self.indexer.store.pending_count():
+                    # A big note's chunks, left pending by sync_paths: a few slices at a time, and only
+                    # while no newer save waits, so that one is indexed (both legs) first.
+                    report = self.indexer.flush_vectors(stop=self._collector.has_pending)
+                    if report.vector_failed:
+                        vectors_retry_at = time.monotonic() + RETRY_SECONDS * 10
             except SyncRefused as exc:
                 print(f"oracle watch: sweep skipped: {exc}", file=sys.stderr)
             except Exception as exc:  # the watcher must outlive one bad batch, and not lose it

@@ -48,7 +48,7 @@ class Oracle:
         vectors = VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
         embedder = Embedder()
         indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
-        logs = Logs(settings.data_dir / "logs.db")
+        logs = Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows)
         return cls(settings, store, vectors, embedder, indexer, logs)
 
     def close(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from pydantic import ValidationError
@@ -14,6 +15,16 @@ from server.app import Oracle, ServerConfigError
 from server.models import SearchRequest
 from server.learn import LearnError
 from server.query import QueryError
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _safe(text: object) -> str:
+    """Note text as a terminal may print it: control characters (escape sequences that retitle the window
+    or clear the screen, bidi overrides) shown as `\\x1b`-style escapes; newlines and tabs kept."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                        str(text))
 
 
 def _dump(data: object) -> None:
@@ -27,12 +38,12 @@ def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
         return 0
     print(report.summary())
     for rel, reason in report.skipped.items():
-        print(f"skipped {rel}: {reason}")
+        print(_safe(f"skipped {rel}: {reason}"))
     if report.unmapped:
         folders = ", ".join(f"{k}/ ({v})" for k, v in report.unmapped.items())
         print(f"not indexed, folder has no type: {folders}; map them with ORACLE_FOLDER_TYPES=folder=learning,...")
     for warning in report.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(_safe(f"warning: {warning}"), file=sys.stderr)
     return 0
 
 
@@ -58,20 +69,20 @@ def cmd_search(oracle: Oracle, args: argparse.Namespace) -> int:
         _dump(result.model_dump())
         return 0
     for warning in result.meta.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(_safe(f"warning: {warning}"), file=sys.stderr)
     unit = "notes" if result.meta.unit == "note" else "sections"
     print(f"{result.total} {unit} ({result.meta.mode}, {result.meta.took_ms} ms)")
     for n, hit in enumerate(result.hits, start=result.offset + 1):
         where = f"{hit.source_file}:{hit.line_start}-{hit.line_end}"
         heading = f" › {hit.heading}" if hit.heading else ""
         weak = ", weak match" if hit.weak else ""
-        print(f"\n{n}. [{hit.type}] {hit.title}{heading}  ({hit.score:.4f}, {'+'.join(hit.found_by)}{weak})")
-        print(f"   {where}  id={hit.id}")
-        print(f"   {hit.snippet}")
+        print(_safe(f"\n{n}. [{hit.type}] {hit.title}{heading}  ({hit.score:.4f}, {'+'.join(hit.found_by)}{weak})"))
+        print(_safe(f"   {where}  id={hit.id}"))
+        print(_safe(f"   {hit.snippet}"))
         for section in hit.sections[:5]:
-            print(f"   also: {section.heading or '(intro)'}  :{section.line_start}-{section.line_end}  id={section.id}")
+            print(_safe(f"   also: {section.heading or '(intro)'}  :{section.line_start}-{section.line_end}  id={section.id}"))
         for duplicate in hit.duplicates:
-            print(f"   same content: {duplicate.source_file}")
+            print(_safe(f"   same content: {duplicate.source_file}"))
     return 0
 
 
@@ -175,7 +186,7 @@ def cmd_consult(oracle: Oracle, args: argparse.Namespace) -> int:
     if args.json:
         _dump(result.model_dump())
     else:
-        print(result.guidance)
+        print(_safe(result.guidance))
     return 0
 
 
@@ -189,11 +200,11 @@ def cmd_learn(oracle: Oracle, args: argparse.Namespace) -> int:
     if args.json:
         _dump(result.model_dump())
         return 0
-    print(f"saved {result.file} (id {result.id}, embedded: {result.embedded})")
+    print(_safe(f"saved {result.file} (id {result.id}, embedded: {result.embedded})"))
     for dup in result.near_duplicates:
-        print(f"similar: {dup.title} ({dup.source_file}, similarity {dup.similarity:.2f})")
+        print(_safe(f"similar: {dup.title} ({dup.source_file}, similarity {dup.similarity:.2f})"))
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(_safe(f"warning: {warning}"), file=sys.stderr)
     return 0
 
 

@@ -14,10 +14,12 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel
 
-from indexer.discover import MARKDOWN_SUFFIXES, TooLarge, Unreadable, on_disk, read_inside
+from indexer.discover import MARKDOWN_SUFFIXES, TooLarge, Unreadable, is_ignored_name, on_disk, read_inside
 from server.app import Oracle
 
 MAX_READ_BYTES = 5 * 1024 * 1024
+# The indexer skips these (dotfiles, editor temporaries); a reader must not serve what was never indexed.
+HIDDEN = "hidden files and folders (names starting with '.', '#' or '~') and editor temporaries are not part of the knowledge base"
 
 
 class PathRefused(ValueError):
@@ -51,6 +53,8 @@ def safe_path(root: Path, raw: str) -> tuple[str, Path]:
         raise PathRefused("'..' is refused: the path must stay inside the knowledge root")
     if not text.lower().endswith(MARKDOWN_SUFFIXES):
         raise PathRefused("only markdown files (.md) of the knowledge base can be read")
+    if any(is_ignored_name(part) for part in pure.parts):
+        raise PathRefused(HIDDEN)
     root = root.resolve()
     try:
         target = on_disk(root, pure.as_posix()).resolve()  # the name as the disk spells it (NFC or NFD)
@@ -61,6 +65,8 @@ def safe_path(root: Path, raw: str) -> tuple[str, Path]:
         raise PathRefused("the path cannot be resolved: a symlink loop") from None
     except OSError as exc:  # a loop (3.13+), a name too long for the file system
         raise PathRefused(f"the path cannot be resolved: {exc.strerror or 'OS error'}") from None
+    if any(is_ignored_name(part) for part in PurePosixPath(rel).parts):  # a symlink to a hidden file
+        raise PathRefused(HIDDEN)
     return rel, target
 
 

@@ -236,6 +236,36 @@ def _short_errors(errors: list[dict]) -> list[dict]:
     return out
 
 
+SECURITY_HEADERS = [
+    # The dashboard's meta CSP cannot say frame-ancestors (browsers ignore it there): say it as a header.
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+
+class SecurityHeaders:
+    """Every response, errors included, refuses to be framed (clickjacking) or content-sniffed."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                present = {k.lower() for k, _ in message.get("headers", [])}
+                message = {**message, "headers": [*message.get("headers", []),
+                                                   *(h for h in SECURITY_HEADERS if h[0] not in present)]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
 async def _deny(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     body = JSONResponse({"error": message}, status_code=status).body
     await send({"type": "http.response.start", "status": status,
@@ -475,7 +505,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         allow_methods=["GET", "POST"],
         allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
     )
-    return Guard(BodyLimit(app), allowed_hosts={h.lower() for h in allowed_hosts}, token=token)
+    return SecurityHeaders(Guard(BodyLimit(app), allowed_hosts={h.lower() for h in allowed_hosts}, token=token))
 
 
 def header_timeout_protocol():

@@ -235,7 +235,7 @@ def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.
                          " nothing was saved (please report this)")
     path = write_new(folder, base, text)
     rel = unicodedata.normalize("NFC", path.relative_to(root).as_posix())
-    report = oracle.indexer.sync_paths([rel])
+    report = oracle.indexer.sync_paths([rel], embed_limit=None)  # a learn is embedded before it returns
     chunk_ids = oracle.store.file_chunk_ids(rel)
     check_written(path, rel, text, request, title, today)
     if not chunk_ids:

@@ -63,6 +63,9 @@ CREATE TRIGGER IF NOT EXISTS supersede_log_append_only BEFORE UPDATE ON supersed
 """
 
 LOG_TABLES = ("search_log", "consult_log", "learn_log", "document_access", "feedback_log", "supersede_log")
+# Usage records, pruned by age and count. Verdicts and supersessions are not: search ranks by them.
+PRUNED_TABLES = ("search_log", "consult_log", "learn_log", "document_access")
+PRUNE_EVERY_SECONDS = 3600.0
 
 
 def _cut(text: str | None) -> str | None:
@@ -82,9 +85,12 @@ class Logs:
     FLUSH_INTERVAL), and every read here writes the queue first, so this process reads its own writes.
     Learnings, verdicts and supersessions are rare and written at once."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, retention_days: int = 365, max_rows: int = 1_000_000) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.retention_days = retention_days
+        self.max_rows = max_rows
+        self._pruned_at = 0.0
         self._lock = threading.Lock()
         self._queue: list[tuple[str, list[tuple]]] = []
         self._queue_lock = threading.Lock()
@@ -98,6 +104,7 @@ class Logs:
             # Logs that cannot be read are kept on disk for a person to inspect; new ones start afresh.
             set_aside(path, exc)
             self.conn = self._connect()
+        self._maybe_prune()
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
@@ -135,6 +142,7 @@ class Logs:
                 self.flush()
             except sqlite3.Error:  # a locked or full disk: the rows stay queued for the next round
                 pass
+            self._maybe_prune()  # this writer is the logs' maintenance worker: retention, once an hour
 
     def flush(self) -> None:
         """Write every queued row in one transaction."""
@@ -157,7 +165,36 @@ class Logs:
                 self._queue = batch + self._queue
             raise
 
+    def prune(self, now: float | None = None) -> dict[str, int]:
+        """Delete usage records older than `retention_days` and beyond the newest `max_rows` of each usage
+        log (0 disables either); rows deleted per table. Without this logs.db grew without limit."""
+        now = time.time() if now is None else now
+        deleted: dict[str, int] = {}
+        self.flush()  # queued rows count too
+        with self._lock:
+            for table in PRUNED_TABLES:
+                count = 0
+                if self.retention_days:
+                    count += self.conn.execute(f"DELETE FROM {table} WHERE at < ?",
+                                               (now - self.retention_days * 86400,)).rowcount
+                if self.max_rows:
+                    count += self.conn.execute(
+                        f"DELETE FROM {table} WHERE id <= (SELECT id FROM {table} ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                        (self.max_rows,)).rowcount
+                deleted[table] = count
+            self._pruned_at = time.monotonic()
+        return deleted
+
+    def _maybe_prune(self) -> None:
+        """At start-up and then at most once an hour, from whichever write comes along."""
+        if time.monotonic() - self._pruned_at >= PRUNE_EVERY_SECONDS or not self._pruned_at:
+            try:
+                self.prune()
+            except sqlite3.OperationalError:  # busy beyond the timeout: the next chance will do
+                pass
+
     def _insert(self, sql: str, rows: Sequence[tuple]) -> None:
+        self._maybe_prune()
         with self._lock:
             self.conn.execute("BEGIN IMMEDIATE")
             try:

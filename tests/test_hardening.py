@@ -7,6 +7,7 @@ ChromaDB, the ONNX model) of a small root written for these tests; HTTP tests ar
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -212,10 +213,10 @@ def test_a_learning_deleted_before_it_is_indexed_is_an_error_not_an_empty_id(ora
 
     real = oracle.indexer.sync_paths
 
-    def deleted_first(rels: list[str]):
+    def deleted_first(rels: list[str], **kwargs):
         for rel in rels:
             (oracle.settings.root / rel).unlink()
-        return real(rels)
+        return real(rels, **kwargs)
 
     monkeypatch.setattr(oracle.indexer, "sync_paths", deleted_first)
     before = set(oracle.store.file_states())
@@ -350,3 +351,144 @@ def test_supersessions_are_cached_until_any_process_logs_another(tmp_path: Path)
     finally:
         mine.close()
         theirs.close()
+
+
+# -- 3. one big note must not stall everything -----------------------------------------------------------
+def _big_principle(bullets: int) -> str:
+    return "---\ntitle: Big principle\n---\n# Big principle\n\n### All the rules\n\n" + "".join(
+        f"- Rule {n}: keep bullet {n} short.\n" for n in range(bullets))
+
+
+def test_chunks_per_file_are_capped_and_the_cap_is_reported(tmp_path: Path, make_oracle) -> None:
+    root = tmp_path / "root"
+    write(root / "principles/big.md", _big_principle(50))
+    write(root / "learnings/2026-01-01_small.md", "---\ntitle: Small\n---\n# Small\n\nA small note.\n")
+    oracle = make_oracle(root, tmp_path / "data", max_chunks_per_file=10)
+    report = oracle.indexer.sync(vectors=False)
+    chunks = oracle.store.file_chunk_ids("principles/big.md")
+    assert len(chunks) == 10
+    assert any("principles/big.md" in w and "ORACLE_MAX_CHUNKS_PER_FILE=10" in w for w in report.warnings), report.warnings
+    rows = oracle.store.rows("SELECT id, parent_id FROM documents WHERE file = 'principles/big.md'")
+    assert all(r["parent_id"] is None or r["parent_id"] in chunks for r in rows)  # no bullet without its section
+    assert len(oracle.store.file_chunk_ids("learnings/2026-01-01_small.md")) == 1
+
+
+def test_the_chunk_cap_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from indexer.config import ConfigError, Settings
+
+    monkeypatch.setenv("ORACLE_MAX_CHUNKS_PER_FILE", "250")
+    assert Settings.from_env(root=tmp_path, data_dir=tmp_path / "d").max_chunks_per_file == 250
+    for bad in ("0", "-3", "many"):
+        monkeypatch.setenv("ORACLE_MAX_CHUNKS_PER_FILE", bad)
+        with pytest.raises(ConfigError, match="ORACLE_MAX_CHUNKS_PER_FILE"):
+            Settings.from_env(root=tmp_path, data_dir=tmp_path / "d")
+
+
+def test_a_small_file_is_embedded_at_once_beside_a_big_one(tmp_path: Path, make_oracle) -> None:
+    """sync_paths (the watcher's call) indexes keywords for every file, embeds the small file's chunks,
+    and leaves the big file's for the background flush, instead of embedding them all first."""
+    from indexer.sync import INLINE_EMBED_CHUNKS
+
+    root = tmp_path / "root"
+    oracle = make_oracle(root, tmp_path / "data")
+    (root / "principles").mkdir(parents=True)
+    oracle.indexer.sync()
+    write(root / "principles/big.md", _big_principle(INLINE_EMBED_CHUNKS + 50))
+    write(root / "learnings/2026-01-02_pelican.md", "---\ntitle: Pelican\n---\n# Pelican\n\nPelicans glide over the pond.\n")
+    report = oracle.indexer.sync_paths(["principles/big.md", "learnings/2026-01-02_pelican.md"])
+    assert not report.vector_failed, report.warnings
+    pelican = oracle.store.documents_by_id(oracle.store.file_chunk_ids("learnings/2026-01-02_pelican.md"))
+    assert pelican and all(d["in_vector"] for d in pelican.values())
+    assert search(oracle, SearchRequest(query="pelicans glide", mode="vector", limit=1)).hits[0].source_file.endswith("pelican.md")
+    assert search(oracle, SearchRequest(query="bullet", mode="fts", limit=1)).total > INLINE_EMBED_CHUNKS  # keywords: all
+    assert oracle.store.pending_count() > INLINE_EMBED_CHUNKS  # the big note's vectors wait for the flush
+    assert oracle.indexer.flush_vectors(stop=lambda: True).embedded == 0  # make way when asked to
+    oracle.indexer.flush_vectors()
+    assert oracle.store.pending_count() == 0
+
+
+@pytest.mark.slow
+def test_a_learn_does_not_wait_for_a_big_notes_embeddings(tmp_path: Path, make_oracle) -> None:
+    """Before, the whole backlog was embedded under the writer lock: a learn waited for all of it (188 s
+    behind a 20,000-bullet principle). Now it waits for one slice at most, and embeds only its own note."""
+    import threading
+
+    root = tmp_path / "root"
+    write(root / "principles/big.md", _big_principle(700))
+    oracle = make_oracle(root, tmp_path / "data")
+    oracle.indexer.sync(vectors=False)
+    backlog = oracle.store.pending_count()
+    flusher = threading.Thread(target=oracle.indexer.flush_vectors)
+    flusher.start()
+    while oracle.store.pending_count() == backlog:  # the first slice is in
+        time.sleep(0.05)
+    result = learn(oracle, LearnRequest(pattern="Cormorants dry their wings on the jetty.", title="Cormorant"))
+    still_flushing = flusher.is_alive()
+    left = oracle.store.pending_count()
+    flusher.join()
+    assert result.embedded and result.id
+    assert still_flushing and left > 0, (still_flushing, left)
+    assert oracle.store.pending_count() == 0
+
+
+# -- should fix: logs retention, terminal escapes --------------------------------------------------------
+def test_usage_logs_are_pruned_by_age_and_count_but_verdicts_are_kept(tmp_path: Path) -> None:
+    from server.logs import Logs
+
+    logs = Logs(tmp_path / "logs.db", retention_days=30, max_rows=50)
+    try:
+        old = time.time() - 40 * 86400
+        logs.conn.executemany("INSERT INTO search_log (at, client, query) VALUES (?, 'c', 'old')", [(old,)] * 20)
+        logs.conn.executemany("INSERT INTO feedback_log (at, client, doc_id, verdict) VALUES (?, 'c', 'd', 'helpful')",
+                              [(old,)] * 5)
+        for n in range(80):
+            logs.log_search("c", "t", f"q{n}", {}, "fts", 1, [("d", 1.0)], 1.0, [])
+        deleted = logs.prune()
+        assert deleted["search_log"] == 20 + 30
+        counts = logs.counts()
+        assert counts["search_log"] == 50 and counts["document_access"] == 50
+        assert counts["feedback_log"] == 5  # verdicts rank results: never pruned
+        newest = [r["query"] for r in logs.recent("search_log", 50)]
+        assert newest[0] == "q79" and newest[-1] == "q30"
+    finally:
+        logs.close()
+
+
+def test_log_retention_is_applied_when_the_logs_are_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from indexer.config import ConfigError, Settings
+    from server.logs import Logs
+
+    first = Logs(tmp_path / "logs.db", retention_days=0, max_rows=0)
+    first.conn.executemany("INSERT INTO consult_log (at, client, decision) VALUES (?, 'c', 'x')",
+                           [(time.time() - 400 * 86400,)] * 3)
+    first.close()
+    monkeypatch.setenv("ORACLE_LOG_RETENTION_DAYS", "365")
+    settings = Settings.from_env(root=tmp_path, data_dir=tmp_path)
+    assert (settings.log_retention_days, settings.log_max_rows) == (365, 1_000_000)
+    again = Logs(tmp_path / "logs.db", settings.log_retention_days, settings.log_max_rows)
+    try:
+        assert again.counts()["consult_log"] == 0
+    finally:
+        again.close()
+    monkeypatch.setenv("ORACLE_LOG_MAX_ROWS", "lots")
+    with pytest.raises(ConfigError, match="ORACLE_LOG_MAX_ROWS"):
+        Settings.from_env(root=tmp_path, data_dir=tmp_path)
+
+
+def test_cli_output_shows_control_characters_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from server.cli import main
+
+    root = tmp_path / "root"
+    write(root / "learnings/2026-01-01_escape.md", (
+        "---\ntitle: \"Grebe \\e]0;owned\\a title\"\n---\n# Grebe\n\n## Grebe \x1b[2J heading\n\n"
+        "Grebe diving \x1b[31mred\x1b[0m text \u202e reversed.\n"))
+    monkeypatch.setenv("ORACLE_ROOT", str(root))
+    monkeypatch.setenv("ORACLE_DATA_DIR", str(tmp_path / "data"))
+    assert main(["index"]) == 0
+    capsys.readouterr()
+    assert main(["search", "grebe", "diving", "--mode", "fts"]) == 0
+    out = capsys.readouterr().out
+    assert "Grebe" in out and "\\x1b]0;owned" in out and "\\x1b[2J" in out and "\\x1b[31m" in out and "\\u202e" in out
+    assert not any(c in out for c in "\x1b\x07\u202e")
+    assert main(["consult", "how", "do", "grebes", "dive?"]) == 0
+    assert "\x1b" not in capsys.readouterr().out

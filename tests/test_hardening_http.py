@@ -76,7 +76,7 @@ def test_no_route_is_left_open_in_token_mode(small) -> None:
     from server.http import PUBLIC_PATHS
 
     app, port = _app(small)
-    routes = {r.path for r in app.app.app.routes if hasattr(r, "path")}  # Guard > BodyLimit > FastAPI
+    routes = {r.path for r in app.app.app.app.routes if hasattr(r, "path")}  # SecurityHeaders > Guard > BodyLimit > FastAPI
     with _client(app, port) as client:
         for path in sorted(routes - PUBLIC_PATHS):
             if path.startswith("/static"):
@@ -196,10 +196,10 @@ def test_a_learning_lost_to_a_race_is_a_409(small, monkeypatch: pytest.MonkeyPat
     (test_hardening.py races for real)."""
     real = small.indexer.sync_paths
 
-    def deleted_first(rels: list[str]):
+    def deleted_first(rels: list[str], **kwargs):
         for rel in rels:
             (small.settings.root / rel).unlink()
-        return real(rels)
+        return real(rels, **kwargs)
 
     monkeypatch.setattr(small.indexer, "sync_paths", deleted_first)
     app, port = _app(small, host="127.0.0.1", token=None)
@@ -299,3 +299,44 @@ def test_half_sent_headers_and_bodies_are_timed_out(live) -> None:
         assert closed and time.monotonic() - started < READ_TIMEOUT + 10
         stalled.settimeout(READ_TIMEOUT + 10)
         assert stalled.recv(4096).startswith(b"HTTP/1.1 408")
+
+
+# -- should fix: hidden files, frame headers -------------------------------------------------------------
+@pytest.mark.parametrize("path", [".hidden.md", "learnings/.secret.md", ".git/notes.md", "learnings/#draft#.md",
+                                  "learnings/old.md~", "learnings/.link.md"])
+def test_hidden_files_are_never_served(small, path: str) -> None:
+    """The indexer skips dotfiles and editor temporaries; /api/file and /api/read served them anyway."""
+    root = small.settings.root
+    for name in (".hidden.md", "learnings/.secret.md", ".git/notes.md", "learnings/#draft#.md"):
+        write(root / name, "# Hidden\n\nNot part of the knowledge base.\n")
+    link = root / "learnings/.link.md"
+    if not link.is_symlink():
+        link.symlink_to(root / "learnings/.secret.md")
+    app, port = _app(small, host="127.0.0.1", token=None)
+    with _client(app, port) as client:
+        for route, params in (("/api/file", {"path": path}), ("/api/read", {"file": path})):
+            resp = client.get(route, params=params)
+            assert resp.status_code == 400, (route, path, resp.status_code)
+            assert "Not part of the knowledge base" not in resp.text
+
+
+def test_a_visible_name_leading_to_a_hidden_file_is_refused(small) -> None:
+    root = small.settings.root
+    write(root / "learnings/.secret2.md", "# Hidden\n\nNot part of the knowledge base.\n")
+    (root / "learnings/visible.md").symlink_to(root / "learnings/.secret2.md")
+    app, port = _app(small, host="127.0.0.1", token=None)
+    with _client(app, port) as client:
+        resp = client.get("/api/file", params={"path": "learnings/visible.md"})
+        assert resp.status_code == 400 and "Not part" not in resp.text
+        assert client.get("/api/file", params={"path": "learnings/2026-01-14_quote-fts5-search-terms.md"}).status_code == 200
+
+
+def test_every_response_refuses_to_be_framed(small) -> None:
+    app, port = _app(small)
+    with _client(app, port) as client:
+        for resp in (client.get("/"), client.get("/docs"), client.get("/health"), client.get("/static/app.js"),
+                     client.get("/api/stats"), client.get("/api/stats", headers=GOOD),
+                     client.get("/health", headers={"Host": "evil.com"})):
+            assert "frame-ancestors 'none'" in resp.headers.get("content-security-policy", ""), resp.url
+            assert resp.headers.get("x-frame-options") == "DENY"
+            assert resp.headers.get("x-content-type-options") == "nosniff"
