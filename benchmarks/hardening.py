@@ -118,8 +118,8 @@ def bignote_bench(base: Path) -> None:
         oracle.indexer.sync()
         watcher = Watcher(oracle.indexer).start()
         try:
-            big = "---\ntitle: Big principle\n---\n# Big principle\n\n### All the rules\n\n" + "".join(
-                f"- Rule {n}: keep bullet {n} short and specific.\n" for n in range(BIG_BULLETS))
+            big = "---\ntitle: Big principle\n---\n# Big principle\n\n" + "".join(
+                f"### Rule {n}\n\n- keep bullet {n} short and specific.\n\n" for n in range(BIG_BULLETS))
             write(root / "principles/big.md", big)
             print(f"bignote: wrote principles/big.md ({len(big.encode()) // 1024} KB, {BIG_BULLETS} bullets)")
             time.sleep(1.5)  # the watcher has taken the big note

@@ -177,7 +177,7 @@ class SupersededBy(BaseModel):
 
 class MatchedSection(BaseModel):
     id: str
-    heading: str
+    heading: NoteText
     line_start: int
     line_end: int
     score: float

@@ -354,9 +354,10 @@ def test_supersessions_are_cached_until_any_process_logs_another(tmp_path: Path)
 
 
 # -- 3. one big note must not stall everything -----------------------------------------------------------
-def _big_principle(bullets: int) -> str:
-    return "---\ntitle: Big principle\n---\n# Big principle\n\n### All the rules\n\n" + "".join(
-        f"- Rule {n}: keep bullet {n} short.\n" for n in range(bullets))
+def _big_principle(sections: int) -> str:
+    """A principle of `sections` chunks (one `###` section each)."""
+    return "---\ntitle: Big principle\n---\n# Big principle\n\n" + "".join(
+        f"### Rule {n}\n\nKeep bullet {n} short and specific, rule {n}.\n\n" for n in range(sections))
 
 
 def test_chunks_per_file_are_capped_and_the_cap_is_reported(tmp_path: Path, make_oracle) -> None:
@@ -400,7 +401,7 @@ def test_a_small_file_is_embedded_at_once_beside_a_big_one(tmp_path: Path, make_
     pelican = oracle.store.documents_by_id(oracle.store.file_chunk_ids("learnings/2026-01-02_pelican.md"))
     assert pelican and all(d["in_vector"] for d in pelican.values())
     assert search(oracle, SearchRequest(query="pelicans glide", mode="vector", limit=1)).hits[0].source_file.endswith("pelican.md")
-    assert search(oracle, SearchRequest(query="bullet", mode="fts", limit=1)).total > INLINE_EMBED_CHUNKS  # keywords: all
+    assert search(oracle, SearchRequest(query="bullet", mode="fts", limit=1)).meta.fts_matches > INLINE_EMBED_CHUNKS  # keywords: all
     assert oracle.store.pending_count() > INLINE_EMBED_CHUNKS  # the big note's vectors wait for the flush
     assert oracle.indexer.flush_vectors(stop=lambda: True).embedded == 0  # make way when asked to
     oracle.indexer.flush_vectors()
