@@ -447,6 +447,8 @@ class Indexer:
             done += len(taken)
             if progress:
                 progress("vectors", min(done, total), total)
+            if len(taken) < VECTOR_SLICE:
+                break  # that was the last slice: no pause, no further round under the lock
             time.sleep(SLICE_PAUSE)
 
     def _pending(self, files: set[str] | None, max_file_chunks: int | None) -> list[tuple[str, str, str, str, str | None]]:
