@@ -71,7 +71,7 @@ class Stats(BaseModel):
 
 def drift(oracle: Oracle) -> Drift:
     """Files on disk that the index lacks or has stale, and indexed files that vanished (cost: stats)."""
-    found = discover(oracle.settings.root, oracle.settings.folder_types)
+    found = discover(oracle.settings.root, oracle.settings.layout)
     known = oracle.store.file_states()
     skipped = oracle.store.skipped()
     on_disk = {f.rel: f for f in found.files}
