@@ -6,9 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +49,8 @@ def bundled_root() -> Path:
     target = _data_home() / "knowledge"
     if target.is_dir():
         return target
+    import shutil
+    import tempfile
     from importlib.resources import files
 
     try:

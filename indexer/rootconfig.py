@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -293,7 +292,7 @@ def _globs(value: object, where: str, what: str) -> tuple[Glob, ...]:
     return tuple(g for g in (compile_glob(v) for v in value) if g is not None)
 
 
-def _read_gitignore(root: Path) -> tuple[Glob, ...]:
+def read_gitignore(root: Path) -> tuple[Glob, ...]:
     try:
         text = (root / ".gitignore").read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -327,6 +326,8 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
     use_gitignore = True
     source: Path | None = None
     if path.is_file():
+        import tomllib  # only when there is a file to read: the CLI's fast path stays light
+
         source = path
         try:
             text = path.read_text(encoding="utf-8")
@@ -383,6 +384,6 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
         default_origin=default_origin,
         include=include,
         exclude=exclude,
-        gitignore=_read_gitignore(root) if use_gitignore else (),
+        gitignore=read_gitignore(root) if use_gitignore else (),
         source=source,
     )
