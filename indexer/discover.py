@@ -284,7 +284,8 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
     result = Discovery()
     root = root.resolve()
     folders: set[str] = set()
-    links: list[tuple[str, Path, str, str]] = []  # (rel, path, type, target rel)
+    links: list[tuple[str, Path, str | None, str]] = []  # (rel, path, type, target rel)
+    walked: set[str] = set()  # markdown files seen under their real name
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = "" if dirpath == str(root) else relative_name(Path(dirpath), root)
         kept = []
@@ -320,20 +321,25 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
                 result.skipped[rel] = reason
                 continue
             doc_type = layout.type_for(rel)
-            if doc_type is None:
-                result.unmapped[top_folder(rel)] += 1
-                continue
             if real is not None and path.is_symlink():
                 links.append((rel, path, doc_type, relative_name(real, root)))
+                continue
+            walked.add(rel)
+            if doc_type is None:
+                result.unmapped[top_folder(rel)] += 1
                 continue
             result.files.append(Found(rel=rel, path=path, type=doc_type))
     indexed_as = {f.rel: f.rel for f in result.files}  # real file -> the name it is indexed under
     for rel, path, doc_type, target in links:  # in walk order: the first link to an unindexed target keeps it
         if target in indexed_as:
             result.aliases[rel] = indexed_as[target]
-            continue
-        result.files.append(Found(rel=rel, path=path, type=doc_type))
-        indexed_as[target] = rel
+        elif doc_type is None:
+            if target not in walked:  # else already counted under its real name
+                result.unmapped[top_folder(rel)] += 1
+                walked.add(target)
+        else:
+            result.files.append(Found(rel=rel, path=path, type=doc_type))
+            indexed_as[target] = rel
     result.files.sort(key=lambda f: f.rel)
     result.warnings = layout.unmatched(folders)
     return result

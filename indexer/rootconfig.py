@@ -171,12 +171,15 @@ class Layout:
     exclude: tuple[Glob, ...] = ()
     gitignore: tuple[Glob, ...] = ()
     source: Path | None = None  # the oracle.toml read, if any
-    _by_path: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
-    _by_name: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # key -> (precedence, type); precedence: where it was written (environment 2 > oracle.toml 1 > built-in 0),
+    # then a path over a bare name
+    _by_path: dict[str, tuple[int, str]] = field(default_factory=dict, compare=False, repr=False)
+    _by_name: dict[str, tuple[int, str]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        for item in self.folders:  # later entries (env over file over built-in) win
-            (self._by_path if item.is_path else self._by_name)[item.key] = item.type
+        for item in self.folders:  # later entries of the same origin win
+            rank = 0 if item.origin == "built-in" else 2 if item.origin.startswith("ORACLE_") else 1
+            (self._by_path if item.is_path else self._by_name)[item.key] = (rank * 2 + item.is_path, item.type)
 
     @classmethod
     def from_folder_types(cls, folder_types: dict[str, str]) -> "Layout":
@@ -185,18 +188,18 @@ class Layout:
     @property
     def folder_types(self) -> dict[str, str]:
         """Bare folder names -> type (what the learn tool looks for when it picks a learnings folder)."""
-        return dict(self._by_name)
+        return {name: doc_type for name, (_, doc_type) in self._by_name.items()}
 
     def type_for(self, rel: str) -> str | None:
         """The type of the note at `rel` by folder (most specific wins), else default_type; None if unmapped.
 
-        Exclusion is separate (`excluded`): this answers only "which type would it be"."""
+        The deepest mapped folder on the path decides; two keys for that same folder are settled by where they
+        were written (the environment overrides oracle.toml), then a path beats a bare name. Exclusion is
+        separate (`excluded_file`): this answers only "which type would it be"."""
         for folder in reversed(ancestors(rel)):
-            if folder in self._by_path:
-                return self._by_path[folder]
-            name = folder.rsplit("/", 1)[-1]
-            if name in self._by_name:
-                return self._by_name[name]
+            candidates = [c for c in (self._by_path.get(folder), self._by_name.get(folder.rsplit("/", 1)[-1])) if c]
+            if candidates:
+                return max(candidates)[1]
         return self.default_type
 
     def excluded_dir(self, rel: str) -> bool:
