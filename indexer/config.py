@@ -10,11 +10,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from indexer import locate
 from indexer.rootconfig import BUILTIN_FOLDER_TYPES, DOC_TYPES, ConfigError, Layout, load_layout
 
 # The starter knowledge of a source checkout. An installed wheel (pipx) has no checkout: it ships the same
 # files as the `oracle_knowledge` package and copies them to a user folder on first use (`bundled_root`).
-BUNDLED_ROOT = Path(__file__).resolve().parent.parent / "knowledge"
+BUNDLED_ROOT = Path(__file__).resolve().parent.parent / "knowledge"  # == locate.CHECKOUT_KNOWLEDGE
 STARTER_PACKAGE = "oracle_knowledge"
 DEFAULT_PORT = 37778
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -28,17 +29,16 @@ _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")
 
 
 def _data_home() -> Path:
-    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "oracle"
+    return Path(locate.data_home())
 
 
 def _default_data_dir(root: Path) -> Path:
     """One index per knowledge root, so pointing ORACLE_ROOT elsewhere never mixes two bases."""
-    digest = hashlib.sha256(str(root).encode()).hexdigest()[:10]
-    return _data_home() / f"{root.name or 'root'}-{digest}"
+    return Path(locate.default_data_dir(str(root)))
 
 
 def _in_checkout() -> bool:
-    return BUNDLED_ROOT.is_dir() and (BUNDLED_ROOT.parent / "pyproject.toml").is_file()
+    return locate.in_checkout()
 
 
 def bundled_root() -> Path:

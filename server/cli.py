@@ -12,13 +12,13 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from indexer.config import ConfigError, Settings
+from indexer import locate
 from server import remote, render
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the fast path must not import the service layer (~0.1 s) to find a running server
+    from indexer.config import Settings
     from server.app import Oracle
 
 Renderer = Callable[[dict], tuple[list[str], list[str]]]
@@ -86,11 +86,17 @@ RENDERERS: dict[str, Renderer] = {"search": render.search, "consult": render.con
                                   "stats": render.stats, "index": render.index}
 
 
-def try_remote(args: argparse.Namespace, settings: Settings) -> int | None:
-    """Answer through a running server for this root; None when there is none (or it does not answer)."""
+def try_remote(args: argparse.Namespace) -> int | None:
+    """Answer through a running server for this root; None when there is none (or it does not answer).
+
+    The root and data dir come from `indexer.locate`, the same functions Settings uses, so nothing heavy is
+    imported before the answer is printed. (oracle.toml is the server's to read: it already has.)"""
     request = None if args.local else _remote_request(args)
-    endpoint = remote.find(settings.data_dir, settings.root) if request else None
-    if request is None or endpoint is None:
+    if request is None:
+        return None
+    root = locate.resolve_root(args.root)
+    endpoint = remote.find(locate.resolve_data_dir(args.data_dir, root), root)
+    if endpoint is None:
         return None
     method, path, params, body = request
     try:
@@ -218,6 +224,9 @@ def cmd_learn(oracle: Oracle, args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from indexer.config import ConfigError
     from server.init import InitError, init
 
     path = Path(args.path or args.root or ".")
@@ -320,14 +329,16 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "init":
         return cmd_init(args)
+    answered = try_remote(args)
+    if answered is not None:
+        return answered
+    from indexer.config import ConfigError, Settings
+
     try:
         settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
     except ConfigError as exc:
         print(f"oracle: configuration error: {exc}", file=sys.stderr)
         return 2
-    answered = try_remote(args, settings)
-    if answered is not None:
-        return answered
     return run_local(args, settings)
 
 
