@@ -190,11 +190,7 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
 
         port = args.port or oracle.settings.port
         print(f"oracle: dashboard http://{args.host}:{port}/  MCP http://{args.host}:{port}/mcp", file=sys.stderr)
-        import signal
-
-        # uvicorn shuts down on SIGTERM and then re-raises it with the previous handler in place: make that
-        # an exit that runs `finally`, so the record below goes with the server.
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+        # `_exit_on_sigterm` makes SIGTERM run `finally`, so the record goes with the server.
         remote.record(oracle.settings.data_dir, oracle.settings.root, args.host, port)  # the CLI's fast path
         try:
             serve_http(oracle, host=args.host, port=port)

@@ -275,6 +275,7 @@ class Logs:
         """Latency per kind of process that ran the search: "server" (MCP, HTTP, and CLI calls a running
         server answered) and "cli" (a CLI process on its own, which pays for loading the model each time).
         Mixed, a few 3 s CLI cold starts made a 40 ms server look like a 3 s one."""
+        self.flush()
         rows = self.conn.execute(
             "SELECT CASE WHEN client = 'cli' THEN 'cli' ELSE 'server' END, latency_ms FROM search_log"
             " ORDER BY id DESC LIMIT ?", (last,)).fetchall()
