@@ -17,8 +17,10 @@ def data_home() -> str:
 
 
 def in_checkout() -> bool:
-    """Running from a source checkout (its knowledge/ beside pyproject.toml), not from an installed wheel."""
-    return os.path.isdir(CHECKOUT_KNOWLEDGE) and os.path.isfile(os.path.join(PROJECT, "pyproject.toml"))
+    """Running with the starter knowledge/ beside the packages (a source checkout, or the MCP bundle's lib/),
+    not from an installed wheel: there the packages sit in site-packages, where a `knowledge` folder would be
+    some other distribution's."""
+    return os.path.isdir(CHECKOUT_KNOWLEDGE) and os.path.basename(PROJECT) not in ("site-packages", "dist-packages")
 
 
 def default_root() -> str:
