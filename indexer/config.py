@@ -1,57 +1,90 @@
-"""Settings read from the environment, in one place so every entry point agrees."""
+"""Settings read from the environment (and the knowledge root's oracle.toml), in one place so every entry
+point agrees."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-BUNDLED_ROOT = Path(__file__).resolve().parent.parent / "knowledge"
+from indexer import locate
+from indexer.rootconfig import BUILTIN_FOLDER_TYPES, DOC_TYPES, ConfigError, Layout, load_layout
+
+# The starter knowledge of a source checkout. An installed wheel (pipx) has no checkout: it ships the same
+# files as the `oracle_knowledge` package and copies them to a user folder on first use (`bundled_root`).
+BUNDLED_ROOT = Path(__file__).resolve().parent.parent / "knowledge"  # == locate.CHECKOUT_KNOWLEDGE
+STARTER_PACKAGE = "oracle_knowledge"
 DEFAULT_PORT = 37778
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
 DEFAULT_LOG_RETENTION_DAYS = 365  # usage logs older than this are deleted (0: kept for ever)
 DEFAULT_LOG_MAX_ROWS = 1_000_000  # and each usage log keeps at most this many rows (0: no limit)
 DEFAULT_MAX_CHUNKS_PER_FILE = 2000  # more is a dump, not a note; and it would hold the indexer for minutes
 
-# Folder name -> document type. Both the Oracle layout and Oracle v2's ψ/memory layout.
-DEFAULT_FOLDER_TYPES: dict[str, str] = {
-    "principles": "principle",
-    "resonance": "principle",
-    "learnings": "learning",
-    "retrospectives": "retro",
-}
-DOC_TYPES = ("principle", "learning", "retro")
+DEFAULT_FOLDER_TYPES: dict[str, str] = dict(BUILTIN_FOLDER_TYPES)
 
+__all__ = ["BUNDLED_ROOT", "ConfigError", "DOC_TYPES", "DEFAULT_FOLDER_TYPES", "Settings", "bundled_root"]
 
 EMBEDDED_COLLECTION = "oracle_chunks"
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")
 
 
-class ConfigError(ValueError):
-    """A setting is present but unusable; the message says which and how to fix it."""
+def _data_home() -> Path:
+    return Path(locate.data_home())
 
 
 def _default_data_dir(root: Path) -> Path:
     """One index per knowledge root, so pointing ORACLE_ROOT elsewhere never mixes two bases."""
-    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "oracle"
-    digest = hashlib.sha256(str(root).encode()).hexdigest()[:10]
-    return base / f"{root.name or 'root'}-{digest}"
+    return Path(locate.default_data_dir(str(root)))
 
 
-def parse_folder_types(spec: str) -> dict[str, str]:
-    """Parse ORACLE_FOLDER_TYPES, e.g. "logs=retro,archive=learning", into a folder->type map."""
-    mapping: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in spec.split(","))):
-        folder, sep, doc_type = part.partition("=")
-        folder, doc_type = folder.strip(), doc_type.strip()
-        if not sep or not folder or doc_type not in DOC_TYPES:
-            raise ConfigError(
-                f"ORACLE_FOLDER_TYPES entry {part!r} is not FOLDER=TYPE with TYPE one of {', '.join(DOC_TYPES)}"
-            )
-        mapping[folder] = doc_type
-    return mapping
+def _in_checkout() -> bool:
+    return locate.in_checkout()
+
+
+def bundled_root() -> Path:
+    """The default knowledge root: the checkout's knowledge/, or (installed from a wheel) a user copy of the
+    starter knowledge, made on first use and never overwritten, so the notes you add there are yours."""
+    if _in_checkout():
+        return BUNDLED_ROOT
+    target = _data_home() / "knowledge"
+    if target.is_dir():
+        return target
+    import shutil
+    import tempfile
+    from importlib.resources import files
+
+    try:
+        source = files(STARTER_PACKAGE)
+    except ModuleNotFoundError:
+        raise ConfigError(
+            "no knowledge root: set ORACLE_ROOT (or --root) to a folder of markdown; the starter knowledge"
+            f" package {STARTER_PACKAGE!r} is not installed"
+        ) from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".knowledge-", dir=target.parent))
+    _copy_resources(source, staging)
+    try:
+        staging.rename(target)  # atomic: a second process racing here finds a complete copy or makes none
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+    else:
+        print(f"oracle: starter knowledge copied to {target} (first run); set ORACLE_ROOT to use your own",
+              file=sys.stderr)
+    return target
+
+
+def _copy_resources(node, dest: Path) -> None:  # noqa: ANN001 - an importlib.resources Traversable
+    for child in node.iterdir():
+        if child.name.startswith(("__", ".")):
+            continue
+        if child.is_dir():
+            (dest / child.name).mkdir(exist_ok=True)
+            _copy_resources(child, dest / child.name)
+        elif child.name.endswith((".md", ".markdown", ".toml")):
+            (dest / child.name).write_bytes(child.read_bytes())
 
 
 def _whole(env: os._Environ | dict, name: str, default: int) -> int:
@@ -69,11 +102,16 @@ class Settings:
     chroma_url: str | None = None
     port: int = DEFAULT_PORT
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    folder_types: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_FOLDER_TYPES))
+    layout: Layout = field(default_factory=Layout)
     chroma_collection: str | None = None
     max_chunks_per_file: int = DEFAULT_MAX_CHUNKS_PER_FILE
     log_retention_days: int = DEFAULT_LOG_RETENTION_DAYS
     log_max_rows: int = DEFAULT_LOG_MAX_ROWS
+
+    @property
+    def folder_types(self) -> dict[str, str]:
+        """Folder names mapped at any depth (built-in plus ORACLE_FOLDER_TYPES names)."""
+        return self.layout.folder_types
 
     @property
     def collection(self) -> str:
@@ -96,14 +134,14 @@ class Settings:
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
         env = os.environ
-        root = Path(str(overrides.pop("root", None) or env.get("ORACLE_ROOT") or BUNDLED_ROOT)).expanduser().resolve()
+        given = overrides.pop("root", None) or env.get("ORACLE_ROOT")
+        root = Path(str(given)).expanduser().resolve() if given else bundled_root()
         data = overrides.pop("data_dir", None) or env.get("ORACLE_DATA_DIR")
         data_dir = Path(str(data)).expanduser().resolve() if data else _default_data_dir(root)
         port_text = str(overrides.pop("port", None) or env.get("ORACLE_PORT") or DEFAULT_PORT)
         if not port_text.isdigit() or not 0 < int(port_text) < 65536:
             raise ConfigError(f"ORACLE_PORT={port_text!r} is not a TCP port number (1-65535)")
-        folder_types = dict(DEFAULT_FOLDER_TYPES)
-        folder_types.update(parse_folder_types(env.get("ORACLE_FOLDER_TYPES", "")))
+        layout = load_layout(root, env)
         max_bytes = int(env.get("ORACLE_MAX_FILE_BYTES") or DEFAULT_MAX_FILE_BYTES)
         max_chunks_text = str(overrides.pop("max_chunks_per_file", None) or env.get("ORACLE_MAX_CHUNKS_PER_FILE")
                               or DEFAULT_MAX_CHUNKS_PER_FILE)
@@ -124,7 +162,7 @@ class Settings:
             chroma_url=str(overrides.pop("chroma_url", None) or env.get("ORACLE_CHROMA_URL") or "") or None,
             port=int(port_text),
             max_file_bytes=max_bytes,
-            folder_types=folder_types,
+            layout=layout,
             chroma_collection=collection,
             max_chunks_per_file=int(max_chunks_text),
             **retention,  # type: ignore[arg-type]

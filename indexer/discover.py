@@ -1,9 +1,15 @@
 """Find the markdown files under the knowledge root and give each its document type.
 
-The type comes from the outermost folder on the file's path that the folder map knows
-(`principles/`, `resonance/`, `learnings/`, `retrospectives/`, plus ORACLE_FOLDER_TYPES), so both
-`knowledge/learnings/x.md` and Oracle v2's `ψ/memory/learnings/x.md` are learnings. Files in folders
-the map does not know are counted and reported, never silently dropped.
+Which files are notes, and of which type, is the root's `Layout` (indexer/rootconfig.py: built-in folder
+names, oracle.toml, ORACLE_FOLDER_TYPES): the most specific mapped folder on the path wins, so both
+`knowledge/learnings/x.md` and Oracle v2's `ψ/memory/learnings/x.md` are learnings, and files in no mapped
+folder take the layout's default type. Files that still have no type are counted by top-level folder and
+reported, never silently dropped; files the rules exclude are counted too. Excluded folders (dot-folders,
+node_modules, exclude globs, the root's .gitignore) are not walked at all.
+
+A file symlink whose target is a note indexed under its own name is the same note, not a second one: it
+is recorded as an alias (`README.md -> index.md`) and not indexed. A symlink to a file that is not indexed
+under its real name (outside every mapped folder, say) is indexed once, under the first link's name.
 
 Nothing outside the root is ever read. Folder symlinks are not followed (files under a symlinked folder
 are indexed only where they really live, if that is inside the root; one that points outside is
@@ -27,6 +33,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from indexer.rootconfig import Layout
+
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 
@@ -40,8 +48,11 @@ class Found:
 @dataclass
 class Discovery:
     files: list[Found] = field(default_factory=list)
-    unmapped: Counter = field(default_factory=Counter)  # folder -> markdown files not indexed
+    unmapped: Counter = field(default_factory=Counter)  # top-level folder ("." = root files) -> files with no type
     skipped: dict[str, str] = field(default_factory=dict)  # markdown names that are not indexable files: why
+    aliases: dict[str, str] = field(default_factory=dict)  # symlink -> the note it points at (indexed there)
+    excluded: Counter = field(default_factory=Counter)  # rule ("exclude", ".gitignore", "include") -> files
+    warnings: list[str] = field(default_factory=list)  # configuration that matched nothing
 
 
 class Unreadable(Exception):
@@ -71,11 +82,38 @@ def is_ignored_name(name: str) -> bool:
     )
 
 
-def type_for(rel: str, folder_types: dict[str, str]) -> str | None:
-    for part in rel.split("/")[:-1]:
-        if part in folder_types:
-            return folder_types[part]
-    return None
+def as_layout(rules: Layout | dict[str, str]) -> Layout:
+    return rules if isinstance(rules, Layout) else Layout.from_folder_types(rules)
+
+
+def type_for(rel: str, rules: Layout | dict[str, str]) -> str | None:
+    """The type a note at `rel` would have by folder (most specific wins, then the default type)."""
+    return as_layout(rules).type_for(rel)
+
+
+def top_folder(rel: str) -> str:
+    """Where the "not indexed" report counts a file: its top-level folder, "." for a file in the root."""
+    return rel.split("/", 1)[0] if "/" in rel else "."
+
+
+def note_type(root: Path, rel: str, rules: Layout | dict[str, str]) -> str | None:
+    """The type of the note at `rel`, or None when it is no note: unmapped, excluded by the rules, or a
+    symlink to a file that is indexed under its own name (the watcher and `sync_paths` ask this)."""
+    layout = as_layout(rules)
+    if layout.excluded_file(rel) or any(is_ignored_name(p) for p in rel.split("/")):
+        return None
+    doc_type = layout.type_for(rel)
+    if doc_type is None:
+        return None
+    root = root.resolve()
+    path = on_disk(root, rel)
+    if path.is_symlink():
+        real, _ = _examine(path, root)
+        if real is not None and not real.is_symlink():
+            target = relative_name(real, root)
+            if target != rel and layout.excluded_file(target) is None and layout.type_for(target) is not None:
+                return None
+    return doc_type
 
 
 def is_within(path: Path, root: Path) -> bool:
@@ -239,14 +277,28 @@ def read_inside(path: Path, root: Path, max_bytes: int) -> bytes:
         os.close(fd)
 
 
-def discover(root: Path, folder_types: dict[str, str]) -> Discovery:
-    """Walk the root (not following directory symlinks) and classify every markdown file."""
+def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
+    """Walk the root (not following directory symlinks, not entering excluded folders) and classify every
+    markdown file."""
+    layout = as_layout(rules)
     result = Discovery()
     root = root.resolve()
+    folders: set[str] = set()
+    links: list[tuple[str, Path, str | None, str]] = []  # (rel, path, type, target rel)
+    walked: set[str] = set()  # markdown files seen under their real name
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not is_ignored_name(d))
+        here = "" if dirpath == str(root) else relative_name(Path(dirpath), root)
+        kept = []
+        for d in sorted(dirnames):
+            rel_d = f"{here}/{d}" if here else unicodedata.normalize("NFC", d)
+            if is_ignored_name(d) or layout.excluded_dir(rel_d):
+                continue
+            kept.append(d)
+        dirnames[:] = kept
         for name in dirnames:  # os.walk lists symlinks to folders here; it never descends into them
             path = Path(dirpath) / name
+            if not path.is_symlink():
+                folders.add(relative_name(path, root))
             named_md = name.lower().endswith(MARKDOWN_SUFFIXES)
             if not named_md and not path.is_symlink():
                 continue
@@ -260,14 +312,34 @@ def discover(root: Path, folder_types: dict[str, str]) -> Discovery:
                 continue
             path = Path(dirpath) / name
             rel = relative_name(path, root)
-            reason = unindexable(path, root)
+            rule = layout.excluded_file(rel)
+            if rule:
+                result.excluded[rule] += 1
+                continue
+            real, reason = _examine(path, root)
             if reason:
                 result.skipped[rel] = reason
                 continue
-            doc_type = type_for(rel, folder_types)
+            doc_type = layout.type_for(rel)
+            if real is not None and path.is_symlink():
+                links.append((rel, path, doc_type, relative_name(real, root)))
+                continue
+            walked.add(rel)
             if doc_type is None:
-                result.unmapped[rel.rsplit("/", 1)[0] if "/" in rel else "."] += 1
+                result.unmapped[top_folder(rel)] += 1
                 continue
             result.files.append(Found(rel=rel, path=path, type=doc_type))
+    indexed_as = {f.rel: f.rel for f in result.files}  # real file -> the name it is indexed under
+    for rel, path, doc_type, target in links:  # in walk order: the first link to an unindexed target keeps it
+        if target in indexed_as:
+            result.aliases[rel] = indexed_as[target]
+        elif doc_type is None:
+            if target not in walked:  # else already counted under its real name
+                result.unmapped[top_folder(rel)] += 1
+                walked.add(target)
+        else:
+            result.files.append(Found(rel=rel, path=path, type=doc_type))
+            indexed_as[target] = rel
     result.files.sort(key=lambda f: f.rel)
+    result.warnings = layout.unmatched(folders)
     return result

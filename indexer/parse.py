@@ -55,6 +55,7 @@ class Chunk:
     project: str | None
     date: str | None
     parent_id: str | None = None
+    aliases: tuple[str, ...] = ()  # other names of the note (Obsidian `aliases:`), searched like the title
 
     def embed_text(self) -> str:
         return compose_embed_text(self.title, self.heading, self.content)
@@ -132,6 +133,9 @@ def split_frontmatter(text: str) -> tuple[dict, str, int, list[str]]:
             except TooDeep:
                 return _recovered(raw, body, i + 1, f"is nested more than {MAX_FRONTMATTER_DEPTH} levels deep")
             except yaml.YAMLError as exc:
+                repaired = repair_colon_values(raw)
+                if repaired is not None:
+                    return repaired, body, i + 1, []
                 mark = getattr(exc, "problem_mark", None)
                 where = f" at line {mark.line + 2}" if mark is not None else ""
                 return _recovered(raw, body, i + 1, f"is not valid YAML{where}")
@@ -214,6 +218,39 @@ def _shape_problem(data: dict) -> str | None:
     return None
 
 _LOOSE_KEY = re.compile(r"^([A-Za-z_][\w-]*):[ \t]*(.*)$")
+_PLAIN_VALUE = re.compile(r"^([A-Za-z_][\w-]*):[ \t]+([^\s\[\]{}|>&!#].*?)[ \t]*$")
+
+
+def repair_colon_values(raw: str) -> dict | None:
+    """Frontmatter as its author meant it when the only problem is plain values YAML reads as syntax.
+
+    Oracle v2 writes `source: rrr: 15.00_session`, `title: Handoff System:` and `title: **Bold**`, and people
+    write `title: A vs B: why`; YAML refuses the whole block over a ": ", a trailing ":" or a leading `*`
+    (an alias) or `@`/backtick (reserved), or a quoted phrase with more after it (`title: "X" is Y`). Quoting just those values and parsing again gives exactly what the
+    line says, so it is no warning. Anything else wrong still is (None here).
+    """
+    changed = False
+    out = []
+    for line in raw.split("\n"):
+        match = _PLAIN_VALUE.match(line)
+        value = match.group(2) if match else ""
+        quoted = match is not None and value[0] in "\"'"
+        if quoted and len(value) > 1 and value.endswith(value[0]):
+            match = None  # a complete quoted scalar: YAML's own business
+        if match and (quoted or ": " in value or value.endswith(":") or value[0] in "*@`%"):
+            value = match.group(2).replace("'", "''")
+            line = f"{match.group(1)}: '{value}'"
+            changed = True
+        out.append(line)
+    if not changed:
+        return None
+    try:
+        data = load_yaml("\n".join(out))
+    except (yaml.YAMLError, TooDeep):
+        return None
+    if not isinstance(data, dict) or _shape_problem(data):
+        return None
+    return _text_keys(data)  # type: ignore[return-value]
 _LOOSE_ITEM = re.compile(r"^[ \t]+-[ \t]+(.*)$")
 
 
@@ -420,13 +457,67 @@ def _is_rule(text: str) -> bool:
     return not text.strip(" \t-*_=#~")
 
 
+def _bare_title(text: str | None) -> str | None:
+    """A title without a leading markdown `# ` (Oracle v2 wrote `title: # Foo`, and `# # Foo` headings);
+    None when nothing is left or only a rule (`# ---` is no title)."""
+    if not text:
+        return text
+    text = re.sub(r"^(?:#{1,6}[ \t]+)+", "", text).strip()
+    return None if not text or _is_rule(text) else text
+
+
+def note_aliases(meta: dict) -> tuple[str, ...]:
+    """Obsidian's `aliases:` (a list or one string): other names the note answers to."""
+    value = meta.get("aliases", meta.get("alias"))
+    items = value if isinstance(value, list) else [value]
+    found = (" ".join(text.split()) for text in (_scalar(v) for v in items) if text)
+    return tuple(dict.fromkeys(a for a in found if len(a) <= MAX_TERM_CHARS))[:MAX_TAGS]
+
+
+# `[[target]]`, `[[target#heading]]`, `[[target|shown text]]`, `![[embed]]`; not inside code.
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+LINKS_TO = "links_to"
+
+
+def wikilinks(lines: list[str]) -> list[str]:
+    """Targets of Obsidian wikilinks in the body, in order, once each; embeds of non-notes (images) are not
+    links to notes, and links shown inside code are text."""
+    targets: dict[str, None] = {}
+    fence: str | None = None
+    for line in lines:
+        toggled, fence = _is_fence_toggle(line, fence)
+        if toggled or fence is not None or "[[" not in line:
+            continue
+        for embed, target in _WIKILINK.findall(_INLINE_CODE.sub("", line)):
+            target = target.strip()
+            stem, dot, ext = target.rpartition(".")
+            if dot and ext.lower() in ("md", "markdown"):
+                target = stem
+            elif embed and dot and "/" not in ext and " " not in ext:
+                continue  # ![[diagram.png]]: an attachment
+            if target:
+                targets[target] = None
+    return list(targets)
+
+
+def link_relations(title: str, lines: list[str]) -> list[Relation]:
+    """One `links_to` relation per wikilink target, the note's title as subject."""
+    subject = relation_term(title)
+    if subject is None:
+        return []
+    found = (relation_term(t) for t in wikilinks(lines))
+    return [Relation(subject, LINKS_TO, obj) for obj in found if obj]
+
+
 def title_for(meta: dict, lines: list[str], file: str) -> str:
     """Frontmatter title, else the first `#` heading, else the file name: never a bare '---'."""
-    title = _scalar(meta.get("title"))
-    if title and not _is_rule(title):
+    title = _bare_title(_scalar(meta.get("title")))
+    if title:
         return title
     for _, level, text in find_headings(lines):
-        if level == 1 and text and not _is_rule(text):  # "# " and "# ---" are not titles
+        text = _bare_title(text)
+        if level == 1 and text:  # "# ", "# ---" and "# # " are not titles
             return text
     stem = file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return re.sub(r"[-_]+", " ", stem).strip() or stem
@@ -489,11 +580,20 @@ def parse_relations(value: object) -> tuple[list[Relation], list[str]]:
     return out, warnings
 
 
+def _with_links(relations: list[Relation], warnings: list[str], links: list[Relation]) -> tuple[list[Relation], list[str]]:
+    """Frontmatter relations first, then wikilinks, within MAX_RELATIONS (saying when links were dropped)."""
+    merged = list(dict.fromkeys([*relations, *links]))
+    if len(merged) > MAX_RELATIONS and len(relations) <= MAX_RELATIONS:
+        warnings = [*warnings, f"{len(merged)} relations with the wikilinks; only the first {MAX_RELATIONS} are kept"]
+    return merged[:MAX_RELATIONS], warnings
+
+
 def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
     """Split one file's text into chunks according to its document type."""
     meta, body, offset, warnings = split_frontmatter(text)
     lines = body.split("\n")
     title = title_for(meta, lines, file)
+    aliases = note_aliases(meta)
     project = _scalar(meta.get("project"))
     date = note_date(meta, file)
     tags = list(dict.fromkeys(normalise_tags(meta.get("tags")) + normalise_tags(meta.get("concepts"))))
@@ -530,6 +630,7 @@ def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
                 project=project,
                 date=date,
                 parent_id=parent,
+                aliases=aliases,
             )
         )
         return cid
@@ -555,6 +656,7 @@ def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
     if offset and not body.strip():  # only frontmatter: indexed, yet nothing in it can be found
         warnings = [*warnings, "nothing after the frontmatter: the note has no text to search"]
     relations, relation_warnings = parse_relations(meta.get("relations"))
+    relations, relation_warnings = _with_links(relations, relation_warnings, link_relations(title, lines))
     superseded_by = _scalar(meta.get("superseded_by"))
     if meta.get("superseded_by") is not None and superseded_by is None:
         relation_warnings.append("superseded_by must be one path or id; ignored")

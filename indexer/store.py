@@ -266,8 +266,8 @@ class Store:
                 rowid = cur.lastrowid
                 conn.execute(
                     "INSERT INTO documents_fts (rowid, id, title, heading, content, concepts) VALUES (?,?,?,?,?,?)",
-                    (rowid, chunk.id, segment(chunk.title), segment(chunk.heading), segment(chunk.content),
-                     " ".join(chunk.concepts)),
+                    (rowid, chunk.id, segment(" ".join((chunk.title, *chunk.aliases))),  # aliases: searched as titles
+                     segment(chunk.heading), segment(chunk.content), " ".join(chunk.concepts)),
                 )
                 conn.execute(
                     "INSERT INTO documents_tri (rowid, title, content) VALUES (?,?,?)", (rowid, chunk.title, chunk.content)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from indexer.config import Settings
-from indexer.discover import Found, Unreadable, discover, on_disk, read_inside, too_large, type_for, unindexable
+from indexer.discover import Found, Unreadable, discover, note_type, on_disk, read_inside, too_large, unindexable
 from indexer.embed import Embedder, EmbeddingUnavailable
 from indexer.locks import WriterLock
 from indexer.parse import ParsedFile, parse_markdown
@@ -49,6 +49,8 @@ class SyncReport:
     unchanged: int = 0
     skipped: dict[str, str] = field(default_factory=dict)
     unmapped: dict[str, int] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)  # symlink -> the note indexed under its real name
+    excluded: dict[str, int] = field(default_factory=dict)  # rule -> markdown files it left out
     chunks_written: int = 0
     embedded: int = 0
     embeddings_cached: int = 0
@@ -219,8 +221,10 @@ class Indexer:
         root = self.settings.root
         if not root.is_dir():
             raise FileNotFoundError(f"knowledge root {root} does not exist or is not a folder (set ORACLE_ROOT)")
-        found = discover(root, self.settings.folder_types)
+        found = discover(root, self.settings.layout)
         report.unmapped = dict(sorted(found.unmapped.items()))
+        report.aliases, report.excluded = found.aliases, dict(sorted(found.excluded.items()))
+        report.warnings.extend(found.warnings)
 
         known = self.store.file_states()
         present = {f.rel for f in found.files}
@@ -300,7 +304,7 @@ class Indexer:
         stale: list[str] = []
         for rel in sorted(set(rels)):
             path = on_disk(root, rel)
-            doc_type = type_for(rel, self.settings.folder_types)
+            doc_type = note_type(root, rel, self.settings.layout)
             reason = unindexable(path, root) if doc_type is not None else None
             if reason:  # a FIFO, a folder named x.md, a symlink out of the root: as `sync` records them
                 stale += self.store.record_skip(rel, reason)

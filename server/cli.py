@@ -1,4 +1,10 @@
-"""The `oracle` command: a thin adapter over the service layer (no logic of its own)."""
+"""The `oracle` command: a thin adapter over the service layer (no logic of its own).
+
+search, consult, learn and stats go to a running `oracle serve --http` for the same root when there is one
+(server/remote.py: milliseconds instead of seconds, since the model is already loaded there), and run in
+this process otherwise; both give the same JSON, printed by the same renderers (server/render.py). Heavy
+imports happen only on the in-process path.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +12,17 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
+from indexer import locate
+from server import remote, render
 
-from indexer.config import ConfigError, Settings
-from indexer.sync import SyncRefused, print_progress
-from server.app import Oracle, ServerConfigError
-from server.models import SearchRequest
-from server.learn import LearnError
-from server.query import QueryError
+if TYPE_CHECKING:  # the fast path must not import the service layer (~0.1 s) to find a running server
+    from indexer.config import Settings
+    from server.app import Oracle
+
+Renderer = Callable[[dict], tuple[list[str], list[str]]]
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -31,83 +39,107 @@ def _dump(data: object) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False))
 
 
-def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
-    report = oracle.indexer.sync(full=args.full, force=args.force, progress=print_progress)
-    if args.json:
-        _dump(report.as_dict())
+def emit(args: argparse.Namespace, data: dict, renderer: Renderer) -> int:
+    """Print a result: its JSON with --json, else the renderer's lines (warnings to stderr)."""
+    if getattr(args, "json", False):
+        _dump(data)
         return 0
-    print(report.summary())
-    for rel, reason in report.skipped.items():
-        print(_safe(f"skipped {rel}: {reason}"))
-    if report.unmapped:
-        folders = ", ".join(f"{k}/ ({v})" for k, v in report.unmapped.items())
-        print(f"not indexed, folder has no type: {folders}; map them with ORACLE_FOLDER_TYPES=folder=learning,...")
-    for warning in report.warnings:
-        print(_safe(f"warning: {warning}"), file=sys.stderr)
+    out, err = renderer(data)
+    for line in err:
+        print(_safe(line), file=sys.stderr)
+    if out:
+        print(_safe("\n".join(out)))
     return 0
+
+
+def _split(text: str | None) -> list[str]:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else []
+
+
+# -- what each command asks: the same request in-process or over HTTP --------------------------------
+def search_params(args: argparse.Namespace) -> dict:
+    return {"query": " ".join(args.query), "type": args.type, "limit": args.limit, "offset": args.offset,
+            "mode": args.mode, "concepts": _split(args.concepts), "project": args.project, "unit": args.unit,
+            "group_by_file": args.group_by_file, "date_from": args.date_from, "date_to": args.date_to,
+            "fusion": args.fusion}
+
+
+def consult_params(args: argparse.Namespace) -> dict:
+    return {"decision": " ".join(args.decision), "context": args.context, "budget_tokens": args.budget_tokens}
+
+
+def learn_body(args: argparse.Namespace) -> dict:
+    if not hasattr(args, "_pattern"):
+        args._pattern = sys.stdin.read() if args.pattern == "-" else args.pattern
+    body = {"pattern": args._pattern, "title": args.title, "concepts": _split(args.concepts),
+            "source": args.source, "project": args.project}
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def _remote_request(args: argparse.Namespace) -> tuple[str, str, dict | None, dict | None] | None:
+    """(method, path, query params, JSON body) for a command a server can answer, else None."""
+    if args.command == "search":
+        params = search_params(args)
+        params["concepts"] = ",".join(params["concepts"]) or None
+        if params["group_by_file"] is not None:
+            params["group_by_file"] = "true" if params["group_by_file"] else "false"
+        return "GET", "/api/search", params, None
+    if args.command == "consult":
+        return "GET", "/api/consult", consult_params(args), None
+    if args.command == "stats":
+        return "GET", "/api/stats", None, None
+    if args.command == "learn":
+        return "POST", "/api/learn", None, learn_body(args)
+    return None
+
+
+RENDERERS: dict[str, Renderer] = {"search": render.search, "consult": render.consult, "learn": render.learn,
+                                  "stats": render.stats, "index": render.index}
+
+
+def try_remote(args: argparse.Namespace) -> int | None:
+    """Answer through a running server for this root; None when there is none (or it does not answer).
+
+    The root and data dir come from `indexer.locate`, the same functions Settings uses, so nothing heavy is
+    imported before the answer is printed. (oracle.toml is the server's to read: it already has.)"""
+    request = None if args.local else _remote_request(args)
+    if request is None:
+        return None
+    root = locate.resolve_root(args.root)
+    endpoint = remote.find(locate.resolve_data_dir(args.data_dir, root), root)
+    if endpoint is None:
+        return None
+    method, path, params, body = request
+    try:
+        data = remote.call(endpoint, method, path, params=params, body=body)
+    except remote.RemoteUnavailable:
+        return None
+    except remote.RemoteError as exc:
+        print(f"oracle: {exc}", file=sys.stderr)
+        return 2
+    return emit(args, data, RENDERERS[args.command])
+
+
+# -- in-process commands --------------------------------------------------------------------------------
+def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
+    from indexer.sync import print_progress
+
+    report = oracle.indexer.sync(full=args.full, force=args.force, progress=print_progress)
+    return emit(args, report.as_dict(), render.index)
 
 
 def cmd_search(oracle: Oracle, args: argparse.Namespace) -> int:
-    request = SearchRequest(
-        query=" ".join(args.query),
-        type=args.type,
-        limit=args.limit,
-        offset=args.offset,
-        mode=args.mode,
-        concepts=args.concepts or [],
-        project=args.project,
-        unit=args.unit,
-        group_by_file=args.group_by_file,
-        date_from=args.date_from,
-        date_to=args.date_to,
-        fusion=args.fusion,
-    )
+    from server.models import SearchRequest
     from server.search import search
 
-    result = search(oracle, request)
-    if args.json:
-        _dump(result.model_dump())
-        return 0
-    for warning in result.meta.warnings:
-        print(_safe(f"warning: {warning}"), file=sys.stderr)
-    unit = "notes" if result.meta.unit == "note" else "sections"
-    print(f"{result.total} {unit} ({result.meta.mode}, {result.meta.took_ms} ms)")
-    for n, hit in enumerate(result.hits, start=result.offset + 1):
-        where = f"{hit.source_file}:{hit.line_start}-{hit.line_end}"
-        heading = f" › {hit.heading}" if hit.heading else ""
-        weak = ", weak match" if hit.weak else ""
-        print(_safe(f"\n{n}. [{hit.type}] {hit.title}{heading}  ({hit.score:.4f}, {'+'.join(hit.found_by)}{weak})"))
-        print(_safe(f"   {where}  id={hit.id}"))
-        print(_safe(f"   {hit.snippet}"))
-        for section in hit.sections[:5]:
-            print(_safe(f"   also: {section.heading or '(intro)'}  :{section.line_start}-{section.line_end}  id={section.id}"))
-        for duplicate in hit.duplicates:
-            print(_safe(f"   same content: {duplicate.source_file}"))
-    return 0
+    result = search(oracle, SearchRequest(**search_params(args)))
+    return emit(args, result.model_dump(), render.search)
 
 
 def cmd_stats(oracle: Oracle, args: argparse.Namespace) -> int:
     from server.stats import stats
 
-    data = stats(oracle)
-    if args.json:
-        _dump(data.model_dump())
-        return 0
-    docs, emb, drift = data.documents, data.embeddings, data.drift
-    print(f"root: {data.root}\nindex: {data.data_dir}")
-    print(f"files: {data.files.total}  chunks: {docs.total}  " + "  ".join(f"{k}: {v}" for k, v in docs.by_type.items()))
-    print(f"concepts: {data.concepts}  last indexed: {data.last_indexed}")
-    print(f"embeddings: {emb.embedded_chunks}/{docs.total} ({emb.coverage:.1%})  vector store: "
-          f"{'ok' if data.vector_store.ok else 'DOWN'} ({data.vector_store.detail})")
-    print("drift: none" if drift.in_sync else
-          f"drift: {drift.not_indexed_count} not indexed, {drift.changed_since_index_count} changed,"
-          f" {drift.vanished_count} vanished (run `oracle index`)")
-    if data.files.skipped:
-        print(f"skipped files: {len(data.files.skipped)} (see `oracle stats --json`)")
-    usage = data.usage
-    print(f"usage: {usage.searches} searches (p50 {usage.search_p50_ms} ms, p95 {usage.search_p95_ms} ms),"
-          f" {usage.consultations} consultations, {usage.learnings} learnings")
-    return 0
+    return emit(args, stats(oracle).model_dump(), render.stats)
 
 
 def _start_watcher(oracle: Oracle, verbose: bool = False):
@@ -161,19 +193,29 @@ def _exit_on_sigterm() -> None:
 
 
 def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
+    """The start-up sync runs in the background once the server's modules are imported: started earlier,
+    it competed with those imports for the interpreter and delayed the first `tools/list`."""
     _exit_on_sigterm()
-    if not args.no_index:
-        _background_start(oracle, warm_delay=1.0, watch=not args.no_watch)
     if args.http:
         from server.http import serve_http
 
+        if not args.no_index:
+            _background_start(oracle, warm_delay=1.0, watch=not args.no_watch)
         port = args.port or oracle.settings.port
         print(f"oracle: dashboard http://{args.host}:{port}/  MCP http://{args.host}:{port}/mcp", file=sys.stderr)
-        serve_http(oracle, host=args.host, port=port)
+        # `_exit_on_sigterm` makes SIGTERM run `finally`, so the record goes with the server.
+        remote.record(oracle.settings.data_dir, oracle.settings.root, args.host, port)  # the CLI's fast path
+        try:
+            serve_http(oracle, host=args.host, port=port)
+        finally:
+            remote.forget(oracle.settings.data_dir)
         return 0
     from server.mcp_server import build_server
 
-    build_server(oracle).run("stdio")
+    server = build_server(oracle)
+    if not args.no_index:
+        _background_start(oracle, warm_delay=1.0, watch=not args.no_watch)
+    server.run("stdio")
     return 0
 
 
@@ -181,35 +223,38 @@ def cmd_consult(oracle: Oracle, args: argparse.Namespace) -> int:
     from server.consult import consult
     from server.models import ConsultRequest
 
-    result = consult(oracle, ConsultRequest(decision=" ".join(args.decision), context=args.context,
-                                            budget_tokens=args.budget_tokens))
-    if args.json:
-        _dump(result.model_dump())
-    else:
-        print(_safe(result.guidance))
-    return 0
+    result = consult(oracle, ConsultRequest(**consult_params(args)))
+    return emit(args, result.model_dump(), render.consult)
 
 
 def cmd_learn(oracle: Oracle, args: argparse.Namespace) -> int:
     from server.learn import learn
     from server.models import LearnRequest
 
-    pattern = sys.stdin.read() if args.pattern == "-" else args.pattern
-    result = learn(oracle, LearnRequest(pattern=pattern, title=args.title, concepts=args.concepts or [],
-                                        source=args.source, project=args.project))
-    if args.json:
-        _dump(result.model_dump())
-        return 0
-    print(_safe(f"saved {result.file} (id {result.id}, embedded: {result.embedded})"))
-    for dup in result.near_duplicates:
-        print(_safe(f"similar: {dup.title} ({dup.source_file}, similarity {dup.similarity:.2f})"))
-    for warning in result.warnings:
-        print(_safe(f"warning: {warning}"), file=sys.stderr)
+    result = learn(oracle, LearnRequest(**learn_body(args)))
+    return emit(args, result.model_dump(), render.learn)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from indexer.config import ConfigError
+    from server.init import InitError, init
+
+    path = Path(args.path or args.root or ".")
+    try:
+        _, lines = init(path, force=args.force)
+    except (InitError, ConfigError, OSError) as exc:
+        print(f"oracle: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
     return 0
 
 
 def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
     import time
+
+    from indexer.sync import print_progress
 
     print(oracle.indexer.sync(progress=print_progress).summary(), flush=True)
     watcher = _start_watcher(oracle, verbose=True)
@@ -228,7 +273,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="oracle", description="Searchable agent memory made of plain markdown.")
     parser.add_argument("--root", help="knowledge root (default: ORACLE_ROOT or the bundled knowledge/)")
     parser.add_argument("--data-dir", help="where the index lives (default: ORACLE_DATA_DIR)")
+    parser.add_argument("--local", action="store_true",
+                        help="answer in this process even when an `oracle serve --http` for this root runs")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("init", help="look at a folder of markdown and write an oracle.toml for it")
+    p.add_argument("path", nargs="?", help="the knowledge root (default: --root, else the current folder)")
+    p.add_argument("--force", action="store_true", help="replace an existing oracle.toml")
+    p.set_defaults(func=None)
 
     p = sub.add_parser("index", help="bring the index in step with the markdown files")
     p.add_argument("--full", action="store_true", help="rebuild from scratch (embeddings still come from the cache)")
@@ -287,12 +339,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "init":
+        return cmd_init(args)
+    answered = try_remote(args)
+    if answered is not None:
+        return answered
+    from indexer.config import ConfigError, Settings
+
     try:
         settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
-        oracle = Oracle.open(settings)
     except ConfigError as exc:
         print(f"oracle: configuration error: {exc}", file=sys.stderr)
         return 2
+    return run_local(args, settings)
+
+
+def run_local(args: argparse.Namespace, settings: Settings) -> int:
+    from pydantic import ValidationError
+
+    from indexer.sync import SyncRefused
+    from server.app import Oracle, ServerConfigError
+    from server.learn import LearnError
+    from server.query import QueryError
+
+    oracle = Oracle.open(settings)
     try:
         return args.func(oracle, args)
     except ValidationError as exc:

@@ -18,6 +18,7 @@ import re
 import secrets
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import parse_qsl, urlencode
 
 import anyio
 
@@ -348,6 +349,21 @@ def host_names(host: str, port: int, extra: str = "") -> set[str]:
     return {h.lower() for h in allowed}
 
 
+class V2QueryAlias:
+    """Oracle v2's HTTP clients send /api/search?q=...: read it as query= (pure ASGI: /mcp streams pass through)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path") == "/api/search":
+            pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+            if any(k == "q" for k, _ in pairs) and not any(k == "query" for k, _ in pairs):
+                renamed = [("query" if k == "q" else k, v) for k, v in pairs]
+                scope = dict(scope, query_string=urlencode(renamed).encode("latin-1"))
+        await self.app(scope, receive, send)
+
+
 def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token: str | None = None) -> ASGIApp:
     token = check_token(token if token is not None else (os.environ.get("ORACLE_TOKEN") or None))
     if not is_loopback(host) and not token:
@@ -373,6 +389,12 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     app = FastAPI(title="Oracle", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Searchable agent memory made of plain markdown.")
+
+    app.add_middleware(V2QueryAlias)
+
+    def client_of(request: Request) -> str:
+        """"cli@server" for the CLI's calls through this server (server/remote.py), else "http"."""
+        return "cli@server" if request.headers.get("x-oracle-client") == "cli@server" else "http"
 
     @app.exception_handler(QueryError)
     @app.exception_handler(PathRefused)
@@ -410,12 +432,12 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         return Health(status="ok", version=__version__, files=counts["files"], chunks=counts["chunks"])
 
     @app.get("/api/search", response_model=SearchResult)
-    def api_search(o: Ready, params: Annotated[SearchRequest, Query()]) -> SearchResult:
-        return search(o, params, client="http", tool="api_search")
+    def api_search(o: Ready, params: Annotated[SearchRequest, Query()], request: Request) -> SearchResult:
+        return search(o, params, client=client_of(request), tool="api_search")
 
     @app.get("/api/consult", response_model=ConsultResult)
-    def api_consult(o: Ready, params: Annotated[ConsultRequest, Query()]) -> ConsultResult:
-        return consult(o, params, client="http")
+    def api_consult(o: Ready, params: Annotated[ConsultRequest, Query()], request: Request) -> ConsultResult:
+        return consult(o, params, client=client_of(request))
 
     @app.get("/api/reflect", response_model=Document)
     def api_reflect(o: Ready, params: Annotated[ReflectRequest, Query()]) -> Document:
@@ -434,8 +456,8 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         return concepts(o, params)
 
     @app.post("/api/learn", response_model=LearnResult, status_code=201)
-    def api_learn(o: Ready, body: LearnRequest) -> LearnResult:
-        return learn(o, body, client="http")
+    def api_learn(o: Ready, body: LearnRequest, request: Request) -> LearnResult:
+        return learn(o, body, client=client_of(request))
 
     @app.get("/api/graph", response_model=Graph)
     def api_graph(o: Ready, limit: Annotated[int, Query(ge=1, le=200)] = 40, documents: bool = True) -> Graph:

@@ -319,6 +319,23 @@ class Logs:
         p95 = rows[min(len(rows) - 1, int(round(0.95 * (len(rows) - 1))))]
         return {"p50_ms": round(statistics.median(rows), 2), "p95_ms": round(p95, 2), "samples": len(rows)}
 
+    def search_latency_by_process(self, last: int = 1000) -> dict[str, dict[str, float | None]]:
+        """Latency per kind of process that ran the search: "server" (MCP, HTTP, and CLI calls a running
+        server answered) and "cli" (a CLI process on its own, which pays for loading the model each time).
+        Mixed, a few 3 s CLI cold starts made a 40 ms server look like a 3 s one."""
+        self.flush()
+        rows = self.conn.execute(
+            "SELECT CASE WHEN client = 'cli' THEN 'cli' ELSE 'server' END, latency_ms FROM search_log"
+            " ORDER BY id DESC LIMIT ?", (last,)).fetchall()
+        out: dict[str, dict[str, float | None]] = {}
+        for proc in ("server", "cli"):
+            values = sorted(v for p, v in rows if p == proc and v is not None)
+            if values:
+                p95 = values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
+                out[proc] = {"p50_ms": round(statistics.median(values), 2), "p95_ms": round(p95, 2),
+                             "samples": len(values)}
+        return out
+
     def recent(self, table: str, limit: int = 20) -> list[dict]:
         self.flush()
         if table not in LOG_TABLES:

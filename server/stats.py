@@ -20,7 +20,10 @@ class Drift(BaseModel):
     changed_since_index_count: int
     vanished: list[str]
     vanished_count: int
-    unmapped_folders: dict[str, int]
+    unmapped_folders: dict[str, int]  # top-level folder ("." = root files) -> markdown files with no type
+    symlink_aliases: int = 0  # symlinks to notes indexed under their real name (one note, not two)
+    excluded: dict[str, int] = {}  # rule (exclude, .gitignore, include) -> markdown files it leaves out
+    config_warnings: list[str] = []  # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder
 
 
 class DocumentCounts(BaseModel):
@@ -53,6 +56,8 @@ class Usage(BaseModel):
     document_accesses: int
     search_p50_ms: float | None
     search_p95_ms: float | None
+    # "server" and "cli" (a CLI process on its own, cold model): {p50_ms, p95_ms, samples}
+    search_latency_by_process: dict[str, dict[str, float | None]] = {}
 
 
 class Stats(BaseModel):
@@ -71,7 +76,7 @@ class Stats(BaseModel):
 
 def drift(oracle: Oracle) -> Drift:
     """Files on disk that the index lacks or has stale, and indexed files that vanished (cost: stats)."""
-    found = discover(oracle.settings.root, oracle.settings.folder_types)
+    found = discover(oracle.settings.root, oracle.settings.layout)
     known = oracle.store.file_states()
     skipped = oracle.store.skipped()
     on_disk = {f.rel: f for f in found.files}
@@ -98,6 +103,9 @@ def drift(oracle: Oracle) -> Drift:
         vanished=vanished[:20],
         vanished_count=len(vanished),
         unmapped_folders=dict(sorted(found.unmapped.items())),
+        symlink_aliases=len(found.aliases),
+        excluded=dict(sorted(found.excluded.items())),
+        config_warnings=found.warnings,
     )
 
 
@@ -155,5 +163,6 @@ def stats(oracle: Oracle) -> Stats:
             document_accesses=logs["document_access"],
             search_p50_ms=latency["p50_ms"],
             search_p95_ms=latency["p95_ms"],
+            search_latency_by_process=oracle.logs.search_latency_by_process(),
         ),
     )

@@ -76,7 +76,7 @@ def test_index_prints_the_summary_line(indexed):
         lines[0],
     ), lines[0]
     assert "skipped learnings/empty.md: empty file" in lines
-    assert any(line.startswith("not indexed, folder has no type: drafts/ (1)") for line in lines)
+    assert "not indexed (no type): 1 file: drafts/ 1" in lines
 
 
 def test_second_index_run_is_unchanged(indexed, cli_env):

@@ -292,17 +292,27 @@ def test_broken_yaml_is_reported_and_never_indexed():
     assert parsed.chunks[0].date == "2026-03-04"  # falls back to the path
 
 
-def test_broken_yaml_with_readable_lines_is_recovered_leniently():
-    """An unquoted colon breaks YAML; the key: value lines are still read (warning says so)."""
+def test_unquoted_colon_in_a_value_is_read_as_written_without_a_warning():
+    """`title: A vs B: why` is what people (and Oracle v2) write; YAML refuses it, Oracle reads it as meant."""
     text = "---\ntitle: A vs B: why\ntags: [git, yaml-ok]\ndate: 2026-03-05\n---\n\n# Heading title\n\n## A\n\nbody text\n"
     parsed = parse_markdown(text, "learnings/2026-03-04_broken.md", "learning")
-    assert len(parsed.warnings) == 1
-    assert parsed.warnings[0].startswith("frontmatter is not valid YAML at line 2")
+    assert parsed.warnings == []
     assert parsed.title == "A vs B: why"
     assert summary(parsed) == [("section", "A", 11, 11, "body text")]
     chunk = parsed.chunks[0]
     assert chunk.date == "2026-03-05" and chunk.concepts == ("git", "yaml-ok")
     assert "A vs B" not in chunk.content and "title:" not in chunk.content
+
+
+def test_broken_yaml_with_readable_lines_is_recovered_leniently():
+    """YAML that no quoting repairs (an unclosed flow list) is read line by line, and the warning says so."""
+    text = "---\ntitle: A vs B\ntags: [git, yaml-ok\ndate: 2026-03-05\n---\n\n# Heading title\n\n## A\n\nbody text\n"
+    parsed = parse_markdown(text, "learnings/2026-03-04_broken.md", "learning")
+    assert len(parsed.warnings) == 1
+    assert parsed.warnings[0].startswith("frontmatter is not valid YAML at line")
+    assert parsed.title == "A vs B"
+    assert summary(parsed) == [("section", "A", 11, 11, "body text")]
+    assert parsed.chunks[0].date == "2026-03-05"
 
 
 def test_frontmatter_that_is_a_list():

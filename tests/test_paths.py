@@ -186,7 +186,7 @@ def build_sandbox(base: Path) -> Sandbox:
     os.symlink(box / "nowhere.md", learnings / "dangling.md")
     os.symlink("/proc/self/environ", learnings / "proc.md")
     os.symlink("/dev/zero", learnings / "devzero.md")
-    os.symlink("good.md", learnings / "alias.md")  # inside the root: an ordinary second name
+    os.symlink("good.md", learnings / "alias.md")  # inside the root: good.md again, not a second note
     os.symlink("flip-real", learnings / "flip-dir")  # swapped back and forth while read: see the race test
     os.mkfifo(learnings / "fifo.md")
     os.link(box / "hard-target.md", learnings / "hard.md")
@@ -354,8 +354,9 @@ def test_indexing_reads_nothing_outside_the_root(sandbox, http_server):
     }
     listing = httpx.get(http_server + "/api/list", params={"limit": 100, "group_by_file": True}, timeout=60).json()
     files = {item["source_file"] for item in listing["items"]}
-    assert {"learnings/good.md", "learnings/alias.md", "learnings/hard.md", "learnings/caf\u00e9.md",
+    assert {"learnings/good.md", "learnings/hard.md", "learnings/caf\u00e9.md",
             "learnings/swapped-dir/canary.md", "learnings/flip-real/canary.md"} <= files
+    assert "learnings/alias.md" not in files  # a symlink to good.md is good.md, not a second note
     for query in (TOKEN, "canary secret outside the root"):
         found = httpx.get(http_server + "/api/search", params={"query": query, "limit": 50}, timeout=60).json()
         sandbox.check(json.dumps(found["hits"], ensure_ascii=False))  # (the query itself is echoed back)

@@ -1,0 +1,45 @@
+"""Where the knowledge root and the data dir are, from arguments and the environment: strings and `os.path`
+only, so the CLI's fast path (server/remote.py) can find a running server before importing anything heavy.
+indexer/config.py builds its Settings on the same functions, so both always agree."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHECKOUT_KNOWLEDGE = os.path.join(PROJECT, "knowledge")
+
+
+def data_home() -> str:
+    return os.path.join(os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share"),
+                        "oracle")
+
+
+def in_checkout() -> bool:
+    """Running with the starter knowledge/ beside the packages (a source checkout, or the MCP bundle's lib/),
+    not from an installed wheel: there the packages sit in site-packages, where a `knowledge` folder would be
+    some other distribution's."""
+    return os.path.isdir(CHECKOUT_KNOWLEDGE) and os.path.basename(PROJECT) not in ("site-packages", "dist-packages")
+
+
+def default_root() -> str:
+    """The starter knowledge: the checkout's knowledge/, else the user copy an installed wheel makes."""
+    return CHECKOUT_KNOWLEDGE if in_checkout() else os.path.join(data_home(), "knowledge")
+
+
+def resolve_root(given: str | None) -> str:
+    """The root as Settings sees it: --root, else ORACLE_ROOT, else the default; absolute, symlinks resolved."""
+    given = given or os.environ.get("ORACLE_ROOT")
+    return os.path.realpath(os.path.expanduser(given)) if given else default_root()
+
+
+def default_data_dir(root: str) -> str:
+    """One index per knowledge root, so pointing ORACLE_ROOT elsewhere never mixes two bases."""
+    digest = hashlib.sha256(root.encode()).hexdigest()[:10]
+    return os.path.join(data_home(), f"{os.path.basename(root) or 'root'}-{digest}")
+
+
+def resolve_data_dir(given: str | None, root: str) -> str:
+    given = given or os.environ.get("ORACLE_DATA_DIR")
+    return os.path.realpath(os.path.expanduser(given)) if given else default_data_dir(root)
