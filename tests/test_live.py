@@ -114,8 +114,9 @@ def embed_query(title: str, body: str) -> str:
 
 
 def fts_files(oracle: Oracle, query: str) -> list[str]:
+    """Every file the keyword leg finds, notes with identical content (listed as a hit's duplicates) too."""
     result = run_search(oracle, SearchRequest(query=query, mode="fts", limit=50))
-    return [h.source_file for h in result.hits]
+    return [f for h in result.hits for f in (h.source_file, *(d.source_file for d in h.duplicates))]
 
 
 EXACT = 0.99  # cosine similarity of a note's own embedded text: the vector of THIS version of the note
