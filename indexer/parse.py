@@ -452,9 +452,13 @@ def _trim_span(lines: list[str], start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+_RULE_TEXT = re.compile(r"\s*([-*_=~])(?:\s*\1){2,}\s*")
+
+
 def _is_rule(text: str) -> bool:
-    """Text made only of rule characters ("---", "***", "==="): a separator, never a title."""
-    return not text.strip(" \t-*_=#~")
+    """A thematic break or underline ("---", "* * *", "==="): a separator, never a title ("*" alone is a
+    title someone chose)."""
+    return _RULE_TEXT.fullmatch(text) is not None
 
 
 def _bare_title(text: str | None) -> str | None:
