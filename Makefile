@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser node-tools bundle run test bench-quality bench-speed bench-load bench-live bench-scale clean
+.PHONY: install browser node-tools bundle run test bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean
 
 install: $(STAMP)
 
@@ -48,6 +48,12 @@ test: install browser node-tools
 
 bench-quality: install
 	$(BIN)/python benchmarks/quality.py
+
+bench-notes: install
+	$(BIN)/python benchmarks/notes.py --mcp
+
+bench-client: install
+	$(BIN)/python benchmarks/client.py
 
 bench-speed: install
 	$(BIN)/python benchmarks/speed.py
