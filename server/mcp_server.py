@@ -47,6 +47,7 @@ from server.models import (
     VerifyResult,
 )
 from server.query import QueryError
+from server.render import result_count
 from server.read import read_note
 from server.relations import find_relations
 from server.search import search
@@ -109,8 +110,7 @@ def _result(model: BaseModel, text: str) -> CallToolResult:
 
 
 def _search_text(result: SearchResult) -> str:
-    unit = "notes" if result.meta.unit == "note" else "sections"
-    lines = [f"{result.total} {unit} ({result.meta.mode}, {result.meta.took_ms} ms)"]
+    lines = [result_count(result.total, result.meta.unit, result.meta.mode, result.meta.took_ms)]
     lines += [f"warning: {w}" for w in result.meta.warnings]
     for n, hit in enumerate(result.hits, start=result.offset + 1):
         heading = f" › {hit.heading}" if hit.heading else ""

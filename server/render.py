@@ -46,11 +46,16 @@ def _names(items: list[str], count: int, limit: int = 3) -> str:
     return shown + (f", ... ({count - limit} more)" if count > limit else "")
 
 
+def result_count(total: int, unit: str, mode: str, took_ms: float) -> str:
+    """The first line of a search answer, for the CLI and the MCP tool's text alike: "3 notes (hybrid, 9 ms)"."""
+    noun = "note" if unit == "note" else "section"
+    return f"{total} {noun}{'' if total == 1 else 's'} ({mode}, {took_ms} ms)"
+
+
 def search(data: dict) -> tuple[list[str], list[str]]:
     """(stdout lines, stderr lines) for a SearchResult."""
     meta = data["meta"]
-    unit = "notes" if meta.get("unit", "note") == "note" else "sections"
-    out = [f"{data['total']} {unit} ({meta['mode']}, {meta['took_ms']} ms)"]
+    out = [result_count(data["total"], meta.get("unit", "note"), meta["mode"], meta["took_ms"])]
     for n, hit in enumerate(data["hits"], start=data["offset"] + 1):
         where = f"{hit['source_file']}:{hit['line_start']}-{hit['line_end']}"
         heading = f" › {hit['heading']}" if hit["heading"] else ""

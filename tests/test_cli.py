@@ -113,7 +113,7 @@ def test_search_fts_json_total(indexed, cli_env):
     (hit,) = notes["hits"]
     assert [s["id"] for s in hit["sections"]] == [h["id"] for h in data["hits"] if h["id"] != hit["id"]]
     human = oracle(cli_env, "search", "pangolin", "--mode", "fts", "--limit", "10")
-    assert human.stdout.startswith("1 notes (fts") and "also: " in human.stdout
+    assert human.stdout.startswith("1 note (fts") and "also: " in human.stdout
 
 
 def test_stats_json(indexed, cli_env):
