@@ -45,10 +45,11 @@ def reflect(oracle: Oracle, request: ReflectRequest, client: str = "cli", rng: r
 
 
 def list_documents(oracle: Oracle, request: ListRequest) -> ListResult:
-    """Newest first (by note date, then path), deterministic; optionally one entry per file."""
+    """Newest first (by note date, then its time of day when known, then path), deterministic; optionally
+    one entry per file."""
     conn = oracle.store.conn
     where, args = ("1", []) if request.type == "all" else ("type = ?", [request.type])
-    order = "(date IS NULL), date DESC, file, position, id"
+    order = "(date IS NULL), date DESC, timestamp DESC, file, position, id"
     if request.group_by_file:
         total = conn.execute(f"SELECT count(DISTINCT file) FROM documents WHERE {where}", args).fetchone()[0]
         sql = (
