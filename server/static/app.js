@@ -10,6 +10,7 @@
 
   const SVG_NS = 'http://www.w3.org/2000/svg';
   const DAYS = 30;
+  const HOURS = 48;  // the logs API's per_hour span
   const SEARCH_LIMIT = 10;
   const MAX_GRAPH_DOCUMENTS = 160;
   const MAX_CONCEPT_EDGES = 160;
@@ -248,46 +249,69 @@
     return out;
   }
 
-  /** Grouped bars per day for several series: [{name, names, cls, counts: {day: n}}]. */
-  function dailyBars(target, days, series) {
+  /** The last n UTC hours as "YYYY-MM-DDTHH", oldest first (the keys of the logs' per_hour). */
+  function lastHours(n) {
+    const out = [];
+    const base = Math.floor(Date.now() / 3600000) * 3600000;
+    for (let i = n - 1; i >= 0; i--) out.push(new Date(base - i * 3600000).toISOString().slice(0, 13));
+    return out;
+  }
+
+  /** Grouped bars per slot (a day "YYYY-MM-DD" or an hour "YYYY-MM-DDTHH") for several series:
+   * [{name, names, cls, counts: {slot: n}}]; `label` turns a slot into its axis text. */
+  function slotBars(target, slots, series, unit, label) {
     const W = 520, H = 150, L = 30, R = 6, T = 8, B = 22;
-    const max = niceMax(Math.max(1, ...series.flatMap((sr) => days.map((d) => sr.counts[d] || 0))));
-    const slot = (W - L - R) / days.length;
+    const max = niceMax(Math.max(1, ...series.flatMap((sr) => slots.map((d) => sr.counts[d] || 0))));
+    const slot = (W - L - R) / slots.length;
     const bw = Math.max(1.5, (slot - 3) / series.length);
     const y = (v) => T + (H - T - B) * (1 - v / max);
-    const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'per-day counts' });
+    const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'per-' + unit + ' counts', 'data-unit': unit });
     for (const frac of [0, 0.5, 1]) {
       const v = max * frac;
       svg.appendChild(s('line', { class: frac === 0 ? 'axis' : 'grid', x1: L, x2: W - R, y1: y(v), y2: y(v) }));
       svg.appendChild(s('text', { x: L - 5, y: y(v) + 3, 'text-anchor': 'end' }, Number.isInteger(v) ? String(v) : v.toFixed(1)));
     }
-    days.forEach((day, i) => {
+    slots.forEach((key, i) => {
       series.forEach((sr, j) => {
-        const v = sr.counts[day] || 0;
+        const v = sr.counts[key] || 0;
         if (!v) return;
         const x = L + i * slot + 1.5 + j * bw;
         svg.appendChild(s('rect', { class: sr.cls, x: x.toFixed(1), y: y(v).toFixed(1), width: bw.toFixed(1),
-          height: Math.max(1, H - B - y(v)).toFixed(1), rx: 1 }, s('title', null, day + ': ' + plural(v, sr.name, sr.names))));
+          height: Math.max(1, H - B - y(v)).toFixed(1), rx: 1, 'data-slot': key },
+        s('title', null, (unit === 'hour' ? key.replace('T', ' ') + ':00 UTC' : key) + ': ' + plural(v, sr.name, sr.names))));
       });
     });
-    for (const i of [0, Math.floor(days.length / 2), days.length - 1]) {
-      svg.appendChild(s('text', { x: L + i * slot + slot / 2, y: H - 6, 'text-anchor': 'middle' }, days[i].slice(5)));
+    for (const i of [0, Math.floor(slots.length / 2), slots.length - 1]) {
+      svg.appendChild(s('text', { x: L + i * slot + slot / 2, y: H - 6, 'text-anchor': 'middle' }, label(slots[i])));
     }
     clear(target).appendChild(svg);
   }
 
+  /** Hours when every logged day is today or yesterday (UTC): one or two days of use would be one or two
+   * bars; otherwise days. */
+  function activityScale(logs) {
+    const perDay = [...(logs.per_day.searches || []), ...(logs.per_day.consultations || [])];
+    const yesterday = lastDays(2)[0];
+    if (logs.per_hour && perDay.length && perDay.every((r) => r.day >= yesterday)) {
+      return { unit: 'hour', slots: lastHours(HOURS), rows: logs.per_hour, key: 'hour', span: HOURS + ' hours',
+        label: (k) => k.slice(5, 10) + ' ' + k.slice(11) + 'h' };
+    }
+    return { unit: 'day', slots: lastDays(DAYS), rows: logs.per_day, key: 'day', span: DAYS + ' days',
+      label: (k) => k.slice(5) };
+  }
+
   function renderActivity(logs) {
-    const days = lastDays(DAYS);
-    const toCounts = (rows) => Object.fromEntries((rows || []).map((r) => [r.day, r.count]));
-    const searches = toCounts(logs.per_day.searches);
-    const consultations = toCounts(logs.per_day.consultations);
-    const sum = (c) => days.reduce((a, d) => a + (c[d] || 0), 0);
+    const scale = activityScale(logs);
+    const toCounts = (rows) => Object.fromEntries((rows || []).map((r) => [r[scale.key], r.count]));
+    const searches = toCounts(scale.rows.searches);
+    const consultations = toCounts(scale.rows.consultations);
+    const sum = (c) => scale.slots.reduce((a, d) => a + (c[d] || 0), 0);
     $('#activity-total').textContent = plural(sum(searches), 'search', 'searches') + ' · ' +
-      plural(sum(consultations), 'consultation') + ' in ' + DAYS + ' days';
-    dailyBars($('#chart-activity'), days, [
+      plural(sum(consultations), 'consultation') + ' in ' + scale.span;
+    slotBars($('#chart-activity'), scale.slots, [
       { name: 'search', names: 'searches', cls: 'bar-searches', counts: searches },
       { name: 'consultation', cls: 'bar-consultations', counts: consultations },
-    ]);
+    ], scale.unit, scale.label);
   }
 
   /** Latency of recent searches (oldest left) with the p50/p95 of the whole log as reference lines. */
