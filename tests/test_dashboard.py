@@ -417,6 +417,42 @@ def test_concept_graph_renders_svg(browser: Browser, server: Server) -> None:
 
 
 @needs_chromium
+def test_graph_labels_do_not_overlap(browser: Browser) -> None:
+    page = browser.page
+    page.wait_for_selector("#graph-svg[data-state='done']")
+    boxes = page.eval_on_selector_all(
+        "#graph-svg g.node.concept text, #graph-svg g.node.entity text",
+        "els => els.filter(e => e.getAttribute('visibility') !== 'hidden')"
+        ".map(e => { const b = e.getBoundingClientRect(); return [e.textContent, b.x, b.y, b.width, b.height]; })")
+    total = page.locator("#graph-svg g.node.concept, #graph-svg g.node.entity").count()
+    assert len(boxes) >= total * 0.6, (len(boxes), total)  # most labels find a place
+    for i, (a, ax, ay, aw, ah) in enumerate(boxes):
+        for b, bx, by, bw, bh in boxes[i + 1:]:
+            apart = ax + aw <= bx + 0.5 or bx + bw <= ax + 0.5 or ay + ah <= by + 0.5 or by + bh <= ay + 0.5
+            assert apart, (a, b)
+
+
+@needs_chromium
+def test_clicking_a_concept_focuses_it_and_its_neighbours(browser: Browser, server: Server) -> None:
+    page = browser.page
+    page.wait_for_selector("#graph-svg[data-state='done']")
+    graph = server.api("/api/graph", limit=40, documents="true")
+    concept = next(n for n in graph["nodes"] if n["kind"] == "concept")["id"]
+    lines = page.eval_on_selector_all("#graph-svg line.edge", "els => els.map(e => [e.dataset.source, e.dataset.target])")
+    near = {concept} | {b for a, b in lines if a == concept} | {a for a, b in lines if b == concept}  # drawn edges
+    drawn = set(page.eval_on_selector_all("#graph-svg g.node", "els => els.map(e => e.dataset.node)"))
+    page.click(f"#graph-svg g.node[data-node=\"{concept}\"]")
+    visible = page.eval_on_selector_all("#graph-svg g.node", "els => els.filter(e => e.getClientRects().length)"
+                                        ".map(e => e.dataset.node)")
+    assert set(visible) == near & drawn and len(visible) < len(drawn)
+    assert page.is_visible("#graph-all") and page.is_visible("#graph-search")
+    page.click("#graph-all")
+    visible = page.eval_on_selector_all("#graph-svg g.node", "els => els.filter(e => e.getClientRects().length)"
+                                        ".map(e => e.dataset.node)")
+    assert set(visible) == drawn and not page.is_visible("#graph-all")
+
+
+@needs_chromium
 def test_graph_draws_relations_between_entities(browser: Browser, server: Server) -> None:
     page = browser.page
     page.wait_for_selector("#graph-svg[data-state='done']")

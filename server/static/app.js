@@ -792,15 +792,63 @@
       g.addEventListener('focus', focus);
       g.addEventListener('blur', blur);
       g.addEventListener('click', () => {
-        if (concept || entity) runSearch(nd.label);
+        if (concept || entity) focusGraph(nd, neighbours.get(nd.id), nodeEls, edgeEls);
         else openViewer({ path: nd.id.replace(/^file:/, ''), title: nd.label, type: nd.type });
       });
       nodeEls.set(nd.id, g);
       nodeLayer.appendChild(g);
     }
     svg.appendChild(nodeLayer);
+    placeLabels([...concepts, ...entities].map((nd) => {
+      const [x, y] = pos.get(nd.id);
+      return { text: nodeEls.get(nd.id).querySelector('text'), x, y, r: radius(nd) };
+    }));
+    const kept = focused && nodeEls.has(focused.id) ? focused : null;
+    if (kept) focusGraph(kept, neighbours.get(kept.id), nodeEls, edgeEls);
+    else unfocusGraph();
     svg.setAttribute('data-state', 'done');
   }
+
+  /** Labels in the API's order (most telling concept first): below the node, else above, right or left of
+   * it; a label that fits nowhere without overlapping a placed one is hidden (the tooltip keeps the name). */
+  function placeLabels(items) {
+    const placed = [];
+    const overlaps = (a) => placed.some((b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h);
+    for (const { text, x, y, r } of items) {
+      const w = text.getComputedTextLength();
+      const spots = [[0, r + 11, 'middle'], [0, -r - 4, 'middle'], [r + 3, 4, 'start'], [-r - 3, 4, 'end']];
+      const spot = spots.map(([dx, dy, anchor]) => ({ dx, dy, anchor,
+        box: { x: x + dx - (anchor === 'middle' ? w / 2 : anchor === 'end' ? w : 0), y: y + dy - 10, w, h: 13 } }))
+        .find((c) => !overlaps(c.box));
+      if (!spot) { text.setAttribute('visibility', 'hidden'); continue; }
+      setAttrs(text, { x: spot.dx, y: spot.dy.toFixed(1), 'text-anchor': spot.anchor });
+      placed.push(spot.box);
+    }
+  }
+
+  /** Click on a concept: only it and its neighbours stay, with buttons to search it or show all again. */
+  function focusGraph(nd, near, nodeEls, edgeEls) {
+    focused = nd;
+    $('#graph-svg').classList.add('focused');
+    for (const [id, el] of nodeEls) el.classList.toggle('out', !near.has(id));
+    for (const [el, a, b] of edgeEls) el.classList.toggle('out', a !== nd.id && b !== nd.id);
+    for (const el of document.querySelectorAll('#graph-svg .edge-label')) el.classList.add('out');
+    $('#graph-search').textContent = 'Search “' + nd.label + '”';
+    $('#graph-search').hidden = false;
+    $('#graph-all').hidden = false;
+    $('#graph-focus').textContent = nd.label + ' and ' + plural(near.size - 1, 'neighbour');
+  }
+
+  function unfocusGraph() {
+    focused = null;
+    $('#graph-svg').classList.remove('focused');
+    for (const el of document.querySelectorAll('#graph-svg .out')) el.classList.remove('out');
+    $('#graph-search').hidden = true;
+    $('#graph-all').hidden = true;
+    $('#graph-focus').textContent = '';
+  }
+
+  let focused = null;  // the concept the graph is focused on, kept across redraws
 
   async function loadGraph() {
     try {
@@ -930,6 +978,8 @@
     });
     $('#graph-documents').addEventListener('change', renderGraph);
     $('#graph-relations').addEventListener('change', renderGraph);
+    $('#graph-all').addEventListener('click', unfocusGraph);
+    $('#graph-search').addEventListener('click', () => { if (focused) runSearch(focused.label); });
     $('#refresh').addEventListener('click', () => { refreshAll(); loadGraph(); });
     await Promise.all([refreshAll(), loadGraph()]);
     document.body.setAttribute('data-ready', '1');
