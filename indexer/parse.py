@@ -33,6 +33,8 @@ _HEADING_OPEN = re.compile(r"(#{1,6})[ \t]")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _BULLET = re.compile(r"^(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
 _DATE_IN_PATH = re.compile(r"(\d{4})-(\d{2})[-/](\d{2})")
+_TIME_AFTER_PATH_DATE = re.compile(r"[/_ T-]([01]\d|2[0-3])[.:-]([0-5]\d)(?:[.:-]([0-5]\d))?(?!\d)")
+_TIME_IN_VALUE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?")
 _RULE_OR_BLANK = re.compile(r"^\s*(?:(?:-{3,}|\*{3,}|_{3,})\s*)?$")
 MAX_TAGS = 100  # tags are stored per chunk: 100k tags x 100k bullets must not mean 10^10 rows
 
@@ -55,7 +57,8 @@ class Chunk:
     project: str | None
     date: str | None
     parent_id: str | None = None
-    aliases: tuple[str, ...] = ()  # other names of the note (Obsidian `aliases:`), searched like the title
+    aliases: tuple[str, ...] = ()
+    timestamp: str | None = None  # "YYYY-MM-DDTHH:MM:SS" when the time of day is known (note_timestamp)  # other names of the note (Obsidian `aliases:`), searched like the title
 
     def embed_text(self) -> str:
         return compose_embed_text(self.title, self.heading, self.content)
@@ -307,6 +310,29 @@ def note_date(meta: dict, file: str) -> str | None:
             return "-".join(match.groups()) if match else value[:10]
     match = _DATE_IN_PATH.search(file)
     return "-".join(match.groups()) if match else None
+
+
+def note_timestamp(meta: dict, file: str, date: str | None) -> str | None:
+    """`date` with its time of day, "YYYY-MM-DDTHH:MM:SS", when one is known, else None: "newest first"
+    must not list a 00.27 retrospective before the 10.32 one of the same day. The time comes from a
+    datetime in `date:`/`created:`, else from the file name right after the path's date
+    (`2026-01/05/10.32_x.md`, `2026-01-04_12-21_x.md`) when that date is the note's date."""
+    if not date:
+        return None
+    for key in ("date", "created"):
+        value = meta.get(key)
+        if isinstance(value, dt.datetime):
+            return f"{date}T{value.strftime('%H:%M:%S')}"
+        match = _TIME_IN_VALUE.match(str(value).strip()) if isinstance(value, str) else None
+        if match:
+            return f"{date}T{match[1]}:{match[2]}:{match[3] or '00'}"
+        if value is not None and not isinstance(value, (dict, list)):
+            break  # a date without a time: the path's time counts only for that same date (below)
+    found = _DATE_IN_PATH.search(file)
+    if not found or "-".join(found.groups()) != date:
+        return None
+    match = _TIME_AFTER_PATH_DATE.match(file, found.end())
+    return f"{date}T{match[1]}:{match[2]}:{match[3] or '00'}" if match else None
 
 
 def _is_fence_toggle(line: str, fence: str | None) -> tuple[bool, str | None]:
@@ -635,6 +661,7 @@ def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
                 date=date,
                 parent_id=parent,
                 aliases=aliases,
+                timestamp=note_timestamp(meta, file, date),
             )
         )
         return cid

@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS documents (
     id TEXT PRIMARY KEY, file TEXT NOT NULL, type TEXT NOT NULL, kind TEXT NOT NULL, title TEXT,
     heading TEXT, content TEXT, line_start INTEGER, line_end INTEGER, content_hash TEXT,
     embed_key TEXT, concepts TEXT, project TEXT, date TEXT, parent_id TEXT, position INTEGER,
-    in_vector INTEGER NOT NULL DEFAULT 0
+    in_vector INTEGER NOT NULL DEFAULT 0, timestamp TEXT
 );
 CREATE INDEX IF NOT EXISTS documents_file ON documents(file);
 CREATE INDEX IF NOT EXISTS documents_type ON documents(type);
@@ -157,6 +157,10 @@ class Store:
         self.db = sqlite_utils.Database(conn)
         if "body_hash" not in self.db["files"].columns_dict:  # an index from before schema version 3
             self.db["files"].add_column("body_hash", str)
+        if "timestamp" not in self.db["documents"].columns_dict:  # an index from before note timestamps
+            self.db["documents"].add_column("timestamp", str)
+            with self.transaction() as c:  # re-parse every file on the next sync to fill the column
+                c.execute("UPDATE files SET mtime_ns = 0, file_hash = ''")
         previous = self.get_meta("schema_version")
         if not fresh and previous != SCHEMA_VERSION:
             # Parsing gained new fields: forget the stat and hash of every file so the next sync re-parses
@@ -254,13 +258,13 @@ class Store:
                 embed_key = _embed_key(chunk)
                 cur = conn.execute(
                     "INSERT INTO documents (id, file, type, kind, title, heading, content, line_start, line_end,"
-                    " content_hash, embed_key, concepts, project, date, parent_id, position, in_vector)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    " content_hash, embed_key, concepts, project, date, parent_id, position, in_vector, timestamp)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         chunk.id, chunk.file, chunk.type, chunk.kind, chunk.title, chunk.heading, chunk.content,
                         chunk.line_start, chunk.line_end, chunk.content_hash, embed_key,
                         json.dumps(list(chunk.concepts), ensure_ascii=False), chunk.project, chunk.date,
-                        chunk.parent_id, position, int(embedded.get(chunk.id) == embed_key),
+                        chunk.parent_id, position, int(embedded.get(chunk.id) == embed_key), chunk.timestamp,
                     ),
                 )
                 rowid = cur.lastrowid

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import random
+import sqlite3
 
 from pydantic import BaseModel
 
@@ -45,10 +47,11 @@ def reflect(oracle: Oracle, request: ReflectRequest, client: str = "cli", rng: r
 
 
 def list_documents(oracle: Oracle, request: ListRequest) -> ListResult:
-    """Newest first (by note date, then path), deterministic; optionally one entry per file."""
+    """Newest first (by note date, then its time of day when known, then path), deterministic; optionally
+    one entry per file."""
     conn = oracle.store.conn
     where, args = ("1", []) if request.type == "all" else ("type = ?", [request.type])
-    order = "(date IS NULL), date DESC, file, position, id"
+    order = "(date IS NULL), date DESC, timestamp DESC, file, position, id"
     if request.group_by_file:
         total = conn.execute(f"SELECT count(DISTINCT file) FROM documents WHERE {where}", args).fetchone()[0]
         sql = (
@@ -106,15 +109,24 @@ class Graph(BaseModel):
     edges: list[GraphEdge]
 
 
+def top_concepts(conn: sqlite3.Connection, limit: int) -> list[tuple[str, int]]:
+    """(concept, files carrying it), the `limit` most telling first: files x ln((all files + 1) / files),
+    a tf-idf-like weight, so a concept in nearly every note ("oracle", "session" on a v2 brain) sinks
+    below the ones that tell notes apart instead of topping the graph. Ties: more files, then name."""
+    total = conn.execute("SELECT count(DISTINCT file) FROM documents").fetchone()[0]
+    counts = conn.execute(
+        "SELECT c.concept, count(DISTINCT d.file) FROM doc_concepts c JOIN documents d ON d.id = c.doc_id"
+        " GROUP BY c.concept"
+    ).fetchall()
+    ranked = sorted(counts, key=lambda cn: (-cn[1] * math.log((total + 1) / cn[1]), -cn[1], cn[0]))
+    return ranked[:limit]
+
+
 def graph(oracle: Oracle, limit: int = 40, documents: bool = True, relations: int = 200) -> Graph:
     """The top concepts, how often they share a file, which files carry them, and the relations notes
     state between entities."""
     conn = oracle.store.conn
-    top = conn.execute(
-        "SELECT c.concept, count(DISTINCT d.file) AS n FROM doc_concepts c JOIN documents d ON d.id = c.doc_id"
-        " GROUP BY c.concept ORDER BY n DESC, c.concept LIMIT ?",
-        (limit,),
-    ).fetchall()
+    top = top_concepts(conn, limit)
     keep = {c for c, _ in top}
     per_file: dict[str, set[str]] = {}
     for file, concept in conn.execute(

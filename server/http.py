@@ -323,6 +323,7 @@ class LogsResult(BaseModel):
     consultations: list[dict]
     learnings: list[dict]
     per_day: dict[str, list[dict]]
+    per_hour: dict[str, list[dict]]  # the last 48 hours, "YYYY-MM-DDTHH" (UTC)
 
 
 def _bracketed(name: str) -> str:

@@ -362,8 +362,23 @@ class Logs:
         )
         return [{"day": day, "count": n} for day, n in rows]
 
+    def per_hour(self, table: str, hours: int = 48) -> list[dict]:
+        """Counts per UTC hour ("YYYY-MM-DDTHH") over the last `hours`: a day or two of use is one bar per
+        day, so the dashboard draws hours when all the activity is that recent."""
+        self.flush()
+        if table not in LOG_TABLES:
+            raise ValueError(f"unknown log {table!r}")
+        since = time.time() - hours * 3600
+        rows = self.conn.execute(
+            f"SELECT strftime('%Y-%m-%dT%H', at, 'unixepoch') AS hour, count(*) FROM {table} WHERE at >= ?"
+            " GROUP BY hour ORDER BY hour",
+            (since,),
+        )
+        return [{"hour": hour, "count": n} for hour, n in rows]
+
     def overview(self, limit: int = 20, days: int = 30) -> dict:
-        """Recent entries of each log and counts per day, as the dashboard shows them."""
+        """Recent entries of each log, counts per day, and counts per hour of the last 48 hours, as the
+        dashboard shows them."""
         return {
             "searches": self.recent("search_log", limit),
             "consultations": self.recent("consult_log", limit),
@@ -372,5 +387,10 @@ class Logs:
                 "searches": self.per_day("search_log", days),
                 "consultations": self.per_day("consult_log", days),
                 "learnings": self.per_day("learn_log", days),
+            },
+            "per_hour": {
+                "searches": self.per_hour("search_log"),
+                "consultations": self.per_hour("consult_log"),
+                "learnings": self.per_hour("learn_log"),
             },
         }

@@ -16,8 +16,10 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -262,9 +264,11 @@ def test_tiles_equal_api_stats(browser: Browser, server: Server) -> None:
 def test_charts_draw_the_logs(browser: Browser, server: Server) -> None:
     page = browser.page
     logs = server.api("/api/logs", limit=60, days=30)
-    today = logs["per_day"]["searches"][-1]
-    bars = page.eval_on_selector_all("#chart-activity svg rect.bar-searches title", "els => els.map(e => e.textContent)")
-    assert any(t.startswith(today["day"][:10]) and f"{today['count']} search" in t for t in bars), (bars, today)
+    # All of this server's activity is from today: the chart draws hours (test_activity_* below).
+    bars = page.eval_on_selector_all("#chart-activity svg rect.bar-searches",
+                                     "els => els.map(e => [e.dataset.slot, e.querySelector('title').textContent])")
+    assert {slot: title.split(": ")[1] for slot, title in bars} == {
+        r["hour"]: f"{r['count']} search" + ("" if r["count"] == 1 else "es") for r in logs["per_hour"]["searches"]}
     assert page.locator("#chart-activity svg rect.bar-consultations").count() >= 1
     points = page.locator("#chart-latency svg circle.pt")
     assert points.count() == len(logs["searches"]) >= 4
@@ -272,6 +276,23 @@ def test_charts_draw_the_logs(browser: Browser, server: Server) -> None:
     concepts = server.api("/api/concepts", limit=12)["concepts"]
     shown = page.eval_on_selector_all("#chart-concepts [data-concept]", "els => els.map(e => e.dataset.concept)")
     assert shown == [c["concept"] for c in concepts]
+
+
+@needs_chromium
+def test_activity_of_one_day_is_drawn_in_hours(browser: Browser, server: Server) -> None:
+    """A day of use is one bar per day; so the chart shows the last 48 hours, hour by hour."""
+    page = browser.page
+    logs = server.api("/api/logs", limit=60, days=30)
+    assert len(logs["per_day"]["searches"]) == 1  # the fixture's activity is all from today
+    svg = page.locator("#chart-activity svg")
+    assert svg.get_attribute("data-unit") == "hour"
+    hours = {r["hour"]: r["count"] for r in logs["per_hour"]["consultations"]}
+    drawn = page.eval_on_selector_all("#chart-activity svg rect.bar-consultations", "els => els.map(e => e.dataset.slot)")
+    assert sorted(drawn) == sorted(hours) and all(len(h) == 13 and h[10] == "T" for h in drawn)
+    total = sum(r["count"] for r in logs["per_hour"]["searches"])
+    assert page.text_content("#activity-total").startswith(f"{total} searches") and "in 48 hours" in page.text_content("#activity-total")
+    labels = page.eval_on_selector_all("#chart-activity svg > text", "els => els.map(e => e.textContent)")
+    assert any(label.endswith("h") for label in labels), labels
 
 
 @needs_chromium
@@ -396,6 +417,42 @@ def test_concept_graph_renders_svg(browser: Browser, server: Server) -> None:
 
 
 @needs_chromium
+def test_graph_labels_do_not_overlap(browser: Browser) -> None:
+    page = browser.page
+    page.wait_for_selector("#graph-svg[data-state='done']")
+    boxes = page.eval_on_selector_all(
+        "#graph-svg g.node.concept text, #graph-svg g.node.entity text",
+        "els => els.filter(e => e.getAttribute('visibility') !== 'hidden')"
+        ".map(e => { const b = e.getBoundingClientRect(); return [e.textContent, b.x, b.y, b.width, b.height]; })")
+    total = page.locator("#graph-svg g.node.concept, #graph-svg g.node.entity").count()
+    assert len(boxes) >= total * 0.6, (len(boxes), total)  # most labels find a place
+    for i, (a, ax, ay, aw, ah) in enumerate(boxes):
+        for b, bx, by, bw, bh in boxes[i + 1:]:
+            apart = ax + aw <= bx + 0.5 or bx + bw <= ax + 0.5 or ay + ah <= by + 0.5 or by + bh <= ay + 0.5
+            assert apart, (a, b)
+
+
+@needs_chromium
+def test_clicking_a_concept_focuses_it_and_its_neighbours(browser: Browser, server: Server) -> None:
+    page = browser.page
+    page.wait_for_selector("#graph-svg[data-state='done']")
+    graph = server.api("/api/graph", limit=40, documents="true")
+    concept = next(n for n in graph["nodes"] if n["kind"] == "concept")["id"]
+    lines = page.eval_on_selector_all("#graph-svg line.edge", "els => els.map(e => [e.dataset.source, e.dataset.target])")
+    near = {concept} | {b for a, b in lines if a == concept} | {a for a, b in lines if b == concept}  # drawn edges
+    drawn = set(page.eval_on_selector_all("#graph-svg g.node", "els => els.map(e => e.dataset.node)"))
+    page.click(f"#graph-svg g.node[data-node=\"{concept}\"]")
+    visible = page.eval_on_selector_all("#graph-svg g.node", "els => els.filter(e => e.getClientRects().length)"
+                                        ".map(e => e.dataset.node)")
+    assert set(visible) == near & drawn and len(visible) < len(drawn)
+    assert page.is_visible("#graph-all") and page.is_visible("#graph-search")
+    page.click("#graph-all")
+    visible = page.eval_on_selector_all("#graph-svg g.node", "els => els.filter(e => e.getClientRects().length)"
+                                        ".map(e => e.dataset.node)")
+    assert set(visible) == drawn and not page.is_visible("#graph-all")
+
+
+@needs_chromium
 def test_graph_draws_relations_between_entities(browser: Browser, server: Server) -> None:
     page = browser.page
     page.wait_for_selector("#graph-svg[data-state='done']")
@@ -512,3 +569,20 @@ def test_screenshot_requests_and_console(browser: Browser, server: Server) -> No
     assert not rec.bad_status, rec.bad_status
     assert not rec.page_errors, rec.page_errors
     assert not rec.console_errors, rec.console_errors
+
+
+@needs_chromium
+def test_activity_over_more_days_is_drawn_in_days(browser: Browser, server: Server) -> None:
+    """Once the logs reach back further than yesterday, the chart is per day again. Runs last: it adds a
+    consultation five days old to the server's log (real SQLite, as an older session would have)."""
+    with sqlite3.connect(server.root.parent / "data" / "logs.db") as conn:
+        conn.execute("INSERT INTO consult_log (at, client, decision, found, guidance, tokens, latency_ms)"
+                     " VALUES (?, 'test', 'An old decision', '[]', 'old guidance', 1, 1.0)", (time.time() - 5 * 86400,))
+    page = browser.open_dashboard()
+    page.wait_for_selector("#chart-activity svg[data-unit='day']")
+    logs = server.api("/api/logs", limit=60, days=30)
+    days = {r["day"] for r in logs["per_day"]["consultations"]}
+    assert len(days) == 2
+    drawn = page.eval_on_selector_all("#chart-activity svg rect.bar-consultations", "els => els.map(e => e.dataset.slot)")
+    assert set(drawn) == days
+    assert "in 30 days" in page.text_content("#activity-total")

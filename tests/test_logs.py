@@ -51,3 +51,25 @@ def test_other_processes_see_rows_within_the_flush_interval(tmp_path: Path) -> N
         assert rows(tmp_path / "logs.db", "search_log") == 5
     finally:
         logs.close()
+
+
+def test_per_hour_counts_the_last_two_days_by_utc_hour(tmp_path: Path) -> None:
+    logs = Logs(tmp_path / "logs.db")
+    try:
+        log_searches(logs, 2)
+        logs.flush()
+        now = time.time()
+        # Two rows an hour back, one three days back (outside the 48 hours, inside per_day's 30 days).
+        for at in (now - 3600, now - 3600, now - 3 * 86400):
+            logs.conn.execute("INSERT INTO search_log (at, client, tool, query, params, mode, total, results,"
+                              " latency_ms, warnings) VALUES (?, 'test', 'search', 'q', '{}', 'fts', 0, '[]', 1, '[]')",
+                              (at,))
+        hours = logs.per_hour("search_log")
+        hour = lambda t: time.strftime("%Y-%m-%dT%H", time.gmtime(t))  # noqa: E731
+        assert sum(r["count"] for r in hours) == 4
+        assert {"hour": hour(now - 3600), "count": 2} in hours
+        assert hours == sorted(hours, key=lambda r: r["hour"]) and hours[-1]["hour"] == hour(now)
+        assert sum(r["count"] for r in logs.per_day("search_log")) == 5
+        assert set(logs.overview()["per_hour"]) == {"searches", "consultations", "learnings"}
+    finally:
+        logs.close()

@@ -10,6 +10,7 @@
 
   const SVG_NS = 'http://www.w3.org/2000/svg';
   const DAYS = 30;
+  const HOURS = 48;  // the logs API's per_hour span
   const SEARCH_LIMIT = 10;
   const MAX_GRAPH_DOCUMENTS = 160;
   const MAX_CONCEPT_EDGES = 160;
@@ -248,46 +249,69 @@
     return out;
   }
 
-  /** Grouped bars per day for several series: [{name, names, cls, counts: {day: n}}]. */
-  function dailyBars(target, days, series) {
+  /** The last n UTC hours as "YYYY-MM-DDTHH", oldest first (the keys of the logs' per_hour). */
+  function lastHours(n) {
+    const out = [];
+    const base = Math.floor(Date.now() / 3600000) * 3600000;
+    for (let i = n - 1; i >= 0; i--) out.push(new Date(base - i * 3600000).toISOString().slice(0, 13));
+    return out;
+  }
+
+  /** Grouped bars per slot (a day "YYYY-MM-DD" or an hour "YYYY-MM-DDTHH") for several series:
+   * [{name, names, cls, counts: {slot: n}}]; `label` turns a slot into its axis text. */
+  function slotBars(target, slots, series, unit, label) {
     const W = 520, H = 150, L = 30, R = 6, T = 8, B = 22;
-    const max = niceMax(Math.max(1, ...series.flatMap((sr) => days.map((d) => sr.counts[d] || 0))));
-    const slot = (W - L - R) / days.length;
+    const max = niceMax(Math.max(1, ...series.flatMap((sr) => slots.map((d) => sr.counts[d] || 0))));
+    const slot = (W - L - R) / slots.length;
     const bw = Math.max(1.5, (slot - 3) / series.length);
     const y = (v) => T + (H - T - B) * (1 - v / max);
-    const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'per-day counts' });
+    const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'per-' + unit + ' counts', 'data-unit': unit });
     for (const frac of [0, 0.5, 1]) {
       const v = max * frac;
       svg.appendChild(s('line', { class: frac === 0 ? 'axis' : 'grid', x1: L, x2: W - R, y1: y(v), y2: y(v) }));
       svg.appendChild(s('text', { x: L - 5, y: y(v) + 3, 'text-anchor': 'end' }, Number.isInteger(v) ? String(v) : v.toFixed(1)));
     }
-    days.forEach((day, i) => {
+    slots.forEach((key, i) => {
       series.forEach((sr, j) => {
-        const v = sr.counts[day] || 0;
+        const v = sr.counts[key] || 0;
         if (!v) return;
         const x = L + i * slot + 1.5 + j * bw;
         svg.appendChild(s('rect', { class: sr.cls, x: x.toFixed(1), y: y(v).toFixed(1), width: bw.toFixed(1),
-          height: Math.max(1, H - B - y(v)).toFixed(1), rx: 1 }, s('title', null, day + ': ' + plural(v, sr.name, sr.names))));
+          height: Math.max(1, H - B - y(v)).toFixed(1), rx: 1, 'data-slot': key },
+        s('title', null, (unit === 'hour' ? key.replace('T', ' ') + ':00 UTC' : key) + ': ' + plural(v, sr.name, sr.names))));
       });
     });
-    for (const i of [0, Math.floor(days.length / 2), days.length - 1]) {
-      svg.appendChild(s('text', { x: L + i * slot + slot / 2, y: H - 6, 'text-anchor': 'middle' }, days[i].slice(5)));
+    for (const i of [0, Math.floor(slots.length / 2), slots.length - 1]) {
+      svg.appendChild(s('text', { x: L + i * slot + slot / 2, y: H - 6, 'text-anchor': 'middle' }, label(slots[i])));
     }
     clear(target).appendChild(svg);
   }
 
+  /** Hours when every logged day is today or yesterday (UTC): one or two days of use would be one or two
+   * bars; otherwise days. */
+  function activityScale(logs) {
+    const perDay = [...(logs.per_day.searches || []), ...(logs.per_day.consultations || [])];
+    const yesterday = lastDays(2)[0];
+    if (logs.per_hour && perDay.length && perDay.every((r) => r.day >= yesterday)) {
+      return { unit: 'hour', slots: lastHours(HOURS), rows: logs.per_hour, key: 'hour', span: HOURS + ' hours',
+        label: (k) => k.slice(5, 10) + ' ' + k.slice(11) + 'h' };
+    }
+    return { unit: 'day', slots: lastDays(DAYS), rows: logs.per_day, key: 'day', span: DAYS + ' days',
+      label: (k) => k.slice(5) };
+  }
+
   function renderActivity(logs) {
-    const days = lastDays(DAYS);
-    const toCounts = (rows) => Object.fromEntries((rows || []).map((r) => [r.day, r.count]));
-    const searches = toCounts(logs.per_day.searches);
-    const consultations = toCounts(logs.per_day.consultations);
-    const sum = (c) => days.reduce((a, d) => a + (c[d] || 0), 0);
+    const scale = activityScale(logs);
+    const toCounts = (rows) => Object.fromEntries((rows || []).map((r) => [r[scale.key], r.count]));
+    const searches = toCounts(scale.rows.searches);
+    const consultations = toCounts(scale.rows.consultations);
+    const sum = (c) => scale.slots.reduce((a, d) => a + (c[d] || 0), 0);
     $('#activity-total').textContent = plural(sum(searches), 'search', 'searches') + ' · ' +
-      plural(sum(consultations), 'consultation') + ' in ' + DAYS + ' days';
-    dailyBars($('#chart-activity'), days, [
+      plural(sum(consultations), 'consultation') + ' in ' + scale.span;
+    slotBars($('#chart-activity'), scale.slots, [
       { name: 'search', names: 'searches', cls: 'bar-searches', counts: searches },
       { name: 'consultation', cls: 'bar-consultations', counts: consultations },
-    ]);
+    ], scale.unit, scale.label);
   }
 
   /** Latency of recent searches (oldest left) with the p50/p95 of the whole log as reference lines. */
@@ -768,15 +792,63 @@
       g.addEventListener('focus', focus);
       g.addEventListener('blur', blur);
       g.addEventListener('click', () => {
-        if (concept || entity) runSearch(nd.label);
+        if (concept || entity) focusGraph(nd, neighbours.get(nd.id), nodeEls, edgeEls);
         else openViewer({ path: nd.id.replace(/^file:/, ''), title: nd.label, type: nd.type });
       });
       nodeEls.set(nd.id, g);
       nodeLayer.appendChild(g);
     }
     svg.appendChild(nodeLayer);
+    placeLabels([...concepts, ...entities].map((nd) => {
+      const [x, y] = pos.get(nd.id);
+      return { text: nodeEls.get(nd.id).querySelector('text'), x, y, r: radius(nd) };
+    }));
+    const kept = focused && nodeEls.has(focused.id) ? focused : null;
+    if (kept) focusGraph(kept, neighbours.get(kept.id), nodeEls, edgeEls);
+    else unfocusGraph();
     svg.setAttribute('data-state', 'done');
   }
+
+  /** Labels in the API's order (most telling concept first): below the node, else above, right or left of
+   * it; a label that fits nowhere without overlapping a placed one is hidden (the tooltip keeps the name). */
+  function placeLabels(items) {
+    const placed = [];
+    const overlaps = (a) => placed.some((b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h);
+    for (const { text, x, y, r } of items) {
+      const w = text.getComputedTextLength();
+      const spots = [[0, r + 11, 'middle'], [0, -r - 4, 'middle'], [r + 3, 4, 'start'], [-r - 3, 4, 'end']];
+      const spot = spots.map(([dx, dy, anchor]) => ({ dx, dy, anchor,
+        box: { x: x + dx - (anchor === 'middle' ? w / 2 : anchor === 'end' ? w : 0), y: y + dy - 10, w, h: 13 } }))
+        .find((c) => !overlaps(c.box));
+      if (!spot) { text.setAttribute('visibility', 'hidden'); continue; }
+      setAttrs(text, { x: spot.dx, y: spot.dy.toFixed(1), 'text-anchor': spot.anchor });
+      placed.push(spot.box);
+    }
+  }
+
+  /** Click on a concept: only it and its neighbours stay, with buttons to search it or show all again. */
+  function focusGraph(nd, near, nodeEls, edgeEls) {
+    focused = nd;
+    $('#graph-svg').classList.add('focused');
+    for (const [id, el] of nodeEls) el.classList.toggle('out', !near.has(id));
+    for (const [el, a, b] of edgeEls) el.classList.toggle('out', a !== nd.id && b !== nd.id);
+    for (const el of document.querySelectorAll('#graph-svg .edge-label')) el.classList.add('out');
+    $('#graph-search').textContent = 'Search “' + nd.label + '”';
+    $('#graph-search').hidden = false;
+    $('#graph-all').hidden = false;
+    $('#graph-focus').textContent = nd.label + ' and ' + plural(near.size - 1, 'neighbour');
+  }
+
+  function unfocusGraph() {
+    focused = null;
+    $('#graph-svg').classList.remove('focused');
+    for (const el of document.querySelectorAll('#graph-svg .out')) el.classList.remove('out');
+    $('#graph-search').hidden = true;
+    $('#graph-all').hidden = true;
+    $('#graph-focus').textContent = '';
+  }
+
+  let focused = null;  // the concept the graph is focused on, kept across redraws
 
   async function loadGraph() {
     try {
@@ -906,6 +978,8 @@
     });
     $('#graph-documents').addEventListener('change', renderGraph);
     $('#graph-relations').addEventListener('change', renderGraph);
+    $('#graph-all').addEventListener('click', unfocusGraph);
+    $('#graph-search').addEventListener('click', () => { if (focused) runSearch(focused.label); });
     $('#refresh').addEventListener('click', () => { refreshAll(); loadGraph(); });
     await Promise.all([refreshAll(), loadGraph()]);
     document.body.setAttribute('data-ready', '1');
