@@ -487,7 +487,7 @@ def _is_rule(text: str) -> bool:
     return _RULE_TEXT.fullmatch(text) is not None
 
 
-def _bare_title(text: str | None) -> str | None:
+def bare_title(text: str | None) -> str | None:
     """A title without a leading markdown `# ` (Oracle v2 wrote `title: # Foo`, and `# # Foo` headings);
     None when nothing is left or only a rule (`# ---` is no title)."""
     if not text:
@@ -542,11 +542,11 @@ def link_relations(title: str, lines: list[str]) -> list[Relation]:
 
 def title_for(meta: dict, lines: list[str], file: str) -> str:
     """Frontmatter title, else the first `#` heading, else the file name: never a bare '---'."""
-    title = _bare_title(_scalar(meta.get("title")))
+    title = bare_title(_scalar(meta.get("title")))
     if title:
         return title
     for _, level, text in find_headings(lines):
-        text = _bare_title(text)
+        text = bare_title(text)
         if level == 1 and text:  # "# ", "# ---" and "# # " are not titles
             return text
     stem = file.rsplit("/", 1)[-1].rsplit(".", 1)[0]

@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from indexer.discover import is_within
-from indexer.parse import parse_markdown
+from indexer.parse import bare_title, parse_markdown
 from server.app import Oracle
 from server.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest
 from server.search import run_search
@@ -62,8 +62,11 @@ def slugify(text: str) -> str:
 
 
 def title_for(request: LearnRequest) -> str:
-    if request.title:
-        return request.title
+    """The title the note is saved with, as the indexer will read it back: a leading markdown `# ` is not
+    part of a title (Oracle v2 wrote `title: # Foo`), and a rule such as `---` is none."""
+    title = bare_title(request.title)
+    if title:
+        return title
     for line in request.pattern.splitlines():
         words = line.strip().lstrip("#>-*0123456789. ").strip()
         if words:

@@ -31,7 +31,7 @@ from indexer.parse import SPLIT_LEVEL, content_hash, parse_markdown
 from indexer.store import FileState, Filters, Store, keyword_search
 from indexer.sync import decode_markdown
 from server.files import PathRefused, safe_path
-from server.learn import SLUG_MAX, render, slugify
+from server.learn import SLUG_MAX, render, slugify, title_for
 from server.query import MAX_QUERY_CHARS, MAX_TERMS, QueryError, build_keyword_query, validate_query
 
 PURE = settings(
@@ -228,13 +228,14 @@ def test_slug_file_can_be_created(tmp_path_factory: pytest.TempPathFactory, titl
 @given(hostile_text(12).filter(lambda s: s.strip() and "\x00" not in s), st.one_of(st.none(), any_text(200)),
        st.lists(hostile_text(3), max_size=5), st.one_of(st.none(), hostile_text(5)))
 @example('"', "*", [], None)  # found by fuzzing: "*" is a title, not a rule
+@example('"', '# "', [], None)  # found by fuzzing: learn saves the title the indexer reads back, without "# "
 def test_rendered_learning_reads_back(pattern: str, title: str | None, concepts: list[str], project: str | None) -> None:
     """Whatever the title and tags, the file learn writes parses back to the same title and tags."""
     try:
         request = models.LearnRequest(pattern=pattern, title=title, concepts=concepts, project=project)
     except ValidationError:
         return
-    chosen = request.title or "Learning"
+    chosen = title_for(request)
     text = render(request, chosen, dt.date(2026, 1, 1))
     parsed = parse_markdown(text, "learnings/2026-01-01_x.md", "learning")
     assert not parsed.warnings
