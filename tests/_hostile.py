@@ -112,3 +112,17 @@ def json_values(surrogate: bool = False) -> st.SearchStrategy[Any]:
         lambda inner: st.lists(inner, max_size=4) | st.dictionaries(hostile_text(3, surrogate), inner, max_size=4),
         max_leaves=8,
     )
+
+
+def delete_before_indexing(oracle, monkeypatch) -> None:
+    """A test double, said so where it is used: every file learn writes is deleted (as a racing process
+    would) between the write and the index, a window of a few milliseconds a real deleter hits only
+    sometimes. The real sync then runs on what is left."""
+    real = oracle.indexer.sync_paths
+
+    def deleted_first(rels: list[str], **kwargs):
+        for rel in rels:
+            (oracle.settings.root / rel).unlink()
+        return real(rels, **kwargs)
+
+    monkeypatch.setattr(oracle.indexer, "sync_paths", deleted_first)

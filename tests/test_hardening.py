@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from _corpus import open_oracle, write
+from _hostile import delete_before_indexing
 from server import boundary
 from server.browse import list_documents, reflect
 from server.consult import boundary_tag, build_guidance, consult
@@ -211,14 +212,7 @@ def test_a_learning_deleted_before_it_is_indexed_is_an_error_not_an_empty_id(ora
     races for real). The wrapper deletes the file, as another process would, then the real sync runs."""
     from server.learn import LearnLost
 
-    real = oracle.indexer.sync_paths
-
-    def deleted_first(rels: list[str], **kwargs):
-        for rel in rels:
-            (oracle.settings.root / rel).unlink()
-        return real(rels, **kwargs)
-
-    monkeypatch.setattr(oracle.indexer, "sync_paths", deleted_first)
+    delete_before_indexing(oracle, monkeypatch)
     before = set(oracle.store.file_states())
     with pytest.raises(LearnLost, match="deleted or moved"):
         learn(oracle, LearnRequest(pattern="Osprey nests are checked before the season.", title="Osprey nests"))

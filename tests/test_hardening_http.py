@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from _corpus import BUNDLED, open_oracle, write
+from _hostile import delete_before_indexing
 from _procs import free_port
 
 TOKEN = "correct-horse-battery-staple-42"
@@ -194,14 +195,7 @@ def test_errors_echo_only_an_excerpt_of_the_input(small) -> None:
 def test_a_learning_lost_to_a_race_is_a_409(small, monkeypatch: pytest.MonkeyPatch) -> None:
     """Test double, said so: the file is deleted between write and index, as a racing process would
     (test_hardening.py races for real)."""
-    real = small.indexer.sync_paths
-
-    def deleted_first(rels: list[str], **kwargs):
-        for rel in rels:
-            (small.settings.root / rel).unlink()
-        return real(rels, **kwargs)
-
-    monkeypatch.setattr(small.indexer, "sync_paths", deleted_first)
+    delete_before_indexing(small, monkeypatch)
     app, port = _app(small, host="127.0.0.1", token=None)
     with _client(app, port) as client:
         resp = client.post("/api/learn", json={"pattern": "Raced away before indexing.", "title": "Raced"})
