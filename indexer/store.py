@@ -429,6 +429,10 @@ class Store:
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
+    def has_thai(self) -> bool:
+        """Whether any section holds Thai letters (a server then loads the Thai segmenter ahead of queries)."""
+        return self.conn.execute("SELECT 1 FROM documents WHERE content GLOB '*[ก-๛]*' LIMIT 1").fetchone() is not None
+
     def chunk_count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
 

@@ -161,6 +161,8 @@ def _background_start(oracle: Oracle, warm_delay: float, watch: bool) -> None:
     import threading
     import time
 
+    from indexer import segment
+
     oracle.ready.clear()
 
     def work() -> None:
@@ -173,6 +175,11 @@ def _background_start(oracle: Oracle, warm_delay: float, watch: bool) -> None:
         if watch:
             _start_watcher(oracle)
         time.sleep(warm_delay)
+        try:
+            if oracle.store.has_thai():  # the first Thai query would otherwise wait ~1 s for the dictionary
+                segment.warm()
+        except Exception as exc:
+            print(f"oracle: Thai word segmenter unavailable: {exc}", file=sys.stderr)
         try:
             oracle.embedder.warm()
             for warning in oracle.indexer.flush_vectors().warnings:

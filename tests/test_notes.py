@@ -200,6 +200,15 @@ def test_the_principle_section_leads_its_bullets(search_index) -> None:
     assert any(s.heading == "Quokka care" for s in hit.sections)  # its bullets, listed
 
 
+def test_the_index_knows_whether_it_holds_thai(search_index, tmp_path, make_oracle) -> None:
+    """A server loads the Thai segmenter ahead of the first query only when some note holds Thai."""
+    assert search_index.store.has_thai()
+    english = make_oracle(tmp_path / "root", tmp_path / "data")
+    write(tmp_path / "root/learnings/a.md", "# Café notes\n\n## Body\n\nNaïve résumé, no Thai here.\n")
+    english.indexer.sync()
+    assert english.store.chunk_count() == 1 and not english.store.has_thai()
+
+
 def test_sentence_length_thai_query_finds_the_note(search_index) -> None:
     result = run(search_index, "แมวไปตลาดนัดซื้อมะม่วง", mode="fts", limit=5)
     assert result.hits and result.hits[0].source_file == THAI_FILE
