@@ -151,15 +151,7 @@ class Logs:
         if not batch:
             return
         try:
-            with self._lock:
-                self.conn.execute("BEGIN IMMEDIATE")
-                try:
-                    for sql, rows in batch:
-                        self.conn.executemany(sql, rows)
-                except BaseException:
-                    self.conn.execute("ROLLBACK")
-                    raise
-                self.conn.execute("COMMIT")
+            self._write(batch)
         except BaseException:
             with self._queue_lock:
                 self._queue = batch + self._queue
@@ -195,10 +187,15 @@ class Logs:
 
     def _insert(self, sql: str, rows: Sequence[tuple]) -> None:
         self._maybe_prune()
+        self._write([(sql, rows)])
+
+    def _write(self, batch: Sequence[tuple[str, Sequence[tuple]]]) -> None:
+        """Every (statement, rows) of the batch in one immediate transaction, or none of them."""
         with self._lock:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                self.conn.executemany(sql, rows)
+                for sql, rows in batch:
+                    self.conn.executemany(sql, rows)
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
