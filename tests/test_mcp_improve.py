@@ -7,6 +7,7 @@ supersession, indexed once by the real `oracle index`.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -198,7 +199,11 @@ def test_verify_tool_sees_an_edit_made_on_disk(mcp: Session, kb: KB) -> None:
     consult = mcp.ok("oracle_consult", {"decision": "What should the okapi feeding station offer?"})
     consult_cites = [{"id": s["id"], "content_hash": s["content_hash"]} for s in consult["learnings"] + consult["principles"]]
     assert mcp.ok("oracle_verify", {"citations": consult_cites})["unchanged"] == len(consult_cites)
-    write(kb.root / rel, "# Okapi feeding\n\nOkapis eat leaves only; no fruit at the okapi feeding station.\n")
+    # Replaced in one rename, as editors save: a write in place is briefly an empty file, which the watcher
+    # may catch and index as gone (seen once in a clean-clone run) before the text arrives.
+    edited = kb.root / (rel + ".tmp")
+    edited.write_text("# Okapi feeding\n\nOkapis eat leaves only; no fruit at the okapi feeding station.\n", encoding="utf-8")
+    os.replace(edited, kb.root / rel)
     deadline = time.monotonic() + 30
     while (status := mcp.ok("oracle_verify", {"citations": cite})["results"][0])["status"] == "unchanged":
         assert time.monotonic() < deadline, "the edit never reached the index"
