@@ -43,7 +43,7 @@ def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_the_dashboard_asks_for_the_token_once_and_then_shows_the_data(token_server: str) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     assert httpx.get(token_server + "/api/stats", timeout=60).status_code == 401
     stats = httpx.get(token_server + "/api/stats", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60).json()
@@ -59,7 +59,9 @@ def test_the_dashboard_asks_for_the_token_once_and_then_shows_the_data(token_ser
             assert "needs its access token" in page.inner_text("#token-note")
             page.fill("#token-input", "not-the-token-at-all")
             page.press("#token-input", "Enter")
-            page.wait_for_function("document.querySelector('#token-note').textContent.includes('refused')")
+            # A locator wait, not wait_for_function: a string predicate is run with eval, which the page's
+            # Content-Security-Policy (script-src 'self') refuses once the first check has to poll.
+            expect(page.locator("#token-note")).to_contain_text("refused", timeout=TIMEOUT_MS)
             assert box.is_visible()
             page.fill("#token-input", TOKEN)
             page.press("#token-input", "Enter")
