@@ -107,6 +107,7 @@ class Settings:
     max_chunks_per_file: int = DEFAULT_MAX_CHUNKS_PER_FILE
     log_retention_days: int = DEFAULT_LOG_RETENTION_DAYS
     log_max_rows: int = DEFAULT_LOG_MAX_ROWS
+    multilingual: str = "auto"  # ORACLE_MULTILINGUAL: auto | on | off (indexer/multilingual.py)
 
     @property
     def folder_types(self) -> dict[str, str]:
@@ -153,6 +154,9 @@ class Settings:
                 f"ORACLE_CHROMA_COLLECTION={collection!r} is not a Chroma collection name: 3-63 letters, digits,"
                 " '.', '_' or '-', starting and ending with a letter or digit"
             )
+        multilingual = str(overrides.pop("multilingual", None) or env.get("ORACLE_MULTILINGUAL") or "auto").lower()
+        if multilingual not in ("auto", "on", "off"):
+            raise ConfigError(f"ORACLE_MULTILINGUAL={multilingual!r}: use auto (the default), on or off")
         retention = {name: _whole(env, var, default) for name, var, default in (
             ("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
             ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)) if name not in overrides}
@@ -165,6 +169,7 @@ class Settings:
             layout=layout,
             chroma_collection=collection,
             max_chunks_per_file=int(max_chunks_text),
+            multilingual=multilingual,
             **retention,  # type: ignore[arg-type]
             **overrides,  # type: ignore[arg-type]
         )

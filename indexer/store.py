@@ -63,6 +63,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS documents_tri USING fts5(title, content, tokenize = 'trigram');
 CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
+-- multilingual vectors (indexer/multilingual.py), keyed like embeddings by the embedded text's hash
+CREATE TABLE IF NOT EXISTS ml_vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL, seen_at REAL);
 CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash);
 CREATE TABLE IF NOT EXISTS relations (

@@ -24,7 +24,9 @@ from indexer.config import Settings
 from indexer.discover import Found, Unreadable, discover, note_type, on_disk, read_inside, too_large, unindexable
 from indexer.embed import Embedder, EmbeddingUnavailable
 from indexer.locks import WriterLock
-from indexer.parse import ParsedFile, parse_markdown
+from indexer.multilingual import SLICE as ML_SLICE
+from indexer.multilingual import MultilingualIndex
+from indexer.parse import ParsedFile, compose_embed_text, parse_markdown
 from indexer.store import FileState, Store
 from indexer.vectors import VectorStore, VectorStoreUnavailable
 
@@ -54,6 +56,7 @@ class SyncReport:
     chunks_written: int = 0
     embedded: int = 0
     embeddings_cached: int = 0
+    multilingual_embedded: int = 0
     keyword_seconds: float = 0.0
     vector_seconds: float = 0.0
     seconds: float = 0.0
@@ -67,6 +70,8 @@ class SyncReport:
             f" embeddings: {self.embedded} computed, {self.embeddings_cached} cached;"
             f" {self.seconds:.2f}s (keyword {self.keyword_seconds:.2f}s, vector {self.vector_seconds:.2f}s)"
         )
+        if self.multilingual_embedded:
+            line += f"; multilingual vectors: {self.multilingual_embedded} computed"
         return line
 
     def as_dict(self) -> dict:
@@ -117,6 +122,7 @@ class Indexer:
         self.store = store or Store(settings.db_path)
         self.vectors = vectors or VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
         self.embedder = embedder or Embedder()
+        self.multilingual = MultilingualIndex(self.store.conn, settings.multilingual)
         self.lock = WriterLock(settings.data_dir / "writer.lock")
         self.vectors.on_recovered = self._repair_vectors
         self.last_repair: SyncReport | None = None  # what the last repair after a vector-store outage did
@@ -202,6 +208,7 @@ class Indexer:
         report = self._locked(lambda: self._sync_keyword(full, force, progress, keyword_ready))
         if vectors:
             self._flush_pending_vectors(report, progress, stop=stop_vectors)
+            self._flush_multilingual(report, stop=stop_vectors, prune=True)
         for rel, reason in self.store.skipped().items():
             report.skipped.setdefault(rel, reason)
         report.skipped = dict(sorted(report.skipped.items()))
@@ -293,6 +300,7 @@ class Indexer:
         started = time.perf_counter()
         report = self._locked(lambda: self._sync_paths_keyword(rels))
         self._flush_pending_vectors(report, files=set(rels), max_file_chunks=embed_limit)
+        self._flush_multilingual(report, files=set(rels))
         report.seconds = time.perf_counter() - started
         return report
 
@@ -416,8 +424,37 @@ class Indexer:
         report = SyncReport()
         started = time.perf_counter()
         self._flush_pending_vectors(report, stop=stop)
+        self._flush_multilingual(report, stop=stop)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _flush_multilingual(
+        self, report: SyncReport, files: set[str] | None = None, stop: Callable[[], bool] | None = None,
+        prune: bool = False,
+    ) -> None:
+        """Compute the multilingual vectors a base that wants them lacks (indexer/multilingual.py), a slice
+        at a time. The model runs outside the writer lock; each slice's rows are written in one short
+        transaction under it, so keyword and main-vector work never wait behind this."""
+        if not self.multilingual.wanted():
+            return
+        t0 = time.perf_counter()
+        try:
+            while not (stop and stop()):
+                rows = self.multilingual.pending(ML_SLICE, files)
+                if not rows:
+                    break
+                vectors = self.multilingual.embedder.embed([compose_embed_text(*row[1:]) for row in rows])
+                with self.lock, self.store.transaction() as conn:
+                    MultilingualIndex.write(conn, [row[0] for row in rows], vectors)
+                report.multilingual_embedded += len(rows)
+            if prune:
+                with self.lock, self.store.transaction() as conn:
+                    MultilingualIndex.prune(conn)
+        except EmbeddingUnavailable as exc:
+            report.warnings.append(f"multilingual vectors not computed (queries in other scripts use the English"
+                                   f" model meanwhile): {exc}")
+        finally:
+            report.vector_seconds += time.perf_counter() - t0
 
     def _flush_pending_vectors(
         self,

@@ -181,6 +181,12 @@ def _background_start(oracle: Oracle, warm_delay: float, watch: bool) -> None:
         except Exception as exc:
             print(f"oracle: Thai word segmenter unavailable: {exc}", file=sys.stderr)
         try:
+            if oracle.indexer.multilingual.wanted():  # ~1 s to unpack its weights, not in the first query
+                oracle.indexer.multilingual.embedder.warm()
+        except Exception as exc:
+            print(f"oracle: multilingual model unavailable, other scripts use the English one: {exc}",
+                  file=sys.stderr)
+        try:
             oracle.embedder.warm()
             for warning in oracle.indexer.flush_vectors().warnings:
                 print(f"oracle: {warning}", file=sys.stderr)

@@ -225,6 +225,9 @@ class SearchMeta(BaseModel):
     vector_matches: int
     unit: Literal["note", "section"] = "note"
     semantic_weight: float | None = Field(default=None, description="The vector leg's weight in this fusion.")
+    semantic_model: str | None = Field(
+        default=None, description="The embedding model that ranked the vector leg: the English one, or the "
+        "multilingual one for a query mostly in other scripts (Thai, CJK, ...).")
     weak: bool = Field(default=False, description="Even the best match is weak: nothing relevant was found.")
     warnings: list[str] = Field(default_factory=list)
 

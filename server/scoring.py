@@ -33,11 +33,15 @@ SCORE_DECIMALS = 6
 FEEDBACK_BOUND = 0.2
 FEEDBACK_PRIOR = 2
 SUPERSEDED_FACTOR = 0.5
-# Code points below this are Latin, Greek, Cyrillic and their marks: what all-MiniLM-L6-v2's English
-# training text and WordPiece vocabulary cover (Greek and Cyrillic poorly, but they are rare in notes).
-MODEL_SCRIPT_END = 0x0530
+# A query mostly in scripts the English model does not read ranks its vector leg with the multilingual
+# model (indexer/multilingual.py). That leg is then as trustworthy as the keyword leg, whose Thai words come
+# from a segmenter: equal weights (nat-brain's 10 Thai questions: 0.3 -> 0.604, 0.5 -> 0.672, 0.7 -> 0.626).
+MULTILINGUAL_SEMANTIC_WEIGHT = 0.5
 # Below both, a hit is marked weak (see is_weak; calibrated in benchmarks/notes.py).
 WEAK_SIMILARITY = 0.45
+# The multilingual model's similarities run lower: on nat-brain the best section for each of 6 Thai off-topic
+# questions scores 0.18-0.22, for each of the 10 judged Thai questions 0.32-0.69.
+WEAK_SIMILARITY_MULTILINGUAL = 0.30
 WEAK_BM25 = 14.0
 CALIBRATION_CHUNKS = 7_282  # sections in the nat-brain index the thresholds were calibrated on
 COVERAGE = 2 / 3
@@ -151,16 +155,6 @@ def base_semantic_weight(method: str) -> float:
     return RRF_SEMANTIC_WEIGHT if method == "rrf" else WEIGHTED_SEMANTIC_WEIGHT
 
 
-def covered_share(query: str) -> float:
-    """Share of the query's letters in scripts the embedding model reads. all-MiniLM-L6-v2 learned from
-    English text (0.005 nDCG@10 on MIRACL Thai, published MTEB figure): Latin letters count, others
-    (Thai, CJK, ...) do not. A query without letters counts as covered."""
-    letters = [c for c in query if c.isalpha()]
-    if not letters:
-        return 1.0
-    return sum(1 for c in letters if ord(c) < MODEL_SCRIPT_END) / len(letters)
-
-
 def weak_bm25(chunks: int) -> float:
     """The bm25 a hit needs to count as strong in an index of this many chunks. bm25's idf grows with the
     log of the index size (a word in one of 300 chunks is worth less than one in one of 7,000), so the
@@ -174,17 +168,26 @@ def covers(matched: int, terms: int) -> bool:
     return terms > 0 and matched >= COVERAGE * terms
 
 
-def is_weak(item: Fused, covered: bool = False, bm25_needed: float = WEAK_BM25) -> bool:
+@dataclass(frozen=True)
+class Bar:
+    """What a hit needs to count as strong: a bm25 (see weak_bm25) or a vector similarity (of the model
+    that ranked the vector leg)."""
+
+    bm25: float = WEAK_BM25
+    similarity: float = WEAK_SIMILARITY
+
+
+def is_weak(item: Fused, covered: bool = False, bar: Bar = Bar()) -> bool:
     """Whether a hit is only loosely related to the query, judged from absolute evidence, not from its
     rank (the best of ten poor matches is still poor). Strong when:
-    - the vector leg found it at cosine similarity >= WEAK_SIMILARITY, or
-    - the keyword leg scored it bm25 >= bm25_needed (see weak_bm25: several rarer query words matched), or
+    - the vector leg found it at cosine similarity >= bar.similarity, or
+    - the keyword leg scored it bm25 >= bar.bm25 (see weak_bm25: several rarer query words matched), or
     - it holds most of the query's words (`covered`, see `covers`).
     Calibrated in benchmarks/notes.py: on nat-brain the best hit of every off-topic question stays below
     the first two (similarity <= 0.41, bm25 <= 13.3) while every English judged question clears one."""
-    if item.vector_similarity is not None and item.vector_similarity >= WEAK_SIMILARITY:
+    if item.vector_similarity is not None and item.vector_similarity >= bar.similarity:
         return False
-    if item.fts_score is not None and item.fts_score >= bm25_needed:
+    if item.fts_score is not None and item.fts_score >= bar.bm25:
         return False
     return not covered
 

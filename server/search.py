@@ -11,7 +11,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from indexer.embed import EmbeddingUnavailable
+from indexer.embed import MODEL_ID, EmbeddingUnavailable
+from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
+from indexer.multilingual import wants_multilingual
 from indexer.store import (
     Filters,
     SectionFacts,
@@ -54,6 +56,7 @@ class _Legs:
     vector: list[scoring.LegHit]
     warnings: list[str]
     vector_ok: bool
+    multilingual: bool = False  # the vector leg ranked with the multilingual model (indexer/multilingual.py)
 
 
 def filters_for(request: SearchRequest) -> Filters:
@@ -71,14 +74,22 @@ def _keyword_leg(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int) 
     return [scoring.LegHit(i, s) for i, s in rows], total
 
 
-def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int) -> list[scoring.LegHit]:
-    """Nearest chunks by cosine similarity; filters are applied against SQLite after the query."""
-    vector = oracle.embedder.embed([query])[0]
+def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multilingual: bool = False) -> list[scoring.LegHit]:
+    """Nearest chunks by cosine similarity, by the main model or the multilingual one; filters are applied
+    against SQLite after the query, fetching more until `pool` pass them or the index runs out."""
+    if multilingual:
+        def nearest(n: int) -> list[tuple[str, float]]:
+            return oracle.indexer.multilingual.nearest(query, n)
+    else:
+        vector = oracle.embedder.embed([query])[0]
+
+        def nearest(n: int) -> list[tuple[str, float]]:
+            return [(h.id, h.similarity) for h in oracle.vectors.query(vector, n)]
     n = pool * OVERFETCH if filters.active else pool
     while True:
-        hits = oracle.vectors.query(vector, n)
-        keep = filtered_ids(oracle.store, [h.id for h in hits], filters)
-        kept = [scoring.LegHit(h.id, h.similarity) for h in hits if h.id in keep]
+        hits = nearest(n)
+        keep = filtered_ids(oracle.store, [i for i, _ in hits], filters)
+        kept = [scoring.LegHit(i, s) for i, s in hits if i in keep]
         if len(kept) >= pool or len(hits) < n:
             return kept[:pool]
         n *= 4
@@ -88,17 +99,21 @@ def _run_legs(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQue
     """Both legs at once in hybrid mode: the model and SQLite release the GIL, so latency is the
     slower leg's, not the sum."""
     legs = _Legs(fts=[], fts_total=0, vector=[], warnings=[], vector_ok=True)
+    legs.multilingual = (request.mode != "fts" and wants_multilingual(query)
+                         and oracle.indexer.multilingual.ready())
     vector_future = None
     if request.mode == "hybrid":
-        vector_future = _LEG_POOL.submit(_vector_leg, oracle, query, filters, pool)
+        vector_future = _LEG_POOL.submit(_vector_leg, oracle, query, filters, pool, legs.multilingual)
     if request.mode in ("hybrid", "fts"):
         legs.fts, legs.fts_total = _keyword_leg(oracle, kq, filters, pool)
         if kq.empty:
             legs.warnings.append("the query has no searchable words for the keyword leg")
     if request.mode in ("hybrid", "vector"):
         try:
-            legs.vector = vector_future.result() if vector_future else _vector_leg(oracle, query, filters, pool)
-            pending = oracle.store.pending_count()
+            legs.vector = (vector_future.result() if vector_future
+                           else _vector_leg(oracle, query, filters, pool, legs.multilingual))
+            pending = (oracle.indexer.multilingual.pending_count() if legs.multilingual
+                       else oracle.store.pending_count())
             if pending:
                 legs.warnings.append(f"{pending} chunks are not embedded yet; semantic results are incomplete")
         except (EmbeddingUnavailable, VectorStoreUnavailable) as exc:
@@ -116,7 +131,16 @@ def _fuse(request: SearchRequest, legs: _Legs) -> tuple[list[scoring.Fused], str
     if request.mode == "vector":
         return scoring.single_leg(legs.vector, "vector"), "vector", None
     method = request.fusion or scoring.DEFAULT_FUSION
-    return scoring.fuse(legs.fts, legs.vector, method=method), "hybrid", method
+    return scoring.fuse(legs.fts, legs.vector, method=method, semantic_weight=_semantic_weight(method, legs)), \
+        "hybrid", method
+
+
+def _semantic_weight(method: str, legs: _Legs) -> float:
+    """The vector leg's share in the fusion: the tuned one, or an equal share when the multilingual model
+    ranked it (scoring.MULTILINGUAL_SEMANTIC_WEIGHT)."""
+    if legs.multilingual and method == "weighted":
+        return scoring.MULTILINGUAL_SEMANTIC_WEIGHT
+    return scoring.base_semantic_weight(method)
 
 
 def _total(oracle: Oracle, kq: KeywordQuery, mode: str, legs: _Legs, filters: Filters) -> int:
@@ -186,7 +210,7 @@ def _start_from_relations(
 
 def _hit(item: scoring.Fused, score: float, doc: dict, kq: KeywordQuery, use: _Use, others: list[scoring.Fused],
          duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], covered: bool,
-         bm25_needed: float) -> Hit:
+         bar: scoring.Bar) -> Hit:
     terms = kq.terms + kq.unsegmented
     feedback = use.feedback.get(item.id, (0, 0))
     return Hit(
@@ -224,8 +248,7 @@ def _hit(item: scoring.Fused, score: float, doc: dict, kq: KeywordQuery, use: _U
             for o in others
         ],
         duplicates=[DuplicateRef(id=d.id, source_file=facts[d.id].file) for d in duplicates],
-        weak=scoring.is_weak(item, covered, bm25_needed)
-        and all(scoring.is_weak(s, bm25_needed=bm25_needed) for s in others),
+        weak=scoring.is_weak(item, covered, bar) and all(scoring.is_weak(s, bar=bar) for s in others),
         superseded_by=use.pointers.get(item.id),
         relations=use.stating.get(doc["file"], []) if "relation" in item.found_by else [],
     )
@@ -308,14 +331,24 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
     return _Ranked(legs, mode, method, facts, entries, total, use)
 
 
-def _well_covered(oracle: Oracle, kq: KeywordQuery, page: list[_Entry], bm25_needed: float) -> set[str]:
+def _well_covered(oracle: Oracle, kq: KeywordQuery, page: list[_Entry], bar: scoring.Bar) -> set[str]:
     """Leads (among those the legs call weak) that hold most of the query's words (scoring.COVERAGE), the
     keyword evidence that does not depend on the index's size. Unsegmented terms (trigram) are not counted."""
-    unsure = [e.lead.id for e in page if scoring.is_weak(e.lead, bm25_needed=bm25_needed)]
+    unsure = [e.lead.id for e in page if scoring.is_weak(e.lead, bar=bar)]
     if not kq.terms or not unsure:
         return set()
     counts = terms_matched(oracle.store, [quote(t) for t in kq.terms], unsure)
     return {i for i, n in counts.items() if scoring.covers(n, len(kq.terms) + len(kq.unsegmented))}
+
+
+def _script_note(multilingual: bool) -> str:
+    """What a query mostly in other scripts (Thai, CJK, ...) got from the vector leg."""
+    if multilingual:
+        return ("most of this query is in a script the English embedding model does not read: its semantic "
+                f"matches come from the multilingual model ({MULTILINGUAL_MODEL}), weighted equally with keywords")
+    return ("most of this query is in a script the embedding model does not read (it learned English) and this "
+            "index has no multilingual vectors (ORACLE_MULTILINGUAL, indexer/multilingual.py): its semantic "
+            "matches come from the query's other words, its keyword matches from the words themselves")
 
 
 def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
@@ -338,17 +371,15 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
         ranked = _rank(oracle, request, query, kq, filters, pool)
     page = ranked.entries[request.offset : wanted]
     docs = oracle.store.documents_by_id([e.lead.id for e in page])
-    bm25_needed = scoring.weak_bm25(oracle.store.chunk_count())
-    complete = _well_covered(oracle, kq, page, bm25_needed)
+    bar = scoring.Bar(scoring.weak_bm25(oracle.store.chunk_count()),
+                      scoring.WEAK_SIMILARITY_MULTILINGUAL if ranked.legs.multilingual else scoring.WEAK_SIMILARITY)
+    complete = _well_covered(oracle, kq, page, bar)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], kq, ranked.use, e.others, e.duplicates, ranked.facts,
-                 e.lead.id in complete, bm25_needed) for e in page]
+                 e.lead.id in complete, bar) for e in page]
     weak = not hits or all(h.weak for h in hits)
     warnings = ranked.legs.warnings
-    if ranked.mode in ("hybrid", "vector") and scoring.covered_share(query) < 0.5:
-        warnings.append(
-            "most of this query is in a script the embedding model does not read (it learned English): "
-            "its semantic matches come from the query's other words, its keyword matches from the words themselves"
-        )
+    if ranked.mode in ("hybrid", "vector") and wants_multilingual(query) and ranked.legs.vector_ok:
+        warnings.append(_script_note(ranked.legs.multilingual))
     if hits and weak:
         warnings.append("no strong match: the best results are only loosely related to the query")
     return SearchResult(
@@ -364,7 +395,9 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
             fts_matches=ranked.legs.fts_total,
             vector_matches=len(ranked.legs.vector),
             unit="note" if request.by_note else "section",
-            semantic_weight=scoring.base_semantic_weight(ranked.method) if ranked.method else None,
+            semantic_weight=_semantic_weight(ranked.method, ranked.legs) if ranked.method else None,
+            semantic_model=(MULTILINGUAL_MODEL if ranked.legs.multilingual else MODEL_ID)
+            if ranked.mode != "fts" else None,
             weak=weak,
             warnings=warnings,
         ),

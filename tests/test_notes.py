@@ -14,6 +14,7 @@ import pytest
 import _corpus
 from _corpus import QUOKKA_FILES, QUOKKA_PRINCIPLE, THAI_FILE, write
 from indexer.blocks import block_date, block_tags, is_metadata_block
+from indexer.multilingual import covered_share
 from indexer.parse import parse_markdown
 from indexer.store import SectionFacts
 from server import scoring
@@ -157,8 +158,8 @@ def test_weakness_needs_absolute_evidence() -> None:
     assert scoring.covers(2, 3) and not scoring.covers(3, 5)
     # The bm25 needed grows with the index: idf grows with the log of the number of sections.
     assert scoring.weak_bm25(300) < scoring.weak_bm25(scoring.CALIBRATION_CHUNKS) == scoring.WEAK_BM25
-    assert scoring.covered_share("how do we quote terms") == 1.0
-    assert scoring.covered_share("ฟอนต์ภาษาไทย font") < 0.5
+    assert covered_share("how do we quote terms") == 1.0
+    assert covered_share("ฟอนต์ภาษาไทย font") < 0.5
 
 
 # -- the note unit through the real index ------------------------------------------------------------
@@ -214,10 +215,14 @@ def test_sentence_length_thai_query_finds_the_note(search_index) -> None:
     assert result.hits and result.hits[0].source_file == THAI_FILE
 
 
-def test_thai_query_says_the_model_does_not_read_it(search_index) -> None:
-    warnings = run(search_index, "แมวไปตลาดนัดซื้อมะม่วง", mode="hybrid", limit=5).meta.warnings
-    assert any("script the embedding model does not read" in w for w in warnings)
-    assert not any("script" in w for w in run(search_index, "quokka", mode="hybrid").meta.warnings)
+def test_thai_query_says_which_model_ranked_it(search_index) -> None:
+    """The corpus holds Thai, so (ORACLE_MULTILINGUAL=auto) it has multilingual vectors for Thai queries."""
+    thai = run(search_index, "แมวไปตลาดนัดซื้อมะม่วง", mode="hybrid", limit=5).meta
+    assert thai.semantic_model == "use-multilingual-v3" and thai.semantic_weight == 0.5
+    assert any("multilingual model" in w for w in thai.warnings)
+    english = run(search_index, "quokka", mode="hybrid").meta
+    assert english.semantic_model == "all-MiniLM-L6-v2-int8" and english.semantic_weight == 0.3
+    assert not any("script" in w for w in english.warnings)
 
 
 def test_gibberish_is_marked_weak_and_a_real_match_is_not(search_index) -> None:

