@@ -11,10 +11,11 @@ Cost and scope, so that English-only bases never pay for it:
 - With ORACLE_MULTILINGUAL=auto (the default) a base computes these vectors only once it holds text in
   one of those scripts (`OTHER_SCRIPTS`); `on` computes them for any base, `off` never.
 - Only queries mostly in such scripts use them (server/search.py); other queries rank exactly as before.
+  Such a query's English words still count, through the main model, in proportion (see `nearest`).
 - Vectors live in their own table of the index database, keyed by the section's embed key (a hash of the
   embedded text), so an unchanged section is never embedded twice and a reindex reuses them. A search
-  ranks by brute force over a matrix loaded once per index change: 7,300 sections are a 15 MB matrix
-  and a ~1 ms product; memory grows by 2 KB a section.
+  ranks by brute force over matrices loaded once per index change (both models' vectors: 3.5 KB a
+  section, 25 MB for nat-brain's 7,300; the products take a few milliseconds).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from indexer.embed import DIMENSIONS as MAIN_DIMENSIONS
 from indexer.embed import EmbeddingUnavailable
 
 MODEL_ID = "use-multilingual-v3"
@@ -106,7 +108,7 @@ class MultilingualIndex:
         self.mode = mode
         self.embedder = embedder or MultilingualEmbedder()
         self._wanted = False  # sticky: once a base holds other scripts, its vectors are kept up to date
-        self._matrix: tuple[tuple[int, int], list[str], np.ndarray] | None = None
+        self._matrix: tuple[tuple[int, int], list[str], np.ndarray, np.ndarray] | None = None
         self._matrix_lock = threading.Lock()
 
     def wanted(self) -> bool:
@@ -159,30 +161,42 @@ class MultilingualIndex:
         this one (total_changes)."""
         return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
 
-    def _loaded(self) -> tuple[list[str], np.ndarray]:
-        """(section ids, matrix) of every section with a multilingual vector, reloaded after any change."""
+    def _loaded(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(section ids, multilingual matrix, main-model matrix) of every section with a multilingual
+        vector, reloaded after any change. The main model's rows come from its embedding cache (zeros for
+        a section it has not embedded yet): a query mixing scripts is ranked by both (see `nearest`)."""
         with self._matrix_lock:
             version = self._version()
             if self._matrix is None or self._matrix[0] != version:
                 rows = self.conn.execute(
-                    "SELECT d.id, m.vector FROM documents d JOIN ml_vectors m ON m.key = d.embed_key ORDER BY d.id"
+                    "SELECT d.id, m.vector, e.vector FROM documents d JOIN ml_vectors m ON m.key = d.embed_key"
+                    " LEFT JOIN embeddings e ON e.key = d.embed_key ORDER BY d.id"
                 ).fetchall()
-                matrix = np.zeros((len(rows), DIMENSIONS), dtype=np.float32)
-                for n, (_, blob) in enumerate(rows):
-                    matrix[n] = np.frombuffer(blob, dtype=np.float32)
-                self._matrix = (version, [r[0] for r in rows], matrix)
-            return self._matrix[1], self._matrix[2]
+                multi = np.zeros((len(rows), DIMENSIONS), dtype=np.float32)
+                main = np.zeros((len(rows), MAIN_DIMENSIONS), dtype=np.float32)
+                for n, (_, blob, main_blob) in enumerate(rows):
+                    multi[n] = np.frombuffer(blob, dtype=np.float32)
+                    if main_blob is not None:
+                        main[n] = np.frombuffer(main_blob, dtype=np.float32)
+                self._matrix = (version, [r[0] for r in rows], multi, main)
+            return self._matrix[1], self._matrix[2], self._matrix[3]
 
     def ready(self) -> bool:
         """Vectors exist to rank by (the base wants them and at least some are computed)."""
         return self.wanted() and self.conn.execute("SELECT 1 FROM ml_vectors LIMIT 1").fetchone() is not None
 
-    def nearest(self, query: str, n: int) -> list[tuple[str, float]]:
-        """The n sections nearest the query by cosine similarity, best first, ties by id."""
-        ids, matrix = self._loaded()
+    def nearest(self, query: str, n: int, main_vector: np.ndarray | None = None) -> list[tuple[str, float]]:
+        """The n sections nearest the query, best first, ties by id. Each model counts in proportion to the
+        query letters it reads: similarity = s x main + (1 - s) x multilingual, s = covered_share(query),
+        so "ทำไม ... context-finder ... main agent" keeps what the English model knows of its English words
+        (nat-brain's 10 Thai questions: 0.672 with the multilingual model alone, 0.700 shared)."""
+        ids, multi, main = self._loaded()
         if not ids:
             return []
-        sims = matrix @ self.embedder.embed([query])[0]
+        share = covered_share(query) if main_vector is not None else 0.0
+        sims = (1.0 - share) * (multi @ self.embedder.embed([query])[0])
+        if share > 0:
+            sims += share * (main @ main_vector)
         n = min(n, len(ids))
         top = np.argpartition(-sims, n - 1)[:n] if n < len(ids) else np.arange(len(ids))
         return sorted(((ids[i], float(sims[i])) for i in top), key=lambda p: (-p[1], p[0]))

@@ -168,6 +168,12 @@ def covers(matched: int, terms: int) -> bool:
     return terms > 0 and matched >= COVERAGE * terms
 
 
+def similarity_bar(main_share: float) -> float:
+    """The similarity a vector hit needs to count as strong, when the main (English) model contributes
+    `main_share` of it and the multilingual model the rest (indexer/multilingual.py `nearest`)."""
+    return main_share * WEAK_SIMILARITY + (1.0 - main_share) * WEAK_SIMILARITY_MULTILINGUAL
+
+
 @dataclass(frozen=True)
 class Bar:
     """What a hit needs to count as strong: a bm25 (see weak_bm25) or a vector similarity (of the model

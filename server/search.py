@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from indexer.embed import MODEL_ID, EmbeddingUnavailable
 from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
-from indexer.multilingual import wants_multilingual
+from indexer.multilingual import covered_share, wants_multilingual
 from indexer.store import (
     Filters,
     SectionFacts,
@@ -77,12 +77,11 @@ def _keyword_leg(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int) 
 def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multilingual: bool = False) -> list[scoring.LegHit]:
     """Nearest chunks by cosine similarity, by the main model or the multilingual one; filters are applied
     against SQLite after the query, fetching more until `pool` pass them or the index runs out."""
+    vector = oracle.embedder.embed([query])[0] if not multilingual or covered_share(query) > 0 else None
     if multilingual:
         def nearest(n: int) -> list[tuple[str, float]]:
-            return oracle.indexer.multilingual.nearest(query, n)
+            return oracle.indexer.multilingual.nearest(query, n, vector)
     else:
-        vector = oracle.embedder.embed([query])[0]
-
         def nearest(n: int) -> list[tuple[str, float]]:
             return [(h.id, h.similarity) for h in oracle.vectors.query(vector, n)]
     n = pool * OVERFETCH if filters.active else pool
@@ -372,7 +371,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     page = ranked.entries[request.offset : wanted]
     docs = oracle.store.documents_by_id([e.lead.id for e in page])
     bar = scoring.Bar(scoring.weak_bm25(oracle.store.chunk_count()),
-                      scoring.WEAK_SIMILARITY_MULTILINGUAL if ranked.legs.multilingual else scoring.WEAK_SIMILARITY)
+                      scoring.similarity_bar(covered_share(query) if ranked.legs.multilingual else 1.0))
     complete = _well_covered(oracle, kq, page, bar)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], kq, ranked.use, e.others, e.duplicates, ranked.facts,
                  e.lead.id in complete, bar) for e in page]
