@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +42,14 @@ def _cache_dirs() -> list[Path]:
     return [HERE / "__pycache__", Path(xdg) / "oracle"]
 
 
-def derive() -> dict[str, Any]:
-    """The table, from the registry: {command: {tool, method, path, words, stdin, help, options}}."""
-    from server.tools import TOOLS
+def derive(tools: Iterable[Any] | None = None) -> dict[str, Any]:
+    """The table, from the registry (or the given tools): {command: {tool, method, path, words, stdin,
+    help, options}}."""
+    if tools is None:
+        from server.tools import TOOLS as tools
 
     spec: dict[str, Any] = {}
-    for tool in TOOLS:
+    for tool in tools:
         if tool.cli is None:
             continue
         schema = tool.request.model_json_schema()

@@ -87,11 +87,12 @@ def classify(exc: BaseException) -> OracleError | None:
 
 
 # -- the one validation-error formatter ------------------------------------------------------------------
-def problem(err: Mapping[str, Any], located: bool = False, accepted: Sequence[str] = ()) -> str:
+def problem(err: Mapping[str, Any], located: bool = False, accepted: Sequence[str] | None = None) -> str:
     """One pydantic/FastAPI validation error as `field: message`.
 
     located: the first location part says where the value came from (FastAPI's "query" or "body"), not a
-    field. accepted: the argument names the tool takes, listed when an unknown name is refused."""
+    field. accepted: the argument names the tool takes, listed when an unknown name is refused (None: not
+    known here, say only that the name is not permitted)."""
     if err.get("type") == "json_invalid":
         reason = (err.get("ctx") or {}).get("error") or err.get("msg")
         return f"body: not valid JSON ({reason}); send a JSON object"
@@ -105,11 +106,18 @@ def problem(err: Mapping[str, Any], located: bool = False, accepted: Sequence[st
         field = "input"
     if not field.strip():  # `?=x`: saying "query: Extra inputs ..." would blame the query parameter
         field = f"{field!r} (a parameter with a blank name)"
-    if err.get("type") == "extra_forbidden" and accepted and len(parts) == 1:
-        return f"{field}: unknown argument; accepted: {', '.join(accepted)}"
+    if err.get("type") == "extra_forbidden" and accepted is not None and len(parts) == 1:
+        return f"{field}: {unknown_argument(accepted)}"
     return f"{field}: {err['msg']}"
 
 
-def problems(errors: Iterable[Mapping[str, Any]], located: bool = False, accepted: Sequence[str] = ()) -> str:
+def unknown_argument(accepted: Sequence[str]) -> str:
+    if not accepted:
+        return "unknown argument; this tool takes no arguments"
+    return f"unknown argument; accepted: {', '.join(accepted)}"
+
+
+def problems(errors: Iterable[Mapping[str, Any]], located: bool = False,
+             accepted: Sequence[str] | None = None) -> str:
     """Every error, `; `-separated, in the order pydantic reported them."""
     return "; ".join(problem(err, located, accepted) for err in errors)

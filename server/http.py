@@ -370,7 +370,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = _short_errors(list(exc.errors())[:MAX_REPORTED_ERRORS])
         tool = BY_PATH.get(request.url.path)
-        listed = problems(errors, located=True, accepted=tool.accepted if tool else ())
+        listed = problems(errors, located=True, accepted=tool.accepted if tool else None)
         body = {"error": f"invalid input: {listed}", "detail": jsonable_encoder(errors)}
         return JSONResponse(_json_safe(body), status_code=VALIDATION_STATUS)
 
