@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from indexer import locate
-from server import remote, render
+from server import clispec, remote, render
 
 if TYPE_CHECKING:  # the fast path must not import the service layer (~0.1 s) to find a running server
     from indexer.config import Settings
@@ -52,57 +52,52 @@ def emit(args: argparse.Namespace, data: dict, renderer: Renderer) -> int:
     return 0
 
 
-def _split(text: str | None) -> list[str]:
-    return [c.strip() for c in text.split(",") if c.strip()] if text else []
-
-
-# -- what each command asks: the same request in-process or over HTTP --------------------------------
-def search_params(args: argparse.Namespace) -> dict:
-    return {"query": " ".join(args.query), "type": args.type, "limit": args.limit, "offset": args.offset,
-            "mode": args.mode, "concepts": _split(args.concepts), "project": args.project, "unit": args.unit,
-            "group_by_file": args.group_by_file, "date_from": args.date_from, "date_to": args.date_to,
-            "fusion": args.fusion}
-
-
-def consult_params(args: argparse.Namespace) -> dict:
-    return {"decision": " ".join(args.decision), "context": args.context, "budget_tokens": args.budget_tokens}
-
-
-def learn_body(args: argparse.Namespace) -> dict:
-    if not hasattr(args, "_pattern"):
-        args._pattern = sys.stdin.read() if args.pattern == "-" else args.pattern
-    body = {"pattern": args._pattern, "title": args.title, "concepts": _split(args.concepts),
-            "source": args.source, "project": args.project}
-    return {k: v for k, v in body.items() if v is not None}
-
-
-def _remote_request(args: argparse.Namespace) -> tuple[str, str, dict | None, dict | None] | None:
-    """(method, path, query params, JSON body) for a command a server can answer, else None."""
-    if args.command == "search":
-        params = search_params(args)
-        params["concepts"] = ",".join(params["concepts"]) or None
-        if params["group_by_file"] is not None:
-            params["group_by_file"] = "true" if params["group_by_file"] else "false"
-        return "GET", "/api/search", params, None
-    if args.command == "consult":
-        return "GET", "/api/consult", consult_params(args), None
-    if args.command == "stats":
-        return "GET", "/api/stats", None, None
-    if args.command == "learn":
-        return "POST", "/api/learn", None, learn_body(args)
-    return None
-
-
+# -- commands generated from the registry (server/tools.py via server/clispec.py) ---------------------------
 RENDERERS: dict[str, Renderer] = {"search": render.search, "consult": render.consult, "learn": render.learn,
                                   "stats": render.stats, "index": render.index}
 
 
-def try_remote(args: argparse.Namespace) -> int | None:
+def tool_values(args: argparse.Namespace, spec: dict) -> dict:
+    """The request's fields as given on the command line (absent ones left to the model's defaults)."""
+    values: dict = {}
+    if spec["words"]:
+        if not hasattr(args, "_words"):  # stdin is read once, even when the server path falls back to local
+            words = " ".join(getattr(args, spec["words"]))
+            args._words = sys.stdin.read() if spec["stdin"] and words == "-" else words
+        values[spec["words"]] = args._words
+    for option in spec["options"]:
+        value = getattr(args, option["field"], None)
+        if value is not None:
+            values[option["field"]] = value
+    return values
+
+
+def _query_value(value: object) -> object:
+    return ("true" if value else "false") if isinstance(value, bool) else value
+
+
+def _remote_request(args: argparse.Namespace, specs: dict) -> tuple[str, str, dict | None, dict | None] | None:
+    """(method, path, query params, JSON body) for a command a server can answer, else None."""
+    spec = specs.get(args.command)
+    if spec is None:
+        return None
+    values = tool_values(args, spec)
+    if spec["method"] == "GET":
+        return "GET", spec["path"], {k: _query_value(v) for k, v in values.items()}, None
+    return spec["method"], spec["path"], None, values
+
+
+def _print_error(kind_code: int, message: str) -> int:
+    print(f"oracle: {message}", file=sys.stderr)
+    return kind_code
+
+
+def try_remote(args: argparse.Namespace, specs: dict) -> int | None:
     """Answer through a running server for this root; None when there is none (or it does not answer).
 
     The root and data dir come from `indexer.locate`, the same functions Settings uses, so nothing heavy is
     imported before the answer is printed. (oracle.toml is the server's to read: it already has.)"""
-    request = None if args.local else _remote_request(args)
+    request = None if args.local else _remote_request(args, specs)
     if request is None:
         return None
     root = locate.resolve_root(args.root)
@@ -115,9 +110,42 @@ def try_remote(args: argparse.Namespace) -> int | None:
     except remote.RemoteUnavailable:
         return None
     except remote.RemoteError as exc:
-        print(f"oracle: {exc}", file=sys.stderr)
-        return 2
-    return emit(args, data, RENDERERS[args.command])
+        from server.errors import EXIT_CODE, kind_of_status
+
+        return _print_error(EXIT_CODE[kind_of_status(exc.status)], str(exc))
+    return emit(args, data, _renderer(args.command, specs))
+
+
+def _renderer(command: str, specs: dict) -> Renderer:
+    """The CLI's own renderer for a command, else the tool's text (the MCP tool's text content)."""
+    if command in RENDERERS:
+        return RENDERERS[command]
+    from server.tools import BY_NAME
+
+    tool = BY_NAME[specs[command]["tool"]]
+
+    def as_text(data: dict) -> tuple[list[str], list[str]]:
+        request = tool.request.model_construct(**{k: v for k, v in data.items() if k in tool.request.model_fields})
+        return [tool.text(request, tool.result.model_validate(data))], []
+
+    return as_text
+
+
+def run_tool(oracle: Oracle, args: argparse.Namespace, spec: dict) -> int:
+    """A registry command in this process: the same validation and service as MCP and HTTP."""
+    from server.tools import BY_NAME, Caller
+
+    tool = BY_NAME[spec["tool"]]
+    request = tool.parse(tool_values(args, spec))
+    result = tool.service(oracle, request, Caller("cli", "cli"))
+    if args.command in RENDERERS or getattr(args, "json", False):
+        return emit(args, result.model_dump(mode="json"), RENDERERS.get(args.command, _no_renderer))
+    print(_safe(tool.text(request, result)))
+    return 0
+
+
+def _no_renderer(data: dict) -> tuple[list[str], list[str]]:
+    raise AssertionError("only --json output reaches here")
 
 
 # -- in-process commands --------------------------------------------------------------------------------
@@ -126,20 +154,6 @@ def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
 
     report = oracle.indexer.sync(full=args.full, force=args.force, progress=print_progress)
     return emit(args, report.as_dict(), render.index)
-
-
-def cmd_search(oracle: Oracle, args: argparse.Namespace) -> int:
-    from server.models import SearchRequest
-    from server.search import search
-
-    result = search(oracle, SearchRequest(**search_params(args)))
-    return emit(args, result.model_dump(), render.search)
-
-
-def cmd_stats(oracle: Oracle, args: argparse.Namespace) -> int:
-    from server.stats import stats
-
-    return emit(args, stats(oracle).model_dump(), render.stats)
 
 
 def _start_watcher(oracle: Oracle, verbose: bool = False):
@@ -232,22 +246,6 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_consult(oracle: Oracle, args: argparse.Namespace) -> int:
-    from server.consult import consult
-    from server.models import ConsultRequest
-
-    result = consult(oracle, ConsultRequest(**consult_params(args)))
-    return emit(args, result.model_dump(), render.consult)
-
-
-def cmd_learn(oracle: Oracle, args: argparse.Namespace) -> int:
-    from server.learn import learn
-    from server.models import LearnRequest
-
-    result = learn(oracle, LearnRequest(**learn_body(args)))
-    return emit(args, result.model_dump(), render.learn)
-
-
 def cmd_init(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -282,6 +280,26 @@ def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
     return 0
 
 
+def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) -> None:
+    """One registry tool as a subcommand: its free words, then one option per request field."""
+    p = sub.add_parser(command, help=spec["help"])
+    if spec["words"]:
+        p.add_argument(spec["words"], nargs="+", help="text" + (", or - to read it from stdin" if spec["stdin"] else ""))
+    for option in spec["options"]:
+        kwargs: dict = {"dest": option["field"], "help": option["help"] or None}
+        if option["kind"] == "bool":
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif option["kind"] == "list":
+            kwargs["action"] = "append"
+        elif option["kind"] == "int":
+            kwargs["type"] = int
+        if option["choices"]:
+            kwargs["choices"] = option["choices"]
+        p.add_argument(option["flag"], **kwargs)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=None, tool=spec)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="oracle", description="Searchable agent memory made of plain markdown.")
     parser.add_argument("--root", help="knowledge root (default: ORACLE_ROOT or the bundled knowledge/)")
@@ -301,22 +319,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_index)
 
-    p = sub.add_parser("search", help="hybrid search over the knowledge base")
-    p.add_argument("query", nargs="+")
-    p.add_argument("--type", default="all", choices=["all", "principle", "learning", "retro"])
-    p.add_argument("--limit", type=int, default=5)
-    p.add_argument("--offset", type=int, default=0)
-    p.add_argument("--mode", default="hybrid", choices=["hybrid", "fts", "vector"])
-    p.add_argument("--fusion", choices=["rrf", "weighted"])
-    p.add_argument("--concepts", help="comma-separated; hits carrying any of them")
-    p.add_argument("--project")
-    p.add_argument("--unit", choices=["note", "section"], help="note (default): one hit per note; section: every section")
-    p.add_argument("--group-by-file", action="store_true", default=None, help="older name for --unit note")
-    p.add_argument("--date-from", help="YYYY-MM-DD")
-    p.add_argument("--date-to", help="YYYY-MM-DD")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_search)
-
     p = sub.add_parser("serve", help="MCP server over stdio (default) or streamable HTTP (--http)")
     p.add_argument("--http", action="store_true", help="serve MCP at /mcp over HTTP instead of stdio")
     p.add_argument("--host", default="127.0.0.1")
@@ -325,36 +327,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-watch", action="store_true", help="do not watch the knowledge root for changes")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("consult", help="guidance from principles and learnings for a decision")
-    p.add_argument("decision", nargs="+")
-    p.add_argument("--context")
-    p.add_argument("--budget-tokens", type=int, default=1200)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_consult)
-
-    p = sub.add_parser("learn", help="save a new learning (markdown) and index it")
-    p.add_argument("pattern", help="the learning text, or - to read it from stdin")
-    p.add_argument("--title")
-    p.add_argument("--concepts", help="comma-separated")
-    p.add_argument("--source")
-    p.add_argument("--project")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_learn)
-
     p = sub.add_parser("watch", help="index, then keep the index in step with file changes")
     p.set_defaults(func=cmd_watch)
 
-    p = sub.add_parser("stats", help="what is indexed and whether the index is healthy")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_stats)
+    for command, spec in clispec.load().items():
+        add_tool_command(sub, command, spec)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.command == "init":
         return cmd_init(args)
-    answered = try_remote(args)
+    specs = clispec.load()
+    answered = try_remote(args, specs)
     if answered is not None:
         return answered
     from indexer.config import ConfigError, Settings
@@ -368,23 +355,30 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_local(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the command in this process; every failure a caller can act on is one line and its kind's exit
+    code (server/errors.py), the same code the remote path gives for the server's HTTP status."""
     from pydantic import ValidationError
 
-    from indexer.sync import SyncRefused
-    from server.app import Oracle, ServerConfigError
-    from server.learn import LearnError
-    from server.query import QueryError
+    from server.app import Oracle
+    from server.errors import classify, problems
+    from server.tools import InvalidArguments
 
     oracle = Oracle.open(settings)
     try:
+        if args.func is None:
+            return run_tool(oracle, args, args.tool)
         return args.func(oracle, args)
+    except InvalidArguments as exc:
+        return _print_error(exc.exit_code, f"invalid input: {exc}")
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
-        print(f"oracle: invalid input: {problems}", file=sys.stderr)
-        return 2
-    except (QueryError, SyncRefused, FileNotFoundError, LearnError, ServerConfigError) as exc:
-        print(f"oracle: {exc}", file=sys.stderr)
-        return 2
+        return _print_error(2, f"invalid input: {problems(exc.errors())}")
+    except FileNotFoundError as exc:
+        return _print_error(2, str(exc))
+    except Exception as exc:
+        error = classify(exc)
+        if error is None:
+            raise
+        return _print_error(error.exit_code, str(error))
     finally:
         oracle.close()
 

@@ -17,7 +17,8 @@ import os
 import re
 import secrets
 from pathlib import Path
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode
 
 import anyio
@@ -35,43 +36,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server import __version__
 from server.app import Oracle, ServerConfigError
-from server.browse import Graph, NotFound, concepts, graph, list_documents, reflect
-from server.consult import consult
-from server.feedback import FeedbackError, feedback_overview, record_feedback
-from server.files import FileContent, FileNotInRoot, PathRefused, read_file
-from server.learn import LearnError, LearnLost, learn
+from server.browse import Graph, graph
+from server.errors import VALIDATION_STATUS, OracleError, classify, problem, problems
+from server.feedback import feedback_overview
+from server.files import FileContent, read_file
 from server.mcp_server import build_server
-from server.models import (
-    ConceptsRequest,
-    ConceptsResult,
-    ConsultRequest,
-    ConsultResult,
-    Document,
-    FeedbackRequest,
-    FeedbackResult,
-    LearnRequest,
-    LearnResult,
-    ListRequest,
-    ListResult,
-    ReadRequest,
-    ReadResult,
-    ReflectRequest,
-    RelationsRequest,
-    RelationsResult,
-    SearchRequest,
-    SearchResult,
-    SupersedeRequest,
-    SupersedeResult,
-    VerifyRequest,
-    VerifyResult,
-)
-from server.query import QueryError
-from server.read import read_note
-from server.relations import find_relations
-from server.search import search
-from server.stats import Stats, stats
-from server.supersede import SupersedeError, supersede, supersessions_overview
-from server.verify import verify
+from server.stats import stats
+from server.supersede import supersessions_overview
+from server.tools import BY_PATH, TOOLS, Caller, Tool
 
 STATIC = Path(__file__).resolve().parent / "static"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -276,15 +248,8 @@ async def _deny(send: Send, status: int, message: str, extra: list[tuple[bytes, 
 
 
 def _problem(err: dict) -> str:
-    """One validation error as `field: message`; a body that is not JSON at all says so."""
-    if err.get("type") == "json_invalid":
-        reason = (err.get("ctx") or {}).get("error") or err.get("msg")
-        return f"body: not valid JSON ({reason}); send a JSON object"
-    parts = [str(p) for p in err["loc"][1:]]
-    field = ".".join(parts) if parts else {"query": "parameters"}.get(str(err["loc"][0]), str(err["loc"][0]))
-    if not field.strip():  # `?=x`: saying "query: Extra inputs ..." would blame the query parameter
-        field = f"{field!r} (a parameter with a blank name)"
-    return f"{field}: {err['msg']}"
+    """One FastAPI validation error as `field: message` (server/errors.py formats every adapter's)."""
+    return problem(err, located=True)
 
 
 def _json_safe(value: object) -> object:
@@ -397,29 +362,17 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         """"cli@server" for the CLI's calls through this server (server/remote.py), else "http"."""
         return "cli@server" if request.headers.get("x-oracle-client") == "cli@server" else "http"
 
-    @app.exception_handler(QueryError)
-    @app.exception_handler(PathRefused)
-    @app.exception_handler(LearnError)
-    @app.exception_handler(SupersedeError)
-    async def bad_request(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=400)
+    @app.exception_handler(OracleError)
+    async def oracle_error(request: Request, exc: OracleError) -> JSONResponse:
+        return JSONResponse({"error": exc.message}, status_code=exc.http_status)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = _short_errors(list(exc.errors())[:MAX_REPORTED_ERRORS])
-        problems = "; ".join(_problem(err) for err in errors)
-        body = {"error": f"invalid input: {problems}", "detail": jsonable_encoder(errors)}
-        return JSONResponse(_json_safe(body), status_code=422)
-
-    @app.exception_handler(LearnLost)
-    async def conflict(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=409)
-
-    @app.exception_handler(FileNotInRoot)
-    @app.exception_handler(NotFound)
-    @app.exception_handler(FeedbackError)
-    async def not_found(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=404)
+        tool = BY_PATH.get(request.url.path)
+        listed = problems(errors, located=True, accepted=tool.accepted if tool else None)
+        body = {"error": f"invalid input: {listed}", "detail": jsonable_encoder(errors)}
+        return JSONResponse(_json_safe(body), status_code=VALIDATION_STATUS)
 
     def ready() -> Oracle:
         oracle.wait_ready()
@@ -432,33 +385,8 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         counts = oracle.store.counts()
         return Health(status="ok", version=__version__, files=counts["files"], chunks=counts["chunks"])
 
-    @app.get("/api/search", response_model=SearchResult)
-    def api_search(o: Ready, params: Annotated[SearchRequest, Query()], request: Request) -> SearchResult:
-        return search(o, params, client=client_of(request), tool="api_search")
-
-    @app.get("/api/consult", response_model=ConsultResult)
-    def api_consult(o: Ready, params: Annotated[ConsultRequest, Query()], request: Request) -> ConsultResult:
-        return consult(o, params, client=client_of(request))
-
-    @app.get("/api/reflect", response_model=Document)
-    def api_reflect(o: Ready, params: Annotated[ReflectRequest, Query()]) -> Document:
-        return reflect(o, params, client="http")
-
-    @app.get("/api/list", response_model=ListResult)
-    def api_list(o: Ready, params: Annotated[ListRequest, Query()]) -> ListResult:
-        return list_documents(o, params)
-
-    @app.get("/api/stats", response_model=Stats)
-    def api_stats(o: Ready) -> Stats:
-        return stats(o)
-
-    @app.get("/api/concepts", response_model=ConceptsResult)
-    def api_concepts(o: Ready, params: Annotated[ConceptsRequest, Query()]) -> ConceptsResult:
-        return concepts(o, params)
-
-    @app.post("/api/learn", response_model=LearnResult, status_code=201)
-    def api_learn(o: Ready, body: LearnRequest, request: Request) -> LearnResult:
-        return learn(o, body, client=client_of(request))
+    for tool in TOOLS:
+        _add_tool_route(app, tool, Ready, client_of)
 
     @app.get("/api/graph", response_model=Graph)
     def api_graph(o: Ready, limit: Annotated[int, Query(ge=1, le=200)] = 40, documents: bool = True) -> Graph:
@@ -466,35 +394,15 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     @app.get("/api/file", response_model=FileContent)
     def api_file(o: Ready, path: Annotated[str, Query(max_length=1000)]) -> FileContent:
-        return read_file(o, path)
-
-    @app.get("/api/read", response_model=ReadResult)
-    def api_read(o: Ready, params: Annotated[ReadRequest, Query()]) -> ReadResult:
-        return read_note(o, params, client="http")
-
-    @app.get("/api/relations", response_model=RelationsResult)
-    def api_relations(o: Ready, params: Annotated[RelationsRequest, Query()]) -> RelationsResult:
-        return find_relations(o, params)
-
-    @app.post("/api/feedback", response_model=FeedbackResult, status_code=201)
-    def api_feedback(o: Ready, body: FeedbackRequest) -> FeedbackResult:
-        return record_feedback(o, body, client="http")
+        return mapped(read_file, o, path)
 
     @app.get("/api/feedback", response_model=FeedbackOverview)
     def api_feedback_overview(o: Ready, limit: Annotated[int, Query(ge=1, le=100)] = 10) -> FeedbackOverview:
         return FeedbackOverview(**feedback_overview(o, limit))
 
-    @app.post("/api/supersede", response_model=SupersedeResult, status_code=201)
-    def api_supersede(o: Ready, body: SupersedeRequest) -> SupersedeResult:
-        return supersede(o, body, client="http")
-
     @app.get("/api/supersessions", response_model=Supersessions)
     def api_supersessions(o: Ready) -> Supersessions:
         return Supersessions(supersessions=supersessions_overview(o))
-
-    @app.post("/api/verify", response_model=VerifyResult)
-    def api_verify(o: Ready, body: VerifyRequest) -> VerifyResult:
-        return verify(o, body)
 
     @app.get("/api/logs", response_model=LogsResult)
     def api_logs(limit: Annotated[int, Query(ge=1, le=200)] = 20,
@@ -529,6 +437,38 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
     )
     return SecurityHeaders(Guard(BodyLimit(app), allowed_hosts={h.lower() for h in allowed_hosts}, token=token))
+
+
+def mapped(service: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a service; a failure a caller can act on becomes an OracleError (answered with its kind's
+    status by one handler), anything else stays a bug (a 500)."""
+    try:
+        return service(*args, **kwargs)
+    except Exception as exc:
+        error = classify(exc)
+        if error is None:
+            raise
+        raise error from exc
+
+
+def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[Request], str]) -> None:
+    """One registry tool as a route: GET reads the request model from the query string, POST from a JSON
+    body; FastAPI validates with the model (422), the service's failures map through server/errors.py."""
+    model = tool.request
+
+    def answer(o: Oracle, params: BaseModel, request: Request) -> BaseModel:
+        return mapped(tool.service, o, params, Caller(client_of(request), "http"))
+
+    if tool.http.method == "GET":
+        def endpoint(o: ready, params: Annotated[model, Query()], request: Request) -> Any:  # type: ignore[valid-type]
+            return answer(o, params, request)
+    else:
+        def endpoint(o: ready, params: model, request: Request) -> Any:  # type: ignore[valid-type,no-redef]
+            return answer(o, params, request)
+
+    endpoint.__name__ = "api_" + tool.name.removeprefix("oracle_")
+    app.add_api_route(tool.http.path, endpoint, methods=[tool.http.method], response_model=tool.result,
+                      status_code=tool.http.status, name=endpoint.__name__, summary=tool.description.split(". ")[0])
 
 
 def header_timeout_protocol():

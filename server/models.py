@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from indexer.parse import MAX_TERM_CHARS, relation_term
 from server.boundary import defuse_markers
@@ -18,6 +18,18 @@ MAX_LIMIT = 100
 # Text a note's author wrote (titles, headings, snippets, bodies, paths from frontmatter), as every result
 # model returns it: nothing in it may read as a consult boundary marker (server/boundary.py).
 NoteText = Annotated[str, AfterValidator(defuse_markers)]
+
+
+def _concepts_schema(max_items: int | None = None) -> WithJsonSchema:
+    """Concepts arrive as a list or a comma-separated string (split_concepts): the schema clients see says
+    both, so a client that checks arguments against it does not refuse what the server accepts."""
+    array: dict = {"type": "array", "items": {"type": "string"}}
+    if max_items is not None:
+        array["maxItems"] = max_items
+    return WithJsonSchema({"anyOf": [array, {"type": "string"}]})
+
+
+ConceptList = Annotated[list[str], _concepts_schema()]
 
 
 def split_concepts(value: object) -> list[str]:
@@ -89,24 +101,24 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for, in plain words.")
-    type: DocType = "all"
-    limit: int = Field(default=5, ge=1, le=MAX_LIMIT)
-    offset: int = Field(default=0, ge=0, le=10_000)
-    mode: SearchMode = "hybrid"
-    concepts: list[str] = Field(default_factory=list, description="Keep hits carrying any of these concepts.")
-    project: str | None = Field(default=None, max_length=200)
-    date_from: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
-    date_to: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    type: DocType = Field(default="all", description="Only notes of this type.")
+    limit: int = Field(default=5, ge=1, le=MAX_LIMIT, description="Hits per page.")
+    offset: int = Field(default=0, ge=0, le=10_000, description="Hits to skip (the next page starts at offset + limit).")
+    mode: SearchMode = Field(default="hybrid", description="hybrid (keyword + semantic), fts (keyword) or vector (semantic).")
+    concepts: ConceptList = Field(default_factory=list, description="Keep hits carrying any of these concepts.")
+    project: str | None = Field(default=None, max_length=200, description="Only notes of this project.")
+    date_from: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD: notes dated on or after.")
+    date_to: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD: notes dated on or before.")
     unit: Literal["note", "section"] | None = Field(
         default=None,
         description="note (default): one hit per note, its best section leading and its other matching sections "
         "listed; section: every matching section is its own hit.",
     )
     group_by_file: bool | None = Field(default=None, description="Older name: true = unit note, false = unit section.")
-    fusion: Fusion | None = None
+    fusion: Fusion | None = Field(default=None, description="How the keyword and vector legs are fused (default: the measured best).")
     subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="Start from notes stating a relation with this subject.")
-    predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS)
-    object: str | None = Field(default=None, max_length=MAX_TERM_CHARS)
+    predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this predicate.")
+    object: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this object.")
 
     @field_validator("concepts", mode="before")
     @classmethod
@@ -247,15 +259,21 @@ MAX_CONCEPTS = 20
 MAX_LEARN_RELATIONS = 50
 
 
+LearnConcepts = Annotated[list[str], _concepts_schema(MAX_CONCEPTS)]
+
+
 class LearnRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pattern: str = Field(min_length=1, max_length=MAX_PATTERN_CHARS, description="The learning, in markdown.")
-    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
-    concepts: list[str] = Field(default_factory=list, max_length=MAX_CONCEPTS)
-    source: str | None = Field(default=None, max_length=500)
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS, description="A short title (default: the first line).")
+    concepts: LearnConcepts = Field(default_factory=list, max_length=MAX_CONCEPTS, description="Tags: a list or a comma string.")
+    source: str | None = Field(default=None, max_length=500, description="Where it came from (session, PR, URL).")
     project: str | None = Field(default=None, max_length=200)
-    relations: list[Triplet] = Field(default_factory=list, max_length=MAX_LEARN_RELATIONS)
+    relations: list[Triplet] = Field(
+        default_factory=list, max_length=MAX_LEARN_RELATIONS,
+        description='Relations the learning states: {subject, predicate, object} objects, [s, p, o] or "s | p | o".',
+    )
 
     @field_validator("concepts", mode="before")
     @classmethod
@@ -302,8 +320,8 @@ class ConsultRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     decision: str = Field(min_length=1, max_length=2_000, description="The decision you are about to make.")
-    context: str | None = Field(default=None, max_length=10_000)
-    budget_tokens: int = Field(default=1200, ge=100, le=8000)
+    context: str | None = Field(default=None, max_length=10_000, description="What you know about the situation.")
+    budget_tokens: int = Field(default=1200, ge=100, le=8000, description="Guidance size limit in tokens.")
 
     @field_validator("decision")
     @classmethod
@@ -356,16 +374,22 @@ class Document(BaseModel):
 
 class ReflectRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    type: Literal["all", "principle", "learning"] = "all"
+    type: Literal["all", "principle", "learning"] = Field(default="all", description="Which kind of note to draw.")
+
+
+class StatsRequest(BaseModel):
+    """oracle_stats takes no arguments; a model still, so an unknown one is refused like anywhere else."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class ListRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    type: DocType = "all"
-    limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
+    type: DocType = Field(default="all", description="Only notes of this type.")
+    limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Entries per page.")
     offset: int = Field(default=0, ge=0, le=1_000_000)  # unbounded, 2**63 overflowed SQLite: a 500
-    group_by_file: bool = False
+    group_by_file: bool = Field(default=False, description="One entry per file instead of one per section.")
 
 
 class ListItem(BaseModel):
@@ -389,8 +413,8 @@ class ListResult(BaseModel):
 class ConceptsRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    limit: int = Field(default=50, ge=1, le=500)
-    type: DocType = "all"
+    limit: int = Field(default=50, ge=1, le=500, description="How many concepts, most used first.")
+    type: DocType = Field(default="all", description="Count only notes of this type.")
 
 
 class ConceptCount(BaseModel):
@@ -412,7 +436,7 @@ class FeedbackRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(pattern=CHUNK_ID, description="The id of a hit or consult source, e.g. c_0123456789abcdef0123.")
-    verdict: Literal["helpful", "misleading"]
+    verdict: Literal["helpful", "misleading"] = Field(description="Did the note help or mislead you?")
     note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS, description="Why, in a sentence.")
 
 
@@ -544,7 +568,7 @@ class Citation(BaseModel):
 class VerifyRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    citations: list[Citation] = Field(min_length=1, max_length=500)
+    citations: list[Citation] = Field(min_length=1, max_length=500, description="[{id, content_hash}] taken from hits or consult sources.")
 
 
 class CitationStatus(BaseModel):

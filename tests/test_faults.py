@@ -294,14 +294,14 @@ def index_state(url: str, word: str = PATTERN_WORD) -> tuple[int, int, int, int]
 
 
 def learn_fails(mcp: McpHttp, url: str, pattern: str, says: str) -> None:
-    """A learn that cannot be written: an MCP tool error and an HTTP 400, each saying why and that
-    nothing was saved."""
+    """A learn that cannot be written for want of space: an MCP tool error and an HTTP 507 (Insufficient
+    Storage: the server's disk, not the request, is at fault), each saying why and that nothing was saved."""
     result = mcp.call("oracle_learn", {"pattern": pattern, "title": "Does not fit"})
     message = result.content[0].text
     assert result.is_error, message
     assert says in message and "nothing was saved" in message, message
     response = httpx.post(url + "/api/learn", json={"pattern": pattern, "title": "Does not fit"}, timeout=60)
-    assert response.status_code == 400, response.text
+    assert response.status_code == 507, response.text
     assert says in response.json()["error"] and "nothing was saved" in response.json()["error"], response.text
 
 

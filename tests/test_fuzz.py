@@ -841,7 +841,7 @@ def test_blank_parameter_name_is_not_blamed_on_another_parameter(client: httpx.C
     """Found by fuzzing: `/api/search?query=x&=1` answered "query: Extra inputs are not permitted"."""
     resp = client.get("/api/search?query=x&=1")
     assert resp.status_code == 422
-    assert resp.json()["error"] == "invalid input: '' (a parameter with a blank name): Extra inputs are not permitted"
+    assert resp.json()["error"].startswith("invalid input: '' (a parameter with a blank name): unknown argument; accepted: ")
 
 
 def test_read_without_id_or_file_names_the_parameters(client: httpx.Client) -> None:

@@ -1,0 +1,121 @@
+"""The short text each tool returns beside its structured result, for models that read text rather than
+JSON (the MCP tools' text content, and the CLI's output for commands without a renderer of their own).
+Each takes (request, result): some answers say what was asked (files or notes, the truncation limit)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.models import (
+    ConceptsResult,
+    ConsultResult,
+    Document,
+    FeedbackResult,
+    LearnResult,
+    ListRequest,
+    ListResult,
+    ReadRequest,
+    ReadResult,
+    RelationsResult,
+    SearchResult,
+    SupersedeResult,
+    VerifyResult,
+)
+from server.render import result_count
+from server.stats import Stats
+
+
+def search_text(request: Any, result: SearchResult) -> str:
+    lines = [result_count(result.total, result.meta.unit, result.meta.mode, result.meta.took_ms)]
+    lines += [f"warning: {w}" for w in result.meta.warnings]
+    for n, hit in enumerate(result.hits, start=result.offset + 1):
+        heading = f" › {hit.heading}" if hit.heading else ""
+        weak = " [weak match]" if hit.weak else ""
+        lines.append(
+            f"{n}. [{hit.type}] {hit.title}{heading} — {hit.source_file}:{hit.line_start}-{hit.line_end}"
+            f" (id {hit.id}, score {hit.score}){weak}\n   {hit.snippet}"
+        )
+        if hit.sections:
+            lines.append("   also matching: " + "; ".join(f"{s.heading or '(intro)'} :{s.line_start}-{s.line_end}"
+                                                        for s in hit.sections[:5]))
+        if hit.duplicates:
+            lines.append("   same content in: " + ", ".join(d.source_file for d in hit.duplicates))
+        if hit.superseded_by:
+            lines.append(f"   SUPERSEDED by {hit.superseded_by.source_file} (id {hit.superseded_by.id or 'not indexed'})")
+        lines += [f"   relation: {t.subject} — {t.predicate} — {t.object}" for t in hit.relations]
+    return "\n".join(lines)
+
+
+def consult_text(request: Any, result: ConsultResult) -> str:
+    return result.guidance
+
+
+def reflect_text(request: Any, doc: Document) -> str:
+    heading = f" › {doc.heading}" if doc.heading else ""
+    return f"[{doc.type}] {doc.title}{heading} ({doc.source_file})\n\n{doc.content}"
+
+
+def learn_text(request: Any, result: LearnResult) -> str:
+    text = f"Saved {result.file} (id {result.id}, embedded: {result.embedded})."
+    if result.near_duplicates:
+        text += " Similar existing learnings: " + "; ".join(
+            f"{d.title} ({d.source_file}, similarity {d.similarity:.2f})" for d in result.near_duplicates
+        )
+    return text
+
+
+def list_text(request: ListRequest, result: ListResult) -> str:
+    lines = [f"{result.total} {'files' if request.group_by_file else 'notes'}"]
+    lines += [
+        f"- [{i.type}] {i.title}{' › ' + i.heading if i.heading else ''} ({i.source_file}, {i.date or 'undated'}, id {i.id})"
+        for i in result.items
+    ]
+    return "\n".join(lines)
+
+
+def stats_text(request: Any, result: Stats) -> str:
+    docs = result.documents
+    return (
+        f"{result.files.total} files, {docs.total} chunks ({', '.join(f'{k}: {v}' for k, v in docs.by_type.items())}); "
+        f"embeddings {result.embeddings.coverage:.1%}; vector store {'ok' if result.vector_store.ok else 'DOWN'}; "
+        f"drift: {'none' if result.drift.in_sync else 'yes, run oracle index'}; "
+        f"{result.usage.searches} searches, {result.usage.consultations} consultations, {result.usage.learnings} learnings"
+    )
+
+
+def concepts_text(request: Any, result: ConceptsResult) -> str:
+    return ", ".join(f"{c.concept} ({c.count})" for c in result.concepts) or "no concepts yet"
+
+
+def feedback_text(request: Any, result: FeedbackResult) -> str:
+    return (f"Recorded {result.verdict} for {result.title} ({result.source_file}): "
+            f"{result.helpful} helpful, {result.misleading} misleading; ranking factor {result.feedback_factor}.")
+
+
+def supersede_text(request: Any, result: SupersedeResult) -> str:
+    if result.new is None:
+        return f"Undone: {result.old.source_file} is no longer marked superseded by this tool."
+    return (f"{result.old.source_file} ({result.old.scope}) is now superseded by "
+            f"{result.new.source_file} (id {result.new.id}).")
+
+
+def relations_text(request: Any, result: RelationsResult) -> str:
+    lines = [f"{result.total} relations"]
+    lines += [f"- {r.subject} — {r.predicate} — {r.object} ({r.source_file}, id {r.id})" for r in result.relations]
+    return "\n".join(lines)
+
+
+def read_text(request: ReadRequest, result: ReadResult) -> str:
+    head = f"{result.source_file}:{result.line_start}-{result.line_end}"
+    if result.superseded_by:
+        head += f" (SUPERSEDED by {result.superseded_by.source_file})"
+    if result.truncated:
+        head += f" (truncated to {request.max_chars} characters)"
+    return f"{head}\n\n{result.content}"
+
+
+def verify_text(request: Any, result: VerifyResult) -> str:
+    lines = [f"{result.unchanged} unchanged, {result.changed} changed, {result.gone} gone"]
+    lines += [f"- {r.id}: {r.status}" + (f" (now {r.current_hash})" if r.status == "changed" else "")
+              for r in result.results]
+    return "\n".join(lines)
