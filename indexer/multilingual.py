@@ -138,10 +138,9 @@ class MultilingualIndex:
         return self.conn.execute(sql, [*params, limit]).fetchall()
 
     def pending_count(self) -> int:
-        return self.conn.execute(
-            "SELECT count(DISTINCT d.embed_key) FROM documents d LEFT JOIN ml_vectors m ON m.key = d.embed_key"
-            " WHERE m.key IS NULL AND d.embed_key IS NOT NULL"
-        ).fetchone()[0]
+        """Sections without a multilingual vector yet (from the loaded matrix: a search asks this)."""
+        ids, _, _ = self._loaded()
+        return self.conn.execute("SELECT count(*) FROM documents").fetchone()[0] - len(ids)
 
     @staticmethod
     def write(conn: sqlite3.Connection, keys: Sequence[str], vectors: np.ndarray) -> None:
