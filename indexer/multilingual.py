@@ -23,6 +23,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -109,21 +110,41 @@ class MultilingualEmbedder:
 
 
 class MultilingualIndex:
-    """The multilingual vectors of one index database: what is missing, writing it, and ranking by them.
+    """The multilingual vectors of one index database: what is missing, and ranking by them.
 
-    Plain SQL on the store's connection over its own table (`ml_vectors`, created with the store's schema)
-    that nothing else reads: the vectors are a cache of a pure function of the section text, so a missing
-    row is simply computed again."""
+    Its own table (`ml_vectors`, created with the store's schema) that nothing else reads: the vectors are
+    a cache of a pure function of the section text, so a missing row is simply computed again. Reads go
+    through a read connection of its own, used under one lock: SQLite's `data_version` of one connection
+    is then an exact "has anything committed since I loaded the matrix", whichever thread asks. Writes go
+    through the store's writer (`write`, `prune`, inside the caller's transaction)."""
 
-    def __init__(self, conn: sqlite3.Connection, mode: str = "auto", embedder: MultilingualEmbedder | None = None):
+    def __init__(self, db_path: Path, mode: str = "auto", embedder: MultilingualEmbedder | None = None):
         if mode not in MODES:
             raise ValueError(f"ORACLE_MULTILINGUAL={mode!r}: use one of {', '.join(MODES)}")
-        self.conn = conn
+        self.db_path = db_path
         self.mode = mode
         self.embedder = embedder or MultilingualEmbedder()
         self._wanted = False  # sticky: once a base holds other scripts, its vectors are kept up to date
-        self._matrix: tuple[tuple[int, int], list[str], np.ndarray, np.ndarray] | None = None
-        self._matrix_lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._matrix: tuple[int, list[str], np.ndarray, np.ndarray] | None = None
+
+    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple]:
+        with self._lock:
+            return self._reader().execute(sql, args).fetchall()
+
+    def _reader(self) -> sqlite3.Connection:
+        """The read connection (opened on first use; the caller holds the lock)."""
+        if self._conn is None:
+            self._conn = sqlite3.connect(self.db_path, check_same_thread=False, timeout=30)
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._matrix = None
 
     def wanted(self) -> bool:
         """Whether this base computes multilingual vectors (see the module docstring)."""
@@ -131,9 +152,8 @@ class MultilingualIndex:
             return self.mode == "on"
         if not self._wanted:
             glob = f"*[{OTHER_SCRIPTS}]*"
-            self._wanted = self.conn.execute(
-                "SELECT 1 FROM documents WHERE content GLOB ? OR title GLOB ? LIMIT 1", (glob, glob)
-            ).fetchone() is not None
+            self._wanted = bool(self._read(
+                "SELECT 1 FROM documents WHERE content GLOB ? OR title GLOB ? LIMIT 1", (glob, glob)))
         return self._wanted
 
     def pending(self, limit: int = SLICE, files: Iterable[str] | None = None) -> list[tuple[str, str, str, str]]:
@@ -149,12 +169,12 @@ class MultilingualIndex:
             sql += f" AND d.file IN ({','.join('?' * len(wanted))})"
             params += wanted
         sql += " GROUP BY d.embed_key ORDER BY d.embed_key LIMIT ?"
-        return self.conn.execute(sql, [*params, limit]).fetchall()
+        return self._read(sql, [*params, limit])
 
     def pending_count(self) -> int:
         """Sections without a multilingual vector yet (from the loaded matrix: a search asks this)."""
         ids, _, _ = self._loaded()
-        return self.conn.execute("SELECT count(*) FROM documents").fetchone()[0] - len(ids)
+        return self._read("SELECT count(*) FROM documents")[0][0] - len(ids)
 
     @staticmethod
     def write(conn: sqlite3.Connection, keys: Sequence[str], vectors: np.ndarray) -> None:
@@ -169,19 +189,15 @@ class MultilingualIndex:
             "DELETE FROM ml_vectors WHERE key NOT IN (SELECT embed_key FROM documents WHERE embed_key IS NOT NULL)"
         ).rowcount
 
-    def _version(self) -> tuple[int, int]:
-        """Changes since the matrix was loaded: commits of other connections (data_version) and writes of
-        this one (total_changes)."""
-        return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
-
     def _loaded(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """(section ids, multilingual matrix, main-model matrix) of every section with a multilingual
-        vector, reloaded after any change. The main model's rows come from its embedding cache (zeros for
+        vector, reloaded after any commit. The main model's rows come from its embedding cache (zeros for
         a section it has not embedded yet): a query mixing scripts is ranked by both (see `nearest`)."""
-        with self._matrix_lock:
-            version = self._version()
+        with self._lock:
+            conn = self._reader()
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
             if self._matrix is None or self._matrix[0] != version:
-                rows = self.conn.execute(
+                rows = conn.execute(
                     "SELECT d.id, m.vector, e.vector FROM documents d JOIN ml_vectors m ON m.key = d.embed_key"
                     " LEFT JOIN embeddings e ON e.key = d.embed_key ORDER BY d.id"
                 ).fetchall()
@@ -196,7 +212,7 @@ class MultilingualIndex:
 
     def ready(self) -> bool:
         """Vectors exist to rank by (the base wants them and at least some are computed)."""
-        return self.wanted() and self.conn.execute("SELECT 1 FROM ml_vectors LIMIT 1").fetchone() is not None
+        return self.wanted() and bool(self._read("SELECT 1 FROM ml_vectors LIMIT 1"))
 
     def nearest(self, query: str, n: int, main_vector: np.ndarray | None = None) -> list[tuple[str, float]]:
         """The n sections nearest the query, best first, ties by id. Each model counts in proportion to the

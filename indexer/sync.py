@@ -122,7 +122,7 @@ class Indexer:
         self.store = store or Store(settings.db_path)
         self.vectors = vectors or VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
         self.embedder = embedder or Embedder()
-        self.multilingual = MultilingualIndex(self.store.conn, settings.multilingual)
+        self.multilingual = MultilingualIndex(settings.db_path, settings.multilingual)
         self.lock = WriterLock(settings.data_dir / "writer.lock")
         self.vectors.on_recovered = self._repair_vectors
         self.last_repair: SyncReport | None = None  # what the last repair after a vector-store outage did

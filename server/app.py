@@ -53,5 +53,6 @@ class Oracle:
 
     def close(self) -> None:
         self.vectors.close()  # first: its recovery thread writes into the store
+        self.indexer.multilingual.close()
         self.store.close()
         self.logs.close()
