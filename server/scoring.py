@@ -33,10 +33,13 @@ SCORE_DECIMALS = 6
 FEEDBACK_BOUND = 0.2
 FEEDBACK_PRIOR = 2
 SUPERSEDED_FACTOR = 0.5
-# A query mostly in scripts the English model does not read ranks its vector leg with the multilingual
-# model (indexer/multilingual.py). That leg is then as trustworthy as the keyword leg, whose Thai words come
-# from a segmenter: equal weights (nat-brain's 10 Thai questions: 0.3 -> 0.604, 0.5 -> 0.672, 0.7 -> 0.626).
-MULTILINGUAL_SEMANTIC_WEIGHT = 0.5
+# When the keyword leg is not to be trusted more than the vector leg, they weigh the same:
+# - a query mostly in scripts the English model does not read ranks its vector leg with the multilingual model
+#   (indexer/multilingual.py), and its keyword words come from a segmenter (nat-brain's 10 Thai questions,
+#   multilingual vector weight 0.3 / 0.5 / 0.7: 0.604 / 0.672 / 0.626);
+# - the keyword leg's best hit is itself weak (bm25 below weak_bm25): few or common query words matched
+#   (SciFact train 4 wins / 1 loss of 809, 0.7407 -> 0.7410; nat-brain English 2 wins / 0 losses, 0.830 -> 0.835).
+EQUAL_SEMANTIC_WEIGHT = 0.5
 # Below both, a hit is marked weak (see is_weak; calibrated in benchmarks/notes.py).
 WEAK_SIMILARITY = 0.45
 # The multilingual model's similarities run lower: on nat-brain the best section for each of 6 Thai off-topic
@@ -153,6 +156,14 @@ def fuse(
 
 def base_semantic_weight(method: str) -> float:
     return RRF_SEMANTIC_WEIGHT if method == "rrf" else WEIGHTED_SEMANTIC_WEIGHT
+
+
+def semantic_weight(method: str, multilingual: bool, fts: list[LegHit], bm25_bar: float) -> float:
+    """The vector leg's share in this fusion: the tuned one, or EQUAL_SEMANTIC_WEIGHT (weighted fusion only)
+    when the multilingual model ranked the vector leg or the keyword leg's best hit is below the bm25 bar."""
+    if method == "weighted" and (multilingual or max((h.score for h in fts), default=0.0) < bm25_bar):
+        return EQUAL_SEMANTIC_WEIGHT
+    return base_semantic_weight(method)
 
 
 def weak_bm25(chunks: int) -> float:

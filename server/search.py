@@ -123,23 +123,15 @@ def _run_legs(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQue
     return legs
 
 
-def _fuse(request: SearchRequest, legs: _Legs) -> tuple[list[scoring.Fused], str, str | None]:
-    """(fused list, mode actually used, fusion method or None)."""
+def _fuse(request: SearchRequest, legs: _Legs, bm25_bar: float) -> tuple[list[scoring.Fused], str, str | None, float | None]:
+    """(fused list, mode actually used, fusion method or None, the vector leg's weight or None)."""
     if request.mode == "fts" or not legs.vector_ok:
-        return scoring.single_leg(legs.fts, "fts"), "fts", None
+        return scoring.single_leg(legs.fts, "fts"), "fts", None, None
     if request.mode == "vector":
-        return scoring.single_leg(legs.vector, "vector"), "vector", None
+        return scoring.single_leg(legs.vector, "vector"), "vector", None, None
     method = request.fusion or scoring.DEFAULT_FUSION
-    return scoring.fuse(legs.fts, legs.vector, method=method, semantic_weight=_semantic_weight(method, legs)), \
-        "hybrid", method
-
-
-def _semantic_weight(method: str, legs: _Legs) -> float:
-    """The vector leg's share in the fusion: the tuned one, or an equal share when the multilingual model
-    ranked it (scoring.MULTILINGUAL_SEMANTIC_WEIGHT)."""
-    if legs.multilingual and method == "weighted":
-        return scoring.MULTILINGUAL_SEMANTIC_WEIGHT
-    return scoring.base_semantic_weight(method)
+    weight = scoring.semantic_weight(method, legs.multilingual, legs.fts, bm25_bar)
+    return scoring.fuse(legs.fts, legs.vector, method=method, semantic_weight=weight), "hybrid", method, weight
 
 
 def _total(oracle: Oracle, kq: KeywordQuery, mode: str, legs: _Legs, filters: Filters) -> int:
@@ -304,16 +296,18 @@ class _Ranked:
     legs: _Legs
     mode: str
     method: str | None
+    weight: float | None  # the vector leg's share in the fusion (hybrid only)
     facts: dict[str, SectionFacts]
     entries: list[_Entry]
     total: int
     use: _Use
 
 
-def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, filters: Filters, pool: int) -> _Ranked:
+def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, filters: Filters, pool: int,
+          bm25_bar: float) -> _Ranked:
     """legs -> fuse -> facts of the candidates -> adjust (feedback, supersession, relations) -> entries."""
     legs = _run_legs(oracle, request, query, kq, filters, pool)
-    fused, mode, method = _fuse(request, legs)
+    fused, mode, method, weight = _fuse(request, legs, bm25_bar)
     facts = oracle.store.section_facts([f.id for f in fused])
     fused = [f for f in fused if f.id in facts]  # a vector whose chunk vanished is not a result
     fused, feedback, pointers = _apply_use(oracle, fused, facts)
@@ -327,7 +321,7 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
     entries = _entries(fused, facts, request.by_note)
     # Notes: the distinct notes among the candidates of both legs. Sections: every match (see _total).
     total = len(entries) if request.by_note else _total(oracle, kq, mode, legs, filters) + len(added)
-    return _Ranked(legs, mode, method, facts, entries, total, use)
+    return _Ranked(legs, mode, method, weight, facts, entries, total, use)
 
 
 def _well_covered(oracle: Oracle, kq: KeywordQuery, page: list[_Entry], bar: scoring.Bar) -> set[str]:
@@ -363,14 +357,15 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     filters = filters_for(request)
     wanted = request.offset + request.limit
     pool = max(POOL, wanted)
-    ranked = _rank(oracle, request, query, kq, filters, pool)
+    bm25_bar = scoring.weak_bm25(oracle.store.chunk_count())
+    ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar)
     while (request.by_note and len(ranked.entries) < wanted and pool < MAX_POOL
            and max(len(ranked.legs.fts), len(ranked.legs.vector)) >= pool):
         pool *= NOTE_POOL_FACTOR
-        ranked = _rank(oracle, request, query, kq, filters, pool)
+        ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar)
     page = ranked.entries[request.offset : wanted]
     docs = oracle.store.documents_by_id([e.lead.id for e in page])
-    bar = scoring.Bar(scoring.weak_bm25(oracle.store.chunk_count()),
+    bar = scoring.Bar(bm25_bar,
                       scoring.similarity_bar(covered_share(query) if ranked.legs.multilingual else 1.0))
     complete = _well_covered(oracle, kq, page, bar)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], kq, ranked.use, e.others, e.duplicates, ranked.facts,
@@ -394,7 +389,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
             fts_matches=ranked.legs.fts_total,
             vector_matches=len(ranked.legs.vector),
             unit="note" if request.by_note else "section",
-            semantic_weight=_semantic_weight(ranked.method, ranked.legs) if ranked.method else None,
+            semantic_weight=ranked.weight,
             semantic_model=(MULTILINGUAL_MODEL if ranked.legs.multilingual else MODEL_ID)
             if ranked.mode != "fts" else None,
             weak=weak,

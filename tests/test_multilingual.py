@@ -106,3 +106,14 @@ def test_off_keeps_a_thai_base_on_the_english_model(tmp_path, make_oracle) -> No
 def test_a_bad_setting_is_refused(tmp_path) -> None:
     with pytest.raises(ConfigError, match="ORACLE_MULTILINGUAL='maybe'"):
         Settings.from_env(root=tmp_path, data_dir=tmp_path / "d", multilingual="maybe")
+
+
+def test_the_vector_leg_weighs_as_much_as_keywords_when_keywords_are_unsure() -> None:
+    from server import scoring
+
+    strong, faint = [scoring.LegHit("a", 20.0)], [scoring.LegHit("a", 3.0)]
+    assert scoring.semantic_weight("weighted", False, strong, 14.0) == scoring.WEIGHTED_SEMANTIC_WEIGHT
+    assert scoring.semantic_weight("weighted", False, faint, 14.0) == scoring.EQUAL_SEMANTIC_WEIGHT
+    assert scoring.semantic_weight("weighted", False, [], 14.0) == scoring.EQUAL_SEMANTIC_WEIGHT
+    assert scoring.semantic_weight("weighted", True, strong, 14.0) == scoring.EQUAL_SEMANTIC_WEIGHT
+    assert scoring.semantic_weight("rrf", True, faint, 14.0) == scoring.RRF_SEMANTIC_WEIGHT  # RRF keeps its tuning
