@@ -26,26 +26,29 @@ _SINGLE = frozenset(k for k in KEYWORDS if " " not in k)
 _PHRASES = tuple(k for k in KEYWORDS if " " in k)
 _WORD = re.compile(r"\w+")
 _TAG_SPLIT = re.compile(r"[,;]")
-_MAX_TAG_LEN = 64
+MAX_TAG_CHARS = 64  # a stored tag is cut to this; filters are cut the same way (normalise_tag)
 
 
 def normalise_tag(tag: str) -> str:
     """Lower-case, trimmed, inner whitespace collapsed; leading '#' dropped (Obsidian style)."""
-    return re.sub(r"\s+", " ", tag.strip().lstrip("#")).lower()[:_MAX_TAG_LEN]
+    return re.sub(r"\s+", " ", tag.strip().lstrip("#")).lower()[:MAX_TAG_CHARS]
 
 
 def normalise_tags(value: object) -> list[str]:
-    """Tags from frontmatter arrive as a list, a comma string, a single scalar or nothing."""
+    """The one tag normaliser: tags arrive (frontmatter, a search filter, a learn request) as a list, a
+    comma or semicolon string, a single scalar or nothing. A tag never holds `,` or `;`: each item, in a
+    list or not, is split on them, so "ops;deploy" is the tags "ops" and "deploy" wherever it is written."""
     if value is None:
         return []
-    items = value if isinstance(value, (list, tuple, set)) else _TAG_SPLIT.split(str(value))
+    items = value if isinstance(value, (list, tuple, set)) else [value]
     out: dict[str, None] = {}  # ordered set: a list's `in` made 100k tags quadratic
     for item in items:
         if isinstance(item, (dict, list)):
             continue
-        tag = normalise_tag(str(item))
-        if tag:
-            out[tag] = None
+        for part in _TAG_SPLIT.split(str(item)):
+            tag = normalise_tag(part)
+            if tag:
+                out[tag] = None
     return list(out)
 
 

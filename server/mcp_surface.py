@@ -101,8 +101,7 @@ def live_instructions(oracle: Oracle, base: str) -> str:
     Claude Code truncates server instructions at 2 KB, so this stays short; the counts are two queries.
     """
     try:
-        conn = oracle.store.conn
-        by_type = dict(conn.execute("SELECT type, count(*) FROM files GROUP BY type ORDER BY type"))
+        by_type = oracle.store.notes_by_type()
         counts = oracle.store.counts()
     except Exception as exc:  # a database being rebuilt must not break the handshake
         return f"{base}\nStatus: the index cannot be read right now ({type(exc).__name__})."
@@ -239,9 +238,8 @@ def complete_argument(oracle: Oracle, ref: Any, name: str, typed: str) -> Sugges
         return complete_note_paths(oracle, typed)
     if ref.uri == CHUNK_TEMPLATE and name == "id":
         start = typed.strip()
-        rows = oracle.store.rows("SELECT id FROM documents WHERE id >= ? AND id < ? ORDER BY id LIMIT 101",
-                                 [start, start + "\U0010ffff"])
-        return Suggestions([r["id"] for r in rows[:100]], len(rows))
+        ids = oracle.store.section_ids_from(start, 101)
+        return Suggestions(ids[:100], len(ids))
     return Suggestions([], 0)
 
 

@@ -111,17 +111,14 @@ def retro_sections(oracle: Oracle) -> list[str]:
     A heading counts when at least half of the retrospectives (and at least two) have it; with fewer than
     two retrospectives indexed, the bundled format is used.
     """
-    rows = oracle.store.rows(
-        "SELECT file, heading, min(position) AS position FROM documents WHERE type = 'retro' AND heading != ''"
-        " AND kind != 'bullet' GROUP BY file, heading"
-    )
-    files = {r["file"] for r in rows}
+    rows = oracle.store.retro_headings()
+    files = {file for file, _, _ in rows}
     if len(files) < 2:
         return list(DEFAULT_RETRO_SECTIONS)
-    counts = Counter(r["heading"].split(" › ")[-1] for r in rows)
+    counts = Counter(heading.split(" › ")[-1] for _, heading, _ in rows)
     order: dict[str, list[int]] = {}
-    for r in rows:
-        order.setdefault(r["heading"].split(" › ")[-1], []).append(r["position"])
+    for _, heading, position in rows:
+        order.setdefault(heading.split(" › ")[-1], []).append(position)
     common = [h for h, n in counts.items() if n >= max(2, len(files) / 2)]
     if len(common) < 2:
         return list(DEFAULT_RETRO_SECTIONS)
