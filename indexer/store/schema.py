@@ -31,7 +31,8 @@ from indexer.segment import THAI_MARKS
 # 2: relations and superseded_by from frontmatter (an index of version 1 re-parses every file once).
 # 3: Thai segmented into words in documents_fts, whose tokenizer keeps Thai marks inside words (the
 #    table is rebuilt), and metadata-only blocks folded into their neighbouring section.
-SCHEMA_VERSION = "3"
+# 4: one tag normaliser: a list item "ops;deploy" is two tags, as the same string was (re-parse only).
+SCHEMA_VERSION = "4"
 # Tables whose definition changed at a schema version: dropped and rebuilt from the markdown.
 _REBUILT_AT = {"3": ("documents_fts",)}
 BUSY_TIMEOUT_MS = 10_000
