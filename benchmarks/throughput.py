@@ -1,13 +1,14 @@
 """Throughput of the search service under concurrent clients, in-process threads (issue 12 / issue 16).
 
     .venv/bin/python benchmarks/throughput.py                      # nat-brain, index in benchmarks/out/natbrain-data
-    options: --root DIR  --data-dir DIR  --clients 1,8,32  --duration 10  --modes fts,hybrid  --json out.json
+    options: --root DIR  --data-dir DIR  --clients 1,8,32  --duration 10  --modes store,fts,hybrid  --json out.json
 
 Why in-process threads rather than HTTP: the question is whether the store lets concurrent requests run
 side by side (per-thread WAL read connections) or queues them on one shared connection. HTTP adds the
 server's and the client's own CPU on the same 2 cores (benchmarks/load.py measures that path); threads
 calling `server.search.search` - the function every adapter calls, search log included - measure the
-service and the store alone.
+service and the store alone; mode `store` runs only the store's reads of a keyword search (keyword leg,
+facts of the pool, rows of the page), where the connection design shows without Python ranking around it.
 
 Each client is a thread that takes the next question of a shared rotation (the 60 judged nat-brain
 questions) and runs one search, limit 10, for --duration seconds. One untimed pass over the questions warms
@@ -33,13 +34,34 @@ sys.path.insert(0, str(HERE.parent))
 from indexer.config import Settings  # noqa: E402  (after the path fix, for a plain `python benchmarks/...`)
 from server.app import Oracle  # noqa: E402
 from server.models import SearchRequest  # noqa: E402
-from server.search import search  # noqa: E402
+from server.query import build_keyword_query  # noqa: E402
+from server.search import filters_for, search  # noqa: E402
 
 NAT_BRAIN = HERE.parent.parent / "shared" / "eval-data" / "nat-brain-oracle"
 
 
 def load_queries(path: Path) -> list[str]:
     return [item["query"] for item in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def store_reads(oracle: Oracle, query: str) -> None:
+    """Only the store's part of a keyword search: the keyword leg over a pool of 100, the facts of the
+    pool, the page's rows. Python ranking aside, this is where a shared connection made threads queue."""
+    from indexer.store import keyword_search  # the module path differs before and after the store split
+
+    kq = build_keyword_query(query)
+    ranked, _ = keyword_search(oracle.store, kq.fts_match, kq.trigram_match, kq.short_unsegmented,
+                               filters_for(SearchRequest(query=query)), 100)
+    ids = [doc_id for doc_id, _ in ranked]
+    oracle.store.section_facts(ids)
+    oracle.store.documents_by_id(ids[:10])
+
+
+def one_request(oracle: Oracle, query: str, mode: str) -> None:
+    if mode == "store":
+        store_reads(oracle, query)
+    else:
+        search(oracle, SearchRequest(query=query, mode=mode, limit=10), client="bench")
 
 
 def run_level(oracle: Oracle, queries: list[str], clients: int, duration: float, mode: str) -> dict:
@@ -60,7 +82,7 @@ def run_level(oracle: Oracle, queries: list[str], clients: int, duration: float,
                 query = next(rotation)
             began = time.perf_counter()
             try:
-                search(oracle, SearchRequest(query=query, mode=mode, limit=10), client="bench")
+                one_request(oracle, query, mode)
             except Exception as exc:  # counted, not raised: the run reports every failure
                 with results_lock:
                     errors.append(f"{type(exc).__name__}: {exc}")
@@ -95,7 +117,8 @@ def main() -> int:
     parser.add_argument("--queries", type=Path, default=NAT_BRAIN / "queries-judged.json")
     parser.add_argument("--clients", default="1,8,32")
     parser.add_argument("--duration", type=float, default=10.0)
-    parser.add_argument("--modes", default="fts,hybrid")
+    parser.add_argument("--modes", default="store,fts,hybrid",
+                        help="store: the store's reads of a keyword search only; fts, hybrid: the whole search service")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
@@ -106,7 +129,7 @@ def main() -> int:
     try:
         for mode in args.modes.split(","):
             for query in queries:  # warm-up: model, caches, Thai segmenter
-                search(oracle, SearchRequest(query=query, mode=mode, limit=10), client="bench")
+                one_request(oracle, query, mode)
             for clients in (int(c) for c in args.clients.split(",")):
                 row = run_level(oracle, queries, clients, args.duration, mode)
                 rows.append(row)
