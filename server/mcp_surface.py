@@ -49,7 +49,8 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from server.app import Oracle
-from server.browse import NotFound
+from indexer.rootconfig import DOC_TYPES
+from server.browse import REFLECT_TYPES, NotFound
 from server.completions import (
     Suggestions,
     complete_concepts,
@@ -91,7 +92,7 @@ RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for "Resource not fo
 # `_meta["anthropic/alwaysLoad"] === true`; the official page itself could not be fetched from here.
 ALWAYS_LOAD = {"anthropic/alwaysLoad": True}
 
-NOTE_TYPES = ("all", "principle", "learning", "retro")
+NOTE_TYPES = ("all", *DOC_TYPES)
 
 
 # -- live instructions ------------------------------------------------------------------------------
@@ -232,7 +233,7 @@ def complete_argument(oracle: Oracle, ref: Any, name: str, typed: str) -> Sugges
         if name == "concepts":
             return _complete_list(typed, lambda t: complete_concepts(oracle, t))
         if name == "type" and ref.name == "reflect":
-            return complete_types(typed, ("all", "principle", "learning"))
+            return complete_types(typed, ("all", *REFLECT_TYPES))
         return Suggestions([], 0)
     if ref.uri == NOTE_TEMPLATE and name == "path":
         return complete_note_paths(oracle, typed)

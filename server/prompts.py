@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from server.app import Oracle
-from server.browse import reflect
+from server.browse import REFLECT_TYPES, reflect
 from server.consult import consult
 from server.learn import DUPLICATE_SIMILARITY, slugify
 from server.models import ConsultRequest, ReflectRequest, SearchRequest
@@ -91,8 +91,8 @@ def consult_prompt(oracle: Oracle, decision: str | None, context: str | None = N
 # -- reflect ----------------------------------------------------------------------------------------
 def reflect_prompt(oracle: Oracle, note_type: str | None = None, client: str = "mcp") -> PromptText:
     note_type = (note_type or "all").strip() or "all"
-    if note_type not in ("all", "principle", "learning"):
-        raise PromptArgumentError("type must be all, principle or learning")
+    if note_type not in ("all", *REFLECT_TYPES):
+        raise PromptArgumentError(f"type must be {', '.join(('all', *REFLECT_TYPES)[:-1])} or {REFLECT_TYPES[-1]}")
     doc = reflect(oracle, ReflectRequest(type=note_type), client=client)
     heading = f" › {doc.heading}" if doc.heading else ""
     text = (
