@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from indexer.store.keyword import (
@@ -33,7 +33,15 @@ from indexer.store.keyword import (
 )
 from indexer.store.reads import Pattern, Reads
 from indexer.store.rows import FileState, IndexedNote, RelationRow, Section, SectionFacts, batched
-from indexer.store.schema import BUSY_TIMEOUT_MS, SCHEMA_VERSION, StoreClosed, connect, connect_reader, create_or_migrate, set_aside
+from indexer.store.schema import (
+    BUSY_TIMEOUT_MS,
+    SCHEMA_VERSION,
+    StoreClosed,
+    ThreadReaders,
+    connect,
+    create_or_migrate,
+    set_aside,
+)
 from indexer.store.writes import Writes, body_hash
 
 __all__ = [
@@ -42,9 +50,6 @@ __all__ = [
     "filtered_ids", "keyword_matching_ids", "keyword_search", "set_aside", "terms_matched",
 ]
 
-CLOSE_WAIT_SECONDS = 5.0  # how long close() lets reads in flight finish before closing their connections
-
-
 class Store(Reads, Writes):
     """One SQLite database per knowledge root. Cheap to open; safe to open in several processes."""
 
@@ -52,12 +57,7 @@ class Store(Reads, Writes):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._write_lock = threading.RLock()  # one writer connection, shared by this process's threads
-        self._gate = threading.Condition()  # counts reads in flight, so close() can wait for them
-        self._active_reads = 0
-        self._closed = False
-        self._local = threading.local()
-        # Every thread's reader, to close at close(); a dead thread's reader is closed when the next one opens.
-        self._readers: list[tuple[threading.Thread, sqlite3.Connection]] = []
+        self._readers = ThreadReaders(path)
         self.recovered_from: Path | None = None
         try:
             self._connect()
@@ -84,66 +84,32 @@ class Store(Reads, Writes):
             self.set_meta("vectors_dirty", "1")
 
     def close(self) -> None:
-        """Refuse new reads and writes, let the ones in flight finish (up to CLOSE_WAIT_SECONDS), then close
-        every connection. Idempotent."""
-        with self._gate:
-            if self._closed:
-                return
-            self._closed = True
-            self._gate.wait_for(lambda: self._active_reads == 0, timeout=CLOSE_WAIT_SECONDS)
-            readers, self._readers = self._readers, []
-        for _, reader in readers:
-            reader.close()
+        """Refuse new reads and writes, let the ones in flight finish, then close every connection.
+        Idempotent."""
+        if self._readers.closed:
+            return
+        self._readers.close()
         with self._write_lock:  # a transaction in progress ends first
             self.conn.close()
 
     # -- reading ------------------------------------------------------------------------------------
-    def _reader(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = connect_reader(self.path)
-            self._local.conn = conn
-            with self._gate:
-                dead = [c for t, c in self._readers if not t.is_alive()]
-                self._readers = [(t, c) for t, c in self._readers if t.is_alive()]
-                self._readers.append((threading.current_thread(), conn))
-            for c in dead:  # their threads are gone, and with them the only code that used them
-                c.close()
-        return conn
-
-    @contextmanager
-    def reading(self) -> Iterator[sqlite3.Connection]:
+    def reading(self) -> AbstractContextManager[sqlite3.Connection]:
         """This thread's read connection, counted as in flight until the block ends."""
-        with self._gate:
-            if self._closed:
-                raise StoreClosed("the index is closed: this process is shutting down")
-            self._active_reads += 1
-        try:
-            yield self._reader()
-        finally:
-            with self._gate:
-                self._active_reads -= 1
-                if not self._active_reads:
-                    self._gate.notify_all()
+        return self._readers.reading()
 
     def fetch(self, sql: str, args: Sequence = ()) -> list[tuple]:
-        """Every row of one read on this thread's connection. Fetching all rows ends the statement, so the
-        connection never keeps an old snapshot open between calls."""
-        with self.reading() as conn:
-            return conn.execute(sql, list(args)).fetchall()
+        """Every row of one read on this thread's connection (see ThreadReaders)."""
+        return self._readers.fetch(sql, args)
 
     def fetch_dicts(self, sql: str, args: Sequence = ()) -> list[dict]:
-        with self.reading() as conn:
-            cursor = conn.execute(sql, list(args))
-            names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
+        return self._readers.fetch_dicts(sql, args)
 
     # -- writing ------------------------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE: take the write lock up front so two writers queue instead of deadlocking."""
         with self._write_lock:
-            if self._closed:
+            if self._readers.closed:
                 raise StoreClosed("the index is closed: this process is shutting down")
             self._begin()
             try:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from indexer.store.rows import batched, marks
-from indexer.store.schema import StoreClosed, set_aside
+from indexer.store.schema import StoreClosed, ThreadReaders, set_aside
 
 BUSY_TIMEOUT_MS = 10_000
 MAX_TEXT = 20_000  # a logged field longer than this is cut; the log is a record, not an archive
@@ -106,6 +106,7 @@ class Logs:
             # Logs that cannot be read are kept on disk for a person to inspect; new ones start afresh.
             set_aside(path, exc)
             self.conn = self._connect()
+        self._readers = ThreadReaders(path)  # reads: one connection per thread (every search reads here)
         self._maybe_prune()
 
     def _connect(self) -> sqlite3.Connection:
@@ -126,6 +127,7 @@ class Logs:
         if self._writer is not None:
             self._writer.join(timeout=10)
         self.flush()
+        self._readers.close()
         with self._lock:  # a write in progress ends first; later ones raise StoreClosed
             self._conn_closed = True
             self.conn.close()
@@ -253,7 +255,7 @@ class Logs:
             "INSERT INTO feedback_log (at, client, doc_id, verdict, note, content_hash) VALUES (?,?,?,?,?,?)",
             [(time.time(), client, doc_id, verdict, _cut(note), content_hash)],
         )
-        return self.conn.execute("SELECT count(*) FROM feedback_log WHERE doc_id = ?", (doc_id,)).fetchone()[0]
+        return self._readers.fetch("SELECT count(*) FROM feedback_log WHERE doc_id = ?", (doc_id,))[0][0]
 
     def log_supersede(self, client: str, old_ref: str, new_ref: str | None, reason: str | None, action: str) -> None:
         self._insert(
@@ -267,7 +269,7 @@ class Logs:
         out: dict[str, tuple[int, int]] = {}
         ids = list(dict.fromkeys(doc_ids))
         for part in batched(ids):
-            rows = self.conn.execute(
+            rows = self._readers.fetch(
                 "SELECT doc_id, sum(verdict = 'helpful'), sum(verdict = 'misleading') FROM feedback_log"
                 f" WHERE doc_id IN ({marks(len(part))}) GROUP BY doc_id",
                 part,
@@ -277,7 +279,7 @@ class Logs:
 
     def feedback_totals(self) -> list[tuple[str, int, int, float]]:
         """(doc_id, helpful, misleading, last verdict time) for every document with a verdict."""
-        rows = self.conn.execute(
+        rows = self._readers.fetch(
             "SELECT doc_id, sum(verdict = 'helpful'), sum(verdict = 'misleading'), max(at) FROM feedback_log"
             " GROUP BY doc_id ORDER BY doc_id"
         )
@@ -287,7 +289,7 @@ class Logs:
         """old ref -> (new ref, reason, when, client) for supersessions not revoked since: the last entry
         for an old ref wins. Every search asks, so the answer is kept until the log grows (it is append-only
         and never pruned; another process's entry shows as a new last id)."""
-        last = self.conn.execute("SELECT max(id) FROM supersede_log").fetchone()[0]
+        last = self._readers.fetch("SELECT max(id) FROM supersede_log")[0][0]
         cached = self._supersessions
         if cached is not None and cached[0] == last:
             return dict(cached[1])
@@ -297,7 +299,7 @@ class Logs:
 
     def _read_supersessions(self) -> dict[str, tuple[str, str | None, float, str]]:
         current: dict[str, tuple[str, str | None, float, str]] = {}
-        for old, new, reason, at, client, action in self.conn.execute(
+        for old, new, reason, at, client, action in self._readers.fetch(
             "SELECT old_ref, new_ref, reason, at, client, action FROM supersede_log ORDER BY id"
         ):
             if action == "revoke":
@@ -308,11 +310,11 @@ class Logs:
 
     def counts(self) -> dict[str, int]:
         self.flush()
-        return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in LOG_TABLES}
+        return {t: self._readers.fetch(f"SELECT count(*) FROM {t}")[0][0] for t in LOG_TABLES}
 
     def search_latency(self, last: int = 1000) -> dict[str, float | None]:
         self.flush()
-        rows = [r[0] for r in self.conn.execute(
+        rows = [r[0] for r in self._readers.fetch(
             "SELECT latency_ms FROM search_log ORDER BY id DESC LIMIT ?", (last,))]
         if not rows:
             return {"p50_ms": None, "p95_ms": None, "samples": 0}
@@ -325,9 +327,9 @@ class Logs:
         server answered) and "cli" (a CLI process on its own, which pays for loading the model each time).
         Mixed, a few 3 s CLI cold starts made a 40 ms server look like a 3 s one."""
         self.flush()
-        rows = self.conn.execute(
+        rows = self._readers.fetch(
             "SELECT CASE WHEN client = 'cli' THEN 'cli' ELSE 'server' END, latency_ms FROM search_log"
-            " ORDER BY id DESC LIMIT ?", (last,)).fetchall()
+            " ORDER BY id DESC LIMIT ?", (last,))
         out: dict[str, dict[str, float | None]] = {}
         for proc in ("server", "cli"):
             values = sorted(v for p, v in rows if p == proc and v is not None)
@@ -341,11 +343,8 @@ class Logs:
         self.flush()
         if table not in LOG_TABLES:
             raise ValueError(f"unknown log {table!r}; one of {', '.join(LOG_TABLES)}")
-        cur = self.conn.execute(f"SELECT * FROM {table} ORDER BY id DESC LIMIT ?", (limit,))
-        names = [d[0] for d in cur.description]
         out = []
-        for row in cur:
-            item = dict(zip(names, row))
+        for item in self._readers.fetch_dicts(f"SELECT * FROM {table} ORDER BY id DESC LIMIT ?", (limit,)):
             for key in ("params", "results", "warnings", "found", "concepts", "chunk_ids"):
                 if isinstance(item.get(key), str):
                     item[key] = json.loads(item[key])
@@ -357,7 +356,7 @@ class Logs:
         if table not in LOG_TABLES:
             raise ValueError(f"unknown log {table!r}")
         since = time.time() - days * 86400
-        rows = self.conn.execute(
+        rows = self._readers.fetch(
             f"SELECT date(at, 'unixepoch') AS day, count(*) FROM {table} WHERE at >= ? GROUP BY day ORDER BY day",
             (since,),
         )
@@ -370,7 +369,7 @@ class Logs:
         if table not in LOG_TABLES:
             raise ValueError(f"unknown log {table!r}")
         since = time.time() - hours * 3600
-        rows = self.conn.execute(
+        rows = self._readers.fetch(
             f"SELECT strftime('%Y-%m-%dT%H', at, 'unixepoch') AS hour, count(*) FROM {table} WHERE at >= ?"
             " GROUP BY hour ORDER BY hour",
             (since,),

@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlite_utils
@@ -119,6 +122,80 @@ def connect_reader(path: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+CLOSE_WAIT_SECONDS = 5.0  # how long close() lets reads in flight finish before closing their connections
+
+
+class ThreadReaders:
+    """One `query_only` WAL read connection per thread for one database file (the index, the logs).
+
+    A connection shared by threads serialised every read on its mutex and let one thread's unfinished
+    statement hold a snapshot that another thread's BEGIN IMMEDIATE then failed on. Readers of threads that
+    ended are closed when the next reader opens; `close()` waits for reads in flight, then refuses new ones
+    with StoreClosed instead of letting them meet "Cannot operate on a closed database".
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._gate = threading.Condition()
+        self._active = 0
+        self._closed = False
+        self._local = threading.local()
+        self._open: list[tuple[threading.Thread, sqlite3.Connection]] = []
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _mine(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect_reader(self.path)
+            self._local.conn = conn
+            with self._gate:
+                dead = [c for t, c in self._open if not t.is_alive()]
+                self._open = [(t, c) for t, c in self._open if t.is_alive()]
+                self._open.append((threading.current_thread(), conn))
+            for c in dead:  # their threads are gone, and with them the only code that used them
+                c.close()
+        return conn
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """This thread's read connection, counted as in flight until the block ends."""
+        with self._gate:
+            if self._closed:
+                raise StoreClosed(f"{self.path.name} is closed: this process is shutting down")
+            self._active += 1
+        try:
+            yield self._mine()
+        finally:
+            with self._gate:
+                self._active -= 1
+                if not self._active:
+                    self._gate.notify_all()
+
+    def fetch(self, sql: str, args: Sequence = ()) -> list[tuple]:
+        """Every row of one read. Fetching all rows ends the statement, so the connection never keeps an
+        old snapshot open between calls."""
+        with self.reading() as conn:
+            return conn.execute(sql, list(args)).fetchall()
+
+    def fetch_dicts(self, sql: str, args: Sequence = ()) -> list[dict]:
+        with self.reading() as conn:
+            cursor = conn.execute(sql, list(args))
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def close(self) -> None:
+        """Refuse new reads, let those in flight finish (up to CLOSE_WAIT_SECONDS), close every reader."""
+        with self._gate:
+            self._closed = True
+            self._gate.wait_for(lambda: self._active == 0, timeout=CLOSE_WAIT_SECONDS)
+            readers, self._open = self._open, []
+        for _, conn in readers:
+            conn.close()
 
 
 def _drop_changed_tables(conn: sqlite3.Connection) -> None:
