@@ -137,3 +137,16 @@ def test_close_waits_for_reads_in_flight_and_then_refuses_new_ones(tmp_path: Pat
     with pytest.raises(StoreClosed):
         store.set_meta("k", "v")
     store.close()  # idempotent
+
+
+def test_services_hold_no_sql() -> None:
+    """Issue 12: the store owns every SQL statement; services and adapters under server/ receive typed rows.
+    A statement, a raw connection or an untyped row read there fails this test."""
+    import re
+
+    server = Path(__file__).resolve().parent.parent / "server"
+    pattern = re.compile(r"\.execute(many)?\(|\bstore\.(conn|rows|fetch|fetch_dicts|reading)\b|\bsqlite3\b|"
+                         r"\b(SELECT|INSERT INTO|DELETE FROM)\s|\bUPDATE\s+\w+\s+SET\b")
+    found = [f"{path.name}:{n}: {line.strip()}" for path in sorted(server.glob("*.py"))
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if pattern.search(line)]
+    assert not found, found
