@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import indexer.store as store_module  # noqa: E402  (after the path fix, for a plain `python benchmarks/...`)
+import indexer.store.keyword as store_module  # noqa: E402  (after the path fix, for a plain `python benchmarks/...`)
 from indexer.config import Settings  # noqa: E402
 from server import scoring  # noqa: E402
 from server.app import Oracle  # noqa: E402
@@ -258,7 +258,7 @@ class SweepRow:
 
 @contextmanager
 def bm25_weights(weights: tuple[float, ...]) -> Iterator[None]:
-    """The keyword leg reads indexer.store.BM25_WEIGHTS at query time; swap it for the block."""
+    """The keyword leg reads indexer.store.keyword.BM25_WEIGHTS at query time; swap it for the block."""
     saved = store_module.BM25_WEIGHTS
     store_module.BM25_WEIGHTS = weights
     try:

@@ -26,27 +26,41 @@ _SINGLE = frozenset(k for k in KEYWORDS if " " not in k)
 _PHRASES = tuple(k for k in KEYWORDS if " " in k)
 _WORD = re.compile(r"\w+")
 _TAG_SPLIT = re.compile(r"[,;]")
-_MAX_TAG_LEN = 64
+MAX_TAG_CHARS = 64  # a stored tag is cut to this; filters are cut the same way (normalise_tag)
+
+
+def tag_parts(text: str) -> list[str]:
+    """The tags one written value holds, normalised but not yet cut to MAX_TAG_CHARS: split on `,` and
+    `;`, trimmed, a leading '#' dropped (Obsidian style), inner whitespace collapsed, lower-cased, empty
+    parts dropped. The one rule for frontmatter, search filters and learn requests alike (a learn request
+    refuses an over-long tag instead of cutting it, so the cut is separate)."""
+    out = []
+    for part in _TAG_SPLIT.split(text):
+        tag = " ".join(part.strip().lstrip("#").split()).lower()
+        if tag:
+            out.append(tag)
+    return out
 
 
 def normalise_tag(tag: str) -> str:
-    """Lower-case, trimmed, inner whitespace collapsed; leading '#' dropped (Obsidian style)."""
-    return re.sub(r"\s+", " ", tag.strip().lstrip("#")).lower()[:_MAX_TAG_LEN]
+    """One tag as stored: `tag_parts`' normalisation of a single part, cut to MAX_TAG_CHARS."""
+    return " ".join(tag.strip().lstrip("#").split()).lower()[:MAX_TAG_CHARS]
 
 
 def normalise_tags(value: object) -> list[str]:
-    """Tags from frontmatter arrive as a list, a comma string, a single scalar or nothing."""
+    """The tags as stored, from a list, a comma or semicolon string, a single scalar or nothing. A tag never
+    holds `,` or `;`: each item, in a list or not, is split on them, so "ops;deploy" is the tags "ops" and
+    "deploy" wherever it is written."""
     if value is None:
         return []
-    items = value if isinstance(value, (list, tuple, set)) else _TAG_SPLIT.split(str(value))
+    items = value if isinstance(value, (list, tuple, set)) else [value]
     out: dict[str, None] = {}  # ordered set: a list's `in` made 100k tags quadratic
     for item in items:
         if isinstance(item, (dict, list)):
             continue
-        tag = normalise_tag(str(item))
-        if tag:
-            out[tag] = None
-    return list(out)
+        for part in tag_parts(str(item)):
+            out[part[:MAX_TAG_CHARS].rstrip()] = None
+    return [t for t in out if t]
 
 
 def extract_concepts(text: str) -> list[str]:

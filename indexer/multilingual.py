@@ -29,6 +29,7 @@ import numpy as np
 
 from indexer.embed import DIMENSIONS as MAIN_DIMENSIONS
 from indexer.embed import EmbeddingUnavailable
+from indexer.store.schema import connect_reader
 
 MODEL_ID = "use-multilingual-v3"
 DIMENSIONS = 512
@@ -136,7 +137,7 @@ class MultilingualIndex:
     def _reader(self) -> sqlite3.Connection:
         """The read connection (opened on first use; the caller holds the lock)."""
         if self._conn is None:
-            self._conn = sqlite3.connect(self.db_path, check_same_thread=False, timeout=30)
+            self._conn = connect_reader(self.db_path)
         return self._conn
 
     def close(self) -> None:

@@ -102,8 +102,13 @@ class _Section:
     heading_line: int | None = None  # index of the heading line, None for the intro
 
 
+CHUNK_ID_PATTERN = r"^c_[0-9a-f]{20}$"  # what chunk_id() makes: the one pattern for validating a section id
+CHUNK_ID_RE = re.compile(CHUNK_ID_PATTERN)
+
+
 def chunk_id(file: str, section_key: str) -> str:
-    """Stable id from the file's path and the section's key: the indexer and the learn tool agree."""
+    """Stable id from the file's path and the section's key: the indexer and the learn tool agree.
+    Its shape is CHUNK_ID_PATTERN."""
     digest = hashlib.sha256(f"{file}\x00{section_key}".encode()).hexdigest()
     return f"c_{digest[:20]}"
 

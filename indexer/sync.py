@@ -153,7 +153,7 @@ class Indexer:
     def _vector_diff(self) -> tuple[list[str], list[str]]:
         """(orphans: vectors whose chunk is gone, missing: chunks marked embedded whose vector is not there)."""
         in_store = self.vectors.all_ids()
-        flags = dict(self.store.conn.execute("SELECT id, in_vector FROM documents"))
+        flags = self.store.in_vector_flags()
         orphans = sorted(in_store - flags.keys())
         missing = sorted(i for i, flag in flags.items() if flag and i not in in_store)
         return orphans, missing

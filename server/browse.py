@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import math
 import random
-import sqlite3
 
 from pydantic import BaseModel
 
 from indexer.parse import relation_key
+from indexer.rootconfig import DOC_TYPES
+from indexer.store import Section, Store
 from server.app import Oracle
 from server.models import ConceptCount, ConceptsRequest, ConceptsResult, Document, ListItem, ListRequest, ListResult, ReflectRequest
 from server.relations import relation_graph
@@ -19,29 +19,30 @@ class NotFound(LookupError):
     """Nothing matches; the message says what exists instead."""
 
 
-def document_from_row(row: dict) -> Document:
-    concepts = row["concepts"]
+REFLECT_TYPES = tuple(t for t in DOC_TYPES if t != "retro")  # what happened is not how to work
+
+
+def document_from_section(section: Section) -> Document:
     return Document(
-        id=row["id"], type=row["type"], kind=row["kind"], title=row["title"] or "", heading=row["heading"] or "",
-        content=row["content"] or "", source_file=row["file"], line_start=row["line_start"], line_end=row["line_end"],
-        concepts=json.loads(concepts) if isinstance(concepts, str) else concepts,
-        project=row["project"], date=row["date"], content_hash=row["content_hash"],
+        id=section.id, type=section.type, kind=section.kind, title=section.title, heading=section.heading,
+        content=section.content, source_file=section.file, line_start=section.line_start,
+        line_end=section.line_end, concepts=list(section.concepts), project=section.project, date=section.date,
+        content_hash=section.content_hash,
     )
 
 
 def reflect(oracle: Oracle, request: ReflectRequest, client: str = "cli", rng: random.Random | None = None) -> Document:
     """One random principle or learning: a prompt to stop and think, not a search."""
-    types = ("principle", "learning") if request.type == "all" else (request.type,)
-    marks = ",".join("?" * len(types))
-    conn = oracle.store.conn
+    types = REFLECT_TYPES if request.type == "all" else (request.type,)
     # Whole sections only: a lone bullet out of context reads poorly.
-    where = f"type IN ({marks}) AND kind != 'bullet'"
-    count = conn.execute(f"SELECT count(*) FROM documents WHERE {where}", types).fetchone()[0]
+    count = oracle.store.whole_section_count(types)
     if count == 0:
         raise NotFound(f"no {' or '.join(types)} notes are indexed yet; add some or run `oracle index`")
     pick = (rng or random).randrange(count)
-    rows = oracle.store.rows(f"SELECT * FROM documents WHERE {where} ORDER BY id LIMIT 1 OFFSET ?", [*types, pick])
-    doc = document_from_row(rows[0])
+    section = oracle.store.whole_section_at(types, pick)
+    if section is None:  # another process removed sections between the count and the pick
+        raise NotFound(f"no {' or '.join(types)} notes are indexed yet; add some or run `oracle index`")
+    doc = document_from_section(section)
     oracle.logs.log_access(client, "reflect", [doc.id])
     return doc
 
@@ -49,40 +50,21 @@ def reflect(oracle: Oracle, request: ReflectRequest, client: str = "cli", rng: r
 def list_documents(oracle: Oracle, request: ListRequest) -> ListResult:
     """Newest first (by note date, then its time of day when known, then path), deterministic; optionally
     one entry per file."""
-    conn = oracle.store.conn
-    where, args = ("1", []) if request.type == "all" else ("type = ?", [request.type])
-    order = "(date IS NULL), date DESC, timestamp DESC, file, position, id"
-    if request.group_by_file:
-        total = conn.execute(f"SELECT count(DISTINCT file) FROM documents WHERE {where}", args).fetchone()[0]
-        sql = (
-            f"SELECT d.*, g.n AS chunks FROM (SELECT file, min(position) AS first, count(*) AS n FROM documents"
-            f" WHERE {where} GROUP BY file) g JOIN documents d ON d.file = g.file AND d.position = g.first"
-            f" ORDER BY {order} LIMIT ? OFFSET ?"
-        )
-    else:
-        total = conn.execute(f"SELECT count(*) FROM documents WHERE {where}", args).fetchone()[0]
-        sql = f"SELECT *, 1 AS chunks FROM documents WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
+    total, rows = oracle.store.list_sections(None if request.type == "all" else request.type,
+                                             request.group_by_file, request.limit, request.offset)
     items = [
         ListItem(
-            id=row["id"], type=row["type"], title=row["title"] or "", heading=row["heading"] or "",
-            source_file=row["file"], date=row["date"], concepts=json.loads(row["concepts"] or "[]"),
-            chunks=row["chunks"],
+            id=s.id, type=s.type, title=s.title, heading=s.heading, source_file=s.file, date=s.date,
+            concepts=list(s.concepts), chunks=n,
         )
-        for row in oracle.store.rows(sql, [*args, request.limit, request.offset])
+        for s, n in rows
     ]
     return ListResult(items=items, total=total, limit=request.limit, offset=request.offset)
 
 
 def concepts(oracle: Oracle, request: ConceptsRequest) -> ConceptsResult:
     """Concepts by how many chunks carry them; ties alphabetical."""
-    conn = oracle.store.conn
-    where, args = ("1", []) if request.type == "all" else ("d.type = ?", [request.type])
-    base = f"FROM doc_concepts c JOIN documents d ON d.id = c.doc_id WHERE {where}"
-    total = conn.execute(f"SELECT count(DISTINCT c.concept) {base}", args).fetchone()[0]
-    rows = conn.execute(
-        f"SELECT c.concept, count(*) AS n {base} GROUP BY c.concept ORDER BY n DESC, c.concept LIMIT ?",
-        [*args, request.limit],
-    )
+    total, rows = oracle.store.concept_counts(None if request.type == "all" else request.type, request.limit)
     return ConceptsResult(concepts=[ConceptCount(concept=c, count=n) for c, n in rows], total=total)
 
 
@@ -109,15 +91,11 @@ class Graph(BaseModel):
     edges: list[GraphEdge]
 
 
-def top_concepts(conn: sqlite3.Connection, limit: int) -> list[tuple[str, int]]:
+def top_concepts(store: Store, limit: int) -> list[tuple[str, int]]:
     """(concept, files carrying it), the `limit` most telling first: files x ln((all files + 1) / files),
     a tf-idf-like weight, so a concept in nearly every note ("oracle", "session" on a v2 brain) sinks
     below the ones that tell notes apart instead of topping the graph. Ties: more files, then name."""
-    total = conn.execute("SELECT count(DISTINCT file) FROM documents").fetchone()[0]
-    counts = conn.execute(
-        "SELECT c.concept, count(DISTINCT d.file) FROM doc_concepts c JOIN documents d ON d.id = c.doc_id"
-        " GROUP BY c.concept"
-    ).fetchall()
+    total, counts = store.concept_note_counts()
     ranked = sorted(counts, key=lambda cn: (-cn[1] * math.log((total + 1) / cn[1]), -cn[1], cn[0]))
     return ranked[:limit]
 
@@ -125,13 +103,10 @@ def top_concepts(conn: sqlite3.Connection, limit: int) -> list[tuple[str, int]]:
 def graph(oracle: Oracle, limit: int = 40, documents: bool = True, relations: int = 200) -> Graph:
     """The top concepts, how often they share a file, which files carry them, and the relations notes
     state between entities."""
-    conn = oracle.store.conn
-    top = top_concepts(conn, limit)
+    top = top_concepts(oracle.store, limit)
     keep = {c for c, _ in top}
     per_file: dict[str, set[str]] = {}
-    for file, concept in conn.execute(
-        "SELECT DISTINCT d.file, c.concept FROM doc_concepts c JOIN documents d ON d.id = c.doc_id ORDER BY d.file"
-    ):
+    for file, concept in oracle.store.note_concepts():
         if concept in keep:
             per_file.setdefault(file, set()).add(concept)
     pairs: dict[tuple[str, str], int] = {}
@@ -146,11 +121,11 @@ def graph(oracle: Oracle, limit: int = 40, documents: bool = True, relations: in
         for (a, b), w in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
     if documents:
-        titles = dict(conn.execute("SELECT path, title FROM files"))
-        types = dict(conn.execute("SELECT path, type FROM files"))
+        notes = oracle.store.notes()
         for file in sorted(per_file):
-            nodes.append(GraphNode(id=f"file:{file}", label=titles.get(file) or file, kind="document",
-                                   count=len(per_file[file]), type=types.get(file)))
+            note = notes.get(file)
+            nodes.append(GraphNode(id=f"file:{file}", label=(note.title if note else None) or file, kind="document",
+                                   count=len(per_file[file]), type=note.type if note else None))
             edges += [GraphEdge(source=f"file:{file}", target=f"concept:{c}", weight=1, kind="tagged")
                       for c in sorted(per_file[file])]
     entities: dict[str, GraphNode] = {}

@@ -26,42 +26,25 @@ class Suggestions:
         return self.total > len(self.values)
 
 
-def _like(text: str) -> str:
-    """`text` as a LIKE pattern matched literally (`%`, `_` and the escape itself are escaped)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _rank(oracle: Oracle, source_sql: str, typed: str, limit: int) -> Suggestions:
-    """`source_sql` yields (value, weight) rows; prefix matches first, then substring matches."""
-    typed = typed.strip()[:MAX_TYPED]
-    pattern = _like(typed.lower())
-    rows = oracle.store.rows(
-        f"SELECT value, weight, lower(value) LIKE ? ESCAPE '\\' AS prefix FROM ({source_sql})"
-        " WHERE lower(value) LIKE ? ESCAPE '\\' ORDER BY prefix DESC, weight DESC, value",
-        [pattern + "%", "%" + pattern + "%"],
-    )
-    return Suggestions(values=[r["value"] for r in rows[:limit]], total=len(rows))
+def _rank(oracle: Oracle, source: str, typed: str, limit: int) -> Suggestions:
+    """Values of `source` ("concept", "project", "path"): prefix matches first, then substring matches."""
+    values = oracle.store.suggest(source, typed.strip()[:MAX_TYPED])
+    return Suggestions(values=values[:limit], total=len(values))
 
 
 def complete_concepts(oracle: Oracle, typed: str, limit: int = MAX_VALUES) -> Suggestions:
     """Concepts (tags and keywords) by how many sections carry them."""
-    return _rank(oracle, "SELECT concept AS value, count(*) AS weight FROM doc_concepts GROUP BY concept", typed, limit)
+    return _rank(oracle, "concept", typed, limit)
 
 
 def complete_projects(oracle: Oracle, typed: str, limit: int = MAX_VALUES) -> Suggestions:
     """Projects named in notes' frontmatter, by how many sections carry them."""
-    return _rank(
-        oracle,
-        "SELECT project AS value, count(*) AS weight FROM documents WHERE project IS NOT NULL AND project != ''"
-        " GROUP BY project",
-        typed,
-        limit,
-    )
+    return _rank(oracle, "project", typed, limit)
 
 
 def complete_note_paths(oracle: Oracle, typed: str, limit: int = MAX_VALUES) -> Suggestions:
     """Indexed note paths relative to the root; a path matches by its start or by its file name."""
-    return _rank(oracle, "SELECT path AS value, 0 AS weight FROM files", typed, limit)
+    return _rank(oracle, "path", typed, limit)
 
 
 def complete_types(typed: str, choices: tuple[str, ...]) -> Suggestions:

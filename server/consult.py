@@ -29,12 +29,12 @@ def _sources(oracle: Oracle, query: str, doc_type: str) -> tuple[list[Source], l
     padded with loosely related notes is worse than none."""
     result = run_search(oracle, SearchRequest(query=query[:10_000], type=doc_type, limit=PER_TYPE, mode="hybrid"))
     strong = [h for h in result.hits if not h.weak]
-    docs = oracle.store.documents_by_id([h.id for h in strong])
+    docs = oracle.store.sections_by_id([h.id for h in strong])
     sources = [
         Source(
             id=h.id, type=h.type, title=h.title, heading=h.heading, source_file=h.source_file,
             line_start=h.line_start, line_end=h.line_end, content_hash=h.content_hash, score=h.score,
-            text=docs[h.id]["content"], superseded_by=h.superseded_by,
+            text=docs[h.id].content, superseded_by=h.superseded_by,
         )
         for h in strong
         if h.id in docs

@@ -17,16 +17,15 @@ class FeedbackError(LookupError):
 
 
 def record_feedback(oracle: Oracle, request: FeedbackRequest, client: str = "cli") -> FeedbackResult:
-    docs = oracle.store.documents_by_id([request.id])
-    doc = docs.get(request.id)
+    doc = oracle.store.sections_by_id([request.id]).get(request.id)
     if doc is None:
         raise FeedbackError(
             f"id: no indexed chunk has id {request.id!r}; use the id of a search hit or consult source"
         )
-    oracle.logs.log_feedback(client, request.id, request.verdict, request.note, doc["content_hash"])
+    oracle.logs.log_feedback(client, request.id, request.verdict, request.note, doc.content_hash)
     helpful, misleading = oracle.logs.feedback_counts([request.id]).get(request.id, (0, 0))
     return FeedbackResult(
-        id=request.id, verdict=request.verdict, title=doc["title"] or "", source_file=doc["file"],
+        id=request.id, verdict=request.verdict, title=doc.title, source_file=doc.file,
         helpful=helpful, misleading=misleading,
         feedback_factor=round(feedback_factor(helpful, misleading), SCORE_DECIMALS),
     )
@@ -35,12 +34,12 @@ def record_feedback(oracle: Oracle, request: FeedbackRequest, client: str = "cli
 def feedback_overview(oracle: Oracle, limit: int = 10) -> dict[str, list[dict]]:
     """The most helpful and the most misleading notes (by net verdicts), for the dashboard and the API."""
     totals = oracle.logs.feedback_totals()
-    docs = oracle.store.documents_by_id([t[0] for t in totals])
+    docs = oracle.store.sections_by_id([t[0] for t in totals])
     rows = [
         {
-            "id": doc_id, "title": (docs[doc_id]["title"] or "") if doc_id in docs else "",
-            "heading": (docs[doc_id]["heading"] or "") if doc_id in docs else "",
-            "source_file": docs[doc_id]["file"] if doc_id in docs else None,
+            "id": doc_id, "title": docs[doc_id].title if doc_id in docs else "",
+            "heading": docs[doc_id].heading if doc_id in docs else "",
+            "source_file": docs[doc_id].file if doc_id in docs else None,
             "helpful": helpful, "misleading": misleading, "last_at": last,
             "feedback_factor": round(feedback_factor(helpful, misleading), SCORE_DECIMALS),
         }

@@ -245,7 +245,7 @@ def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.
         reason = report.skipped.get(rel) or "; ".join(report.warnings) or "no chunks came out of it"
         raise LearnLost(f"the learning was written to {rel} but could not be indexed: {reason}")
     embedded = bool(chunk_ids) and all(
-        doc["in_vector"] for doc in oracle.store.documents_by_id(chunk_ids).values()
+        section.in_vector for section in oracle.store.sections_by_id(chunk_ids).values()
     )
     warnings = list(report.warnings)
     duplicates: list[NearDuplicate] = []

@@ -49,7 +49,8 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from server.app import Oracle
-from server.browse import NotFound
+from indexer.rootconfig import DOC_TYPES
+from server.browse import REFLECT_TYPES, NotFound
 from server.completions import (
     Suggestions,
     complete_concepts,
@@ -91,7 +92,7 @@ RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for "Resource not fo
 # `_meta["anthropic/alwaysLoad"] === true`; the official page itself could not be fetched from here.
 ALWAYS_LOAD = {"anthropic/alwaysLoad": True}
 
-NOTE_TYPES = ("all", "principle", "learning", "retro")
+NOTE_TYPES = ("all", *DOC_TYPES)
 
 
 # -- live instructions ------------------------------------------------------------------------------
@@ -101,8 +102,7 @@ def live_instructions(oracle: Oracle, base: str) -> str:
     Claude Code truncates server instructions at 2 KB, so this stays short; the counts are two queries.
     """
     try:
-        conn = oracle.store.conn
-        by_type = dict(conn.execute("SELECT type, count(*) FROM files GROUP BY type ORDER BY type"))
+        by_type = oracle.store.notes_by_type()
         counts = oracle.store.counts()
     except Exception as exc:  # a database being rebuilt must not break the handshake
         return f"{base}\nStatus: the index cannot be read right now ({type(exc).__name__})."
@@ -233,15 +233,14 @@ def complete_argument(oracle: Oracle, ref: Any, name: str, typed: str) -> Sugges
         if name == "concepts":
             return _complete_list(typed, lambda t: complete_concepts(oracle, t))
         if name == "type" and ref.name == "reflect":
-            return complete_types(typed, ("all", "principle", "learning"))
+            return complete_types(typed, ("all", *REFLECT_TYPES))
         return Suggestions([], 0)
     if ref.uri == NOTE_TEMPLATE and name == "path":
         return complete_note_paths(oracle, typed)
     if ref.uri == CHUNK_TEMPLATE and name == "id":
         start = typed.strip()
-        rows = oracle.store.rows("SELECT id FROM documents WHERE id >= ? AND id < ? ORDER BY id LIMIT 101",
-                                 [start, start + "\U0010ffff"])
-        return Suggestions([r["id"] for r in rows[:100]], len(rows))
+        ids = oracle.store.section_ids_from(start, 101)
+        return Suggestions(ids[:100], len(ids))
     return Suggestions([], 0)
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
+from indexer.concepts import tag_parts
 from indexer.parse import MAX_TERM_CHARS, relation_term
 from server.boundary import defuse_markers
 from server.query import MAX_QUERY_CHARS
@@ -48,9 +49,8 @@ def split_concepts(value: object) -> list[str]:
                 item.encode("utf-8")
             except UnicodeEncodeError:  # pydantic checks str fields, but not values a before-validator returns
                 raise ValueError("each concept must be valid Unicode text (it contains a lone surrogate)") from None
-        for part in item.split(","):  # ?concepts=a,b and ?concepts=a&concepts=b mean the same
-            tag = " ".join(part.strip().lstrip("#").split()).lower()
-            if tag and tag not in out:
+        for tag in tag_parts(item):  # the indexer's rule: ?concepts=a,b, a;b and ?concepts=a&concepts=b agree
+            if tag not in out:
                 out.append(tag)
     return out
 

@@ -83,26 +83,10 @@ class ChangeFeed:
         return getattr(self.oracle.store, "_write_lock", contextlib.nullcontext())
 
     def _fingerprint_now(self) -> tuple:
-        row = self.oracle.store.conn.execute(
-            "SELECT count(*), coalesce(max(indexed_at), 0), coalesce(sum(chunk_count), 0) FROM files"
-        ).fetchone()
-        return tuple(row)
+        return self.oracle.store.change_fingerprint()
 
     def _chunks_of(self, paths: list[str] | None) -> dict[str, dict[str, str]]:
-        out: dict[str, dict[str, str]] = {}
-        if paths is None:
-            rows = self.oracle.store.conn.execute("SELECT file, id, content_hash FROM documents")
-            for file, cid, digest in rows:
-                out.setdefault(file, {})[cid] = digest
-            return out
-        for start in range(0, len(paths), 500):
-            part = paths[start:start + 500]
-            marks = ",".join("?" * len(part))
-            for file, cid, digest in self.oracle.store.conn.execute(
-                f"SELECT file, id, content_hash FROM documents WHERE file IN ({marks})", part
-            ):
-                out.setdefault(file, {})[cid] = digest
-        return out
+        return self.oracle.store.section_hashes(paths)
 
     def prime(self) -> None:
         """Take the first snapshot (everything indexed now counts as already announced)."""

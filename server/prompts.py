@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from server.app import Oracle
-from server.browse import reflect
+from server.browse import REFLECT_TYPES, reflect
 from server.consult import consult
 from server.learn import DUPLICATE_SIMILARITY, slugify
 from server.models import ConsultRequest, ReflectRequest, SearchRequest
@@ -91,8 +91,8 @@ def consult_prompt(oracle: Oracle, decision: str | None, context: str | None = N
 # -- reflect ----------------------------------------------------------------------------------------
 def reflect_prompt(oracle: Oracle, note_type: str | None = None, client: str = "mcp") -> PromptText:
     note_type = (note_type or "all").strip() or "all"
-    if note_type not in ("all", "principle", "learning"):
-        raise PromptArgumentError("type must be all, principle or learning")
+    if note_type not in ("all", *REFLECT_TYPES):
+        raise PromptArgumentError(f"type must be {', '.join(('all', *REFLECT_TYPES)[:-1])} or {REFLECT_TYPES[-1]}")
     doc = reflect(oracle, ReflectRequest(type=note_type), client=client)
     heading = f" › {doc.heading}" if doc.heading else ""
     text = (
@@ -111,17 +111,14 @@ def retro_sections(oracle: Oracle) -> list[str]:
     A heading counts when at least half of the retrospectives (and at least two) have it; with fewer than
     two retrospectives indexed, the bundled format is used.
     """
-    rows = oracle.store.rows(
-        "SELECT file, heading, min(position) AS position FROM documents WHERE type = 'retro' AND heading != ''"
-        " AND kind != 'bullet' GROUP BY file, heading"
-    )
-    files = {r["file"] for r in rows}
+    rows = oracle.store.retro_headings()
+    files = {file for file, _, _ in rows}
     if len(files) < 2:
         return list(DEFAULT_RETRO_SECTIONS)
-    counts = Counter(r["heading"].split(" › ")[-1] for r in rows)
+    counts = Counter(heading.split(" › ")[-1] for _, heading, _ in rows)
     order: dict[str, list[int]] = {}
-    for r in rows:
-        order.setdefault(r["heading"].split(" › ")[-1], []).append(r["position"])
+    for _, heading, position in rows:
+        order.setdefault(heading.split(" › ")[-1], []).append(position)
     common = [h for h, n in counts.items() if n >= max(2, len(files) / 2)]
     if len(common) < 2:
         return list(DEFAULT_RETRO_SECTIONS)

@@ -36,44 +36,44 @@ def _load(oracle: Oracle, rel: str) -> tuple[str, str]:
 def read_note(oracle: Oracle, request: ReadRequest, client: str = "cli") -> ReadResult:
     focus = None
     if request.id is not None:
-        focus = oracle.store.documents_by_id([request.id]).get(request.id)
+        focus = oracle.store.sections_by_id([request.id]).get(request.id)
         if focus is None:
             raise NotFound(f"id: no indexed chunk has id {request.id!r}; use an id from a search hit, or pass file")
-        rel = focus["file"]
+        rel = focus.file
     else:
         assert request.file is not None
         rel, _ = safe_path(oracle.settings.root, request.file)
     text, digest = _load(oracle, rel)
-    indexed = oracle.store.rows("SELECT type, title, file_hash FROM files WHERE path = ?", [rel])
-    rows = oracle.store.rows("SELECT * FROM documents WHERE file = ? ORDER BY position", [rel])
+    indexed = oracle.store.note(rel)
+    sections = oracle.store.file_sections(rel)
     meta, _, _, _ = split_frontmatter(text)
     if request.section and focus is not None:
-        content, start, end, section_hash = focus["content"] or "", focus["line_start"], focus["line_end"], focus["content_hash"]
+        content, start, end, section_hash = focus.content, focus.line_start, focus.line_end, focus.content_hash
     else:
         content, start, end, section_hash = text, 1, text.count("\n") + 1, None
     truncated = len(content) > request.max_chars
-    pointers = successors_for(oracle, {r["id"]: r for r in rows})[1]
-    pointer = pointers.get(focus["id"]) if focus else next((pointers[r["id"]] for r in rows if r["id"] in pointers), None)
-    oracle.logs.log_access(client, "read", [focus["id"] if focus else (rows[0]["id"] if rows else rel)])
+    pointers = successors_for(oracle, {s.id: {"file": s.file, "parent_id": s.parent_id} for s in sections})[1]
+    pointer = pointers.get(focus.id) if focus else next((pointers[s.id] for s in sections if s.id in pointers), None)
+    oracle.logs.log_access(client, "read", [focus.id if focus else (sections[0].id if sections else rel)])
     return ReadResult(
         source_file=rel,
-        type=indexed[0]["type"] if indexed else "",
-        title=(indexed[0]["title"] if indexed else None) or (rows[0]["title"] if rows else rel),
+        type=indexed.type if indexed else "",
+        title=(indexed.title if indexed else None) or (sections[0].title if sections else rel),
         frontmatter=_json_safe(meta),
         content=content[: request.max_chars],
         line_start=start,
         line_end=end,
         truncated=truncated,
-        focus_id=focus["id"] if focus else None,
+        focus_id=focus.id if focus else None,
         content_hash=section_hash,
         file_hash=digest,
-        changed_since_index=bool(indexed) and indexed[0]["file_hash"] != digest,
+        changed_since_index=indexed is not None and indexed.file_hash != digest,
         sections=[
-            SectionRef(id=r["id"], kind=r["kind"], heading=r["heading"] or "", line_start=r["line_start"],
-                       line_end=r["line_end"], content_hash=r["content_hash"])
-            for r in rows
+            SectionRef(id=s.id, kind=s.kind, heading=s.heading, line_start=s.line_start,
+                       line_end=s.line_end, content_hash=s.content_hash)
+            for s in sections
         ],
         relations=[t for ts in stating_files(oracle, (None, None, None), files=[rel]).values() for t in ts]
-        if rows else [],
+        if sections else [],
         superseded_by=pointer,
     )

@@ -121,16 +121,13 @@ def _iso(mtime_ns: int | None) -> str | None:
 def list_notes(oracle: Oracle, cursor: str | None = None, page_size: int = PAGE_SIZE) -> NotePage:
     """One page of indexed notes in path order, and the cursor of the next page (None on the last)."""
     after = decode_cursor(cursor) if cursor else ""
-    rows = oracle.store.rows(
-        "SELECT path, type, title, size, mtime_ns, chunk_count FROM files WHERE path > ? ORDER BY path LIMIT ?",
-        [after, page_size + 1],
-    )
-    total = oracle.store.conn.execute("SELECT count(*) FROM files").fetchone()[0]
+    rows = oracle.store.notes_after(after, page_size + 1)
+    total = oracle.store.note_count()
     more = len(rows) > page_size
     rows = rows[:page_size]
     notes = [
-        NoteEntry(path=r["path"], type=r["type"], title=r["title"] or r["path"], size=r["size"] or 0,
-                  modified=_iso(r["mtime_ns"]), chunks=r["chunk_count"] or 0)
+        NoteEntry(path=r.path, type=r.type, title=r.title or r.path, size=r.size, modified=_iso(r.mtime_ns),
+                  chunks=r.chunk_count)
         for r in rows
     ]
     return NotePage(notes=notes, next_cursor=encode_cursor(notes[-1].path) if more and notes else None, total=total)
@@ -174,18 +171,19 @@ def read_note_resource(oracle: Oracle, rel: str, client: str = "mcp") -> Content
 
 def read_chunk_resource(oracle: Oracle, chunk_id: str, client: str = "mcp") -> Content:
     """One section from the index, so its text always matches its content hash."""
-    row = oracle.store.documents_by_id([chunk_id]).get(chunk_id)
-    if row is None:
+    section = oracle.store.sections_by_id([chunk_id]).get(chunk_id)
+    if section is None:
         raise UnknownResource(f"no indexed section has id {chunk_id!r}; ids come from search hits or a note's sections")
     oracle.logs.log_access(client, "read", [chunk_id])
     return Content(
         uri=chunk_uri(chunk_id),
-        text=row["content"] or "",
+        text=section.content,
         mime_type="text/markdown",
         meta=_meta(
-            id=chunk_id, note=note_uri(row["file"]), path=row["file"], type=row["type"], kind=row["kind"],
-            title=row["title"], heading=row["heading"] or "", line_start=row["line_start"], line_end=row["line_end"],
-            content_hash=row["content_hash"], concepts=row["concepts"], project=row["project"], date=row["date"],
+            id=chunk_id, note=note_uri(section.file), path=section.file, type=section.type, kind=section.kind,
+            title=section.title, heading=section.heading, line_start=section.line_start, line_end=section.line_end,
+            content_hash=section.content_hash, concepts=list(section.concepts), project=section.project,
+            date=section.date,
         ),
     )
 

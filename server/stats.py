@@ -126,11 +126,10 @@ def vector_health(oracle: Oracle, embedded: int) -> VectorHealth:
 
 
 def stats(oracle: Oracle) -> Stats:
-    conn = oracle.store.conn
     counts = oracle.store.counts()
     last = oracle.store.get_meta("last_indexed")
     vectors = vector_health(oracle, counts["embedded"])
-    with_warnings = conn.execute("SELECT count(*) FROM files WHERE warnings != '[]'").fetchone()[0]
+    with_warnings = oracle.store.notes_with_warnings()
     logs = oracle.logs.counts()
     latency = oracle.logs.search_latency()
     return Stats(
@@ -139,15 +138,15 @@ def stats(oracle: Oracle) -> Stats:
         data_dir=str(oracle.settings.data_dir),
         documents=DocumentCounts(
             total=counts["chunks"],
-            by_type=dict(conn.execute("SELECT type, count(*) FROM documents GROUP BY type ORDER BY type")),
+            by_type=oracle.store.sections_by_type(),
         ),
         files=FileCounts(
             total=counts["files"],
-            by_type=dict(conn.execute("SELECT type, count(*) FROM files GROUP BY type ORDER BY type")),
+            by_type=oracle.store.notes_by_type(),
             skipped=oracle.store.skipped(),
             with_warnings=with_warnings,
         ),
-        concepts=conn.execute("SELECT count(DISTINCT concept) FROM doc_concepts").fetchone()[0],
+        concepts=oracle.store.concept_total(),
         last_indexed=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last))) if last else None,
         embeddings=EmbeddingCounts(
             embedded_chunks=counts["embedded"],

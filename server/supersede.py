@@ -13,15 +13,14 @@ by `scoring.SUPERSEDED_FACTOR`, places it after its successor, and points every 
 from __future__ import annotations
 
 import posixpath
-import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from indexer.parse import CHUNK_ID_RE as _CHUNK_ID
 from server.app import Oracle
 from server.files import PathRefused, safe_path
 from server.models import NoteRef, SupersededBy, SupersedeRequest, SupersedeResult
-
-_CHUNK_ID = re.compile(r"^c_[0-9a-f]{20}$")
 
 
 class SupersedeError(ValueError):
@@ -41,18 +40,18 @@ class _Target:
 
 
 def _chunk_target(oracle: Oracle, chunk: str) -> _Target | None:
-    rows = oracle.store.rows("SELECT id, file, title FROM documents WHERE id = ? OR parent_id = ?", [chunk, chunk])
-    head = next((r for r in rows if r["id"] == chunk), None)
+    family = oracle.store.section_family(chunk)
+    head = next((s for s in family if s.id == chunk), None)
     if head is None:
         return None
-    return _Target(chunk, "chunk", chunk, head["file"], head["title"] or "", frozenset(r["id"] for r in rows))
+    return _Target(chunk, "chunk", chunk, head.file, head.title, frozenset(s.id for s in family))
 
 
 def _note_target(oracle: Oracle, rel: str) -> _Target | None:
-    rows = oracle.store.rows("SELECT id, title FROM documents WHERE file = ? ORDER BY position", [rel])
-    if not rows:
+    sections = oracle.store.file_sections(rel)
+    if not sections:
         return None
-    return _Target(rel, "note", rows[0]["id"], rel, rows[0]["title"] or "", frozenset(r["id"] for r in rows))
+    return _Target(rel, "note", sections[0].id, rel, sections[0].title, frozenset(s.id for s in sections))
 
 
 def resolve(oracle: Oracle, raw: str, what: str) -> _Target:
@@ -146,15 +145,15 @@ def supersede(oracle: Oracle, request: SupersedeRequest, client: str = "cli") ->
     return SupersedeResult(action="supersede", old=_ref(old), new=_ref(new), reason=request.reason)
 
 
-def successors_for(oracle: Oracle, docs: dict[str, dict]) -> tuple[dict[str, frozenset[str]], dict[str, SupersededBy]]:
-    """For the given chunk rows: superseded id -> its successor's chunk ids (for ranking), and
-    superseded id -> the pointer every hit carries. A tool entry for the chunk beats one for its note,
-    which beats the note's frontmatter."""
+def successors_for(
+    oracle: Oracle, docs: Mapping[str, Mapping[str, str | None]]
+) -> tuple[dict[str, frozenset[str]], dict[str, SupersededBy]]:
+    """For the given sections (id -> {"file": ..., "parent_id": ...}): superseded id -> its successor's
+    section ids (for ranking), and superseded id -> the pointer every hit carries. A tool entry for the
+    section beats one for its note, which beats the note's frontmatter."""
     tool = oracle.logs.supersessions()
-    files = sorted({d["file"] for d in docs.values()})
-    marks = ",".join("?" * len(files))
-    frontmatter = dict(oracle.store.conn.execute(
-        f"SELECT file, target FROM superseded_files WHERE file IN ({marks})", files)) if files else {}
+    files = sorted({str(d["file"]) for d in docs.values()})
+    frontmatter = oracle.store.superseded_files(files) if files else {}
     if not tool and not frontmatter:
         return {}, {}
     cache: dict[tuple[str, str], _Target | None] = {}
@@ -197,7 +196,7 @@ def supersessions_overview(oracle: Oracle) -> list[dict]:
             "new": new, "new_title": target.title if target else "", "new_file": target.file if target else "",
             "reason": reason, "via": "tool", "at": at, "client": client,
         })
-    for file, raw in oracle.store.conn.execute("SELECT file, target FROM superseded_files ORDER BY file"):
+    for file, raw in oracle.store.superseded_files().items():
         source, target = _note_target(oracle, file), _frontmatter_target(oracle, file, raw)
         out.append({
             "old": file, "old_title": source.title if source else "", "old_file": file,

@@ -11,29 +11,22 @@ from server.app import Oracle
 from server.models import CitationStatus, VerifyRequest, VerifyResult
 
 
-def _holders(oracle: Oracle, prefix: str) -> list[str]:
-    rows = oracle.store.conn.execute(
-        "SELECT id FROM documents WHERE content_hash GLOB ? ORDER BY id LIMIT 20", (prefix + "*",)
-    )
-    return [r[0] for r in rows]
-
-
 def verify(oracle: Oracle, request: VerifyRequest) -> VerifyResult:
-    docs = oracle.store.documents_by_id(list(dict.fromkeys(c.id for c in request.citations)))
+    docs = oracle.store.sections_by_id(list(dict.fromkeys(c.id for c in request.citations)))
     results: list[CitationStatus] = []
     for citation in request.citations:
         cited = citation.content_hash.lower()
         doc = docs.get(citation.id)
-        if doc is not None and doc["content_hash"].startswith(cited):
+        if doc is not None and doc.content_hash.startswith(cited):
             results.append(CitationStatus(id=citation.id, content_hash=citation.content_hash, status="unchanged",
-                                          current_hash=doc["content_hash"], source_file=doc["file"],
-                                          line_start=doc["line_start"], line_end=doc["line_end"]))
+                                          current_hash=doc.content_hash, source_file=doc.file,
+                                          line_start=doc.line_start, line_end=doc.line_end))
             continue
-        elsewhere = [i for i in _holders(oracle, cited) if i != citation.id]
+        elsewhere = [i for i in oracle.store.ids_with_hash_prefix(cited) if i != citation.id]
         if doc is not None:
             results.append(CitationStatus(id=citation.id, content_hash=citation.content_hash, status="changed",
-                                          current_hash=doc["content_hash"], source_file=doc["file"],
-                                          line_start=doc["line_start"], line_end=doc["line_end"],
+                                          current_hash=doc.content_hash, source_file=doc.file,
+                                          line_start=doc.line_start, line_end=doc.line_end,
                                           same_content_in=elsewhere))
         else:
             results.append(CitationStatus(id=citation.id, content_hash=citation.content_hash, status="gone",

@@ -1,0 +1,138 @@
+"""The SQLite side of the index: notes (files), their sections (`documents`), two FTS5 tables, the embedding
+cache, skipped files, relations. The store owns every SQL statement; services get typed rows.
+
+- schema.py: tables, connections, migrations;   - writes.py: one transaction per note, on one writer;
+- reads.py: typed reads for services;            - keyword.py: the keyword leg of search and filters;
+- rows.py: the frozen row types and the batching helper; - logs.py: the usage logs (their own file).
+
+Connections: one writer connection, used under a lock with BEGIN IMMEDIATE (one writer across processes,
+too), and one read connection per thread. WAL lets the readers run side by side with each other and with
+the writer; one shared connection serialised every request of a server on one SQLite mutex (throughput fell
+from 51 to 29 req/s between 1 and 32 clients) and let one thread's open statement hold the snapshot
+another thread's BEGIN needed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+from indexer.store.keyword import (
+    BM25_WEIGHTS,
+    TIE_SLACK,
+    Filters,
+    count_embedded,
+    filtered_ids,
+    keyword_matching_ids,
+    keyword_search,
+    terms_matched,
+)
+from indexer.store.reads import Pattern, Reads
+from indexer.store.rows import FileState, IndexedNote, RelationRow, Section, SectionFacts, batched
+from indexer.store.schema import (
+    BUSY_TIMEOUT_MS,
+    SCHEMA_VERSION,
+    StoreClosed,
+    ThreadReaders,
+    connect,
+    create_or_migrate,
+    set_aside,
+)
+from indexer.store.writes import Writes, body_hash
+
+__all__ = [
+    "BM25_WEIGHTS", "BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "TIE_SLACK", "FileState", "Filters", "IndexedNote", "Pattern",
+    "RelationRow", "Section", "SectionFacts", "Store", "StoreClosed", "batched", "body_hash", "count_embedded",
+    "filtered_ids", "keyword_matching_ids", "keyword_search", "set_aside", "terms_matched",
+]
+
+class Store(Reads, Writes):
+    """One SQLite database per knowledge root. Cheap to open; safe to open in several processes."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._write_lock = threading.RLock()  # one writer connection, shared by this process's threads
+        self._readers = ThreadReaders(path)
+        self.recovered_from: Path | None = None
+        try:
+            self._connect()
+        except sqlite3.DatabaseError as exc:
+            # The index is derived data: move the broken file aside and rebuild from the markdown.
+            self.recovered_from = set_aside(path, exc)
+            self._connect()
+
+    def _connect(self) -> None:
+        conn = connect(self.path)
+        try:
+            fresh, reparse = create_or_migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self.conn = conn  # the writer (tests read through it too; services never touch it)
+        if reparse:
+            # Parsing gained fields: forget every file's stat and hash so the next sync re-parses it.
+            with self.transaction() as c:
+                c.execute("UPDATE files SET mtime_ns = 0, file_hash = ''")
+        self.set_meta("schema_version", SCHEMA_VERSION)
+        if fresh:
+            # A new (or rebuilt) index knows nothing of the vectors already stored: compare them first.
+            self.set_meta("vectors_dirty", "1")
+
+    def close(self) -> None:
+        """Refuse new reads and writes, let the ones in flight finish, then close every connection.
+        Idempotent."""
+        if self._readers.closed:
+            return
+        self._readers.close()
+        with self._write_lock:  # a transaction in progress ends first
+            self.conn.close()
+
+    # -- reading ------------------------------------------------------------------------------------
+    def reading(self) -> AbstractContextManager[sqlite3.Connection]:
+        """This thread's read connection, counted as in flight until the block ends."""
+        return self._readers.reading()
+
+    def fetch(self, sql: str, args: Sequence = ()) -> list[tuple]:
+        """Every row of one read on this thread's connection (see ThreadReaders)."""
+        return self._readers.fetch(sql, args)
+
+    def fetch_dicts(self, sql: str, args: Sequence = ()) -> list[dict]:
+        return self._readers.fetch_dicts(sql, args)
+
+    # -- writing ------------------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE: take the write lock up front so two writers queue instead of deadlocking."""
+        with self._write_lock:
+            if self._readers.closed:
+                raise StoreClosed("the index is closed: this process is shutting down")
+            self._begin()
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def _begin(self) -> None:
+        """BEGIN IMMEDIATE, waiting out SQLITE_BUSY_SNAPSHOT as the busy timeout waits out other writers.
+
+        If this connection still holds a read snapshot (a test reading through `conn`) and another process
+        has committed since, SQLite refuses BEGIN IMMEDIATE at once ("database is locked") without calling
+        the busy handler. The read ends in a moment, so retry until the busy timeout (two servers and a
+        watcher met this every few hundred learns in tests/test_paths.py).
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)

@@ -1,0 +1,236 @@
+"""The keyword leg: FTS5 word and trigram tables (and a LIKE scan for short unsegmented terms), filters,
+true totals. Every statement here is hand-written: bm25() with column weights, MATCH and the CROSS JOIN that
+fixes SQLite's join order are beyond what sqlite-utils' query builder expresses.
+
+The lead tunes ranking through these functions: their results are kept byte-identical across refactors.
+`BM25_WEIGHTS` is read at query time (benchmarks/quality.py swaps it for a run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from indexer.concepts import normalise_tags
+
+if TYPE_CHECKING:
+    from indexer.store import Store
+
+# bm25 column weights for documents_fts(id, title, heading, content, concepts): title words count more
+# (title 3 vs 2: +0.002 nDCG@10 on SciFact train with weighted fusion; see BENCHMARKS.md).
+BM25_WEIGHTS = (0.0, 3.0, 1.5, 1.0, 1.0)
+TIE_SLACK = 20  # rows fetched past the keyword pool, so that equal scores at the cut are all seen
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Search filters, rendered to SQL over `documents d`. Concepts match when a section has any of them.
+
+    Concepts pass through the indexer's own tag normaliser (`indexer.concepts.normalise_tags`), so a filter
+    names tags exactly as they were stored: a tag longer than the stored limit is cut the same way, and
+    "ops;deploy" means the two tags the indexer made of it (two normalisers used to disagree on both, and
+    such a filter never matched).
+    """
+
+    type: str | None = None
+    concepts: tuple[str, ...] = ()
+    project: str | None = None
+    date_from: str | None = None
+    date_to: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "concepts", tuple(normalise_tags(list(self.concepts))))
+
+    @property
+    def active(self) -> bool:
+        return bool(self.type or self.concepts or self.project or self.date_from or self.date_to)
+
+    def sql(self) -> tuple[str, list]:
+        clauses: list[str] = []
+        args: list = []
+        if self.type:
+            clauses.append("d.type = ?")
+            args.append(self.type)
+        if self.project:
+            clauses.append("d.project = ?")
+            args.append(self.project)
+        if self.concepts:
+            marks = ",".join("?" * len(self.concepts))
+            clauses.append(f"d.id IN (SELECT doc_id FROM doc_concepts WHERE concept IN ({marks}))")
+            args += list(self.concepts)
+        if self.date_from:
+            clauses.append("d.date >= ?")
+            args.append(self.date_from)
+        if self.date_to:
+            clauses.append("d.date <= ?")
+            args.append(self.date_to)
+        return (" AND ".join(clauses) or "1"), args
+
+
+class _Source(NamedTuple):
+    """One way a chunk can match the keyword query."""
+
+    clause: str  # FROM-and-MATCH clause over `documents d`
+    score: str  # higher-better score expression
+    args: list
+    table: str | None  # the FTS5 table, which can rank and count alone; None for a LIKE scan
+
+
+def _keyword_sources(fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str]) -> list[_Source]:
+    """One source per FTS5 table (and per LIKE term). bm25() only works in the query that runs the MATCH,
+    so each source is its own statement."""
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    sources: list[_Source] = []
+    if fts_match:
+        sources.append(_Source(
+            "documents_fts JOIN documents d ON d.rowid = documents_fts.rowid WHERE documents_fts MATCH ?",
+            f"-bm25(documents_fts, {weights})",
+            [fts_match],
+            "documents_fts",
+        ))
+    if trigram_match:
+        sources.append(_Source(
+            "documents_tri JOIN documents d ON d.rowid = documents_tri.rowid WHERE documents_tri MATCH ?",
+            "-bm25(documents_tri)",
+            [trigram_match],
+            "documents_tri",
+        ))
+    for term in like_terms:
+        pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        sources.append(_Source(
+            "documents d WHERE (d.content LIKE ? ESCAPE '\\' OR d.title LIKE ? ESCAPE '\\')",
+            "0.5",
+            [pattern, pattern],
+            None,
+        ))
+    return sources
+
+
+def _matching_rowids_sql(sources: list[_Source]) -> tuple[str, list]:
+    """Every matching rowid. FTS5 tables answer alone: joining `documents` for each of tens of thousands
+    of matches (a common word at 100k chunks) cost more than the MATCH itself."""
+    union = " UNION ".join(
+        f"SELECT rowid FROM {s.table} WHERE {s.table} MATCH ?" if s.table else f"SELECT d.rowid FROM {s.clause}"
+        for s in sources
+    )
+    return union, [a for s in sources for a in s.args]
+
+
+def _ranked_in_fts(store: Store, source: _Source, filters: Filters, limit: int) -> list[tuple[str, float]] | None:
+    """The rows of `ORDER BY s DESC, d.id LIMIT limit` over the joined clause, but ranked inside FTS5 with
+    only the top rows looked up in `documents`: a common word matches tens of thousands of chunks at 100k,
+    and a join per match cost as much as bm25 itself. Filters become one set of rowids, checked per match
+    (`+rowid` keeps SQLite from turning it into one FTS5 lookup per rowid). None when equal scores at the
+    cut run past the extra rows fetched, as only the join can order those by id."""
+    assert source.table is not None
+    where, filter_args = filters.sql()
+    restrict = f" AND +rowid IN (SELECT d.rowid FROM documents d WHERE {where})" if filters.active else ""
+    fetch = limit + TIE_SLACK
+    rows = store.fetch(
+        f"SELECT rowid, {source.score} AS s FROM {source.table} WHERE {source.table} MATCH ?{restrict}"
+        " ORDER BY s DESC LIMIT ?",
+        [*source.args, *(filter_args if filters.active else []), fetch],
+    )
+    if len(rows) == fetch and rows[-1][1] >= rows[limit - 1][1]:
+        return None
+    marks = ",".join("?" * len(rows))
+    ids = dict(store.fetch(f"SELECT rowid, id FROM documents WHERE rowid IN ({marks})", [r for r, _ in rows]))
+    if len(ids) < len(rows):
+        return None
+    return sorted(((ids[r], s) for r, s in rows), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+
+def keyword_search(
+    store: Store,
+    fts_match: str | None,
+    trigram_match: str | None,
+    like_terms: Sequence[str],
+    filters: Filters,
+    limit: int,
+) -> tuple[list[tuple[str, float]], int]:
+    """Top `limit` (id, score) by summed keyword score across sources, and the true number of matches."""
+    sources = _keyword_sources(fts_match, trigram_match, like_terms)
+    if not sources:
+        return [], 0
+    where, filter_args = filters.sql()
+    scores: dict[str, float] = {}
+    for source in sources:
+        rows = _ranked_in_fts(store, source, filters, limit) if source.table else None
+        if rows is None:
+            rows = store.fetch(
+                f"SELECT d.id, {source.score} AS s FROM {source.clause} AND {where} ORDER BY s DESC, d.id LIMIT ?",
+                [*source.args, *filter_args, limit],
+            )
+        for doc_id, value in rows:
+            scores[doc_id] = scores.get(doc_id, 0.0) + float(value)
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    union, union_args = _matching_rowids_sql(sources)
+    if filters.active:
+        sql = f"SELECT count(*) FROM documents d WHERE d.rowid IN ({union}) AND {where}"
+    else:
+        sql = f"SELECT count(*) FROM ({union})"
+    total = store.fetch(sql, [*union_args, *filter_args])[0][0]
+    return ranked, int(total)
+
+
+def keyword_matching_ids(
+    store: Store,
+    fts_match: str | None,
+    trigram_match: str | None,
+    like_terms: Sequence[str],
+    ids: Sequence[str],
+) -> set[str]:
+    """Which of `ids` the keyword query matches at all (to count a true hybrid total). Each source checks
+    its matches against the few rowids asked about, rather than collecting every match first."""
+    sources = _keyword_sources(fts_match, trigram_match, like_terms)
+    if not sources or not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    id_of = dict(store.fetch(f"SELECT rowid, id FROM documents WHERE id IN ({marks})", list(ids)))
+    rowids = list(id_of)
+    marks = ",".join("?" * len(rowids))
+    found: set[str] = set()
+    for s in sources:
+        if s.table:
+            sql = f"SELECT rowid FROM {s.table} WHERE {s.table} MATCH ? AND +rowid IN ({marks})"
+        else:
+            sql = f"SELECT d.rowid FROM {s.clause} AND d.rowid IN ({marks})"
+        found.update(id_of[r] for (r,) in store.fetch(sql, [*s.args, *rowids]))
+    return found
+
+
+def terms_matched(store: Store, terms: Sequence[str], ids: Sequence[str]) -> dict[str, int]:
+    """How many of `terms` (quoted FTS5 strings) each of `ids` contains in the word table: one MATCH per
+    term, over the few ids asked about."""
+    if not terms or not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    id_of = dict(store.fetch(f"SELECT rowid, id FROM documents WHERE id IN ({marks})", list(ids)))
+    counts = dict.fromkeys(id_of.values(), 0)
+    marks = ",".join("?" * len(id_of))
+    sql = f"SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND +rowid IN ({marks})"
+    for term in terms:
+        for (rowid,) in store.fetch(sql, [term, *id_of]):
+            counts[id_of[rowid]] += 1
+    return counts
+
+
+def filtered_ids(store: Store, ids: Sequence[str], filters: Filters) -> set[str]:
+    """Which of `ids` exist in the index and pass the filters (vector hits are checked here). The ids drive
+    the lookup (CROSS JOIN fixes the order): left to itself SQLite walked every chunk of the filtered type
+    or concept instead, 2-7 times slower at 100k chunks."""
+    if not ids:
+        return set()
+    where, args = filters.sql()
+    values = ",".join(["(?)"] * len(ids))
+    rows = store.fetch(
+        f"WITH v(id) AS (VALUES {values}) SELECT d.id FROM v CROSS JOIN documents d ON d.id = v.id WHERE {where}",
+        [*ids, *args],
+    )
+    return {r[0] for r in rows}
+
+
+def count_embedded(store: Store, filters: Filters) -> int:
+    where, args = filters.sql()
+    return store.fetch(f"SELECT count(*) FROM documents d WHERE d.in_vector = 1 AND {where}", args)[0][0]

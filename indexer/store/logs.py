@@ -1,0 +1,396 @@
+"""Append-only usage logs (the store's second file; services reach it as `oracle.logs`): searches, consultations, learnings and which documents went to whom.
+
+They live in their own SQLite file (`logs.db` beside the index) because the index can always be rebuilt
+from the markdown and the logs cannot: a corrupt or deleted index never takes the logs with it.
+Rows are only ever inserted; the dashboard and stats read them back through the functions below.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from indexer.store.rows import batched, marks
+from indexer.store.schema import StoreClosed, ThreadReaders, set_aside
+
+BUSY_TIMEOUT_MS = 10_000
+MAX_TEXT = 20_000  # a logged field longer than this is cut; the log is a record, not an archive
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS search_log (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, tool TEXT, query TEXT, params TEXT,
+    mode TEXT, total INTEGER, results TEXT, latency_ms REAL, warnings TEXT
+);
+CREATE TABLE IF NOT EXISTS consult_log (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, decision TEXT, context TEXT, found TEXT,
+    guidance TEXT, tokens INTEGER, latency_ms REAL
+);
+CREATE TABLE IF NOT EXISTS learn_log (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, file TEXT, title TEXT, concepts TEXT,
+    project TEXT, source TEXT, chunk_ids TEXT, embedded INTEGER
+);
+CREATE TABLE IF NOT EXISTS document_access (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, tool TEXT, doc_id TEXT, rank INTEGER
+);
+CREATE TABLE IF NOT EXISTS feedback_log (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, doc_id TEXT NOT NULL, verdict TEXT NOT NULL,
+    note TEXT, content_hash TEXT
+);
+CREATE INDEX IF NOT EXISTS feedback_log_doc ON feedback_log(doc_id);
+CREATE TABLE IF NOT EXISTS supersede_log (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, old_ref TEXT NOT NULL, new_ref TEXT,
+    reason TEXT, action TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS document_access_doc ON document_access(doc_id);
+CREATE INDEX IF NOT EXISTS search_log_at ON search_log(at);
+CREATE INDEX IF NOT EXISTS consult_log_at ON consult_log(at);
+CREATE TRIGGER IF NOT EXISTS search_log_append_only BEFORE UPDATE ON search_log
+    BEGIN SELECT RAISE(ABORT, 'search_log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS consult_log_append_only BEFORE UPDATE ON consult_log
+    BEGIN SELECT RAISE(ABORT, 'consult_log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS learn_log_append_only BEFORE UPDATE ON learn_log
+    BEGIN SELECT RAISE(ABORT, 'learn_log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS document_access_append_only BEFORE UPDATE ON document_access
+    BEGIN SELECT RAISE(ABORT, 'document_access is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS feedback_log_append_only BEFORE UPDATE ON feedback_log
+    BEGIN SELECT RAISE(ABORT, 'feedback_log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS supersede_log_append_only BEFORE UPDATE ON supersede_log
+    BEGIN SELECT RAISE(ABORT, 'supersede_log is append-only'); END;
+"""
+
+LOG_TABLES = ("search_log", "consult_log", "learn_log", "document_access", "feedback_log", "supersede_log")
+# Usage records, pruned by age and count. Verdicts and supersessions are not: search ranks by them.
+PRUNED_TABLES = ("search_log", "consult_log", "learn_log", "document_access")
+PRUNE_EVERY_SECONDS = 3600.0
+
+
+def _cut(text: str | None) -> str | None:
+    return None if text is None else text[:MAX_TEXT]
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+FLUSH_INTERVAL = 0.5  # seconds a search or consultation row may wait before it is written
+
+
+class Logs:
+    """Searches and consultations are queued and written in batches by a background thread, so a search
+    never waits for a log transaction; `close()` writes what is queued (a crash loses at most the last
+    FLUSH_INTERVAL), and every read here writes the queue first, so this process reads its own writes.
+    Learnings, verdicts and supersessions are rare and written at once."""
+
+    def __init__(self, path: Path, retention_days: int = 365, max_rows: int = 1_000_000) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.retention_days = retention_days
+        self.max_rows = max_rows
+        self._pruned_at = 0.0
+        self._lock = threading.Lock()
+        self._queue: list[tuple[str, list[tuple]]] = []
+        self._queue_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self._conn_closed = False
+        self._writer: threading.Thread | None = None
+        self._supersessions: tuple[int | None, dict] | None = None
+        try:
+            self.conn = self._connect()
+        except sqlite3.DatabaseError as exc:
+            # Logs that cannot be read are kept on disk for a person to inspect; new ones start afresh.
+            set_aside(path, exc)
+            self.conn = self._connect()
+        self._readers = ThreadReaders(path)  # reads: one connection per thread (every search reads here)
+        self._maybe_prune()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.executescript(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._writer is not None:
+            self._writer.join(timeout=10)
+        self.flush()
+        self._readers.close()
+        with self._lock:  # a write in progress ends first; later ones raise StoreClosed
+            self._conn_closed = True
+            self.conn.close()
+
+    def _enqueue(self, sql: str, rows: list[tuple]) -> None:
+        if not rows:
+            return
+        with self._queue_lock:
+            self._queue.append((sql, rows))
+            if self._writer is None and not self._closed:
+                self._writer = threading.Thread(target=self._write_queued, name="oracle-logs", daemon=True)
+                self._writer.start()
+
+    def _write_queued(self) -> None:
+        while not self._closed:
+            self._wake.wait(FLUSH_INTERVAL)
+            try:
+                self.flush()
+            except sqlite3.Error:  # a locked or full disk: the rows stay queued for the next round
+                pass
+            self._maybe_prune()  # this writer is the logs' maintenance worker: retention, once an hour
+
+    def flush(self) -> None:
+        """Write every queued row in one transaction."""
+        with self._queue_lock:
+            batch, self._queue = self._queue, []
+        if not batch:
+            return
+        try:
+            self._write(batch)
+        except BaseException:
+            with self._queue_lock:
+                self._queue = batch + self._queue
+            raise
+
+    def prune(self, now: float | None = None) -> dict[str, int]:
+        """Delete usage records older than `retention_days` and beyond the newest `max_rows` of each usage
+        log (0 disables either); rows deleted per table. Without this logs.db grew without limit."""
+        now = time.time() if now is None else now
+        deleted: dict[str, int] = {}
+        self.flush()  # queued rows count too
+        with self._lock:
+            for table in PRUNED_TABLES:
+                count = 0
+                if self.retention_days:
+                    count += self.conn.execute(f"DELETE FROM {table} WHERE at < ?",
+                                               (now - self.retention_days * 86400,)).rowcount
+                if self.max_rows:
+                    count += self.conn.execute(
+                        f"DELETE FROM {table} WHERE id <= (SELECT id FROM {table} ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                        (self.max_rows,)).rowcount
+                deleted[table] = count
+            self._pruned_at = time.monotonic()
+        return deleted
+
+    def _maybe_prune(self) -> None:
+        """At start-up and then at most once an hour, from whichever write comes along."""
+        if time.monotonic() - self._pruned_at >= PRUNE_EVERY_SECONDS or not self._pruned_at:
+            try:
+                self.prune()
+            except sqlite3.OperationalError:  # busy beyond the timeout: the next chance will do
+                pass
+
+    def _insert(self, sql: str, rows: Sequence[tuple]) -> None:
+        self._maybe_prune()
+        self._write([(sql, rows)])
+
+    def _write(self, batch: Sequence[tuple[str, Sequence[tuple]]]) -> None:
+        """Every (statement, rows) of the batch in one immediate transaction, or none of them."""
+        with self._lock:
+            if self._conn_closed:
+                raise StoreClosed("the logs are closed: this process is shutting down")
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, rows in batch:
+                    self.conn.executemany(sql, rows)
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    # -- writes -----------------------------------------------------------------------------------
+    def log_search(self, client: str, tool: str, query: str, params: dict, mode: str, total: int,
+                   results: list[tuple[str, float]], latency_ms: float, warnings: list[str]) -> None:
+        now = time.time()
+        self._enqueue(
+            "INSERT INTO search_log (at, client, tool, query, params, mode, total, results, latency_ms, warnings)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [(now, client, tool, _cut(query), _json(params), mode, total, _json(results), latency_ms, _json(warnings))],
+        )
+        self._enqueue(*self._access_rows(client, tool, [doc_id for doc_id, _ in results], now))
+
+    def log_consult(self, client: str, decision: str, context: str | None, found: list[dict], guidance: str,
+                    tokens: int, latency_ms: float) -> None:
+        now = time.time()
+        self._enqueue(
+            "INSERT INTO consult_log (at, client, decision, context, found, guidance, tokens, latency_ms)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            [(now, client, _cut(decision), _cut(context), _json(found), _cut(guidance), tokens, latency_ms)],
+        )
+        self._enqueue(*self._access_rows(client, "consult", [f["id"] for f in found], now))
+
+    def log_learn(self, client: str, file: str, title: str, concepts: list[str], project: str | None,
+                  source: str | None, chunk_ids: list[str], embedded: bool) -> None:
+        self._insert(
+            "INSERT INTO learn_log (at, client, file, title, concepts, project, source, chunk_ids, embedded)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            [(time.time(), client, file, _cut(title), _json(concepts), project, _cut(source), _json(chunk_ids), int(embedded))],
+        )
+
+    @staticmethod
+    def _access_rows(client: str, tool: str, doc_ids: Sequence[str], at: float) -> tuple[str, list[tuple]]:
+        return (
+            "INSERT INTO document_access (at, client, tool, doc_id, rank) VALUES (?,?,?,?,?)",
+            [(at, client, tool, doc_id, rank) for rank, doc_id in enumerate(doc_ids, start=1)],
+        )
+
+    def log_access(self, client: str, tool: str, doc_ids: Sequence[str], at: float | None = None) -> None:
+        if doc_ids:
+            self._insert(*self._access_rows(client, tool, doc_ids, at or time.time()))
+
+    def log_feedback(self, client: str, doc_id: str, verdict: str, note: str | None, content_hash: str | None) -> int:
+        """Append one verdict; return how many verdicts this document now has."""
+        self._insert(
+            "INSERT INTO feedback_log (at, client, doc_id, verdict, note, content_hash) VALUES (?,?,?,?,?,?)",
+            [(time.time(), client, doc_id, verdict, _cut(note), content_hash)],
+        )
+        return self._readers.fetch("SELECT count(*) FROM feedback_log WHERE doc_id = ?", (doc_id,))[0][0]
+
+    def log_supersede(self, client: str, old_ref: str, new_ref: str | None, reason: str | None, action: str) -> None:
+        self._insert(
+            "INSERT INTO supersede_log (at, client, old_ref, new_ref, reason, action) VALUES (?,?,?,?,?,?)",
+            [(time.time(), client, old_ref, new_ref, _cut(reason), action)],
+        )
+
+    # -- reads ------------------------------------------------------------------------------------
+    def feedback_counts(self, doc_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """(helpful, misleading) per document that has any verdict."""
+        out: dict[str, tuple[int, int]] = {}
+        ids = list(dict.fromkeys(doc_ids))
+        for part in batched(ids):
+            rows = self._readers.fetch(
+                "SELECT doc_id, sum(verdict = 'helpful'), sum(verdict = 'misleading') FROM feedback_log"
+                f" WHERE doc_id IN ({marks(len(part))}) GROUP BY doc_id",
+                part,
+            )
+            out.update({doc_id: (int(h), int(m)) for doc_id, h, m in rows})
+        return out
+
+    def feedback_totals(self) -> list[tuple[str, int, int, float]]:
+        """(doc_id, helpful, misleading, last verdict time) for every document with a verdict."""
+        rows = self._readers.fetch(
+            "SELECT doc_id, sum(verdict = 'helpful'), sum(verdict = 'misleading'), max(at) FROM feedback_log"
+            " GROUP BY doc_id ORDER BY doc_id"
+        )
+        return [(d, int(h), int(m), at) for d, h, m, at in rows]
+
+    def supersessions(self) -> dict[str, tuple[str, str | None, float, str]]:
+        """old ref -> (new ref, reason, when, client) for supersessions not revoked since: the last entry
+        for an old ref wins. Every search asks, so the answer is kept until the log grows (it is append-only
+        and never pruned; another process's entry shows as a new last id)."""
+        last = self._readers.fetch("SELECT max(id) FROM supersede_log")[0][0]
+        cached = self._supersessions
+        if cached is not None and cached[0] == last:
+            return dict(cached[1])
+        current = self._read_supersessions()
+        self._supersessions = (last, current)
+        return dict(current)
+
+    def _read_supersessions(self) -> dict[str, tuple[str, str | None, float, str]]:
+        current: dict[str, tuple[str, str | None, float, str]] = {}
+        for old, new, reason, at, client, action in self._readers.fetch(
+            "SELECT old_ref, new_ref, reason, at, client, action FROM supersede_log ORDER BY id"
+        ):
+            if action == "revoke":
+                current.pop(old, None)
+            else:
+                current[old] = (new, reason, at, client or "")
+        return current
+
+    def counts(self) -> dict[str, int]:
+        self.flush()
+        return {t: self._readers.fetch(f"SELECT count(*) FROM {t}")[0][0] for t in LOG_TABLES}
+
+    def search_latency(self, last: int = 1000) -> dict[str, float | None]:
+        self.flush()
+        rows = [r[0] for r in self._readers.fetch(
+            "SELECT latency_ms FROM search_log ORDER BY id DESC LIMIT ?", (last,))]
+        if not rows:
+            return {"p50_ms": None, "p95_ms": None, "samples": 0}
+        rows.sort()
+        p95 = rows[min(len(rows) - 1, int(round(0.95 * (len(rows) - 1))))]
+        return {"p50_ms": round(statistics.median(rows), 2), "p95_ms": round(p95, 2), "samples": len(rows)}
+
+    def search_latency_by_process(self, last: int = 1000) -> dict[str, dict[str, float | None]]:
+        """Latency per kind of process that ran the search: "server" (MCP, HTTP, and CLI calls a running
+        server answered) and "cli" (a CLI process on its own, which pays for loading the model each time).
+        Mixed, a few 3 s CLI cold starts made a 40 ms server look like a 3 s one."""
+        self.flush()
+        rows = self._readers.fetch(
+            "SELECT CASE WHEN client = 'cli' THEN 'cli' ELSE 'server' END, latency_ms FROM search_log"
+            " ORDER BY id DESC LIMIT ?", (last,))
+        out: dict[str, dict[str, float | None]] = {}
+        for proc in ("server", "cli"):
+            values = sorted(v for p, v in rows if p == proc and v is not None)
+            if values:
+                p95 = values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
+                out[proc] = {"p50_ms": round(statistics.median(values), 2), "p95_ms": round(p95, 2),
+                             "samples": len(values)}
+        return out
+
+    def recent(self, table: str, limit: int = 20) -> list[dict]:
+        self.flush()
+        if table not in LOG_TABLES:
+            raise ValueError(f"unknown log {table!r}; one of {', '.join(LOG_TABLES)}")
+        out = []
+        for item in self._readers.fetch_dicts(f"SELECT * FROM {table} ORDER BY id DESC LIMIT ?", (limit,)):
+            for key in ("params", "results", "warnings", "found", "concepts", "chunk_ids"):
+                if isinstance(item.get(key), str):
+                    item[key] = json.loads(item[key])
+            out.append(item)
+        return out
+
+    def per_day(self, table: str, days: int = 30) -> list[dict]:
+        self.flush()
+        if table not in LOG_TABLES:
+            raise ValueError(f"unknown log {table!r}")
+        since = time.time() - days * 86400
+        rows = self._readers.fetch(
+            f"SELECT date(at, 'unixepoch') AS day, count(*) FROM {table} WHERE at >= ? GROUP BY day ORDER BY day",
+            (since,),
+        )
+        return [{"day": day, "count": n} for day, n in rows]
+
+    def per_hour(self, table: str, hours: int = 48) -> list[dict]:
+        """Counts per UTC hour ("YYYY-MM-DDTHH") over the last `hours`: a day or two of use is one bar per
+        day, so the dashboard draws hours when all the activity is that recent."""
+        self.flush()
+        if table not in LOG_TABLES:
+            raise ValueError(f"unknown log {table!r}")
+        since = time.time() - hours * 3600
+        rows = self._readers.fetch(
+            f"SELECT strftime('%Y-%m-%dT%H', at, 'unixepoch') AS hour, count(*) FROM {table} WHERE at >= ?"
+            " GROUP BY hour ORDER BY hour",
+            (since,),
+        )
+        return [{"hour": hour, "count": n} for hour, n in rows]
+
+    def overview(self, limit: int = 20, days: int = 30) -> dict:
+        """Recent entries of each log, counts per day, and counts per hour of the last 48 hours, as the
+        dashboard shows them."""
+        return {
+            "searches": self.recent("search_log", limit),
+            "consultations": self.recent("consult_log", limit),
+            "learnings": self.recent("learn_log", limit),
+            "per_day": {
+                "searches": self.per_day("search_log", days),
+                "consultations": self.per_day("consult_log", days),
+                "learnings": self.per_day("learn_log", days),
+            },
+            "per_hour": {
+                "searches": self.per_hour("search_log"),
+                "consultations": self.per_hour("consult_log"),
+                "learnings": self.per_hour("learn_log"),
+            },
+        }

@@ -1,0 +1,113 @@
+"""The typed rows the store hands to services: frozen, so a row read once cannot drift from the index.
+
+A *section* is a row of `documents` (the table's historical name); a *note* is a row of `files`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+# SQLite's default limit on bound parameters is 999 on older builds: `IN (...)` lists go in parts of this size.
+BATCH = 500
+
+
+def batched(items: Sequence[T], size: int = BATCH) -> Iterator[list[T]]:
+    """`items` in consecutive lists of at most `size` (the one batching helper for `IN (?,...)` lists)."""
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+def marks(n: int) -> str:
+    """`?,?,...` for n bound parameters."""
+    return ",".join("?" * n)
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What sync compares with the disk: an unchanged stat costs nothing, an unchanged hash no re-parse."""
+
+    mtime_ns: int
+    size: int
+    file_hash: str
+
+
+@dataclass(frozen=True)
+class SectionFacts:
+    """What ranking needs of a candidate section, without its text."""
+
+    id: str
+    file: str
+    kind: str
+    parent_id: str | None
+    content_hash: str
+    body_hash: str | None  # the note's title and sections (files.body_hash): equal for identical notes
+    heading: str
+    line_start: int
+    line_end: int
+
+
+SECTION_COLUMNS = ("id, file, type, kind, title, heading, content, line_start, line_end, content_hash, concepts,"
+                   " project, date, parent_id, position, in_vector, timestamp")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of a note, as indexed. `title` is the note's title; `heading` the section's path."""
+
+    id: str
+    file: str
+    type: str
+    kind: str
+    title: str
+    heading: str
+    content: str
+    line_start: int
+    line_end: int
+    content_hash: str
+    concepts: tuple[str, ...]
+    project: str | None
+    date: str | None
+    parent_id: str | None
+    position: int
+    in_vector: bool
+    timestamp: str | None
+
+    @classmethod
+    def from_row(cls, row: Sequence) -> "Section":
+        """From a row of SECTION_COLUMNS, in that order."""
+        (id_, file, type_, kind, title, heading, content, line_start, line_end, content_hash, concepts,
+         project, date, parent_id, position, in_vector, timestamp) = row[:17]
+        return cls(id_, file, type_, kind, title or "", heading or "", content or "", line_start, line_end,
+                   content_hash, tuple(json.loads(concepts or "[]")), project, date, parent_id, position,
+                   bool(in_vector), timestamp)
+
+
+@dataclass(frozen=True)
+class IndexedNote:
+    """A note (file) as the index knows it."""
+
+    path: str
+    type: str
+    title: str | None
+    size: int
+    mtime_ns: int | None
+    chunk_count: int
+    file_hash: str
+
+
+@dataclass(frozen=True)
+class RelationRow:
+    """A (subject, predicate, object) a note states, with the note and its first section."""
+
+    subject: str
+    predicate: str
+    object: str
+    file: str
+    title: str
+    type: str
+    first_section_id: str

@@ -1,0 +1,239 @@
+"""The index's tables, how a connection is opened, and how an older index is brought up to date.
+
+Names: a row of `documents` is a *section* (a heading's text, or a principle's bullet) of a *note* (a
+markdown file, a row of `files`). The table keeps its historical name `documents`; code says section.
+
+- `documents_fts` (porter + unicode61) ranks words in spaced scripts with stemming;
+- `documents_tri` (trigram) finds a word inside unsegmented text (Thai, Chinese, Japanese), where
+  unicode61 sees a whole sentence as one token.
+Both are keyed by the rowid of `documents`. WAL mode and a busy timeout let readers in other processes
+(and this process's per-thread readers) carry on while one connection writes.
+
+Why the DDL is hand-written and sqlite-utils does introspection and column migrations only: the two FTS5
+tables hold *segmented* text (Thai split into words, aliases folded into the title), not a copy of
+`documents`' columns, so sqlite-utils' `enable_fts` (an external-content table kept by triggers) cannot
+express them; and one script of `CREATE ... IF NOT EXISTS` is the whole schema in one place, readable next
+to the queries that depend on it. sqlite-utils answers "which columns does this table have" and adds the
+columns older indexes lack (`add_column`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlite_utils
+
+from indexer.segment import THAI_MARKS
+
+# 2: relations and superseded_by from frontmatter (an index of version 1 re-parses every file once).
+# 3: Thai segmented into words in documents_fts, whose tokenizer keeps Thai marks inside words (the
+#    table is rebuilt), and metadata-only blocks folded into their neighbouring section.
+# 4: one tag normaliser: a list item "ops;deploy" is two tags, as the same string was (re-parse only).
+SCHEMA_VERSION = "4"
+# Tables whose definition changed at a schema version: dropped and rebuilt from the markdown.
+_REBUILT_AT = {"3": ("documents_fts",)}
+BUSY_TIMEOUT_MS = 10_000
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, type TEXT NOT NULL, title TEXT, mtime_ns INTEGER, size INTEGER,
+    file_hash TEXT, chunk_count INTEGER, warnings TEXT, indexed_at REAL, body_hash TEXT
+);
+CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY, file TEXT NOT NULL, type TEXT NOT NULL, kind TEXT NOT NULL, title TEXT,
+    heading TEXT, content TEXT, line_start INTEGER, line_end INTEGER, content_hash TEXT,
+    embed_key TEXT, concepts TEXT, project TEXT, date TEXT, parent_id TEXT, position INTEGER,
+    in_vector INTEGER NOT NULL DEFAULT 0, timestamp TEXT
+);
+CREATE INDEX IF NOT EXISTS documents_file ON documents(file);
+CREATE INDEX IF NOT EXISTS documents_type ON documents(type);
+CREATE INDEX IF NOT EXISTS documents_in_vector ON documents(in_vector);
+CREATE TABLE IF NOT EXISTS doc_concepts (doc_id TEXT NOT NULL, concept TEXT NOT NULL, PRIMARY KEY (concept, doc_id));
+CREATE INDEX IF NOT EXISTS doc_concepts_doc ON doc_concepts(doc_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
+    id UNINDEXED, title, heading, content, concepts,
+    tokenize = "porter unicode61 remove_diacritics 2 tokenchars '{thai_marks}'"
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS documents_tri USING fts5(title, content, tokenize = 'trigram');
+CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
+-- multilingual vectors (indexer/multilingual.py), keyed like embeddings by the embedded text's hash
+CREATE TABLE IF NOT EXISTS ml_vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL, seen_at REAL);
+CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash);
+CREATE TABLE IF NOT EXISTS relations (
+    file TEXT NOT NULL, position INTEGER NOT NULL, subject TEXT NOT NULL, predicate TEXT NOT NULL,
+    object TEXT NOT NULL, subject_key TEXT NOT NULL, predicate_key TEXT NOT NULL, object_key TEXT NOT NULL,
+    PRIMARY KEY (file, position)
+);
+CREATE INDEX IF NOT EXISTS relations_subject ON relations(subject_key);
+CREATE INDEX IF NOT EXISTS relations_predicate ON relations(predicate_key);
+CREATE INDEX IF NOT EXISTS relations_object ON relations(object_key);
+CREATE TABLE IF NOT EXISTS superseded_files (file TEXT PRIMARY KEY, target TEXT NOT NULL);
+""".replace("{thai_marks}", THAI_MARKS)
+
+# Every table that holds what the markdown says (for --full): the embedding cache and meta survive.
+CONTENT_TABLES = ("documents", "documents_fts", "documents_tri", "doc_concepts", "files", "skipped",
+                  "relations", "superseded_files")
+
+
+class StoreClosed(RuntimeError):
+    """The store (or the logs) was closed: the process is shutting down. Raised instead of sqlite3's
+    "Cannot operate on a closed database" from a connection closed under a running request."""
+
+
+def set_aside(path: Path, reason: Exception) -> Path:
+    """Rename a database that cannot be opened (and its WAL files) out of the way; return the new name."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        source = Path(f"{path}{suffix}")
+        if source.exists():
+            source.rename(Path(f"{target}{suffix}"))
+    print(f"oracle: {path} could not be opened ({reason}); moved to {target.name} and rebuilding", file=sys.stderr)
+    return target
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit BEGIN IMMEDIATE), WAL, busy timeout."""
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def connect_reader(path: Path) -> sqlite3.Connection:
+    """A read connection for one thread: WAL lets it read while another connection writes, and
+    `query_only` makes a write through it an error instead of a second, unserialised writer."""
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA query_only = 1")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+CLOSE_WAIT_SECONDS = 5.0  # how long close() lets reads in flight finish before closing their connections
+
+
+class ThreadReaders:
+    """One `query_only` WAL read connection per thread for one database file (the index, the logs).
+
+    A connection shared by threads serialised every read on its mutex and let one thread's unfinished
+    statement hold a snapshot that another thread's BEGIN IMMEDIATE then failed on. Readers of threads that
+    ended are closed when the next reader opens; `close()` waits for reads in flight, then refuses new ones
+    with StoreClosed instead of letting them meet "Cannot operate on a closed database".
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._gate = threading.Condition()
+        self._active = 0
+        self._closed = False
+        self._local = threading.local()
+        self._open: list[tuple[threading.Thread, sqlite3.Connection]] = []
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _mine(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect_reader(self.path)
+            self._local.conn = conn
+            with self._gate:
+                dead = [c for t, c in self._open if not t.is_alive()]
+                self._open = [(t, c) for t, c in self._open if t.is_alive()]
+                self._open.append((threading.current_thread(), conn))
+            for c in dead:  # their threads are gone, and with them the only code that used them
+                c.close()
+        return conn
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """This thread's read connection, counted as in flight until the block ends."""
+        with self._gate:
+            if self._closed:
+                raise StoreClosed(f"{self.path.name} is closed: this process is shutting down")
+            self._active += 1
+        try:
+            yield self._mine()
+        finally:
+            with self._gate:
+                self._active -= 1
+                if not self._active:
+                    self._gate.notify_all()
+
+    def fetch(self, sql: str, args: Sequence = ()) -> list[tuple]:
+        """Every row of one read. Fetching all rows ends the statement, so the connection never keeps an
+        old snapshot open between calls."""
+        with self.reading() as conn:
+            return conn.execute(sql, list(args)).fetchall()
+
+    def fetch_dicts(self, sql: str, args: Sequence = ()) -> list[dict]:
+        with self.reading() as conn:
+            cursor = conn.execute(sql, list(args))
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def close(self) -> None:
+        """Refuse new reads, let those in flight finish (up to CLOSE_WAIT_SECONDS), close every reader."""
+        with self._gate:
+            self._closed = True
+            self._gate.wait_for(lambda: self._active == 0, timeout=CLOSE_WAIT_SECONDS)
+            readers, self._open = self._open, []
+        for _, conn in readers:
+            conn.close()
+
+
+def _drop_changed_tables(conn: sqlite3.Connection) -> None:
+    """Drop the tables whose definition changed since this index's schema version; the re-parse that
+    a version change triggers (see `create_or_migrate`) fills them again."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    previous = row[0] if row else "0"
+    for version, tables in _REBUILT_AT.items():
+        if previous.isdigit() and int(previous) < int(version):
+            for table in tables:
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def create_or_migrate(conn: sqlite3.Connection) -> tuple[bool, bool]:
+    """Check the file, create what is missing, add columns older indexes lack.
+
+    Returns (fresh, reparse): `fresh` when the index was empty (it then knows nothing of the vectors
+    already stored), `reparse` when parsing gained fields since this index was written, so every file's
+    stat and hash must be forgotten and the next sync re-parses it (the embedding cache makes that cheap;
+    section ids do not change). Raises sqlite3.DatabaseError for a file that is not a sound database.
+    """
+    check = conn.execute("PRAGMA quick_check").fetchone()[0]
+    if check != "ok":
+        raise sqlite3.DatabaseError(f"integrity check failed: {check}")
+    db = sqlite_utils.Database(conn)
+    fresh = not db["documents"].exists()
+    if not fresh:
+        _drop_changed_tables(conn)
+    conn.executescript(SCHEMA)
+    reparse = False
+    if "body_hash" not in db["files"].columns_dict:  # an index from before schema version 3
+        db["files"].add_column("body_hash", str)
+    if "timestamp" not in db["documents"].columns_dict:  # an index from before note timestamps
+        db["documents"].add_column("timestamp", str)
+        reparse = True
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if not fresh and (row[0] if row else None) != SCHEMA_VERSION:
+        reparse = True
+    return fresh, reparse

@@ -1,0 +1,152 @@
+"""The store package: one tag normaliser for indexing and filtering, per-thread read connections, a clean
+close. Real SQLite files, no mocks."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from indexer.concepts import MAX_TAG_CHARS, normalise_tags
+from indexer.parse import CHUNK_ID_RE, chunk_id, content_hash, parse_markdown
+from indexer.store import FileState, Filters, Store, StoreClosed, batched, keyword_search
+from server.models import SearchRequest
+from server.search import filters_for
+
+LONG_TAG = "a-very-long-tag-" + "x" * 54  # 70 characters, stored cut to MAX_TAG_CHARS
+
+
+def _index(store: Store, rel: str, text: str) -> None:
+    parsed = parse_markdown(text, rel, "learning")
+    store.replace_file(rel, "learning", parsed.title, FileState(0, len(text), content_hash(text)), parsed.chunks, [])
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    store = Store(tmp_path / "index.db")
+    _index(store, "learnings/deploy.md",
+           f"---\ntitle: Blue green deploys\ntags: ops;deploy\n---\n\n# Blue green deploys\n\n## Why\n\n"
+           "Switch the router only after the green pool passes its health checks.\n")
+    _index(store, "learnings/long.md",
+           f"---\ntitle: Quokka feeding\ntags: [{LONG_TAG}]\n---\n\n# Quokka feeding\n\n## Rule\n\n"
+           "Never feed the quokka bread; the router of the park says so too.\n")
+    yield store
+    store.close()
+
+
+def _files(store: Store, request: SearchRequest) -> set[str]:
+    """Files a keyword search for `router` returns under the request's filters (the search path's own
+    request -> Filters conversion, then the store's keyword leg)."""
+    ranked, _ = keyword_search(store, '"router"', None, [], filters_for(request), 10)
+    facts = store.section_facts([doc_id for doc_id, _ in ranked])
+    return {f.file for f in facts.values()}
+
+
+def test_a_filter_names_tags_as_the_indexer_stored_them(store: Store) -> None:
+    """`tags: ops;deploy` is stored as two tags; the filter "ops;deploy" must mean the same two. A 70-char
+    tag is stored cut to 64; the same 70-char filter must match it (before: neither filter matched)."""
+    assert len(LONG_TAG) == 70
+    stored = {c for s in store.sections_by_id(store.file_chunk_ids("learnings/deploy.md")).values() for c in s.concepts}
+    assert {"ops", "deploy"} <= stored and "ops;deploy" not in stored
+    assert _files(store, SearchRequest(query="router", concepts=["ops;deploy"])) == {"learnings/deploy.md"}
+    assert _files(store, SearchRequest(query="router", concepts="deploy")) == {"learnings/deploy.md"}
+    assert _files(store, SearchRequest(query="router", concepts=[LONG_TAG])) == {"learnings/long.md"}
+    assert _files(store, SearchRequest(query="router", concepts=["no-such-tag"])) == set()
+
+
+def test_one_normaliser_splits_list_items_and_strings_alike() -> None:
+    assert normalise_tags("ops;deploy") == normalise_tags(["ops;deploy"]) == normalise_tags(["ops", "deploy"])
+    assert normalise_tags(["#Ops , Deploy"]) == ["ops", "deploy"]
+    assert normalise_tags([LONG_TAG]) == [LONG_TAG[:MAX_TAG_CHARS]]
+    assert Filters(concepts=("OPS;deploy", LONG_TAG)).concepts == ("ops", "deploy", LONG_TAG[:MAX_TAG_CHARS])
+
+
+def test_chunk_ids_match_the_one_pattern() -> None:
+    assert CHUNK_ID_RE.match(chunk_id("learnings/a.md", "why"))
+    assert not CHUNK_ID_RE.match("c_" + "0" * 19)
+
+
+def test_batched_covers_every_item_once() -> None:
+    items = list(range(1234))
+    parts = list(batched(items, 500))
+    assert [len(p) for p in parts] == [500, 500, 234] and [i for p in parts for i in p] == items
+    assert list(batched([], 500)) == []
+
+
+def test_each_thread_reads_on_its_own_connection_while_one_writes(store: Store) -> None:
+    """Readers in many threads never fail and see each commit; each thread has its own connection."""
+    errors: list[BaseException] = []
+    connections: set[int] = set()
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                ranked, total = keyword_search(store, '"router"', None, [], Filters(), 10)
+                assert total >= 2 and len(ranked) >= 2
+                assert store.chunk_count() >= 2
+                with store.reading() as conn, lock:
+                    connections.add(id(conn))
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for n in range(20):  # the writer replaces a note over and over while the readers run
+        _index(store, f"learnings/extra-{n % 3}.md", f"# Extra {n}\n\n## Note\n\nThe router restarts at {n}.\n")
+    time.sleep(0.2)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert len(connections) == 12
+    # A commit by the writer is visible to a reader at once (a new snapshot per statement).
+    _index(store, "learnings/fresh.md", "# Fresh\n\n## Note\n\nA wombat guards the router.\n")
+    ranked, _ = keyword_search(store, '"wombat"', None, [], Filters(), 10)
+    assert [f.file for f in store.section_facts([i for i, _ in ranked]).values()] == ["learnings/fresh.md"]
+
+
+def test_close_waits_for_reads_in_flight_and_then_refuses_new_ones(tmp_path: Path) -> None:
+    store = Store(tmp_path / "index.db")
+    _index(store, "learnings/a.md", "# A\n\n## Note\n\nThe router.\n")
+    inside, release, results = threading.Event(), threading.Event(), []
+
+    def slow_read() -> None:
+        with store.reading() as conn:
+            inside.set()
+            release.wait(5)
+            results.append(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    t = threading.Thread(target=slow_read)
+    t.start()
+    inside.wait(5)
+    closer = threading.Thread(target=store.close)
+    closer.start()
+    time.sleep(0.1)
+    assert closer.is_alive(), "close() must wait for the read in flight"
+    release.set()
+    t.join(5)
+    closer.join(5)
+    assert results and results[0] >= 1  # the read finished on an open connection
+    with pytest.raises(StoreClosed):
+        store.chunk_count()
+    with pytest.raises(StoreClosed):
+        store.set_meta("k", "v")
+    store.close()  # idempotent
+
+
+def test_services_hold_no_sql() -> None:
+    """Issue 12: the store owns every SQL statement; services and adapters under server/ receive typed rows.
+    A statement, a raw connection or an untyped row read there fails this test."""
+    import re
+
+    server = Path(__file__).resolve().parent.parent / "server"
+    pattern = re.compile(r"\.execute(many)?\(|\bstore\.(conn|rows|fetch|fetch_dicts|reading)\b|\bsqlite3\b|"
+                         r"\b(SELECT|INSERT INTO|DELETE FROM)\s|\bUPDATE\s+\w+\s+SET\b")
+    found = [f"{path.name}:{n}: {line.strip()}" for path in sorted(server.glob("*.py"))
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if pattern.search(line)]
+    assert not found, found
