@@ -18,10 +18,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
-import sqlite_utils
+if TYPE_CHECKING:  # numpy only for the embedding cache (spawn -> tools/list does not need it)
+    import numpy as np
 
 from indexer.embed import text_key
 from indexer.parse import Chunk, Relation, compose_embed_text, relation_key
@@ -91,6 +91,10 @@ def set_aside(path: Path, reason: Exception) -> Path:
     return target
 
 
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info([{table}])")}
+
+
 def _drop_changed_tables(conn: sqlite3.Connection) -> None:
     """Drop the tables whose definition changed since this index's schema version; the re-parse that
     a version change triggers (see Store._connect) fills them again."""
@@ -154,10 +158,9 @@ class Store:
             conn.close()
             raise
         self.conn = conn
-        self.db = sqlite_utils.Database(conn)
-        if "body_hash" not in self.db["files"].columns_dict:  # an index from before schema version 3
+        if "body_hash" not in _columns(conn, "files"):  # an index from before schema version 3
             self.db["files"].add_column("body_hash", str)
-        if "timestamp" not in self.db["documents"].columns_dict:  # an index from before note timestamps
+        if "timestamp" not in _columns(conn, "documents"):  # an index from before note timestamps
             self.db["documents"].add_column("timestamp", str)
             with self.transaction() as c:  # re-parse every file on the next sync to fill the column
                 c.execute("UPDATE files SET mtime_ns = 0, file_hash = ''")
@@ -171,6 +174,14 @@ class Store:
         if fresh:
             # A new (or rebuilt) index knows nothing of the vectors already stored: compare them first.
             self.set_meta("vectors_dirty", "1")
+
+    @property
+    def db(self):
+        """sqlite-utils over the same connection, made on first use: importing sqlite-utils imports numpy
+        (~0.15 s), which a server should not pay before its first `tools/list`."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn)
 
     def close(self) -> None:
         self.conn.close()
@@ -352,6 +363,8 @@ class Store:
 
     # -- embeddings -------------------------------------------------------------------------------
     def cached_vectors(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         out: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), 500):
             part = list(keys[start : start + 500])
@@ -361,6 +374,8 @@ class Store:
         return out
 
     def cache_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        import numpy as np
+
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT OR IGNORE INTO embeddings (key, vector) VALUES (?, ?)",
@@ -425,7 +440,7 @@ class Store:
     def rows(self, sql: str, args: Sequence = ()) -> list[dict]:
         """Rows as dicts through a plain execute. (sqlite-utils' `query` wraps reads in a SAVEPOINT, which
         on this shared connection collides with another thread's write transaction.)"""
-        cursor = self.db.execute(sql, list(args))
+        cursor = self.conn.execute(sql, list(args))
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
