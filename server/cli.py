@@ -217,12 +217,18 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
         finally:
             remote.forget(oracle.settings.data_dir)
         return 0
-    from server.mcp_server import build_server
+    from server import stdio_front
+
+    front = stdio_front.start(oracle) if stdio_front.enabled() else None  # answers the handshake meanwhile
+    from server.mcp_server import INSTRUCTIONS, build_server
 
     server = build_server(oracle)
     if not args.no_index:
         _background_start(oracle, warm_delay=1.0, watch=not args.no_watch)
-    server.run("stdio")
+    if front is None:
+        server.run("stdio")
+    else:
+        stdio_front.serve(server, front, INSTRUCTIONS)
     return 0
 
 
