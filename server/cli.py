@@ -219,7 +219,7 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
         return 0
     from server import stdio_front
 
-    front = stdio_front.start(oracle) if stdio_front.enabled() else None  # answers the handshake meanwhile
+    front = getattr(args, "stdio_front", None)  # answering the handshake since `main` started it
     from server.mcp_server import INSTRUCTIONS, build_server
 
     server = build_server(oracle)
@@ -364,19 +364,28 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"oracle: configuration error: {exc}", file=sys.stderr)
         return 2
+    if args.func is cmd_serve and not args.http:
+        from server import stdio_front
+
+        args.stdio_front = stdio_front.start(settings) if stdio_front.enabled() else None
     return run_local(args, settings)
 
 
 def run_local(args: argparse.Namespace, settings: Settings) -> int:
-    from pydantic import ValidationError
-
-    from indexer.sync import SyncRefused
     from server.app import Oracle, ServerConfigError
-    from server.learn import LearnError
-    from server.query import QueryError
 
     oracle = Oracle.open(settings)
+    if getattr(args, "stdio_front", None) is not None:  # `oracle serve`: the handshake can be answered now
+        from server import stdio_front
+
+        stdio_front.attach(args.stdio_front, oracle)
     try:
+        from pydantic import ValidationError
+
+        from indexer.sync import SyncRefused
+        from server.learn import LearnError
+        from server.query import QueryError
+
         return args.func(oracle, args)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())

@@ -9,9 +9,9 @@ same (benchmarks/client.py). A client, though, only needs `initialize` (or, in t
   settings), with the instructions computed fresh; every other message waits in a queue;
 - meanwhile the main thread imports the SDK and builds the server, which then reads that queue and writes
   through the same wire (fd 1 is pointed at stderr, as the SDK does, so that a stray print cannot corrupt it);
-- a handshake answered here is replayed to the SDK under a private id and its answer dropped, so the SDK's
-  session is in the state it would have been in;
-- answers the SDK gives to cacheable requests are recorded for the next session. A request not seen before, a
+- every request answered here is replayed to the SDK under a private id and its answer dropped, so the SDK's
+  session is in the state it would have been in (the handshake);
+- answers the SDK gives to cacheable requests, replayed ones included, are recorded for the next session. A request not seen before, a
   changed source file or changed settings simply go to the SDK: the cache is never a second implementation.
 """
 
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 CACHE_NAME = "mcp-handshake.json"
-REPLAY_ID = "oracle-front:initialize"
+REPLAY_PREFIX = "oracle-front:"
 CACHEABLE = ("initialize", "server/discover", "tools/list")
 _EOF = object()
 
@@ -55,10 +55,11 @@ def code_key(settings_repr: str) -> str:
 class Front:
     """The stdio wire, shared by the early answers (reader thread) and the SDK (once built)."""
 
-    def __init__(self, cache_path: Path, key: str, instructions: Callable[[str], str]) -> None:
+    def __init__(self, cache_path: Path, key: str) -> None:
         self.cache_path = cache_path
         self.key = key
-        self.instructions = instructions  # base instructions -> live instructions
+        self.instructions: Callable[[str], str] | None = None  # base -> live instructions, once the index is open
+        self._attached = threading.Event()
         self.cache = self._load()
         self.inbox: queue.Queue = queue.Queue()
         self.sdk_ready = threading.Event()
@@ -66,7 +67,7 @@ class Front:
         self._state_lock = threading.Lock()
         self._session_init: str | None = None  # cache key of the initialize answered here (handshake era)
         self._pending: dict[Any, str] = {}  # request id -> cache key, for answers the SDK gives
-        self._replayed = False
+        self._replays = 0
         # Claim the wire as the SDK's stdio transport does: the protocol on private descriptors, fd 0 at the null
         # device and fd 1 at stderr, so that handlers and children cannot read from or write into it.
         self._in = os.dup(0)
@@ -101,6 +102,11 @@ class Front:
             tmp = self.cache_path.with_name(f"{self.cache_path.name}.{os.getpid()}.tmp")
             tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, self.cache_path)
+
+    def attach(self, instructions: Callable[[str], str]) -> None:
+        """The index is open: answers that carry instructions can be given now."""
+        self.instructions = instructions
+        self._attached.set()
 
     def set_base_instructions(self, base: str) -> None:
         """The static instructions, recorded so that a later session can write live ones without the SDK."""
@@ -164,20 +170,24 @@ class Front:
         base = answers.get("base_instructions")
         if not isinstance(result, dict) or (("instructions" in result) and not isinstance(base, str)):
             return False
-        if message["method"] == "initialize":
-            with self._state_lock:
-                if self._replayed:  # one initialize per connection; a second one is the SDK's to refuse
-                    return False
-                self._replayed = True
-            replay = dict(message, id=REPLAY_ID)
-            self.inbox.put(json.dumps(replay, ensure_ascii=False))
+        if message["method"] == "initialize" and self._session_init is not None:
+            return False  # one initialize per connection; a second one is the SDK's to refuse
         if "instructions" in result:
+            self._attached.wait()
             try:
+                assert self.instructions is not None
                 result = {**result, "instructions": self.instructions(base)}
             except Exception:  # noqa: BLE001 - the SDK answers instead
                 return False
         if message["method"] == "initialize":
             self._session_init = cache_key
+        # The SDK gets the same request under a private id: its session state is what it would have been (the
+        # handshake), and its answer, dropped, refreshes the cache.
+        with self._state_lock:
+            self._replays += 1
+            replay_id = f"{REPLAY_PREFIX}{self._replays}"
+            self._pending[replay_id] = cache_key
+        self.inbox.put(json.dumps(dict(message, id=replay_id), ensure_ascii=False))
         self.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}, ensure_ascii=False,
                              separators=(",", ":")))
         return True
@@ -190,20 +200,18 @@ class Front:
         return _Writer(self)
 
     def from_sdk(self, text: str) -> None:
-        """One message the SDK sends: record cacheable answers, drop the answer to the replayed handshake."""
-        if self._pending or REPLAY_ID in text[:200]:
+        """One message the SDK sends: record cacheable answers; drop the answers to replayed requests."""
+        if self._pending:
             message = _parse(text)
             if message is not None and "id" in message and ("result" in message or "error" in message):
-                if message["id"] == REPLAY_ID:
-                    if "result" in message and self._session_init:
-                        self._remember(self._session_init, message["result"])
-                    return
                 with self._state_lock:
                     cache_key = self._pending.pop(message["id"], None)
                 if cache_key is not None and isinstance(message.get("result"), dict):
                     if cache_key.startswith("initialize "):
                         self._session_init = cache_key
                     self._remember(cache_key, message["result"])
+                if isinstance(message["id"], str) and message["id"].startswith(REPLAY_PREFIX):
+                    return
         self.send(text)
 
     def close(self) -> None:
@@ -261,12 +269,15 @@ def enabled() -> bool:
     return os.environ.get("ORACLE_HANDSHAKE_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def start(oracle: Any) -> Front:
-    """Claim the wire and start answering the handshake; call before importing the SDK."""
+def start(settings: Any) -> Front:
+    """Claim the wire and start answering the handshake: call first, before the index opens and the SDK loads."""
+    return Front(Path(settings.data_dir) / CACHE_NAME, code_key(repr(settings)))
+
+
+def attach(front: Front, oracle: Any) -> None:
     from server.instructions import live_instructions
 
-    return Front(oracle.settings.data_dir / CACHE_NAME, code_key(repr(oracle.settings)),
-                 lambda base: live_instructions(oracle, base))
+    front.attach(lambda base: live_instructions(oracle, base))
 
 
 def serve(server: Any, front: Front, base_instructions: str) -> None:
