@@ -38,17 +38,16 @@ _EOF = object()
 def code_key(settings_repr: str) -> str:
     """What the handshake answers depend on: Oracle's and the SDK's code, and the settings."""
     h = hashlib.sha256(f"{sys.version}\x00{settings_repr}".encode("utf-8"))
-    dirs = [Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent / "indexer"]
-    for name in ("mcp", "mcp_types", "pydantic"):
+    here = Path(__file__).resolve().parent
+    files = [*sorted(here.rglob("*.py")), *sorted((here.parent / "indexer").rglob("*.py"))]
+    for name in ("mcp", "mcp_types", "pydantic"):  # an upgrade rewrites a package's top-level modules
         spec = find_spec(name)  # finds the package without importing it
         if spec is not None and spec.origin:
-            dirs.append(Path(spec.origin).parent)
-    for folder in dirs:
-        for path in sorted(folder.rglob("*.py")) if folder.name in ("server", "indexer") else [folder / "__init__.py",
-                                                                                                 *sorted(folder.glob("*.py"))]:
-            with contextlib.suppress(OSError):
-                st = path.stat()
-                h.update(f"{path}\x00{st.st_size}\x00{st.st_mtime_ns}\n".encode())
+            files += sorted(Path(spec.origin).parent.glob("*.py"))
+    for path in files:
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            h.update(f"{path}\x00{st.st_size}\x00{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
@@ -97,11 +96,10 @@ class Front:
             if answers.get(cache_key) == result:
                 return
             answers[cache_key] = result
-            text = json.dumps(self.cache, ensure_ascii=False)
-        with contextlib.suppress(OSError):
-            tmp = self.cache_path.with_name(f"{self.cache_path.name}.{os.getpid()}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, self.cache_path)
+            with contextlib.suppress(OSError):  # rare (an answer changed): written under the lock, atomically
+                tmp = self.cache_path.with_name(f"{self.cache_path.name}.{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(self.cache, ensure_ascii=False), encoding="utf-8")
+                os.replace(tmp, self.cache_path)
 
     def attach(self, instructions: Callable[[str], str]) -> None:
         """The index is open: answers that carry instructions can be given now."""
