@@ -8,6 +8,8 @@ Per run and workload:
    spawn to the first `tools/list` answer, then every question as a `search` call (limit 10);
 2. `oracle serve --no-watch` is spawned the same way (same client, same questions): spawn -> `tools/list`,
    then `oracle_search` (limit 10) per question in fts and hybrid mode, after three warm-up calls per mode;
+   before it, one spawn -> `tools/list` with ORACLE_HANDSHAKE_CACHE=0 (the SDK answers the handshake itself,
+   as on the first start after an install or upgrade);
 3. the same questions through `run_search` in this process (warm), so `client - in-process` is what the
    tool layer and the transport cost.
 Figures are the median of the per-run p50s (and p95s), with min and max across runs, and the 1-minute load
@@ -142,6 +144,9 @@ def one_run(workload: Workload) -> RunFigures:
     plain_calls += [("plain FTS5 (MCP)", "search", {"query": q, "limit": LIMIT}) for q in workload.queries]
     anyio.run(measure_server, plain, env, plain_calls, figures, "plain FTS5")
     oracle_env = {**env, "ORACLE_ROOT": str(workload.root), "ORACLE_DATA_DIR": str(workload.data)}
+    # Without the handshake cache (server/stdio_front.py): what a first start after an install or upgrade costs.
+    anyio.run(measure_server, [str(ORACLE), "serve", "--no-watch"], {**oracle_env, "ORACLE_HANDSHAKE_CACHE": "0"}, [],
+              figures, "oracle, SDK only (no handshake cache)")
     anyio.run(measure_server, [str(ORACLE), "serve", "--no-watch"], oracle_env, oracle_calls(workload.queries),
               figures, "oracle")
     in_process(workload, figures)

@@ -15,8 +15,10 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads with the model, not with the server (spawn -> tools/list)
+    import numpy as np
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"
 DIMENSIONS = 384
@@ -118,6 +120,8 @@ class Embedder:
 
     def embed(self, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
         """L2-normalised float32 vectors, one row per text, in the order given."""
+        import numpy as np
+
         self._load()
         assert self._tokenizer is not None and self._pool is not None
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
@@ -138,6 +142,8 @@ class Embedder:
     @staticmethod
     def _run(session, batches: list[list[int]], encodings, out: np.ndarray) -> None:
         """Embed these batches with one session, writing rows of `out` that no other worker touches."""
+        import numpy as np
+
         for batch in batches:
             width = max(len(encodings[i].ids) for i in batch)
             ids = np.zeros((len(batch), width), dtype=np.int64)

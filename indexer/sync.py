@@ -18,8 +18,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from indexer.config import Settings
 from indexer.discover import Found, Unreadable, discover, note_type, on_disk, read_inside, too_large, unindexable
 from indexer.embed import Embedder, EmbeddingUnavailable
@@ -520,6 +518,8 @@ class Indexer:
                 cached.update(fresh)
                 report.embedded += len(fresh)
             report.embeddings_cached += len(pending) - sum(1 for row in missing)
+            import numpy as np
+
             matrix = np.stack([cached[row[1]] for row in pending])
             metas = [{"type": t, "file": f, "project": p or ""} for _, _, t, f, p in pending]
             ids = [row[0] for row in pending]

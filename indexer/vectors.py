@@ -20,9 +20,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported by whoever makes the vectors
+    import numpy as np
 
 from indexer.config import EMBEDDED_COLLECTION as COLLECTION  # the default; see Settings.collection
 

@@ -237,12 +237,18 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
         finally:
             remote.forget(oracle.settings.data_dir)
         return 0
-    from server.mcp_server import build_server
+    from server import stdio_front
+
+    front = getattr(args, "stdio_front", None)  # answering the handshake since `main` started it
+    from server.mcp_server import INSTRUCTIONS, build_server
 
     server = build_server(oracle)
     if not args.no_index:
         _background_start(oracle, warm_delay=1.0, watch=not args.no_watch)
-    server.run("stdio")
+    if front is None:
+        server.run("stdio")
+    else:
+        stdio_front.serve(server, front, INSTRUCTIONS)
     return 0
 
 
@@ -351,19 +357,29 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"oracle: configuration error: {exc}", file=sys.stderr)
         return 2
+    if args.func is cmd_serve and not args.http:
+        from server import stdio_front
+
+        args.stdio_front = stdio_front.start(settings) if stdio_front.enabled() else None
     return run_local(args, settings)
 
 
 def run_local(args: argparse.Namespace, settings: Settings) -> int:
     """Run the command in this process; every failure a caller can act on is one line and its kind's exit
     code (server/errors.py), the same code the remote path gives for the server's HTTP status."""
+    from server.app import Oracle
+
+    oracle = Oracle.open(settings)
+    if getattr(args, "stdio_front", None) is not None:  # `oracle serve`: the handshake can be answered now
+        from server import stdio_front
+
+        stdio_front.attach(args.stdio_front, oracle)
+    # Imported after the attach: the early handshake answers need the open index, not these modules.
     from pydantic import ValidationError
 
-    from server.app import Oracle
     from server.errors import classify, problems
     from server.tools import InvalidArguments
 
-    oracle = Oracle.open(settings)
     try:
         if args.func is None:
             return run_tool(oracle, args, args.tool)

@@ -27,13 +27,11 @@ from mcp.shared.uri_template import UriTemplate
 from server.app import Oracle
 from server.browse import NotFound
 from server.files import FileNotInRoot, PathRefused
+from server.instructions import CHUNK_TEMPLATE, NOTE_TEMPLATE, STATS_URI
 from server.models import ReadRequest
 from server.read import read_note
 from server.stats import stats
 
-NOTE_TEMPLATE = "oracle://note/{+path}"
-CHUNK_TEMPLATE = "oracle://chunk/{id}"
-STATS_URI = "oracle://stats"
 PAGE_SIZE = 100  # notes per resources/list page: 10k notes are 100 pages, never one response
 MAX_NOTE_CHARS = 2_000_000  # ReadRequest's ceiling; larger notes are refused by the indexer anyway
 META_PREFIX = "oracle/"  # `_meta` keys need a prefix that is not the protocol's own

@@ -1,0 +1,103 @@
+"""Embedding throughput on nat-brain's texts under onnxruntime options, configs alternated in one process.
+
+    .venv/bin/python benchmarks/embed_options.py EVERY ROUNDS CONFIG...
+    e.g. ... 40 3 '{"sessions":2,"batch":8}' '{"sessions":2,"batch":32}' '{"sessions":1,"threads":2}' \
+                  '{"sessions":2,"opt":"ORT_ENABLE_EXTENDED"}' '{"sessions":2,"tokens":2048,"dynamic":1}'
+
+The texts are what the indexer embeds (store.embed_texts over benchmarks/out/natbrain-data, deduplicated), every
+EVERY-th of them; the first config is the reference (the indexer's layout: 2 single-threaded sessions, batches of
+8 texts sorted by length, shards assigned round robin) and every other config's vectors are checked against it
+(cosine >= 0.999). Keys: sessions, threads (intra-op), batch, tokens (a token budget per batch instead), dynamic
+(sessions take the next batch from a shared queue), opt (GraphOptimizationLevel), no_arena, entries (session
+config entries). Figures: seconds per pass, min / median / max over ROUNDS, and tokens/s.
+"""
+import os, sys, time, statistics, json
+REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+from indexer.store import Store
+from indexer import embed as E
+store = Store(REPO / "benchmarks" / "out" / "natbrain-data" / "oracle.db")
+ids = [r[0] for r in store.conn.execute("SELECT id FROM documents ORDER BY id")]
+texts = list(dict.fromkeys(store.embed_texts(ids).values()))
+every, rounds = int(sys.argv[1]), int(sys.argv[2])
+sample = texts[::every]
+model, tok_path = E.model_files()
+tok = Tokenizer.from_file(str(tok_path)); tok.enable_truncation(E.MAX_TOKENS); tok.no_padding()
+enc = tok.encode_batch([t[:E.MAX_CHARS_TOKENIZED] if t.strip() else "." for t in sample])
+ntok = sum(len(e.ids) for e in enc)
+print(f"{len(texts)} unique texts, sample {len(sample)}, tokens {ntok} (mean {ntok/len(sample):.0f}), all-texts tokens ~{ntok*every}", flush=True)
+from concurrent.futures import ThreadPoolExecutor
+
+def make(cfg):
+    o = ort.SessionOptions()
+    o.intra_op_num_threads = cfg.get("threads", 1); o.inter_op_num_threads = 1; o.log_severity_level = 3
+    if "opt" in cfg: o.graph_optimization_level = getattr(ort.GraphOptimizationLevel, cfg["opt"])
+    for k, v in cfg.get("entries", {}).items(): o.add_session_config_entry(k, v)
+    if cfg.get("no_arena"): o.enable_cpu_mem_arena = False
+    sessions = [ort.InferenceSession(str(model), o, providers=["CPUExecutionProvider"]) for _ in range(cfg.get("sessions", 2))]
+    return sessions
+
+def run_batches(session, batches, out):
+    for batch in batches:
+        width = max(len(enc[i].ids) for i in batch)
+        ids = np.zeros((len(batch), width), dtype=np.int64); mask = np.zeros_like(ids)
+        for r, i in enumerate(batch):
+            n = len(enc[i].ids); ids[r, :n] = enc[i].ids; mask[r, :n] = 1
+        h = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+        w = mask[..., None].astype(np.float32)
+        p = (h * w).sum(1) / np.maximum(w.sum(1), 1e-9)
+        out[batch] = p / np.maximum(np.linalg.norm(p, axis=1, keepdims=True), 1e-12)
+
+def make_batches(cfg):
+    order = sorted(range(len(sample)), key=lambda i: len(enc[i].ids))
+    if "tokens" in cfg:  # token budget per batch
+        batches, cur, budget = [], [], cfg["tokens"]
+        for i in order:
+            w = len(enc[i].ids)
+            if cur and (len(cur) + 1) * w > budget: batches.append(cur); cur = []
+            cur.append(i)
+        if cur: batches.append(cur)
+        return batches
+    b = cfg.get("batch", 8)
+    return [order[p:p + b] for p in range(0, len(order), b)]
+
+def once(sessions, cfg, pool):
+    out = np.zeros((len(sample), 384), dtype=np.float32)
+    batches = make_batches(cfg)
+    t = time.perf_counter()
+    if cfg.get("dynamic"):  # work queue: each session takes the next batch (longest first)
+        import threading
+        lock = threading.Lock(); todo = list(reversed(batches))
+        def worker(s):
+            while True:
+                with lock:
+                    if not todo: return
+                    b = todo.pop()
+                run_batches(s, [b], out)
+        list(pool.map(worker, sessions))
+    else:
+        n = len(sessions)
+        futs = [pool.submit(run_batches, s, batches[w::n], out) for w, s in enumerate(sessions)]
+        [f.result() for f in futs]
+    return time.perf_counter() - t, out
+
+cfgs = [json.loads(c) for c in sys.argv[3:]]
+made = [(c, make(c)) for c in cfgs]
+pool = ThreadPoolExecutor(8)
+res = {json.dumps(c): [] for c in cfgs}
+ref = None
+for r in range(rounds):
+    for c, s in made:
+        dt, out = once(s, c, pool)
+        res[json.dumps(c)].append(dt)
+        if ref is None: ref = out
+        else:
+            cos = (ref * out).sum(1).min()
+            if cos < 0.999: print("WARN min cos vs first cfg", cos, c)
+print("load", os.getloadavg())
+base = statistics.median(res[json.dumps(cfgs[0])])
+for k, v in res.items():
+    print(f"{k:70s} min {min(v):.2f} med {statistics.median(v):.2f} max {max(v):.2f} s  tok/s {ntok/statistics.median(v):.0f}  x{statistics.median(v)/base:.3f}")

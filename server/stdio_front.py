@@ -1,0 +1,298 @@
+"""`oracle serve` over stdio: answer the handshake before the MCP SDK has loaded.
+
+Importing the MCP SDK and building the server takes most of a second, and the plain reference server pays the
+same (benchmarks/client.py). A client, though, only needs `initialize` (or, in the 2026 protocol,
+`server/discover`) and `tools/list` before it can show the tools. So this module owns the wire from the start:
+
+- a reader thread answers those requests from the answers the SDK itself gave to the same request in an earlier
+  session, kept in the data dir (`mcp-handshake.json`, keyed on Oracle's and the SDK's source files and the
+  settings), with the instructions computed fresh; every other message waits in a queue;
+- meanwhile the main thread imports the SDK and builds the server, which then reads that queue and writes
+  through the same wire (fd 1 is pointed at stderr, as the SDK does, so that a stray print cannot corrupt it);
+- every request answered here is replayed to the SDK under a private id and its answer dropped, so the SDK's
+  session is in the state it would have been in (the handshake);
+- answers the SDK gives to cacheable requests, replayed ones included, are recorded for the next session. A request not seen before, a
+  changed source file or changed settings simply go to the SDK: the cache is never a second implementation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import queue
+import sys
+import threading
+from collections.abc import Callable
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+CACHE_NAME = "mcp-handshake.json"
+REPLAY_PREFIX = "oracle-front:"
+CACHEABLE = ("initialize", "server/discover", "tools/list")
+_EOF = object()
+
+
+def code_key(settings_repr: str) -> str:
+    """What the handshake answers depend on: Oracle's and the SDK's code, and the settings."""
+    h = hashlib.sha256(f"{sys.version}\x00{settings_repr}".encode("utf-8"))
+    here = Path(__file__).resolve().parent
+    files = [*sorted(here.rglob("*.py")), *sorted((here.parent / "indexer").rglob("*.py"))]
+    for name in ("mcp", "mcp_types", "pydantic"):  # an upgrade rewrites a package's top-level modules
+        spec = find_spec(name)  # finds the package without importing it
+        if spec is not None and spec.origin:
+            files += sorted(Path(spec.origin).parent.glob("*.py"))
+    for path in files:
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            h.update(f"{path}\x00{st.st_size}\x00{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+class Front:
+    """The stdio wire, shared by the early answers (reader thread) and the SDK (once built)."""
+
+    def __init__(self, cache_path: Path, key: str) -> None:
+        self.cache_path = cache_path
+        self.key = key
+        self.instructions: Callable[[str], str] | None = None  # base -> live instructions, once the index is open
+        self._attached = threading.Event()
+        self.cache = self._load()
+        self.inbox: queue.Queue = queue.Queue()
+        self.sdk_ready = threading.Event()
+        self._write_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._session_init: str | None = None  # cache key of the initialize answered here (handshake era)
+        self._pending: dict[Any, str] = {}  # request id -> cache key, for answers the SDK gives
+        self._replays = 0
+        # Claim the wire as the SDK's stdio transport does: the protocol on private descriptors, fd 0 at the null
+        # device and fd 1 at stderr, so that handlers and children cannot read from or write into it.
+        self._in = os.dup(0)
+        self._out = os.dup(1)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.dup2(2, 1)
+        threading.Thread(target=self._read, name="oracle-stdio-front", daemon=True).start()
+
+    # -- cache ----------------------------------------------------------------------------------------
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.cache_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("key") != self.key or not isinstance(data.get("answers"), dict):
+            return {}
+        return data
+
+    def _remember(self, cache_key: str, result: Any) -> None:
+        with self._state_lock:
+            answers = self.cache.get("answers") if self.cache.get("key") == self.key else None
+            if answers is None:
+                answers = {}
+                self.cache = {"key": self.key, "answers": answers}
+            if answers.get(cache_key) == result:
+                return
+            answers[cache_key] = result
+            with contextlib.suppress(OSError):  # rare (an answer changed): written under the lock, atomically
+                tmp = self.cache_path.with_name(f"{self.cache_path.name}.{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(self.cache, ensure_ascii=False), encoding="utf-8")
+                os.replace(tmp, self.cache_path)
+
+    def attach(self, instructions: Callable[[str], str]) -> None:
+        """The index is open: answers that carry instructions can be given now."""
+        self.instructions = instructions
+        self._attached.set()
+
+    def set_base_instructions(self, base: str) -> None:
+        """The static instructions, recorded so that a later session can write live ones without the SDK."""
+        self._remember("base_instructions", base)
+
+    # -- the wire -------------------------------------------------------------------------------------
+    def send(self, text: str) -> None:
+        data = text.encode("utf-8")
+        if not data.endswith(b"\n"):
+            data += b"\n"
+        with self._write_lock:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._out, view):]
+
+    def _read(self) -> None:
+        buffered = b""
+        try:
+            while True:
+                chunk = os.read(self._in, 1 << 16)
+                if not chunk:
+                    break
+                buffered += chunk
+                while (cut := buffered.find(b"\n")) >= 0:
+                    line, buffered = buffered[:cut], buffered[cut + 1:]
+                    if line.strip():
+                        self._on_line(line.decode("utf-8", errors="replace"))
+            if buffered.strip():
+                self._on_line(buffered.decode("utf-8", errors="replace"))
+        except OSError:
+            pass
+        finally:
+            self.inbox.put(_EOF)
+
+    def _on_line(self, line: str) -> None:
+        message = _parse(line)
+        if message is not None and message.get("method") in CACHEABLE and "id" in message:
+            cache_key = self._cache_key(message)
+            if cache_key is not None:
+                if not self.sdk_ready.is_set() and self._answer(message, cache_key, line):
+                    return
+                with self._state_lock:
+                    self._pending[message["id"]] = cache_key
+        self.inbox.put(line)
+
+    def _cache_key(self, message: dict) -> str | None:
+        method, params = message["method"], message.get("params")
+        if method == "tools/list" and isinstance(params, dict) and params.get("cursor"):
+            return None
+        key = f"{method} {json.dumps(params, sort_keys=True, ensure_ascii=False)}"
+        if method == "tools/list" and not _modern(params):  # handshake era: the answer belongs to the session
+            if self._session_init is None:
+                return None
+            key += f" after {self._session_init}"
+        return key
+
+    def _answer(self, message: dict, cache_key: str, line: str) -> bool:
+        """Answer from the cache when an earlier session recorded this request's answer; False otherwise."""
+        answers = self.cache.get("answers", {})
+        result = answers.get(cache_key)
+        base = answers.get("base_instructions")
+        if not isinstance(result, dict) or (("instructions" in result) and not isinstance(base, str)):
+            return False
+        if message["method"] == "initialize" and self._session_init is not None:
+            return False  # one initialize per connection; a second one is the SDK's to refuse
+        if "instructions" in result:
+            self._attached.wait()
+            try:
+                assert self.instructions is not None
+                result = {**result, "instructions": self.instructions(base)}
+            except Exception:  # noqa: BLE001 - the SDK answers instead
+                return False
+        if message["method"] == "initialize":
+            self._session_init = cache_key
+        # The SDK gets the same request under a private id: its session state is what it would have been (the
+        # handshake), and its answer, dropped, refreshes the cache.
+        with self._state_lock:
+            self._replays += 1
+            replay_id = f"{REPLAY_PREFIX}{self._replays}"
+            self._pending[replay_id] = cache_key
+        self.inbox.put(json.dumps(dict(message, id=replay_id), ensure_ascii=False))
+        self.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}, ensure_ascii=False,
+                             separators=(",", ":")))
+        return True
+
+    # -- what the SDK's stdio transport reads and writes (stdio_server(stdin=..., stdout=...)) ----------
+    def sdk_stdin(self) -> _Lines:
+        return _Lines(self)
+
+    def sdk_stdout(self) -> _Writer:
+        return _Writer(self)
+
+    def from_sdk(self, text: str) -> None:
+        """One message the SDK sends: record cacheable answers; drop the answers to replayed requests."""
+        if self._pending:
+            message = _parse(text)
+            if message is not None and "id" in message and ("result" in message or "error" in message):
+                with self._state_lock:
+                    cache_key = self._pending.pop(message["id"], None)
+                if cache_key is not None and isinstance(message.get("result"), dict):
+                    if cache_key.startswith("initialize "):
+                        self._session_init = cache_key
+                    self._remember(cache_key, message["result"])
+                if isinstance(message["id"], str) and message["id"].startswith(REPLAY_PREFIX):
+                    return
+        self.send(text)
+
+    def close(self) -> None:
+        self.inbox.put(_EOF)
+
+
+class _Lines:
+    """The SDK's stdin: lines from the front's queue (blocking gets run in a worker thread, as anyio.wrap_file's)."""
+
+    def __init__(self, front: Front) -> None:
+        self.front = front
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        import anyio.to_thread
+
+        line = await anyio.to_thread.run_sync(self.front.inbox.get, abandon_on_cancel=True)
+        if line is _EOF:
+            self.front.inbox.put(_EOF)  # later readers see the end too
+            raise StopAsyncIteration
+        return line
+
+
+class _Writer:
+    def __init__(self, front: Front) -> None:
+        self.front = front
+
+    async def write(self, text: str) -> None:
+        import anyio.to_thread
+
+        await anyio.to_thread.run_sync(self.front.from_sdk, text)
+
+    async def flush(self) -> None:
+        return None
+
+
+def _parse(line: str) -> dict | None:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _modern(params: Any) -> bool:
+    """A 2026-era request carries its protocol version in `_meta`; a handshake-era one relies on `initialize`."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and "io.modelcontextprotocol/protocolVersion" in meta
+
+
+def enabled() -> bool:
+    """ORACLE_HANDSHAKE_CACHE=0 serves stdio through the SDK alone, as before (for comparison and diagnosis)."""
+    return os.environ.get("ORACLE_HANDSHAKE_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def start(settings: Any) -> Front:
+    """Claim the wire and start answering the handshake: call first, before the index opens and the SDK loads."""
+    return Front(Path(settings.data_dir) / CACHE_NAME, code_key(repr(settings)))
+
+
+def attach(front: Front, oracle: Any) -> None:
+    from server.instructions import live_instructions
+
+    front.attach(lambda base: live_instructions(oracle, base))
+
+
+def serve(server: Any, front: Front, base_instructions: str) -> None:
+    """Run the SDK server on the front's wire, as MCPServer.run("stdio") does on the process's stdio."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    front.set_base_instructions(base_instructions)
+
+    async def run() -> None:
+        async with stdio_server(stdin=front.sdk_stdin(), stdout=front.sdk_stdout()) as (read_stream, write_stream):
+            front.sdk_ready.set()
+            low = server._lowlevel_server
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+
+    try:
+        anyio.run(run)
+    finally:
+        front.close()
+        sys.stdout.flush()
