@@ -52,7 +52,7 @@ def read_note(oracle: Oracle, request: ReadRequest, client: str = "cli") -> Read
     else:
         content, start, end, section_hash = text, 1, text.count("\n") + 1, None
     truncated = len(content) > request.max_chars
-    pointers = successors_for(oracle, {s.id: {"file": s.file, "parent_id": s.parent_id} for s in sections})[1]
+    pointers = successors_for(oracle, {s.id: s for s in sections})[1]
     pointer = pointers.get(focus.id) if focus else next((pointers[s.id] for s in sections if s.id in pointers), None)
     oracle.logs.log_access(client, "read", [focus.id if focus else (sections[0].id if sections else rel)])
     return ReadResult(

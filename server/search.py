@@ -16,6 +16,7 @@ from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from indexer.multilingual import covered_share, wants_multilingual
 from indexer.store import (
     Filters,
+    Section,
     SectionFacts,
     count_embedded,
     filtered_ids,
@@ -154,13 +155,9 @@ def _apply_use(
 ) -> tuple[list[scoring.Fused], dict[str, tuple[int, int]], dict[str, SupersededBy]]:
     """Feedback verdicts and supersessions adjust relevance within stated bounds (server/scoring.py).
     Returns the re-ranked list, the verdict counts and the supersession pointers of its hits."""
-    successors, pointers = successors_for(oracle, _rows(facts))
+    successors, pointers = successors_for(oracle, facts)
     feedback = oracle.logs.feedback_counts([f.id for f in fused])
     return scoring.adjust(fused, feedback, successors), feedback, pointers
-
-
-def _rows(facts: dict[str, SectionFacts]) -> dict[str, dict]:
-    return {i: {"file": f.file, "parent_id": f.parent_id} for i, f in facts.items()}
 
 
 def _start_from_relations(
@@ -199,25 +196,25 @@ def _start_from_relations(
     return leaders + [item for item in fused if item.id not in ids], stating, [item.id for item in added]
 
 
-def _hit(item: scoring.Fused, score: float, doc: dict, kq: KeywordQuery, use: _Use, others: list[scoring.Fused],
+def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use: _Use, others: list[scoring.Fused],
          duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], covered: bool,
          bar: scoring.Bar) -> Hit:
     terms = kq.terms + kq.unsegmented
     feedback = use.feedback.get(item.id, (0, 0))
     return Hit(
         id=item.id,
-        type=doc["type"],
-        kind=doc["kind"],
-        title=doc["title"] or "",
-        heading=doc["heading"] or "",
-        snippet=snippet(doc["content"] or "", terms),
-        source_file=doc["file"],
-        line_start=doc["line_start"],
-        line_end=doc["line_end"],
-        concepts=doc["concepts"],
-        project=doc["project"],
-        date=doc["date"],
-        content_hash=doc["content_hash"],
+        type=doc.type,
+        kind=doc.kind,
+        title=doc.title,
+        heading=doc.heading,
+        snippet=snippet(doc.content, terms),
+        source_file=doc.file,
+        line_start=doc.line_start,
+        line_end=doc.line_end,
+        concepts=list(doc.concepts),
+        project=doc.project,
+        date=doc.date,
+        content_hash=doc.content_hash,
         score=score,
         found_by=item.found_by,
         breakdown=ScoreBreakdown(
@@ -241,7 +238,7 @@ def _hit(item: scoring.Fused, score: float, doc: dict, kq: KeywordQuery, use: _U
         duplicates=[DuplicateRef(id=d.id, source_file=facts[d.id].file) for d in duplicates],
         weak=scoring.is_weak(item, covered, bar) and all(scoring.is_weak(s, bar=bar) for s in others),
         superseded_by=use.pointers.get(item.id),
-        relations=use.stating.get(doc["file"], []) if "relation" in item.found_by else [],
+        relations=use.stating.get(doc.file, []) if "relation" in item.found_by else [],
     )
 
 
@@ -316,7 +313,7 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
     if request.relation_pattern:
         fused, use.stating, added = _start_from_relations(oracle, request, fused, facts, filters, legs.warnings)
         if added:  # notes that only the relation found: their pointers and verdicts too
-            pointers.update(successors_for(oracle, _rows({i: facts[i] for i in added}))[1])
+            pointers.update(successors_for(oracle, {i: facts[i] for i in added})[1])
             feedback.update(oracle.logs.feedback_counts(added))
     entries = _entries(fused, facts, request.by_note)
     # Notes: the distinct notes among the candidates of both legs. Sections: every match (see _total).
@@ -364,7 +361,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
         pool *= NOTE_POOL_FACTOR
         ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar)
     page = ranked.entries[request.offset : wanted]
-    docs = oracle.store.documents_by_id([e.lead.id for e in page])
+    docs = oracle.store.sections_by_id([e.lead.id for e in page])
     bar = scoring.Bar(bm25_bar,
                       scoring.similarity_bar(covered_share(query) if ranked.legs.multilingual else 1.0))
     complete = _well_covered(oracle, kq, page, bar)

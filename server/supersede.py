@@ -16,6 +16,7 @@ import posixpath
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from indexer.parse import CHUNK_ID_RE as _CHUNK_ID
 from server.app import Oracle
@@ -145,14 +146,21 @@ def supersede(oracle: Oracle, request: SupersedeRequest, client: str = "cli") ->
     return SupersedeResult(action="supersede", old=_ref(old), new=_ref(new), reason=request.reason)
 
 
+class Placed(Protocol):
+    """Where a section sits: its note and its parent section (SectionFacts and Section both say)."""
+
+    file: str
+    parent_id: str | None
+
+
 def successors_for(
-    oracle: Oracle, docs: Mapping[str, Mapping[str, str | None]]
+    oracle: Oracle, docs: Mapping[str, Placed]
 ) -> tuple[dict[str, frozenset[str]], dict[str, SupersededBy]]:
-    """For the given sections (id -> {"file": ..., "parent_id": ...}): superseded id -> its successor's
+    """For the given sections (id -> where it sits): superseded id -> its successor's
     section ids (for ranking), and superseded id -> the pointer every hit carries. A tool entry for the
     section beats one for its note, which beats the note's frontmatter."""
     tool = oracle.logs.supersessions()
-    files = sorted({str(d["file"]) for d in docs.values()})
+    files = sorted({d.file for d in docs.values()})
     frontmatter = oracle.store.superseded_files(files) if files else {}
     if not tool and not frontmatter:
         return {}, {}
@@ -161,18 +169,18 @@ def successors_for(
     pointers: dict[str, SupersededBy] = {}
     for doc_id in sorted(docs):
         doc = docs[doc_id]
-        parent = doc.get("parent_id")
-        entry = tool.get(doc_id) or (tool.get(parent) if parent else None) or tool.get(doc["file"])
+        parent = doc.parent_id
+        entry = tool.get(doc_id) or (tool.get(parent) if parent else None) or tool.get(doc.file)
         if entry:
             key = ("tool", entry[0])
             if key not in cache:
                 cache[key] = resolve_logged(oracle, entry[0])
             target, reason, via, raw = cache[key], entry[1], "tool", entry[0]
-        elif doc["file"] in frontmatter:
-            raw = frontmatter[doc["file"]]
-            key = (doc["file"], raw)
+        elif doc.file in frontmatter:
+            raw = frontmatter[doc.file]
+            key = (doc.file, raw)
             if key not in cache:
-                cache[key] = _frontmatter_target(oracle, doc["file"], raw)
+                cache[key] = _frontmatter_target(oracle, doc.file, raw)
             target, reason, via = cache[key], None, "frontmatter"
         else:
             continue
