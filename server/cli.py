@@ -224,16 +224,21 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
     it competed with those imports for the interpreter and delayed the first `tools/list`."""
     _exit_on_sigterm()
     if args.http:
-        from server.http import serve_http
+        from server.http import PortInUse, bind, serve_http
 
+        port = args.port or oracle.settings.port
+        try:
+            sock = bind(args.host, port)
+        except PortInUse as exc:
+            print(f"oracle: {exc}", file=sys.stderr)
+            return 1
         if not args.no_index:
             _background_start(oracle, warm_delay=1.0, watch=not args.no_watch)
-        port = args.port or oracle.settings.port
         print(f"oracle: dashboard http://{args.host}:{port}/  MCP http://{args.host}:{port}/mcp", file=sys.stderr)
         # `_exit_on_sigterm` makes SIGTERM run `finally`, so the record goes with the server.
         remote.record(oracle.settings.data_dir, oracle.settings.root, args.host, port)  # the CLI's fast path
         try:
-            serve_http(oracle, host=args.host, port=port)
+            serve_http(oracle, host=args.host, port=port, sock=sock)
         finally:
             remote.forget(oracle.settings.data_dir)
         return 0

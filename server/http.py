@@ -9,6 +9,7 @@ CORS is an explicit allow-list (ORACLE_CORS_ORIGINS), never `*`.
 """
 
 import contextlib
+import errno
 import hashlib
 import ipaddress
 import json
@@ -16,6 +17,7 @@ import math
 import os
 import re
 import secrets
+import socket
 from pathlib import Path
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -501,9 +503,31 @@ def header_timeout_protocol():
     return HeaderTimeoutProtocol
 
 
-def serve_http(oracle: Oracle, host: str, port: int) -> None:
+class PortInUse(OSError):
+    """The address is taken; the message says by what kind of thing and what to do."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything starts: a taken port is one clear error (uvicorn would log
+    it after the start-up work began, and older versions aborted the process)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUse(f"port {port} on {host} is already in use (another `oracle serve --http`?):"
+                            " stop it, or choose another with --port or ORACLE_PORT") from exc
+        raise
+    sock.listen(2048)
+    return sock
+
+
+def serve_http(oracle: Oracle, host: str, port: int, sock: socket.socket | None = None) -> None:
     import uvicorn
 
-    uvicorn.run(build_app(oracle, host=host, port=port), host=host, port=port, log_level="warning",
-                http=header_timeout_protocol(), h11_max_incomplete_event_size=64 * 1024)
+    config = uvicorn.Config(build_app(oracle, host=host, port=port), host=host, port=port, log_level="warning",
+                            http=header_timeout_protocol(), h11_max_incomplete_event_size=64 * 1024)
+    uvicorn.Server(config).run(sockets=[sock or bind(host, port)])
 

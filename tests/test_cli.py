@@ -158,3 +158,19 @@ def test_missing_root_is_a_clear_error(tmp_path):
     result = oracle(env, "index")
     assert result.returncode == 2
     assert "does not exist or is not a folder" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_port_in_use_is_one_line_and_exit_1(indexed, cli_env):
+    """Not an abort (SIGABRT, exit 134) or a log line after start-up work began: one line saying what to do."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = oracle(cli_env, "serve", "--http", "--no-index", "--port", str(port), timeout=120)
+    assert done.returncode == 1, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines == [f"oracle: port {port} on 127.0.0.1 is already in use (another `oracle serve --http`?): "
+                     "stop it, or choose another with --port or ORACLE_PORT"], done.stderr
