@@ -139,3 +139,30 @@ def test_changed_settings_are_a_cache_miss(kb: dict[str, str]) -> None:
     before = json.loads(cache.read_text(encoding="utf-8"))["key"]
     session(kb, modern, ORACLE_LOG_RETENTION_DAYS="7")
     assert json.loads(cache.read_text(encoding="utf-8"))["key"] != before
+
+
+@pytest.mark.parametrize("cache", ["1", "0"], ids=["front", "sdk-only"])
+@pytest.mark.parametrize("wait", [0.0, 0.3, 2.0], ids=["at-once", "mid-start", "after-start"])
+def test_a_client_that_hangs_up_early_ends_the_server_cleanly(kb: dict[str, str], cache: str, wait: float) -> None:
+    """Closing stdin at any point of start-up ends `oracle serve` with exit 0 and nothing alarming on stderr
+    (the issue saw SIGABRT, "terminate called without an active exception", about half the time)."""
+    proc = subprocess.Popen([*oracle_cmd(), "serve", "--no-watch"], env={**kb, "ORACLE_HANDSHAKE_CACHE": cache},
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdin is not None
+        first = next(legacy())[0]
+        proc.stdin.write((json.dumps(first) + "\n").encode())
+        proc.stdin.flush()
+        time.sleep(wait)
+        proc.stdin.close()
+        assert proc.stderr is not None and proc.stdout is not None
+        proc.stdout.read()
+        err = proc.stderr.read()
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = err.decode("utf-8", "replace")
+    assert proc.returncode == 0, text
+    assert "terminate called" not in text and "Traceback" not in text and "closed database" not in text, text
