@@ -49,6 +49,10 @@ NOTES = {
                       "## Why\n\nUsers type words, not syntax: NEAR, AND, OR and col:term are text.\n",
     "learnings/b.md": "# ตลาดนัด\n\nวันนี้ฉันไปตลาดนัดกับแมวของฉัน 東京 APIの使い方\n\n## emoji\n\n🎉 party e\u0301 cafe\u0301\n",
     "principles/c.md": "# Principle\n\n### Rule\n\n- a bullet about 100% of the [x] {y} cases\n- another: \"quoted\"\n",
+    "learnings/d.md": "---\ntitle: Search the oracle project\ntags: [search, oracle]\nproject: oracle\ndate: 2026-03-04\n---\n\n"
+                      "# Search the oracle project\n\n## Search\n\nSearch terms are quoted.\n",
+    "learnings/e.md": "---\ntitle: Search elsewhere\ntags: [fts5]\nproject: other\ndate: 2025-12-31\n---\n\n"
+                      "# Search elsewhere\n\nAnother project's search note.\n",
 }
 
 
@@ -94,14 +98,52 @@ def test_any_query_is_refused_or_runs_on_the_real_index(store: Store, text: str)
     keyword_search(store, kq.fts_match, kq.trigram_match, kq.short_unsegmented, Filters(), 10)
 
 
+REAL_CONCEPTS = ["search", "oracle", "fts5", "testing"]
+REAL_DATES = ["2025-12-31", "2026-01-01", "2026-03-04", "2026-03-05"]
+
+
+def filter_values(real: list[str], hostile: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    """Mostly values the notes hold (so hits come back and can be checked), sometimes hostile text."""
+    return st.sampled_from(real) | hostile
+
+
+def matches(doc: dict, filters: Filters) -> bool:
+    """The filter's meaning, stated in Python over the stored chunk."""
+    return ((not filters.type or doc["type"] == filters.type)
+            and (not filters.concepts or bool(set(filters.concepts) & set(doc["concepts"])))
+            and (not filters.project or doc["project"] == filters.project)
+            and (not filters.date_from or (doc["date"] is not None and doc["date"] >= filters.date_from))
+            and (not filters.date_to or (doc["date"] is not None and doc["date"] <= filters.date_to)))
+
+
 @settings(PURE, max_examples=300)
-@given(st.lists(hostile_text(4), max_size=5), hostile_text(4), st.text(max_size=12), st.text(max_size=12))
-def test_any_filter_values_run_on_the_real_index(store: Store, concepts: list[str], project: str,
-                                                  date_from: str, date_to: str) -> None:
-    """Filters are bound parameters: any concept, project or date text is data, never SQL."""
-    filters = Filters(type="learning", concepts=tuple(c for c in concepts if c), project=project or None,
+@given(st.one_of(st.none(), st.sampled_from(["learning", "principle"])),
+       st.lists(filter_values(REAL_CONCEPTS, hostile_text(4)), max_size=5),
+       st.one_of(st.none(), filter_values(["oracle", "other"], hostile_text(4))),
+       st.one_of(st.none(), filter_values(REAL_DATES, st.text(max_size=12))),
+       st.one_of(st.none(), filter_values(REAL_DATES, st.text(max_size=12))))
+def test_any_filter_values_run_on_the_real_index(store: Store, doc_type: str | None, concepts: list[str],
+                                                  project: str | None, date_from: str | None, date_to: str | None) -> None:
+    """Filters are bound parameters: any concept, project or date text is data, never SQL. And every hit
+    returned satisfies the filter, the filtered hits are exactly the unfiltered ones that satisfy it, and the
+    total counts them."""
+    filters = Filters(type=doc_type, concepts=tuple(c for c in concepts if c), project=project or None,
                       date_from=date_from or None, date_to=date_to or None)
-    keyword_search(store, '"search"', None, (), filters, 10)
+    hits, total = keyword_search(store, '"search"', None, (), filters, 100)
+    everything, _ = keyword_search(store, '"search"', None, (), Filters(), 100)
+    docs = store.documents_by_id([doc_id for doc_id, _ in everything])
+    assert {doc_id for doc_id, _ in hits} <= set(docs)
+    for doc_id, _ in hits:
+        assert matches(docs[doc_id], filters), (docs[doc_id], filters)
+    assert sorted(doc_id for doc_id, _ in hits) == sorted(d for d, _ in everything if matches(docs[d], filters))
+    assert total == len(hits)
+
+
+def test_filters_select_hits_in_this_corpus(store: Store) -> None:
+    """The property above is not vacuous: real filter values do return hits, and do exclude some."""
+    everything, _ = keyword_search(store, '"search"', None, (), Filters(), 100)
+    hits, _ = keyword_search(store, '"search"', None, (), Filters(project="oracle", date_from="2026-01-01"), 100)
+    assert hits and len(hits) < len(everything)
 
 
 # =====================================================================================================
