@@ -1,5 +1,11 @@
 """Shared fixtures: real SQLite FTS5, real embedded ChromaDB, the real ONNX embedding model.
 
+Tests come in three tiers (issue 12): `unit/` (in-process, mirrors the modules), `contract/` (the tools
+through an in-process MCP client and the HTTP app through Starlette's TestClient) and `system/` (real
+subprocesses, the watcher, a Chroma server, Chromium), every one of which is marked `slow` here. Helpers
+(`_corpus`, `_procs`, `_mcp`, ...) stay at the top of tests/, importable from every tier. Every test has a
+timeout (pytest-timeout: `timeout` in pyproject.toml); system tests get SYSTEM_TIMEOUT unless they set one.
+
 Nothing is mocked. Expensive indexes (anything that embeds the bundled knowledge, ~6 s each on two
 cores) are session-scoped and must be treated as read-only by the tests that use them; tests that
 mutate an index build their own small one in `tmp_path`.
@@ -15,7 +21,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # for `import _corpus` in test modules
+TESTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS))  # for `import _corpus` in test modules of every tier
+SYSTEM = TESTS / "system"
+SYSTEM_TIMEOUT = 900  # seconds; a system test starts processes and may wait on a busy machine
 
 from server.app import Oracle  # noqa: E402
 
@@ -84,6 +93,15 @@ def search_twin(search_root: Path, tmp_path_factory: pytest.TempPathFactory):
     assert not report.vector_failed, report.warnings
     yield oracle
     oracle.close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Everything under system/ is slow and gets the longer timeout."""
+    for item in items:
+        if SYSTEM in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.slow)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(SYSTEM_TIMEOUT))
 
 
 def pytest_configure(config: pytest.Config) -> None:
