@@ -47,9 +47,10 @@ bundle: install
 test: install browser node-tools
 	$(BIN)/python -m pytest -q
 
-# In-process tiers only, without tests marked slow: the loop to run while editing.
+# In-process tiers only, without tests marked slow, property tests with a tenth of their examples: the loop
+# to run while editing.
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow" tests/unit tests/contract
+	$(BIN)/python -m pytest -q -m "not slow" --hypothesis-profile=fast tests/unit tests/contract
 
 # Real processes, the watcher, a Chroma server, Chromium.
 test-system: install browser node-tools

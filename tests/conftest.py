@@ -26,6 +26,12 @@ sys.path.insert(0, str(TESTS))  # for `import _corpus` in test modules of every 
 SYSTEM = TESTS / "system"
 SYSTEM_TIMEOUT = 900  # seconds; a system test starts processes and may wait on a busy machine
 
+# `make test-fast` runs with `--hypothesis-profile=fast`: property tests draw a tenth of their examples
+# (`_hostile.examples`); `make test` runs them all.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("fast", max_examples=10)
+
 from server.app import Oracle  # noqa: E402
 
 import _corpus  # noqa: E402
@@ -38,6 +44,44 @@ def _isolated_env() -> Iterator[None]:
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("ORACLE_")}
     yield
     os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _model_once() -> Iterator[None]:
+    """The real ONNX model, loaded once per test session and run once per distinct text.
+
+    Every Oracle opened in this process (dozens: most modules index a temp root) shares one loaded model,
+    and a text the session has embedded before gets the same vector back, as the index's own embedding
+    cache gives it across runs. Each data dir still has its own SQLite store, embedding cache and Chroma
+    collection; only the model's arithmetic is shared. Processes the tests start load their own model.
+    """
+    import numpy as np
+
+    from indexer.embed import BATCH_SIZE, Embedder
+
+    loaded: dict[int, tuple] = {}
+    memo: dict[str, np.ndarray] = {}
+    real_load, real_embed = Embedder._load, Embedder.embed
+
+    def load(self: Embedder) -> None:
+        if self._sessions:
+            return
+        if self._workers not in loaded:
+            real_load(self)
+            loaded[self._workers] = (self._tokenizer, self._pool, self._sessions)
+        self._tokenizer, self._pool, self._sessions = loaded[self._workers]
+
+    def embed(self: Embedder, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in memo]
+        if missing:
+            memo.update(zip(missing, real_embed(self, missing, batch_size)))
+        if not texts:
+            return real_embed(self, [], batch_size)
+        return np.stack([memo[t] for t in texts])
+
+    Embedder._load, Embedder.embed = load, embed
+    yield
+    Embedder._load, Embedder.embed = real_load, real_embed
 
 
 @pytest.fixture

@@ -13,12 +13,12 @@ import hashlib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _hostile import hostile_text
+from _hostile import examples, hostile_text
 from server.consult import MIN_SOURCE_TOKENS, build_guidance, consult, estimate_tokens
 from server.models import ConsultRequest, Source
 
 BUDGETS = st.integers(min_value=100, max_value=8000)  # ConsultRequest's bounds
-PURE = settings(deadline=None, derandomize=True, database=None, max_examples=100,
+PURE = settings(deadline=None, derandomize=True, database=None, max_examples=examples(100),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 OPEN, CLOSE = "<<<ORACLE REFERENCE DATA ", "<<<END ORACLE REFERENCE DATA "
 
@@ -63,7 +63,7 @@ def test_guidance_never_exceeds_the_budget(decision: str, given_sources: list[So
         assert len(included) == len(given_sources) and not any(s.truncated for s in included)
 
 
-@settings(PURE, max_examples=50)
+@settings(PURE, max_examples=examples(50))
 @given(decisions(), sources(), BUDGETS, BUDGETS)
 def test_a_larger_budget_never_includes_fewer_sources(decision: str, given_sources: list[Source], a: int,
                                                       b: int) -> None:
@@ -71,7 +71,7 @@ def test_a_larger_budget_never_includes_fewer_sources(decision: str, given_sourc
     assert len(build_guidance(decision, given_sources, small)[1]) <= len(build_guidance(decision, given_sources, large)[1])
 
 
-@settings(PURE, max_examples=30)
+@settings(PURE, max_examples=examples(30))
 @given(decisions().filter(lambda d: d.replace("\x00", "").strip() and len(d) <= 2000), BUDGETS)
 def test_consult_service_keeps_the_budget(search_index, decision: str, budget: int) -> None:
     """The real service on the real shared index: the result reports the budget, stays within it, and lists
