@@ -1,10 +1,10 @@
-# Oracle: `make install` (idempotent), `make run`, `make test`, `make bench`.
+# Oracle: `make install` (idempotent), `make run`, `make test` (every tier), `make test-fast`, `make bench`.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser node-tools bundle run test bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean
+.PHONY: install browser node-tools bundle run test test-fast test-system bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean
 
 install: $(STAMP)
 
@@ -43,8 +43,18 @@ $(NODE_TOOLS): tests/npm/package.json
 bundle: install
 	$(BIN)/python dist/build_bundle.py --out dist/out $(if $(RELEASE_URL),--release-url $(RELEASE_URL))
 
+# The full suite, every tier (what CI runs): tests/unit, tests/contract and tests/system.
 test: install browser node-tools
 	$(BIN)/python -m pytest -q
+
+# In-process tiers only, without tests marked slow, property tests with a tenth of their examples: the loop
+# to run while editing.
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow" --hypothesis-profile=fast tests/unit tests/contract
+
+# Real processes, the watcher, a Chroma server, Chromium.
+test-system: install browser node-tools
+	$(BIN)/python -m pytest -q tests/system
 
 bench-quality: install
 	$(BIN)/python benchmarks/quality.py

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import settings
 from hypothesis import strategies as st
 
 FTS5_SYNTAX = [
@@ -41,6 +42,12 @@ STRUCTURE_PIECES = [
 ]
 WORDS = ["search", "memory", "test", "principle", "learning", "git", "sqlite", "fts5", "quote", "the", "a"]
 BOUNDARY_SIZES = [200, 500, 1000, 2000, 10_000, 50_000]
+
+
+def examples(n: int) -> int:
+    """`n` examples under the default profile (100), proportionally fewer under `--hypothesis-profile=fast`
+    (tests/conftest.py), never fewer than 10."""
+    return max(10, n * settings.default.max_examples // 100)
 
 
 def surrogates() -> st.SearchStrategy[str]:

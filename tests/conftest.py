@@ -1,5 +1,11 @@
 """Shared fixtures: real SQLite FTS5, real embedded ChromaDB, the real ONNX embedding model.
 
+Tests come in three tiers (issue 12): `unit/` (in-process, mirrors the modules), `contract/` (the tools
+through an in-process MCP client and the HTTP app through Starlette's TestClient) and `system/` (real
+subprocesses, the watcher, a Chroma server, Chromium), every one of which is marked `slow` here. Helpers
+(`_corpus`, `_procs`, `_mcp`, ...) stay at the top of tests/, importable from every tier. Every test has a
+timeout (pytest-timeout: `timeout` in pyproject.toml); system tests get SYSTEM_TIMEOUT unless they set one.
+
 Nothing is mocked. Expensive indexes (anything that embeds the bundled knowledge, ~6 s each on two
 cores) are session-scoped and must be treated as read-only by the tests that use them; tests that
 mutate an index build their own small one in `tmp_path`.
@@ -15,7 +21,16 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # for `import _corpus` in test modules
+TESTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS))  # for `import _corpus` in test modules of every tier
+SYSTEM = TESTS / "system"
+SYSTEM_TIMEOUT = 900  # seconds; a system test starts processes and may wait on a busy machine
+
+# `make test-fast` runs with `--hypothesis-profile=fast`: property tests draw a tenth of their examples
+# (`_hostile.examples`); `make test` runs them all.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("fast", max_examples=10)
 
 from server.app import Oracle  # noqa: E402
 
@@ -29,6 +44,44 @@ def _isolated_env() -> Iterator[None]:
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("ORACLE_")}
     yield
     os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _model_once() -> Iterator[None]:
+    """The real ONNX model, loaded once per test session and run once per distinct text.
+
+    Every Oracle opened in this process (dozens: most modules index a temp root) shares one loaded model,
+    and a text the session has embedded before gets the same vector back, as the index's own embedding
+    cache gives it across runs. Each data dir still has its own SQLite store, embedding cache and Chroma
+    collection; only the model's arithmetic is shared. Processes the tests start load their own model.
+    """
+    import numpy as np
+
+    from indexer.embed import BATCH_SIZE, Embedder
+
+    loaded: dict[int, tuple] = {}
+    memo: dict[str, np.ndarray] = {}
+    real_load, real_embed = Embedder._load, Embedder.embed
+
+    def load(self: Embedder) -> None:
+        if self._sessions:
+            return
+        if self._workers not in loaded:
+            real_load(self)
+            loaded[self._workers] = (self._tokenizer, self._pool, self._sessions)
+        self._tokenizer, self._pool, self._sessions = loaded[self._workers]
+
+    def embed(self: Embedder, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in memo]
+        if missing:
+            memo.update(zip(missing, real_embed(self, missing, batch_size)))
+        if not texts:
+            return real_embed(self, [], batch_size)
+        return np.stack([memo[t] for t in texts])
+
+    Embedder._load, Embedder.embed = load, embed
+    yield
+    Embedder._load, Embedder.embed = real_load, real_embed
 
 
 @pytest.fixture
@@ -84,6 +137,15 @@ def search_twin(search_root: Path, tmp_path_factory: pytest.TempPathFactory):
     assert not report.vector_failed, report.warnings
     yield oracle
     oracle.close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Everything under system/ is slow and gets the longer timeout."""
+    for item in items:
+        if SYSTEM in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.slow)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(SYSTEM_TIMEOUT))
 
 
 def pytest_configure(config: pytest.Config) -> None:

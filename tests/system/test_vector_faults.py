@@ -11,7 +11,7 @@ Three real faults, no test doubles:
 For 2 and 3 the user's remedy is the one the warning names: move the bad path aside. The running Oracle
 (service layer, this process) then rebuilds the vectors from its embedding cache without being restarted.
 
-    .venv/bin/python -m pytest -q tests/test_vector_faults.py
+    .venv/bin/python -m pytest -q tests/system/test_vector_faults.py
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ import yaml
 from mcp import Client
 from mcp_types import CallToolResult, Implementation
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
 from _mcp import CALL_TIMEOUT, CLIENT_NAME, KB, Session, index_kb, run_oracle
 from _procs import free_port, oracle_cmd, stop_process

@@ -23,7 +23,7 @@ LAYOUT_TYPES = {"principles": "principle", "learnings": "learning", "retrospecti
 
 def run(oracle, query: str, **kw):
     """Section results unless a test asks otherwise: these tests check the legs, fusion, filters and
-    paging section by section (tests/test_notes.py checks the note unit on top of them)."""
+    paging section by section (tests/unit/test_notes.py checks the note unit on top of them)."""
     if "group_by_file" not in kw:
         kw.setdefault("unit", "section")
     return search(oracle, SearchRequest(query=query, **kw))

@@ -16,7 +16,7 @@ What a demanding user expects, and what is checked:
   notices within a second or two, re-adds what is missing from its embedding cache (no model call), and
   embeds what was learnt meanwhile; search results are byte-identical to those before the outage.
 
-    .venv/bin/python -m pytest -q tests/test_chroma_server.py
+    .venv/bin/python -m pytest -q tests/system/test_chroma_server.py
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ from _hostile import any_text, hostile_text, json_values
 from _mcp import KB, Session, index_kb
 from _procs import oracle_cmd, serve_http, stop_process
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
 START_TIMEOUT = 120.0
 CALL_TIMEOUT = 120.0

@@ -18,7 +18,7 @@ from _first_hour import build_adr_repo, build_obsidian_vault, write
 from _procs import oracle_cmd, serve_http, stop_process
 
 pytestmark = pytest.mark.slow
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def run(env: dict[str, str], *args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:

@@ -12,7 +12,7 @@ import pytest
 from indexer.concepts import extract_concepts, normalise_tag, normalise_tags
 from indexer.parse import chunk_id, content_hash, note_date, parse_markdown, split_frontmatter, title_for
 
-BUNDLED = Path(__file__).resolve().parent.parent / "knowledge"
+BUNDLED = Path(__file__).resolve().parents[2] / "knowledge"
 LAYOUT_TYPES = {"principles": "principle", "learnings": "learning", "retrospectives": "retro"}
 
 

@@ -29,10 +29,10 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
 STATIC = PROJECT / "server" / "static"
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 from _procs import oracle_cmd, serve_http, stop_process
 SCRIPT = Path(sys.executable).parent / "oracle"
 CHROMIUM = Path("/usr/bin/chromium")

@@ -12,7 +12,7 @@ deadline instead of sleeping a fixed time, so a fast machine finishes fast and a
 3. Crash safety: `oracle index --full` killed with SIGKILL mid-write, then `oracle index`; a missing and a
    corrupt index database rebuilt on the next start with the usage logs intact.
 
-    .venv/bin/python -m pytest -q tests/test_live.py
+    .venv/bin/python -m pytest -q tests/system/test_live.py
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from server.models import SearchRequest
 from server.search import run_search
 from server.stats import drift
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
 from _procs import free_port, oracle_cmd
 SCRIPT = Path(sys.executable).parent / "oracle"  # the console script pip installed beside the interpreter

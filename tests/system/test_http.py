@@ -30,7 +30,7 @@ from pydantic import BaseModel
 import _corpus
 from _corpus import open_oracle
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
 from _procs import free_port, oracle_cmd, serve_http, stop_process
 SCRIPT = Path(sys.executable).parent / "oracle"

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _corpus import HOSTILE_QUERIES, NO_TERMS
+from _hostile import examples
 from server import scoring
 from server.query import (
     MAX_QUERY_CHARS,
@@ -125,7 +126,7 @@ def test_ten_kb_query_is_bounded(fts):
     run(fts, kq)
 
 
-@settings(max_examples=400, deadline=None, database=None,  # no .hypothesis/ dir outside tests/
+@settings(max_examples=examples(400), deadline=None, database=None,  # no .hypothesis/ dir outside tests/
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80))
 def test_random_unicode_never_breaks_fts5(fts, text):

@@ -24,8 +24,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from _mcp import KB, index_kb
 from _procs import oracle_cmd
 
-PROJECT = Path(__file__).resolve().parent.parent
-NODE_BIN = Path(__file__).resolve().parent / "npm" / "node_modules" / ".bin"
+PROJECT = Path(__file__).resolve().parents[2]
+NODE_BIN = Path(__file__).resolve().parents[1] / "npm" / "node_modules" / ".bin"
 TOOLS = {
     "oracle_search", "oracle_consult", "oracle_reflect", "oracle_learn", "oracle_list", "oracle_stats",
     "oracle_concepts", "oracle_feedback", "oracle_supersede", "oracle_relations", "oracle_read", "oracle_verify",

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 import server.models as models
-from _hostile import UNICODE_PIECES, any_text, hostile_text, json_values
+from _hostile import examples, UNICODE_PIECES, any_text, hostile_text, json_values
 from indexer.parse import SPLIT_LEVEL, content_hash, parse_markdown
 from indexer.store import FileState, Filters, Store, keyword_search
 from indexer.sync import decode_markdown
@@ -49,6 +49,10 @@ NOTES = {
                       "## Why\n\nUsers type words, not syntax: NEAR, AND, OR and col:term are text.\n",
     "learnings/b.md": "# ตลาดนัด\n\nวันนี้ฉันไปตลาดนัดกับแมวของฉัน 東京 APIの使い方\n\n## emoji\n\n🎉 party e\u0301 cafe\u0301\n",
     "principles/c.md": "# Principle\n\n### Rule\n\n- a bullet about 100% of the [x] {y} cases\n- another: \"quoted\"\n",
+    "learnings/d.md": "---\ntitle: Search the oracle project\ntags: [search, oracle]\nproject: oracle\ndate: 2026-03-04\n---\n\n"
+                      "# Search the oracle project\n\n## Search\n\nSearch terms are quoted.\n",
+    "learnings/e.md": "---\ntitle: Search elsewhere\ntags: [fts5]\nproject: other\ndate: 2025-12-31\n---\n\n"
+                      "# Search elsewhere\n\nAnother project's search note.\n",
 }
 
 
@@ -68,7 +72,7 @@ def queries() -> st.SearchStrategy[str]:
     return any_text(MAX_QUERY_CHARS, surrogate=True) | st.text(max_size=200)
 
 
-@settings(PURE, max_examples=1000)
+@settings(PURE, max_examples=examples(1000))
 @given(queries())
 @example('"unbalanced NEAR(a b) title:x {title content}: ^start * -x AND OR NOT')
 @example("\ud800 lone surrogate \udfff")
@@ -94,14 +98,52 @@ def test_any_query_is_refused_or_runs_on_the_real_index(store: Store, text: str)
     keyword_search(store, kq.fts_match, kq.trigram_match, kq.short_unsegmented, Filters(), 10)
 
 
-@settings(PURE, max_examples=300)
-@given(st.lists(hostile_text(4), max_size=5), hostile_text(4), st.text(max_size=12), st.text(max_size=12))
-def test_any_filter_values_run_on_the_real_index(store: Store, concepts: list[str], project: str,
-                                                  date_from: str, date_to: str) -> None:
-    """Filters are bound parameters: any concept, project or date text is data, never SQL."""
-    filters = Filters(type="learning", concepts=tuple(c for c in concepts if c), project=project or None,
+REAL_CONCEPTS = ["search", "oracle", "fts5", "testing"]
+REAL_DATES = ["2025-12-31", "2026-01-01", "2026-03-04", "2026-03-05"]
+
+
+def filter_values(real: list[str], hostile: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    """Mostly values the notes hold (so hits come back and can be checked), sometimes hostile text."""
+    return st.sampled_from(real) | hostile
+
+
+def matches(doc: dict, filters: Filters) -> bool:
+    """The filter's meaning, stated in Python over the stored chunk."""
+    return ((not filters.type or doc["type"] == filters.type)
+            and (not filters.concepts or bool(set(filters.concepts) & set(doc["concepts"])))
+            and (not filters.project or doc["project"] == filters.project)
+            and (not filters.date_from or (doc["date"] is not None and doc["date"] >= filters.date_from))
+            and (not filters.date_to or (doc["date"] is not None and doc["date"] <= filters.date_to)))
+
+
+@settings(PURE, max_examples=examples(300))
+@given(st.one_of(st.none(), st.sampled_from(["learning", "principle"])),
+       st.lists(filter_values(REAL_CONCEPTS, hostile_text(4)), max_size=5),
+       st.one_of(st.none(), filter_values(["oracle", "other"], hostile_text(4))),
+       st.one_of(st.none(), filter_values(REAL_DATES, st.text(max_size=12))),
+       st.one_of(st.none(), filter_values(REAL_DATES, st.text(max_size=12))))
+def test_any_filter_values_run_on_the_real_index(store: Store, doc_type: str | None, concepts: list[str],
+                                                  project: str | None, date_from: str | None, date_to: str | None) -> None:
+    """Filters are bound parameters: any concept, project or date text is data, never SQL. And every hit
+    returned satisfies the filter, the filtered hits are exactly the unfiltered ones that satisfy it, and the
+    total counts them."""
+    filters = Filters(type=doc_type, concepts=tuple(c for c in concepts if c), project=project or None,
                       date_from=date_from or None, date_to=date_to or None)
-    keyword_search(store, '"search"', None, (), filters, 10)
+    hits, total = keyword_search(store, '"search"', None, (), filters, 100)
+    everything, _ = keyword_search(store, '"search"', None, (), Filters(), 100)
+    docs = store.documents_by_id([doc_id for doc_id, _ in everything])
+    assert {doc_id for doc_id, _ in hits} <= set(docs)
+    for doc_id, _ in hits:
+        assert matches(docs[doc_id], filters), (docs[doc_id], filters)
+    assert sorted(doc_id for doc_id, _ in hits) == sorted(d for d, _ in everything if matches(docs[d], filters))
+    assert total == len(hits)
+
+
+def test_filters_select_hits_in_this_corpus(store: Store) -> None:
+    """The property above is not vacuous: real filter values do return hits, and do exclude some."""
+    everything, _ = keyword_search(store, '"search"', None, (), Filters(), 100)
+    hits, _ = keyword_search(store, '"search"', None, (), Filters(project="oracle", date_from="2026-01-01"), 100)
+    assert hits and len(hits) < len(everything)
 
 
 # =====================================================================================================
@@ -142,7 +184,7 @@ def check_parse(text: str, rel: str, doc_type: str) -> None:
     assert again == parsed, "parsing is deterministic"
 
 
-@settings(PURE, max_examples=800)
+@settings(PURE, max_examples=examples(800))
 @given(markdown(), st.sampled_from(sorted(SPLIT_LEVEL)))
 @example("---\ntitle: [unclosed\n---\n# T\n\n## A\n\ntext\n", "learning")
 @example("```\n# not a heading\n```\n## Real\n\nbody", "learning")
@@ -161,7 +203,7 @@ def test_empty_heading_is_not_the_title() -> None:
     assert parse_markdown("# \n# Real title\n\nbody\n", "learnings/x.md", "learning").title == "Real title"
 
 
-@settings(PURE, max_examples=400)
+@settings(PURE, max_examples=examples(400))
 @given(st.binary(max_size=400) | markdown().map(lambda t: t.encode("utf-8", "surrogatepass")), st.sampled_from(sorted(SPLIT_LEVEL)))
 def test_any_file_bytes_are_skipped_with_a_reason_or_parse(data: bytes, doc_type: str) -> None:
     """The indexer's path: bytes -> decode_markdown -> parse_markdown never raises."""
@@ -172,7 +214,7 @@ def test_any_file_bytes_are_skipped_with_a_reason_or_parse(data: bytes, doc_type
     check_parse(text, "learnings/bytes.md", doc_type)
 
 
-@settings(PURE, max_examples=300)
+@settings(PURE, max_examples=examples(300))
 @given(markdown(), hostile_text(3))
 def test_chunk_ids_depend_on_path_and_section_not_on_body_text(text: str, extra: str) -> None:
     """Appending prose to the last section changes its text but keeps every id (citations stay valid)."""
@@ -199,7 +241,7 @@ def assert_safe_component(slug: str) -> None:
     assert len(tmp_name.encode("utf-8")) <= NAME_MAX_BYTES, (len(tmp_name.encode()), slug)
 
 
-@settings(PURE, max_examples=1500)
+@settings(PURE, max_examples=examples(1500))
 @given(any_text(SLUG_MAX, surrogate=False) | st.text() | st.sampled_from(UNICODE_PIECES).map(lambda p: p * 70))
 @example("𝐇𝐞𝐥𝐥𝐨" * 20)  # 4-byte letters: 60 of them were 240 bytes, too long for a file name with the date
 @example("𠀀" * 100)
@@ -210,7 +252,7 @@ def test_slugify_gives_one_safe_path_component(text: str) -> None:
     assert_safe_component(slugify(text))
 
 
-@settings(PURE, max_examples=300)
+@settings(PURE, max_examples=examples(300))
 @given(any_text(200))
 @example("𝐇𝐞𝐥𝐥𝐨 " * 30)
 def test_slug_file_can_be_created(tmp_path_factory: pytest.TempPathFactory, title: str) -> None:
@@ -224,7 +266,7 @@ def test_slug_file_can_be_created(tmp_path_factory: pytest.TempPathFactory, titl
         path.unlink()
 
 
-@settings(PURE, max_examples=400)
+@settings(PURE, max_examples=examples(400))
 @given(hostile_text(12).filter(lambda s: s.strip() and "\x00" not in s), st.one_of(st.none(), any_text(200)),
        st.lists(hostile_text(3), max_size=5), st.one_of(st.none(), hostile_text(5)))
 @example('"', "*", [], None)  # found by fuzzing: "*" is a title, not a rule
@@ -275,7 +317,7 @@ def all_strings(value: object) -> list[str]:
 
 @pytest.mark.parametrize("model", REQUEST_MODELS, ids=lambda m: m.__name__)
 def test_request_models_refuse_or_accept_cleanly(model: type[BaseModel]) -> None:
-    @settings(PURE, max_examples=300)
+    @settings(PURE, max_examples=examples(300))
     @given(field_values(model))
     def check(values: dict) -> None:
         try:
@@ -311,7 +353,7 @@ def knowledge_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root.resolve()
 
 
-@settings(PURE, max_examples=800)
+@settings(PURE, max_examples=examples(800))
 @given(any_text(1000) | st.builds(lambda parts: "/".join(parts), st.lists(st.sampled_from(
     ["..", ".", "", "learnings", "a.md", "~", "C:", "%2e%2e", "\\..", "x.md", "\x00", "a" * 300]), max_size=6)))
 @example("learnings/../../outside.md")

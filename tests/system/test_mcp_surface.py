@@ -32,7 +32,7 @@ from mcp_types import Implementation, PromptReference, ResourceTemplateReference
 from _mcp import KB, index_kb
 from _procs import oracle_cmd, serve_http, stop_process
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
 THAI_NOTE = "learnings/2026-11-20_บันทึก ภาษาไทย.md"
 THAI_TEXT = (
@@ -49,7 +49,7 @@ NEAR_DUPLICATE = (  # the bundled learning on mocked databases, retold (vector s
 )
 MAX_NOTIFY_SECONDS = 1.5  # the issue asks for about a second after a saved edit; measured figures go to the log
 MAX_NEW_NOTE_SECONDS = 3.0  # a new note is embedded before its batch is reported (a cold model takes longer)
-LATENCY_LOG = Path(__file__).resolve().parent / ".notify-latency.jsonl"
+LATENCY_LOG = Path(__file__).resolve().parents[1] / ".notify-latency.jsonl"
 PEERS = ["stdio-modern", "stdio-legacy", "http-modern", "http-legacy"]
 
 
