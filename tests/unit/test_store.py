@@ -144,7 +144,7 @@ def test_services_hold_no_sql() -> None:
     A statement, a raw connection or an untyped row read there fails this test."""
     import re
 
-    server = Path(__file__).resolve().parent.parent / "server"
+    server = Path(__file__).resolve().parents[2] / "server"
     pattern = re.compile(r"\.execute(many)?\(|\bstore\.(conn|rows|fetch|fetch_dicts|reading)\b|\bsqlite3\b|"
                          r"\b(SELECT|INSERT INTO|DELETE FROM)\s|\bUPDATE\s+\w+\s+SET\b")
     found = [f"{path.name}:{n}: {line.strip()}" for path in sorted(server.glob("*.py"))
