@@ -29,6 +29,7 @@ import numpy as np
 
 from indexer.embed import DIMENSIONS as MAIN_DIMENSIONS
 from indexer.embed import EmbeddingUnavailable
+from indexer.store.rows import marks
 from indexer.store.schema import connect_reader
 
 MODEL_ID = "use-multilingual-v3"
@@ -169,7 +170,7 @@ class MultilingualIndex:
             wanted = sorted(set(files))
             if not wanted:
                 return []
-            sql += f" AND d.file IN ({','.join('?' * len(wanted))})"
+            sql += f" AND d.file IN ({marks(len(wanted))})"
             params += wanted
         sql += " GROUP BY d.embed_key ORDER BY d.embed_key LIMIT ?"
         return self._read(sql, [*params, limit])
