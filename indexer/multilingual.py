@@ -218,15 +218,17 @@ class MultilingualIndex:
         """Vectors exist to rank by (the base wants them and at least some are computed)."""
         return self.wanted() and bool(self._read("SELECT 1 FROM ml_vectors LIMIT 1"))
 
-    def nearest(self, query: str, n: int, main_vector: np.ndarray | None = None) -> list[tuple[str, float]]:
+    def nearest(self, query: str, n: int, main_vector: np.ndarray | None = None, main_share: float = 0.0
+                ) -> list[tuple[str, float]]:
         """The n sections nearest the query, best first, ties by id. Each model counts in proportion to the
-        query letters it reads: similarity = s x main + (1 - s) x multilingual, s = covered_share(query),
-        so "ทำไม ... context-finder ... main agent" keeps what the English model knows of its English words
+        query letters it reads: similarity = s x main + (1 - s) x multilingual, s = `main_share` (the
+        caller's covered_share(query); the main model's query vector is needed when s > 0), so
+        "ทำไม ... context-finder ... main agent" keeps what the English model knows of its English words
         (nat-brain's 10 Thai questions: 0.672 with the multilingual model alone, 0.700 shared)."""
         ids, multi, main = self._loaded()
         if not ids:
             return []
-        share = covered_share(query) if main_vector is not None else 0.0
+        share = main_share if main_vector is not None else 0.0
         query_vector = self.embedder.embed([query])[0]
         with _one_blas_thread():
             sims = (1.0 - share) * (multi @ query_vector)

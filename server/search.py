@@ -58,6 +58,7 @@ class _Legs:
     warnings: list[str]
     vector_ok: bool
     multilingual: bool = False  # the vector leg ranked with the multilingual model (indexer/multilingual.py)
+    main_share: float = 1.0  # the English model's share of the vector leg's similarities (covered_share)
 
 
 def filters_for(request: SearchRequest) -> Filters:
@@ -75,13 +76,15 @@ def _keyword_leg(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int) 
     return [scoring.LegHit(i, s) for i, s in rows], total
 
 
-def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multilingual: bool = False) -> list[scoring.LegHit]:
-    """Nearest chunks by cosine similarity, by the main model or the multilingual one; filters are applied
-    against SQLite after the query, fetching more until `pool` pass them or the index runs out."""
-    vector = oracle.embedder.embed([query])[0] if not multilingual or covered_share(query) > 0 else None
+def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multilingual: bool = False,
+                main_share: float = 1.0) -> list[scoring.LegHit]:
+    """Nearest chunks by cosine similarity, by the main model or (blended by `main_share`) the multilingual
+    one; filters are applied against SQLite after the query, fetching more until `pool` pass them or the
+    index runs out."""
+    vector = oracle.embedder.embed([query])[0] if main_share > 0 else None
     if multilingual:
         def nearest(n: int) -> list[tuple[str, float]]:
-            return oracle.indexer.multilingual.nearest(query, n, vector)
+            return oracle.indexer.multilingual.nearest(query, n, vector, main_share)
     else:
         def nearest(n: int) -> list[tuple[str, float]]:
             return [(h.id, h.similarity) for h in oracle.vectors.query(vector, n)]
@@ -101,9 +104,11 @@ def _run_legs(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQue
     legs = _Legs(fts=[], fts_total=0, vector=[], warnings=[], vector_ok=True)
     legs.multilingual = (request.mode != "fts" and wants_multilingual(query)
                          and oracle.indexer.multilingual.ready())
+    legs.main_share = covered_share(query) if legs.multilingual else 1.0
     vector_future = None
     if request.mode == "hybrid":
-        vector_future = _LEG_POOL.submit(_vector_leg, oracle, query, filters, pool, legs.multilingual)
+        vector_future = _LEG_POOL.submit(_vector_leg, oracle, query, filters, pool, legs.multilingual,
+                                         legs.main_share)
     if request.mode in ("hybrid", "fts"):
         legs.fts, legs.fts_total = _keyword_leg(oracle, kq, filters, pool)
         if kq.empty:
@@ -111,7 +116,7 @@ def _run_legs(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQue
     if request.mode in ("hybrid", "vector"):
         try:
             legs.vector = (vector_future.result() if vector_future
-                           else _vector_leg(oracle, query, filters, pool, legs.multilingual))
+                           else _vector_leg(oracle, query, filters, pool, legs.multilingual, legs.main_share))
             pending = (oracle.indexer.multilingual.pending_count() if legs.multilingual
                        else oracle.store.pending_count())
             if pending:
@@ -363,7 +368,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     page = ranked.entries[request.offset : wanted]
     docs = oracle.store.sections_by_id([e.lead.id for e in page])
     bar = scoring.Bar(bm25_bar,
-                      scoring.similarity_bar(covered_share(query) if ranked.legs.multilingual else 1.0))
+                      scoring.similarity_bar(ranked.legs.main_share))
     complete = _well_covered(oracle, kq, page, bar)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], kq, ranked.use, e.others, e.duplicates, ranked.facts,
                  e.lead.id in complete, bar) for e in page]
