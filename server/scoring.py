@@ -40,6 +40,8 @@ SUPERSEDED_FACTOR = 0.5
 # - the keyword leg's best hit is itself weak (bm25 below weak_bm25): few or common query words matched
 #   (SciFact train 4 wins / 1 loss of 809, 0.7407 -> 0.7410; nat-brain English 2 wins / 0 losses, 0.830 -> 0.835).
 EQUAL_SEMANTIC_WEIGHT = 0.5
+# How much a note's keyword evidence beyond its best section counts in hybrid mode (with_note_evidence).
+NOTE_EVIDENCE_WEIGHT = 0.5
 # Below both, a hit is marked weak (see is_weak; calibrated in benchmarks/notes.py).
 WEAK_SIMILARITY = 0.45
 # The multilingual model's similarities run lower: on nat-brain the best section for each of 6 Thai off-topic
@@ -152,6 +154,35 @@ def fuse(
     if method == "weighted":
         return weighted(fts, vector, weight)
     raise ValueError(f"unknown fusion {method!r}: use 'rrf' or 'weighted'")
+
+
+def with_note_evidence(fused: list[Fused], note_of: dict[str, str], note_scores: dict[str, float],
+                       weight: float = NOTE_EVIDENCE_WEIGHT) -> list[Fused]:
+    """Credit each note with the keyword evidence it holds beyond its best section.
+
+    Both legs rank sections, and a note scores as its best section. A note whose sections share the query's
+    words between them (the title one word, one section another, a third the rest) was so scored on one
+    part of its evidence, and the plain whole-file bm25 baseline beat hybrid on such questions. Here a
+    note's whole-text bm25 (scaled by the best note of the query) minus its best section's keyword score
+    (scaled by the best section) is that missing part: about 0 for a one-section note (a SciFact abstract),
+    so such notes rank as before. It is added to each of the note's sections in units of the best fused
+    score (so it means the same under weighted and RRF fusion), and the sum is divided by 1 + weight.
+    Weights measured on nat-brain's 60 judged questions, nDCG@10 from 0.813: 0.3 -> 0.819, 0.4 -> 0.821,
+    0.5 -> 0.826, 0.7 -> 0.831, 1.0 -> 0.815 (BENCHMARKS.md); 0.5 sits inside the plateau, not on its top."""
+    best_note = max(note_scores.values(), default=0.0)
+    if best_note <= 0 or not fused:
+        return fused
+    top = max(item.score for item in fused)
+    best_section = max((item.fts_score or 0.0 for item in fused), default=0.0) or 1.0
+    section_evidence: dict[str, float] = {}
+    for item in fused:
+        note = note_of[item.id]
+        section_evidence[note] = max(section_evidence.get(note, 0.0), (item.fts_score or 0.0) / best_section)
+    for item in fused:
+        note = note_of[item.id]
+        beyond = max(0.0, note_scores.get(note, 0.0) / best_note - section_evidence[note])
+        item.score = (item.score + weight * top * beyond) / (1.0 + weight)
+    return finish(fused)
 
 
 def base_semantic_weight(method: str) -> float:

@@ -22,6 +22,7 @@ from indexer.store import (
     filtered_ids,
     keyword_matching_ids,
     keyword_search,
+    note_keyword_scores,
     terms_matched,
 )
 from indexer.vectors import VectorStoreUnavailable
@@ -312,6 +313,10 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
     fused, mode, method, weight = _fuse(request, legs, bm25_bar)
     facts = oracle.store.section_facts([f.id for f in fused])
     fused = [f for f in fused if f.id in facts]  # a vector whose chunk vanished is not a result
+    if mode == "hybrid" and kq.fts_match and not legs.multilingual:
+        note_of = {f.id: facts[f.id].file for f in fused}
+        notes = note_keyword_scores(oracle.store, kq.fts_match, sorted(set(note_of.values())))
+        fused = scoring.with_note_evidence(fused, note_of, notes)
     fused, feedback, pointers = _apply_use(oracle, fused, facts)
     use = _Use(feedback, pointers, {})
     added: list[str] = []

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 # bm25 column weights for documents_fts(id, title, heading, content, concepts): title words count more
 # (title 3 vs 2: +0.002 nDCG@10 on SciFact train with weighted fusion; see BENCHMARKS.md).
 BM25_WEIGHTS = (0.0, 3.0, 1.5, 1.0, 1.0)
+# ... and for notes_fts(title, body), the same title weight.
+NOTE_BM25_WEIGHTS = (3.0, 1.0)
 TIE_SLACK = 20  # rows fetched past the keyword pool, so that equal scores at the cut are all seen
 
 
@@ -214,6 +216,22 @@ def terms_matched(store: Store, terms: Sequence[str], ids: Sequence[str]) -> dic
         for (rowid,) in store.fetch(sql, [term, *id_of]):
             counts[id_of[rowid]] += 1
     return counts
+
+
+def note_keyword_scores(store: Store, fts_match: str | None, files: Sequence[str]) -> dict[str, float]:
+    """-bm25 of each of `files` (note paths) matching the word query as whole notes; notes that do not
+    match are absent. bm25 statistics are those of the whole table, so scores compare across queries'
+    candidates as they do in the section table."""
+    if not fts_match or not files:
+        return {}
+    weights = ", ".join(str(w) for w in NOTE_BM25_WEIGHTS)
+    marks = ",".join("?" * len(files))
+    rows = store.fetch(
+        f"SELECT f.path, -bm25(notes_fts, {weights}) FROM notes_fts JOIN files f ON f.rowid = notes_fts.rowid"
+        f" WHERE notes_fts MATCH ? AND f.path IN ({marks})",
+        [fts_match, *files],
+    )
+    return {path: float(score) for path, score in rows}
 
 
 def filtered_ids(store: Store, ids: Sequence[str], filters: Filters) -> set[str]:

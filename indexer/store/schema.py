@@ -6,7 +6,9 @@ markdown file, a row of `files`). The table keeps its historical name `documents
 - `documents_fts` (porter + unicode61) ranks words in spaced scripts with stemming;
 - `documents_tri` (trigram) finds a word inside unsegmented text (Thai, Chinese, Japanese), where
   unicode61 sees a whole sentence as one token.
-Both are keyed by the rowid of `documents`. WAL mode and a busy timeout let readers in other processes
+Both are keyed by the rowid of `documents`. `notes_fts` holds each note whole (title, and the text of its
+sections without the principle bullets that repeat them), keyed by the rowid of `files`: search reads it
+for the keyword evidence of a note as a whole (server/search.py, scoring.with_note_evidence). WAL mode and a busy timeout let readers in other processes
 (and this process's per-thread readers) carry on while one connection writes.
 
 Why the DDL is hand-written and sqlite-utils does introspection and column migrations only: the two FTS5
@@ -35,7 +37,8 @@ from indexer.segment import THAI_MARKS
 # 3: Thai segmented into words in documents_fts, whose tokenizer keeps Thai marks inside words (the
 #    table is rebuilt), and metadata-only blocks folded into their neighbouring section.
 # 4: one tag normaliser: a list item "ops;deploy" is two tags, as the same string was (re-parse only).
-SCHEMA_VERSION = "4"
+# 5: notes_fts, a word table of whole notes (the re-parse fills it).
+SCHEMA_VERSION = "5"
 # Tables whose definition changed at a schema version: dropped and rebuilt from the markdown.
 _REBUILT_AT = {"3": ("documents_fts",)}
 BUSY_TIMEOUT_MS = 10_000
@@ -62,6 +65,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
     tokenize = "porter unicode61 remove_diacritics 2 tokenchars '{thai_marks}'"
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS documents_tri USING fts5(title, content, tokenize = 'trigram');
+CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
+    title, body,
+    tokenize = "porter unicode61 remove_diacritics 2 tokenchars '{thai_marks}'"
+);
 CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
 -- multilingual vectors (indexer/multilingual.py), keyed like embeddings by the embedded text's hash
 CREATE TABLE IF NOT EXISTS ml_vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
@@ -79,7 +86,7 @@ CREATE TABLE IF NOT EXISTS superseded_files (file TEXT PRIMARY KEY, target TEXT 
 """.replace("{thai_marks}", THAI_MARKS)
 
 # Every table that holds what the markdown says (for --full): the embedding cache and meta survive.
-CONTENT_TABLES = ("documents", "documents_fts", "documents_tri", "doc_concepts", "files", "skipped",
+CONTENT_TABLES = ("documents", "documents_fts", "documents_tri", "notes_fts", "doc_concepts", "files", "skipped",
                   "relations", "superseded_files")
 
 

@@ -106,6 +106,7 @@ class Writes:
                 (rel, doc_type, title, state.mtime_ns, state.size, state.file_hash, len(chunks),
                  json.dumps(list(warnings), ensure_ascii=False), time.time(), body_hash(title, chunks)),
             )
+            _write_note_text(conn, rel, title, chunks)
             conn.executemany(
                 "INSERT INTO relations (file, position, subject, predicate, object, subject_key, predicate_key,"
                 " object_key) VALUES (?,?,?,?,?,?,?,?)",
@@ -128,6 +129,7 @@ class Writes:
 
     @staticmethod
     def _delete_file_rows(conn: sqlite3.Connection, rel: str) -> list[str]:
+        conn.execute("DELETE FROM notes_fts WHERE rowid = (SELECT rowid FROM files WHERE path = ?)", (rel,))
         rows = conn.execute("SELECT rowid, id FROM documents WHERE file = ?", (rel,)).fetchall()
         if rows:
             rowids = [(r[0],) for r in rows]
@@ -178,6 +180,16 @@ class Writes:
     def mark_all_out_of_vector(self) -> None:
         with self.transaction() as conn:
             conn.execute("UPDATE documents SET in_vector = 0")
+
+
+def _write_note_text(conn: sqlite3.Connection, rel: str, title: str, chunks: Sequence[Chunk]) -> None:
+    """The note whole in `notes_fts`, under its `files` rowid (the row was just upserted). Bullets are left
+    out: their section's text already holds them, and counting them twice would inflate term counts."""
+    (rowid,) = conn.execute("SELECT rowid FROM files WHERE path = ?", (rel,)).fetchone()
+    aliases = next((c.aliases for c in chunks), ())
+    body = "\n".join(f"{c.heading}\n{c.content}" for c in chunks if c.kind != "bullet")
+    conn.execute("INSERT INTO notes_fts (rowid, title, body) VALUES (?,?,?)",
+                 (rowid, segment(" ".join((title, *aliases))), segment(body)))
 
 
 def body_hash(title: str, chunks: Sequence[Chunk]) -> str:

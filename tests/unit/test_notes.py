@@ -131,6 +131,33 @@ def test_notes_group_their_sections_and_score_as_the_best() -> None:
     assert [(g.lead.id, g.score, [o.id for o in g.others]) for g in groups] == [("a1", 0.9, ["a2"]), ("b1", 0.8, [])]
 
 
+def _keyword(*rows: tuple[str, float, float]) -> list[scoring.Fused]:
+    """(id, fused score, keyword score of the section) -> fused candidates found by the keyword leg."""
+    return scoring.finish(scoring.Fused(i, s, fts_score=k, found_by=["fts"]) for i, s, k in rows)
+
+
+def test_a_note_sharing_the_query_between_its_sections_gains_on_one_matching_in_one() -> None:
+    """a.md matches in one section (its whole-note bm25 is that section's); b.md's best section matches
+    less, but the note as a whole more: the evidence beyond its best section lifts it over a.md."""
+    items = _keyword(("a1", 0.8, 10.0), ("b1", 0.7, 6.0), ("b2", 0.5, 4.0))
+    note_of = {"a1": "a.md", "b1": "b.md", "b2": "b.md"}
+    ranked = scoring.with_note_evidence(items, note_of, {"a.md": 10.0, "b.md": 12.0}, weight=0.5)
+    assert [i.id for i in ranked] == ["b1", "a1", "b2"]
+    assert all(0.0 <= i.score <= 1.0 for i in ranked)
+
+
+def test_one_section_notes_rank_as_before_under_note_evidence() -> None:
+    """A note of one section (SciFact) has no evidence beyond that section: the order is unchanged, and
+    no note evidence at all leaves every score as it was."""
+    items = _keyword(("a", 0.9, 3.0), ("b", 0.8, 9.0), ("c", 0.4, 5.0))
+    note_of = {"a": "a.md", "b": "b.md", "c": "c.md"}
+    before = [(i.id, i.score) for i in items]
+    ranked = scoring.with_note_evidence(items, note_of, {"a.md": 3.0, "b.md": 9.0, "c.md": 5.0}, weight=0.5)
+    assert [i.id for i in ranked] == ["a", "b", "c"]
+    assert [(i.id, i.score) for i in scoring.with_note_evidence(_keyword(("a", 0.9, 3.0), ("b", 0.8, 9.0),
+            ("c", 0.4, 5.0)), note_of, {})] == before
+
+
 def test_a_principle_section_answers_before_its_bullet() -> None:
     table = {"s": facts("s", "p.md"), "b": facts("b", "p.md", kind="bullet", parent="s"),
              "x": facts("x", "q.md", kind="bullet", parent="absent")}

@@ -11,7 +11,7 @@ import pytest
 
 from indexer.concepts import MAX_TAG_CHARS, normalise_tags
 from indexer.parse import CHUNK_ID_RE, chunk_id, content_hash, parse_markdown
-from indexer.store import FileState, Filters, Store, StoreClosed, batched, keyword_search
+from indexer.store import FileState, Filters, Store, StoreClosed, batched, keyword_search, note_keyword_scores
 from server.models import SearchRequest
 from server.search import filters_for
 
@@ -150,3 +150,17 @@ def test_services_hold_no_sql() -> None:
     found = [f"{path.name}:{n}: {line.strip()}" for path in sorted(server.glob("*.py"))
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if pattern.search(line)]
     assert not found, found
+
+
+def test_whole_notes_follow_their_files(store: Store) -> None:
+    """notes_fts holds each note whole: words of the title and of different sections match one note;
+    an edit replaces its words and a removal drops it."""
+    both = '"green" AND "health"'  # "green" is in the title, "health" in the section "Why"
+    assert note_keyword_scores(store, both, ["learnings/deploy.md", "learnings/long.md"]).keys() == {"learnings/deploy.md"}
+    assert keyword_search(store, both, None, [], Filters(), 10)[0] != []  # the section table agrees here
+    _index(store, "learnings/deploy.md", "# Canary releases\n\n## Why\n\nShift a tenth of the traffic first.\n")
+    assert note_keyword_scores(store, '"green"', ["learnings/deploy.md"]) == {}
+    assert note_keyword_scores(store, '"canary" AND "traffic"', ["learnings/deploy.md"]).keys() == {"learnings/deploy.md"}
+    store.remove_file("learnings/deploy.md")
+    assert note_keyword_scores(store, '"canary"', ["learnings/deploy.md"]) == {}
+    assert store.fetch("SELECT count(*) FROM notes_fts")[0][0] == 1  # long.md only
