@@ -226,9 +226,11 @@ def note_keyword_scores(store: Store, fts_match: str | None, files: Sequence[str
         return {}
     weights = ", ".join(str(w) for w in NOTE_BM25_WEIGHTS)
     marks = ",".join("?" * len(files))
+    # `+rowid` checks each match against the candidates' rowids, rather than one MATCH per candidate.
     rows = store.fetch(
-        f"SELECT f.path, -bm25(notes_fts, {weights}) FROM notes_fts JOIN files f ON f.rowid = notes_fts.rowid"
-        f" WHERE notes_fts MATCH ? AND f.path IN ({marks})",
+        f"SELECT f.path, n.s FROM (SELECT rowid AS r, -bm25(notes_fts, {weights}) AS s FROM notes_fts"
+        f" WHERE notes_fts MATCH ? AND +rowid IN (SELECT rowid FROM files WHERE path IN ({marks}))) n"
+        " JOIN files f ON f.rowid = n.r",
         [fts_match, *files],
     )
     return {path: float(score) for path, score in rows}
