@@ -4,9 +4,10 @@ Both legs rank sections (a note's `##` parts, a principle's bullets), because a 
 reads and cites. But a page of sections is mostly a few notes repeated: on a real knowledge base ten hits
 held 4.5 notes on average. So search groups the candidates by note:
 - a note scores as its best section, so a one-section note (SciFact) ranks exactly as before. Adding a
-  share of the note's other matching sections (0.02-0.1 of their scores, with fusion before or after the
-  grouping) and a whole-note bm25 were measured on the judged nat-brain questions: at most +0.009
-  nDCG@10 on all 60, English and Thai moving in opposite directions; not worth a second keyword table;
+  share of the note's other matching sections (0.02-0.1 of their scores) gained at most +0.009 nDCG@10 on
+  the judged nat-brain questions. What did gain is the note's keyword evidence *beyond* its best section,
+  from a word table of whole notes, added after fusion (scoring.with_note_evidence): a note of one section
+  has none, so it still ranks as before;
 - the note is shown by its best section, with the other matching sections listed; in a principle, a
   section answers rather than one of its bullets when both match;
 - notes with identical content (the same title and sections: a copy per locale, a learning saved twice)

@@ -220,8 +220,8 @@ def terms_matched(store: Store, terms: Sequence[str], ids: Sequence[str]) -> dic
 
 def note_keyword_scores(store: Store, fts_match: str | None, files: Sequence[str]) -> dict[str, float]:
     """-bm25 of each of `files` (note paths) matching the word query as whole notes; notes that do not
-    match are absent. bm25 statistics are those of the whole table, so scores compare across queries'
-    candidates as they do in the section table."""
+    match are absent, and so are notes of one section, whose whole text is that section's (search adds only
+    what a note holds beyond its best section, so one-section notes rank exactly as the section table says)."""
     if not fts_match or not files:
         return {}
     weights = ", ".join(str(w) for w in NOTE_BM25_WEIGHTS)
@@ -229,7 +229,7 @@ def note_keyword_scores(store: Store, fts_match: str | None, files: Sequence[str
     # `+rowid` checks each match against the candidates' rowids, rather than one MATCH per candidate.
     rows = store.fetch(
         f"SELECT f.path, n.s FROM (SELECT rowid AS r, -bm25(notes_fts, {weights}) AS s FROM notes_fts"
-        f" WHERE notes_fts MATCH ? AND +rowid IN (SELECT rowid FROM files WHERE path IN ({marks}))) n"
+        f" WHERE notes_fts MATCH ? AND +rowid IN (SELECT rowid FROM files WHERE path IN ({marks}) AND chunk_count > 1)) n"
         " JOIN files f ON f.rowid = n.r",
         [fts_match, *files],
     )

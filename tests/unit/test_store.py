@@ -153,14 +153,18 @@ def test_services_hold_no_sql() -> None:
 
 
 def test_whole_notes_follow_their_files(store: Store) -> None:
-    """notes_fts holds each note whole: words of the title and of different sections match one note;
-    an edit replaces its words and a removal drops it."""
-    both = '"green" AND "health"'  # "green" is in the title, "health" in the section "Why"
-    assert note_keyword_scores(store, both, ["learnings/deploy.md", "learnings/long.md"]).keys() == {"learnings/deploy.md"}
-    assert keyword_search(store, both, None, [], Filters(), 10)[0] != []  # the section table agrees here
-    _index(store, "learnings/deploy.md", "# Canary releases\n\n## Why\n\nShift a tenth of the traffic first.\n")
-    assert note_keyword_scores(store, '"green"', ["learnings/deploy.md"]) == {}
-    assert note_keyword_scores(store, '"canary" AND "traffic"', ["learnings/deploy.md"]).keys() == {"learnings/deploy.md"}
-    store.remove_file("learnings/deploy.md")
-    assert note_keyword_scores(store, '"canary"', ["learnings/deploy.md"]) == {}
-    assert store.fetch("SELECT count(*) FROM notes_fts")[0][0] == 1  # long.md only
+    """notes_fts holds each note whole: words of different sections match one note; an edit replaces its
+    words and a removal drops it; a note of one section has no whole-note score (nothing beyond it)."""
+    two = "# Canary releases\n\n## Why\n\nShift a tenth of the traffic first.\n\n## How\n\nWatch the error rate.\n"
+    _index(store, "learnings/canary.md", two)
+    spread = '"traffic" AND "error"'  # one word in each section
+    assert note_keyword_scores(store, spread, ["learnings/canary.md", "learnings/deploy.md"]).keys() == {"learnings/canary.md"}
+    assert keyword_search(store, spread, None, [], Filters(), 10)[0] == []  # no single section holds both
+    _index(store, "learnings/canary.md", two.replace("traffic", "load"))
+    assert note_keyword_scores(store, spread, ["learnings/canary.md"]) == {}
+    assert note_keyword_scores(store, '"load" AND "error"', ["learnings/canary.md"]).keys() == {"learnings/canary.md"}
+    assert note_keyword_scores(store, '"router"', ["learnings/deploy.md"]) == {}  # one section: no score
+    count = store.fetch("SELECT count(*) FROM notes_fts")[0][0]
+    store.remove_file("learnings/canary.md")
+    assert note_keyword_scores(store, '"load"', ["learnings/canary.md"]) == {}
+    assert store.fetch("SELECT count(*) FROM notes_fts")[0][0] == count - 1
