@@ -17,8 +17,8 @@ until a file event wakes it or TICK_SECONDS pass:
      of its own small files: a saved note never waits behind the backlog of job 6);
   3. vector-store health: a store that is down is probed every RETRY_SECONDS and repaired once it answers
      (`Indexer.repair_vectors`: requeue what it lost, resume searches, upsert what is pending); one that
-     failed a write is repaired with backoff; a healthy one is compared with the index every
-     HEALTH_SECONDS (a Chroma server restarted without its data while nobody searched);
+     failed a write is repaired with backoff; a healthy one is compared with the index at warm-up time
+     and then every HEALTH_SECONDS (a Chroma server restarted without its data while nobody searched);
   4. once, warm_delay after start: load the models (Thai segmenter, multilingual and embedding models),
      so the first query does not pay for them;
   5. watch=True: the sweep, a full incremental sync every sweep_seconds (what the events missed);
@@ -89,7 +89,7 @@ class Maintenance:
         now = time.monotonic()
         self._warm_at: float | None = now + warm_delay  # None once warmed
         self._sweep_at = now + sweep_seconds
-        self._health_at = now + health_seconds
+        self._health_at = now + warm_delay  # once at start-up (with the warm-up), then every health_seconds
         self._probe_at = 0.0
         self._repair_at = 0.0
         self._repair_backoff = RETRY_SECONDS
