@@ -26,6 +26,12 @@ until a file event wakes it or TICK_SECONDS pass:
 
 Long jobs (5, 6 and the initial sync) check `_busy()` / `_stopping()` between slices or batches of files,
 so a file event, a log flush or `stop()` waits for one slice at most.
+
+The state involved, and who changes it: the owner's ready event (set by this worker once the initial
+keyword phase is done); the vector store's `down` and `needs_repair` (set by any failing call, from any
+thread; cleared only here, by a successful repair); and the index's `vectors_dirty` flag, which is not
+runtime state but the cross-process crash marker of `Indexer._locked` (a writer killed mid-write leaves it
+set and the next writer, in any process, reconciles).
 """
 
 from __future__ import annotations
@@ -102,6 +108,7 @@ class Maintenance:
             from indexer.watch import FileEvents  # watchdog: imported only by those who watch
 
             self._events = FileEvents(self.indexer).start()
+            self._wake = self._events.wake  # one event wakes the worker: a file event, wake() or stop()
         self._thread.start()
         return self
 
@@ -111,7 +118,6 @@ class Maintenance:
         self._stop.set()
         self._wake.set()
         if self._events is not None:
-            self._events.wake.set()
             self._events.stop()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
@@ -123,7 +129,7 @@ class Maintenance:
         return self._thread.is_alive()
 
     def wake(self) -> None:
-        """Run a tick now instead of at the end of the sleep (tests, and a learn that left chunks pending)."""
+        """Run a tick now instead of at the end of the sleep."""
         self._wake.set()
 
     # -- the loop -------------------------------------------------------------------------------------
@@ -156,9 +162,7 @@ class Maintenance:
             self.logs.tick()
 
     def _sleep(self) -> None:
-        wake = self._events.wake if self._events is not None else self._wake
-        wake.wait(TICK_SECONDS if self._events is not None else FLUSH_INTERVAL)
-        wake.clear()
+        self._wake.wait(TICK_SECONDS if self._events is not None else FLUSH_INTERVAL)
         self._wake.clear()
 
     def _initial_sync(self) -> None:
