@@ -108,7 +108,6 @@ def supersede_bench(base: Path) -> None:
 
 
 def bignote_bench(base: Path) -> None:
-    from indexer.watch import Watcher
     from server.learn import learn
 
     root = base / "root"
@@ -116,7 +115,7 @@ def bignote_bench(base: Path) -> None:
     oracle = open_oracle(root, base / "data")
     try:
         oracle.indexer.sync()
-        watcher = Watcher(oracle.indexer).start()
+        oracle.start(watch=True, sync=False)
         try:
             big = "---\ntitle: Big principle\n---\n# Big principle\n\n" + "".join(
                 f"### Rule {n}\n\n- keep bullet {n} short and specific.\n\n" for n in range(BIG_BULLETS))
@@ -156,7 +155,7 @@ def bignote_bench(base: Path) -> None:
             print(f"bignote: big note indexed with {chunks} chunks; vector backlog drained"
                   f" {time.perf_counter() - saved:.0f} s after the small note was saved")
         finally:
-            watcher.stop()
+            oracle.stop()
     finally:
         oracle.close()
 

@@ -122,8 +122,7 @@ class Indexer:
         self.embedder = embedder or Embedder()
         self.multilingual = MultilingualIndex(settings.db_path, settings.multilingual)
         self.lock = WriterLock(settings.data_dir / "writer.lock")
-        self.vectors.on_recovered = self._repair_vectors
-        self.last_repair: SyncReport | None = None  # what the last repair after a vector-store outage did
+        self.last_repair: SyncReport | None = None  # what the last repair_vectors() did
 
     # -- writes hold the cross-process writer lock: keyword phases whole, vector work one slice at a time
     def _locked(self, work: Callable[[], SyncReport]) -> SyncReport:
@@ -162,11 +161,12 @@ class Indexer:
         self.store.mark_in_vector(missing, 0)
         return len(orphans), len(missing)
 
-    def _repair_vectors(self) -> bool:
-        """The vector store answers again after an outage (VectorStore.on_recovered): requeue what it
-        lost (a server restarted without its data loses everything), serve searches again, then embed
-        (mostly from the cache) and upsert every pending chunk, including those learnt meanwhile.
-        True when nothing is left pending."""
+    def repair_vectors(self) -> bool:
+        """Put back what the vector store lost, once it answers again after an outage or a failed write
+        (the maintenance worker calls this inside `vectors.repairing()`): requeue what it lost (a server
+        restarted without its data loses everything), serve searches again, then embed (mostly from the
+        cache) and upsert every pending chunk, including those learnt meanwhile. True when nothing is left
+        pending. Never called from a read: stats and searches only report the store's health."""
         if not self._vector_diff()[1]:
             self.vectors.resume()  # nothing lost: searches need not wait for the writer lock
 
@@ -196,14 +196,17 @@ class Indexer:
         keyword_ready: Callable[[], None] | None = None,
         vectors: bool = True,
         stop_vectors: Callable[[], bool] | None = None,
+        cancel: Callable[[], bool] | None = None,
     ) -> SyncReport:
         """Keyword index first for every file, then the vectors: keyword search is complete early,
         and `keyword_ready` fires at that point (the server lets requests in then). The keyword phase holds
         the writer lock throughout; the vectors follow in slices, each under the lock on its own, small
         files first, until `stop_vectors()` says other work waits. With vectors=False the vector work is
-        left for `flush_vectors()` (the server runs it once start-up is over)."""
+        left for `flush_vectors()` (the server runs it once start-up is over). `cancel()` (the process is
+        shutting down) abandons the keyword phase between batches of files: each file is its own
+        transaction, so the next run simply goes on from there."""
         started = time.perf_counter()
-        report = self._locked(lambda: self._sync_keyword(full, force, progress, keyword_ready))
+        report = self._locked(lambda: self._sync_keyword(full, force, progress, keyword_ready, cancel))
         if vectors:
             self._flush_pending_vectors(report, progress, stop=stop_vectors)
             self._flush_multilingual(report, stop=stop_vectors, prune=True)
@@ -219,6 +222,7 @@ class Indexer:
         force: bool,
         progress: Callable[[str, int, int], None] | None,
         keyword_ready: Callable[[], None] | None,
+        cancel: Callable[[], bool] | None = None,
     ) -> SyncReport:
         """The keyword half of `sync`, under the writer lock: every file on disk and in the index agree."""
         started = time.perf_counter()
@@ -274,6 +278,10 @@ class Indexer:
         self.store.forget_skips(present | found.skipped.keys())
 
         for start in range(0, len(to_index), FILE_BATCH):
+            if cancel and cancel():
+                self._delete_vectors(stale_vectors, report)
+                report.warnings.append(f"stopped after {start} of {len(to_index)} files (shutting down)")
+                return report
             batch = to_index[start : start + FILE_BATCH]
             stale_vectors += self._index_batch(batch, known, report)
             if progress:

@@ -6,10 +6,12 @@ second, which start-up and unchanged re-index runs should not pay. Every failure
 VectorStoreUnavailable so that callers can fall back to keyword search with a warning.
 
 A store that fails is not given up on, and no one has to restart anything: a failed read (or a server
-that cannot be reached) marks the store down, so that later searches fail at once instead of each
-waiting on a dead server, and a background thread probes it every RETRY_SECONDS. Once it answers
-again, the owner's `on_recovered` hook (the Indexer) puts back what it missed: vectors lost with a
-server's data and chunks learnt while it was down.
+that cannot be reached) marks the store `down`, so that later searches fail at once instead of each
+waiting on a dead server, and any failure marks it `needs_repair` (writes may be missing). The store only
+reports this health; it runs no thread and calls no one. The owner's maintenance worker
+(indexer/maintenance.py) probes a store that is down every RETRY_SECONDS (`reopen`), repairs it once it
+answers (inside `repairing()`, which lets the repair's own calls through while searches still fail fast),
+then calls `resume()` and `repaired()`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,8 +42,7 @@ EF_SEARCH = 1000
 CONNECT_TIMEOUT = 2.0
 REQUEST_TIMEOUT = 5.0
 PROBE_TIMEOUT = 1.0  # the heartbeat before a client is built
-RETRY_SECONDS = 1.0  # how often a store that is down is probed again
-REPAIR_BACKOFF_MAX = 30.0  # a store that answers but keeps failing writes is retried less and less often
+RETRY_SECONDS = 1.0  # how often the maintenance worker probes a store that is down
 
 
 class VectorStoreUnavailable(RuntimeError):
@@ -73,17 +75,12 @@ class VectorStore:
         # seen until the collection is reopened. Every write stamps this file; readers compare stamps.
         self._generation_file = path.parent / f"{path.name}.generation"
         self._seen_generation: str | None = None
-        # Called from the recovery thread once the store answers again, while searches still fail fast.
-        # It must call resume() as soon as queries may be served, and return True once nothing is pending.
-        self.on_recovered: Callable[[], bool] | None = None
         self._state = threading.Lock()
         self._down: str | None = None  # why calls fail fast; None while the store is usable
         self._down_since = 0.0
         self._failures = 0  # counts every failure: a repair clears _needs_repair only if none came meanwhile
         self._needs_repair = False
-        self._recovery: threading.Thread | None = None
-        self._local = threading.local()  # .recovering is set in the recovery thread, which bypasses _down
-        self._closed = threading.Event()
+        self._local = threading.local()  # .repairing: this thread's calls bypass _down (see repairing())
 
     # -- embedded: cross-process freshness ----------------------------------------------------------
     def _read_generation(self) -> str:
@@ -205,7 +202,7 @@ class VectorStore:
     # -- calls, failures and recovery -----------------------------------------------------------------
     def _call(self, what: str, fn, read: bool = False):
         down = self._down
-        if down is not None and not getattr(self._local, "recovering", False):
+        if down is not None and not getattr(self._local, "repairing", False):
             raise VectorStoreUnavailable(down)
         try:
             return fn(self._open())
@@ -217,7 +214,7 @@ class VectorStore:
 
     def _failed(self, message: str, down: bool) -> str:
         """Remember a failure: writes may be missing, so a repair is due; if the store cannot answer
-        reads, later calls fail fast until the recovery thread sees it answer again. Returns the message
+        reads, later calls fail fast until the maintenance worker sees it answer again. Returns the message
         to raise: the cause, and for a store that is down since when, what to check, and that it is retried."""
         with self._state:
             self._failures += 1
@@ -228,67 +225,54 @@ class VectorStore:
                 since = time.strftime("%H:%M:%S", time.localtime(self._down_since))
                 self._down = f"{message} (down since {since}; {self._hint()}; retrying every {RETRY_SECONDS:g} s)"
                 self._collection = None  # reopen: a restarted server may hold a new collection, or none
-            self._start_recovery()
             return self._down or message
 
-    def _start_recovery(self) -> None:
-        """One recovery thread at a time (the caller holds _state)."""
-        if self._recovery is None:
-            self._recovery = threading.Thread(target=self._recover, name="oracle-vector-recovery", daemon=True)
-            self._recovery.start()
-
-    def _recover(self) -> None:
-        """Probe until the store answers, then let the owner repair it; ends when nothing is left to do."""
-        self._local.recovering = True
-        delay = RETRY_SECONDS
-        while True:
-            self._closed.wait(delay)
-            with self._state:
-                if self._closed.is_set() or (self._down is None and not self._needs_repair):
-                    self._recovery = None
-                    return
-                down = self._down is not None
-            try:
-                if down:
-                    self._reopen()
-                failures = self._failures
-                repaired = self.on_recovered() if self.on_recovered else True
-            except Exception:  # noqa: BLE001 - any failure is already recorded by _call; try again later
-                repaired, failures = False, -1
-            if repaired:
-                self.resume()
-            with self._state:
-                if repaired and self._failures == failures:
-                    self._needs_repair = False
-            delay = RETRY_SECONDS if repaired or self._down is not None else min(delay * 2, REPAIR_BACKOFF_MAX)
-
-    def _reopen(self) -> None:
-        """A real round trip on a freshly opened collection (raises VectorStoreUnavailable)."""
+    def reopen(self) -> None:
+        """A real round trip on a freshly opened collection, made even while the store is down: the
+        maintenance worker's probe. Raises VectorStoreUnavailable; does not clear `down` (resume does)."""
         with self._lock:
             self._collection = None
             if not self.url:
                 self._client = None
                 self._forget_embedded_system()
-        self.count()
+        with self.repairing():
+            self.count()
+
+    @contextmanager
+    def repairing(self) -> Iterator[None]:
+        """This thread's calls go through while the store is marked down: the repair must read and write
+        a store that searches are still told is unavailable (they would see vectors missing otherwise)."""
+        previous = getattr(self._local, "repairing", False)
+        self._local.repairing = True
+        try:
+            yield
+        finally:
+            self._local.repairing = previous
 
     def resume(self) -> None:
         """Serve calls again (the store answered and the owner has reconciled it)."""
         with self._state:
             self._down = None
 
-    def request_repair(self) -> None:
-        """Someone saw vectors missing (stats): reconcile and re-add them in the background."""
+    @property
+    def failures(self) -> int:
+        """How many calls have failed so far; hand it to `repaired()` to clear `needs_repair` safely."""
+        return self._failures
+
+    def repaired(self, failures: int) -> None:
+        """A repair that started when `failures` was the count succeeded: clear `needs_repair`, unless a
+        call failed meanwhile (then what that call missed is still to put back)."""
         with self._state:
-            self._needs_repair = True
-            self._start_recovery()
+            if self._failures == failures:
+                self._needs_repair = False
+
+    @property
+    def needs_repair(self) -> bool:
+        """A call failed since the last successful repair: vectors may be missing from the store."""
+        return self._needs_repair
 
     def close(self) -> None:
-        """Stop the recovery thread (the owner is closing the index it repairs into)."""
-        self._closed.set()
-        with self._state:
-            thread = self._recovery
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=REQUEST_TIMEOUT * 2)
+        """Nothing runs here: the store has no thread of its own. Kept so owners close what they open."""
 
     @property
     def down(self) -> str | None:

@@ -1,10 +1,13 @@
-"""Keep the index in step with the files as they change (watchdog), debounced and batched.
+"""File events for the maintenance worker (indexer/maintenance.py): watchdog, debounced and batched.
 
 Events only say *which paths* to look at; what changed is decided by the same hash comparison as
-`oracle index`, through `Indexer.sync_paths`. So an editor that saves through a temporary file and a
-rename, a folder moved in one go, or a `git pull` of 500 files all end as one batch of re-checked paths,
-not one re-index per event. A periodic sweep (a normal incremental sync) catches anything that happened
-while nobody watched.
+`oracle index`, through `Indexer.sync_paths`, which the worker calls with each settled batch. So an editor
+that saves through a temporary file and a rename, a folder moved in one go, or a `git pull` of 500 files
+all end as one batch of re-checked paths, not one re-index per event. The worker's periodic sweep (a
+normal incremental sync) catches anything that happened while nobody watched.
+
+This module runs no thread of its own: watchdog's observer thread only records paths here (`_Collector`),
+and the worker takes them.
 """
 
 from __future__ import annotations
@@ -20,14 +23,12 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from indexer.discover import MARKDOWN_SUFFIXES, is_ignored_name, is_within
-from indexer.sync import Indexer, SyncRefused, SyncReport
+from indexer.sync import Indexer, SyncReport
 
 DEBOUNCE_SECONDS = 0.3  # quiet time before a batch is processed
 MAX_DELAY_SECONDS = 2.0  # a steady stream of events still gets processed this often
 SWEEP_SECONDS = 300.0
-RETRY_SECONDS = 1.0  # pause after a failed batch before it is tried again
-
-# Called after every batch or sweep any watcher in this process indexed, with its indexer and report (the MCP
+# Called after every batch or sweep any maintenance worker in this process indexed, with its indexer and report (the MCP
 # server's change notifications listen here). A listener must be quick and must not raise.
 BatchListener = Callable[[Indexer, SyncReport], None]
 _batch_listeners: list[BatchListener] = []
@@ -109,36 +110,40 @@ class _Collector(FileSystemEventHandler):
             return batch
 
 
-class Watcher:
-    """Watches the knowledge root in a background thread; `stop()` ends it."""
+class FileEvents:
+    """The knowledge root's file events, collected by watchdog's observer thread and taken by the worker."""
 
-    def __init__(
-        self,
-        indexer: Indexer,
-        on_batch: Callable[[SyncReport], None] | None = None,
-        sweep_seconds: float = SWEEP_SECONDS,
-    ) -> None:
+    def __init__(self, indexer: Indexer) -> None:
         self.indexer = indexer
         self.root = indexer.settings.root
-        self.on_batch = on_batch
-        self.sweep_seconds = sweep_seconds
         self._collector = _Collector(self.root)
         self._observer = Observer()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="oracle-watcher", daemon=True)
+        self.wake = self._collector.wake  # set by every event: the worker need not sleep a whole tick
 
-    def start(self) -> "Watcher":
+    def start(self) -> "FileEvents":
         self._observer.schedule(self._collector, str(self.root), recursive=True)
         self._observer.start()
-        self._thread.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        self._collector.wake.set()
         self._observer.stop()
         self._observer.join(timeout=5)
-        self._thread.join(timeout=30)
+
+    def pending(self) -> bool:
+        """Events are waiting: background vector work should make way for them."""
+        return self._collector.has_pending()
+
+    def take(self) -> tuple[set[str], set[str]] | None:
+        """The (paths, folders) of a batch once events have settled, else None."""
+        return self._collector.take_when_settled()
+
+    def requeue(self, batch: tuple[set[str], set[str]]) -> None:
+        """Put a failed batch back; it is retried after the next quiet period."""
+        self._collector.requeue(*batch)
+
+    def paths(self, batch: tuple[set[str], set[str]]) -> list[str]:
+        """The markdown files a batch stands for."""
+        return self._expand(*batch)
 
     def _expand(self, paths: set[str], dirs: set[str]) -> list[str]:
         """Folders that appeared, vanished or moved stand for every markdown file under them."""
@@ -158,40 +163,11 @@ class Watcher:
                         out.add(unicodedata.normalize("NFC", child))
         return sorted(out)
 
-    def _run(self) -> None:
-        next_sweep = time.monotonic() + self.sweep_seconds
-        vectors_retry_at = 0.0
-        while not self._stop.is_set():
-            self._collector.wake.wait(timeout=DEBOUNCE_SECONDS / 2)
-            self._collector.wake.clear()
-            batch = self._collector.take_when_settled()
-            try:
-                if batch is not None:
-                    rels = self._expand(*batch)
-                    if rels:
-                        self._report(self.indexer.sync_paths(rels))
-                if time.monotonic() >= next_sweep:
-                    next_sweep = time.monotonic() + self.sweep_seconds
-                    self._report(self.indexer.sync(stop_vectors=self._collector.has_pending))
-                if time.monotonic() >= vectors_retry_at and not self.indexer.vectors.down and self.indexer.store.pending_count():
-                    # A big note's chunks, left pending by sync_paths: a few slices at a time, and only
-                    # while no newer save waits, so that one is indexed (both legs) first.
-                    report = self.indexer.flush_vectors(stop=self._collector.has_pending)
-                    if report.vector_failed:
-                        vectors_retry_at = time.monotonic() + RETRY_SECONDS * 10
-            except SyncRefused as exc:
-                print(f"oracle watch: sweep skipped: {exc}", file=sys.stderr)
-            except Exception as exc:  # the watcher must outlive one bad batch, and not lose it
-                print(f"oracle watch: {type(exc).__name__}: {exc}; retrying", file=sys.stderr)
-                if batch is not None:
-                    self._collector.requeue(*batch)
-                self._stop.wait(RETRY_SECONDS)
 
-    def _report(self, report: SyncReport) -> None:
-        if self.on_batch:
-            self.on_batch(report)
-        for listener in list(_batch_listeners):
-            try:
-                listener(self.indexer, report)
-            except Exception as exc:  # a listener's failure must not stop the watcher
-                print(f"oracle watch: batch listener failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+def announce(indexer: Indexer, report: SyncReport) -> None:
+    """Tell the batch listeners (the MCP server's change notifications) that `indexer` indexed a batch."""
+    for listener in list(_batch_listeners):
+        try:
+            listener(indexer, report)
+        except Exception as exc:  # a listener's failure must not stop the worker
+            print(f"oracle watch: batch listener failed: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -2,6 +2,12 @@
 
 Every adapter (CLI, MCP, HTTP) builds one of these and passes it to the service functions; nothing
 else holds connections. Heavy parts (the ONNX model, chromadb) load on first use.
+
+Lifecycle, the same for every adapter and test: `Oracle.open()` opens the stores (nothing runs in the
+background); `start(watch=...)` starts the one maintenance worker (indexer/maintenance.py: initial sync,
+usage-log writes, file events, vector-store health and repair, model warm-up, sweep, vector backlog);
+`close()` stops and joins that worker, then closes the stores, so no background work ever meets a closed
+database. A one-shot CLI command opens and closes without starting.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from dataclasses import dataclass, field
 
 from indexer.config import Settings
 from indexer.embed import Embedder
+from indexer.maintenance import SWEEP_SECONDS, Maintenance, Reporter
 from indexer.store import Store
 from indexer.sync import Indexer
 from indexer.vectors import VectorStore
@@ -31,9 +38,10 @@ class Oracle:
     embedder: Embedder
     indexer: Indexer
     logs: Logs
-    # Cleared while a server's start-up sync builds the keyword index; requests wait for it so that
+    # Cleared while the worker's initial sync builds the keyword index; requests wait for it so that
     # the first search on a fresh index is not silently empty.
     ready: threading.Event = field(default_factory=threading.Event)
+    maintenance: Maintenance | None = None  # the worker, between start() and close()
 
     def __post_init__(self) -> None:
         self.ready.set()
@@ -51,8 +59,38 @@ class Oracle:
         logs = Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows)
         return cls(settings, store, vectors, embedder, indexer, logs)
 
+    def start(
+        self,
+        watch: bool = False,
+        *,
+        sync: bool = True,
+        warm_delay: float = 0.0,
+        on_batch: Reporter | None = None,
+        sweep_seconds: float = SWEEP_SECONDS,
+    ) -> "Oracle":
+        """Start the maintenance worker: with `sync`, an initial sync first (requests wait for its keyword
+        phase through `wait_ready`); with `watch`, file events and the sweep. `warm_delay` holds the model
+        warm-up back (a server lets its own start-up finish first). Returns self."""
+        if self.maintenance is not None:
+            raise RuntimeError("this Oracle is already started")
+        if sync:
+            self.ready.clear()
+        self.maintenance = Maintenance(
+            self.indexer, self.logs, watch=watch, sync=sync, on_ready=self.ready.set, on_batch=on_batch,
+            sweep_seconds=sweep_seconds, warm_delay=warm_delay,
+        ).start()
+        return self
+
+    def stop(self) -> None:
+        """Stop and join the worker, leaving the stores open (close() does this first). Idempotent."""
+        worker, self.maintenance = self.maintenance, None
+        if worker is not None:
+            worker.stop()
+        self.ready.set()
+
     def close(self) -> None:
-        self.vectors.close()  # first: its recovery thread writes into the store
+        self.stop()  # first: the worker writes into every store below
+        self.vectors.close()
         self.indexer.multilingual.close()
         self.store.close()
         self.logs.close()

@@ -156,58 +156,7 @@ def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
     return emit(args, report.as_dict(), render.index)
 
 
-def _start_watcher(oracle: Oracle, verbose: bool = False):
-    from indexer.watch import Watcher
-
-    def report(result) -> None:
-        if verbose and (result.added or result.changed or result.removed or result.skipped):
-            print(result.summary(), flush=True)
-
-    return Watcher(oracle.indexer, on_batch=report).start()
-
-
-def _background_start(oracle: Oracle, warm_delay: float, watch: bool) -> None:
-    """Bring the index up to date and load the model off the request path.
-
-    Tool calls wait (oracle.ready) until the keyword index is complete; `tools/list` does not. The
-    model loads after a short delay so that it does not compete with the server's own start-up.
-    """
-    import threading
-    import time
-
-    from indexer import segment
-
-    oracle.ready.clear()
-
-    def work() -> None:
-        try:
-            oracle.indexer.sync(keyword_ready=oracle.ready.set, vectors=False)
-        except Exception as exc:  # the server keeps serving what is indexed
-            print(f"oracle: background index failed: {exc}", file=sys.stderr)
-        finally:
-            oracle.ready.set()
-        if watch:
-            _start_watcher(oracle)
-        time.sleep(warm_delay)
-        try:
-            if oracle.store.has_thai():  # the first Thai query would otherwise wait ~1 s for the dictionary
-                segment.warm()
-        except Exception as exc:
-            print(f"oracle: Thai word segmenter unavailable: {exc}", file=sys.stderr)
-        try:
-            if oracle.indexer.multilingual.wanted():  # ~1 s to unpack its weights, not in the first query
-                oracle.indexer.multilingual.embedder.warm()
-        except Exception as exc:
-            print(f"oracle: multilingual model unavailable, other scripts use the English one: {exc}",
-                  file=sys.stderr)
-        try:
-            oracle.embedder.warm()
-            for warning in oracle.indexer.flush_vectors().warnings:
-                print(f"oracle: {warning}", file=sys.stderr)
-        except Exception as exc:
-            print(f"oracle: embedding model unavailable, keyword search only: {exc}", file=sys.stderr)
-
-    threading.Thread(target=work, name="oracle-startup", daemon=True).start()
+WARM_DELAY = 1.0  # seconds before a server loads its models, so that they do not compete with its start-up
 
 
 def _exit_on_sigterm() -> None:
@@ -220,8 +169,10 @@ def _exit_on_sigterm() -> None:
 
 
 def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
-    """The start-up sync runs in the background once the server's modules are imported: started earlier,
-    it competed with those imports for the interpreter and delayed the first `tools/list`."""
+    """The maintenance worker (Oracle.start) starts once the server's modules are imported: started earlier,
+    its initial sync competed with those imports for the interpreter and delayed the first `tools/list`.
+    `--no-index` leaves out the initial sync and the watcher; the worker still writes the usage logs and
+    keeps the vector store healthy. `run_local`'s `finally` closes the Oracle, which joins the worker."""
     _exit_on_sigterm()
     if args.http:
         from server.http import PortInUse, bind, serve_http
@@ -232,8 +183,7 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
         except PortInUse as exc:
             print(f"oracle: {exc}", file=sys.stderr)
             return 1
-        if not args.no_index:
-            _background_start(oracle, warm_delay=1.0, watch=not args.no_watch)
+        oracle.start(watch=not (args.no_index or args.no_watch), sync=not args.no_index, warm_delay=WARM_DELAY)
         print(f"oracle: dashboard http://{args.host}:{port}/  MCP http://{args.host}:{port}/mcp", file=sys.stderr)
         # `_exit_on_sigterm` makes SIGTERM run `finally`, so the record goes with the server.
         remote.record(oracle.settings.data_dir, oracle.settings.root, args.host, port)  # the CLI's fast path
@@ -248,8 +198,7 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
     from server.mcp_server import INSTRUCTIONS, build_server
 
     server = build_server(oracle)
-    if not args.no_index:
-        _background_start(oracle, warm_delay=1.0, watch=not args.no_watch)
+    oracle.start(watch=not (args.no_index or args.no_watch), sync=not args.no_index, warm_delay=WARM_DELAY)
     if front is None:
         server.run("stdio")
     else:
@@ -278,17 +227,19 @@ def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
 
     from indexer.sync import print_progress
 
-    print(oracle.indexer.sync(progress=print_progress).summary(), flush=True)
-    watcher = _start_watcher(oracle, verbose=True)
+    def report(result) -> None:
+        if result.added or result.changed or result.removed or result.skipped:
+            print(result.summary(), flush=True)
+
+    print(oracle.indexer.sync(progress=print_progress).summary(), flush=True)  # in the foreground: progress
+    oracle.start(watch=True, sync=False, on_batch=report)
     print(f"watching {oracle.settings.root} (Ctrl-C to stop)", flush=True)
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
         pass
-    finally:
-        watcher.stop()
-    return 0
+    return 0  # run_local closes the Oracle, which stops the worker
 
 
 def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) -> None:

@@ -110,17 +110,17 @@ def drift(oracle: Oracle) -> Drift:
 
 
 def vector_health(oracle: Oracle, embedded: int) -> VectorHealth:
-    """A real round trip (or, while the store is down, the last background probe's answer), checked
-    against the index: a store that answers but lost vectors is not healthy either."""
+    """A real round trip (or, while the store is down, why it is), checked against the index: a store
+    that answers but lost vectors is not healthy either. A read: it never repairs. A started Oracle's
+    maintenance worker notices the same loss on its own schedule and re-adds the vectors."""
     try:
         held = oracle.vectors.count()
     except VectorStoreUnavailable as exc:
         return VectorHealth(ok=False, detail=str(exc))
     if held < embedded:
-        oracle.vectors.request_repair()
         return VectorHealth(ok=False, detail=(
             f"{held} vectors, but the index has {embedded} chunks marked as embedded: the vector store lost"
-            f" {embedded - held}; re-adding them from the embedding cache in the background"
+            f" {embedded - held}; a running Oracle server re-adds them from the embedding cache"
         ))
     return VectorHealth(ok=True, detail=f"{held} vectors")
 

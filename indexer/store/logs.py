@@ -78,13 +78,17 @@ def _json(value: object) -> str:
 
 
 FLUSH_INTERVAL = 0.5  # seconds a search or consultation row may wait before it is written
+MAX_QUEUED = 500  # batches queued before the caller writes them itself (an Oracle nobody started)
 
 
 class Logs:
-    """Searches and consultations are queued and written in batches by a background thread, so a search
-    never waits for a log transaction; `close()` writes what is queued (a crash loses at most the last
-    FLUSH_INTERVAL), and every read here writes the queue first, so this process reads its own writes.
-    Learnings, verdicts and supersessions are rare and written at once."""
+    """Searches and consultations are queued and written in batches, so a search never waits for a log
+    transaction. The queue is written by `tick()`, which a started Oracle's maintenance worker calls every
+    FLUSH_INTERVAL (indexer/maintenance.py; this class runs no thread of its own), by `close()`, and by
+    every read here, so this process reads its own writes. An Oracle that was never started (a one-shot
+    CLI command, a test) writes its queue at close, on a read, or when MAX_QUEUED batches wait. A crash
+    loses what is queued: at most FLUSH_INTERVAL plus the worker's current step. Learnings, verdicts and
+    supersessions are rare and written at once."""
 
     def __init__(self, path: Path, retention_days: int = 365, max_rows: int = 1_000_000) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,10 +99,7 @@ class Logs:
         self._lock = threading.Lock()
         self._queue: list[tuple[str, list[tuple]]] = []
         self._queue_lock = threading.Lock()
-        self._wake = threading.Event()
-        self._closed = False
         self._conn_closed = False
-        self._writer: threading.Thread | None = None
         self._supersessions: tuple[int | None, dict] | None = None
         try:
             self.conn = self._connect()
@@ -122,10 +123,7 @@ class Logs:
         return conn
 
     def close(self) -> None:
-        self._closed = True
-        self._wake.set()
-        if self._writer is not None:
-            self._writer.join(timeout=10)
+        """Write the queue, then close. The maintenance worker must be stopped first (Oracle.close)."""
         self.flush()
         self._readers.close()
         with self._lock:  # a write in progress ends first; later ones raise StoreClosed
@@ -137,18 +135,22 @@ class Logs:
             return
         with self._queue_lock:
             self._queue.append((sql, rows))
-            if self._writer is None and not self._closed:
-                self._writer = threading.Thread(target=self._write_queued, name="oracle-logs", daemon=True)
-                self._writer.start()
+            backlog = len(self._queue) >= MAX_QUEUED
+        if backlog:  # nobody ticks (an Oracle that was never started): write them here, once per MAX_QUEUED
+            self.tick()
 
-    def _write_queued(self) -> None:
-        while not self._closed:
-            self._wake.wait(FLUSH_INTERVAL)
-            try:
-                self.flush()
-            except sqlite3.Error:  # a locked or full disk: the rows stay queued for the next round
-                pass
-            self._maybe_prune()  # this writer is the logs' maintenance worker: retention, once an hour
+    def queued(self) -> bool:
+        """Rows wait to be written (the worker's long jobs make way for the next tick)."""
+        return bool(self._queue)
+
+    def tick(self) -> None:
+        """The logs' share of maintenance: write the queue, and apply retention at most once an hour.
+        Never raises for a locked or full disk: the rows stay queued for the next tick."""
+        try:
+            self.flush()
+        except sqlite3.Error:
+            pass
+        self._maybe_prune()
 
     def flush(self) -> None:
         """Write every queued row in one transaction."""

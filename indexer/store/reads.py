@@ -100,6 +100,10 @@ class Reads:
     def pending_count(self) -> int:
         return self._scalar("SELECT count(*) FROM documents WHERE in_vector = 0")
 
+    def embedded_count(self) -> int:
+        """Chunks marked as being in the vector store (what a healthy store holds at least)."""
+        return self._scalar("SELECT count(*) FROM documents WHERE in_vector = 1")
+
     def embed_texts(self, ids: Sequence[str]) -> dict[str, str]:
         out: dict[str, str] = {}
         for part in batched(ids):

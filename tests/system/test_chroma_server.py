@@ -12,8 +12,8 @@ What a demanding user expects, and what is checked:
 - a dead server costs searches nothing but the vector leg: keyword results, a warning naming the server
   and the cause, stats saying the vector store is down; learn still writes and indexes the file, and says
   its chunks wait for the vector store;
-- when the server comes back (same data or none at all), nobody restarts or runs anything: Oracle
-  notices within a second or two, re-adds what is missing from its embedding cache (no model call), and
+- when the server comes back (same data or none at all), nobody restarts or runs anything: a started
+  Oracle's maintenance worker notices within a second or two (stats only read, they never repair), re-adds what is missing from its embedding cache (no model call), and
   embeds what was learnt meanwhile; search results are byte-identical to those before the outage.
 
     .venv/bin/python -m pytest -q tests/system/test_chroma_server.py
@@ -160,6 +160,7 @@ def test_outage_and_recovery_without_restarting_oracle(tmp_path: Path, corpus: P
     oracle = make_oracle(corpus, tmp_path / "data", chroma_url=chroma.url)
     report = oracle.indexer.sync()
     assert not report.vector_failed, report.warnings
+    oracle.start(sync=False)  # the maintenance worker: it notices outages and repairs on its own
     chunks = chunk_count(oracle)
 
     # The vectors are on the server, in a collection with Oracle's HNSW settings; nothing embedded.
@@ -246,6 +247,7 @@ def test_outage_and_recovery_without_restarting_oracle(tmp_path: Path, corpus: P
 def test_frozen_server_costs_one_timeout_then_nothing(tmp_path: Path, corpus: Path, chroma: ChromaServer, make_oracle) -> None:
     oracle = make_oracle(corpus, tmp_path / "data", chroma_url=chroma.url)
     assert not oracle.indexer.sync().vector_failed
+    oracle.start(sync=False)
     before = canonical(oracle, SearchRequest(query="quokka in the shade", limit=10))
     assert chroma.proc is not None
     chroma.proc.send_signal(signal.SIGSTOP)

@@ -4,7 +4,7 @@ Nothing is mocked: real inotify events (watchdog), real SQLite, real embedded Ch
 model, real `oracle` subprocesses and real MCP sessions (stdio and streamable HTTP). Waits poll with a
 deadline instead of sleeping a fixed time, so a fast machine finishes fast and a slow one still passes.
 
-1. The watcher (`indexer.watch.Watcher` in this process, and the `oracle watch` command once): files and
+1. The watcher (a started Oracle's maintenance worker, `oracle.start(watch=True)`, in this process, and the `oracle watch` command once): files and
    folders created, modified, deleted, moved and renamed; editor-style saves through a temporary file;
    dotfiles and editor temporaries; a 500-file "git pull"; deletions made while nobody watched.
 2. Several processes on one root and data dir: two `oracle serve` (stdio) and one `oracle serve --http`
@@ -43,7 +43,6 @@ from mcp_types import Implementation
 
 from indexer.config import Settings
 from indexer.sync import SyncReport
-from indexer.watch import Watcher
 from server.app import Oracle
 from server.models import SearchRequest
 from server.search import run_search
@@ -227,7 +226,7 @@ def write_seed(root: Path) -> list[str]:
 # 1. the watcher, in this process
 # =====================================================================================================
 class Live:
-    """A temp knowledge root, an Oracle on it and a running Watcher; every batch is recorded."""
+    """A temp knowledge root, an Oracle on it started with watch=True; every batch is recorded."""
 
     def __init__(self, root: Path, data: Path) -> None:
         self.root = root
@@ -238,17 +237,16 @@ class Live:
         self.batches: list[SyncReport] = []
         self.snapshots: list[set[str]] = []  # the indexed files right after each batch
         self._barriers = 0
-        self.watcher = Watcher(self.oracle.indexer, on_batch=self._on_batch, sweep_seconds=3600).start()
+        self.oracle.start(watch=True, sync=False, on_batch=self._on_batch, sweep_seconds=3600)
 
     def _on_batch(self, report: SyncReport) -> None:
-        files = set(self.oracle.store.file_states())  # runs on the watcher thread, right after the batch
+        files = set(self.oracle.store.file_states())  # runs on the worker thread, right after the batch
         with self._lock:
             self.batches.append(report)
             self.snapshots.append(files)
 
     def close(self) -> None:
-        self.watcher.stop()
-        self.oracle.close()
+        self.oracle.close()  # stops the worker first
 
     # -- files ----------------------------------------------------------------------------------------
     def path(self, rel: str) -> Path:
@@ -599,7 +597,6 @@ def test_sweep_cleans_up_changes_made_while_not_watching(tmp_path: Path) -> None
     for i in range(4):
         (root / "learnings" / f"extra-{i}.md").write_text(note_text(f"Extra {i}", f"Extra note {i} on gannets."))
     oracle = open_oracle(root, data)
-    watcher = None
     try:
         oracle.indexer.sync()
         assert len(oracle.store.file_states()) == 8
@@ -613,9 +610,9 @@ def test_sweep_cleans_up_changes_made_while_not_watching(tmp_path: Path) -> None
         (root / "learnings" / "added-offline.md").write_text(note_text("Added offline", f"Added with {new_word}."))
         (root / "learnings" / "extra-1.md").write_text(note_text("Extra 1", f"Changed offline: {changed_word}."))
         batches: list[SyncReport] = []
-        watcher = Watcher(oracle.indexer, on_batch=batches.append, sweep_seconds=0.5).start()
+        oracle.start(watch=True, sync=False, on_batch=batches.append, sweep_seconds=0.5)
         wait_for(lambda: batches, "a sweep ran")
-        watcher.stop()  # its sweeps keep writing every 0.5 s; read the result in peace
+        oracle.stop()  # its sweeps keep writing every 0.5 s; read the result in peace
         indexed = set(oracle.store.file_states())
         assert "learnings/extra-0.md" not in indexed and rels[1] not in indexed
         assert "learnings/added-offline.md" in indexed
@@ -625,8 +622,6 @@ def test_sweep_cleans_up_changes_made_while_not_watching(tmp_path: Path) -> None
         assert oracle.vectors.all_ids() == sqlite_ids(oracle) and oracle.store.pending_count() == 0
         assert (batches[0].removed, batches[0].added, batches[0].changed) == (2, 1, 1)
     finally:
-        if watcher is not None:
-            watcher.stop()
         oracle.close()
 
 
@@ -634,11 +629,10 @@ def test_watcher_retries_a_batch_that_failed(tmp_path: Path, capsys: pytest.Capt
     root, data = tmp_path / "root", tmp_path / "data"
     write_seed(root)
     oracle = open_oracle(root, data)
-    watcher = None
     lock_file = data / "writer.lock"
     try:
         oracle.indexer.sync()
-        watcher = Watcher(oracle.indexer, sweep_seconds=3600).start()
+        oracle.start(watch=True, sync=False, sweep_seconds=3600)
         # A transient failure: the lock file cannot be opened while this batch runs.
         lock_file.unlink(missing_ok=True)
         lock_file.mkdir()
@@ -654,8 +648,6 @@ def test_watcher_retries_a_batch_that_failed(tmp_path: Path, capsys: pytest.Capt
     finally:
         if lock_file.is_dir():
             lock_file.rmdir()
-        if watcher is not None:
-            watcher.stop()
         oracle.close()
 
 

@@ -184,6 +184,7 @@ def test_broken_chroma_folder_keyword_search_then_rebuilt_from_cache(tmp_path: P
     fault(chroma)
 
     oracle = fresh_oracle(root, data)  # a new process would open the broken folder like this
+    oracle.start(sync=False)  # as a server would: its worker repairs the store once it answers
     try:
         result = run_search(oracle, request)
         assert result.meta.mode == "fts" and result.hits, result.meta

@@ -41,14 +41,26 @@ def test_this_process_reads_its_own_writes_at_once(tmp_path: Path) -> None:
         logs.close()
 
 
-def test_other_processes_see_rows_within_the_flush_interval(tmp_path: Path) -> None:
+def test_other_processes_see_rows_within_the_flush_interval(tmp_path: Path, make_oracle) -> None:
+    """A started Oracle's maintenance worker writes the queue every FLUSH_INTERVAL (Logs has no thread)."""
+    (tmp_path / "root").mkdir()
+    oracle = make_oracle(tmp_path / "root", tmp_path / "data").start(sync=False)
+    log_searches(oracle.logs, 5)
+    deadline = time.monotonic() + FLUSH_INTERVAL + 10  # generous: a loaded machine delays the worker
+    while rows(oracle.logs.path, "search_log") < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert rows(oracle.logs.path, "search_log") == 5
+
+
+def test_an_oracle_nobody_started_writes_its_queue_in_bounded_batches(tmp_path: Path) -> None:
+    from indexer.store.logs import MAX_QUEUED
+
     logs = Logs(tmp_path / "logs.db")
     try:
-        log_searches(logs, 5)
-        deadline = time.monotonic() + FLUSH_INTERVAL + 10  # generous: a loaded machine delays the writer
-        while rows(tmp_path / "logs.db", "search_log") < 5 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert rows(tmp_path / "logs.db", "search_log") == 5
+        log_searches(logs, MAX_QUEUED // 2 - 1)  # two queued batches a search: rows and document accesses
+        assert rows(tmp_path / "logs.db", "search_log") == 0 and logs.queued()
+        log_searches(logs, 1)
+        assert rows(tmp_path / "logs.db", "search_log") == MAX_QUEUED // 2 and not logs.queued()
     finally:
         logs.close()
 

@@ -1,0 +1,297 @@
+"""The one background worker of a started Oracle: everything that keeps the index healthy off the request path.
+
+Why one worker: there used to be a start-up thread, a watcher thread, a vector-recovery thread started by
+the vector store itself, and a log-writer thread, each with its own loop, sleep and idea of shutdown. The
+store could be closed under any of them ("Cannot operate on a closed database" at exit), the vector store
+called up into the indexer, and a read (stats) could start a repair. Now `Oracle.start()` starts this one
+thread and `Oracle.close()` stops and joins it before any store is closed; the vector store and the logs
+only report their state, and reads never repair.
+
+The worker is a tick loop. Each tick runs the due jobs in this order, the urgent first; it then sleeps
+until a file event wakes it or TICK_SECONDS pass:
+
+  0. once, before the loop (sync=True): the initial sync's keyword phase, then `on_ready()` (the server's
+     requests wait for it, so the first search on a fresh index is not silently empty);
+  1. the usage logs' queue is written (every tick, ~FLUSH_INTERVAL) and retention applied (hourly);
+  2. watch=True: a settled batch of file events goes to `Indexer.sync_paths` (keywords, then the vectors
+     of its own small files: a saved note never waits behind the backlog of job 6);
+  3. vector-store health: a store that is down is probed every RETRY_SECONDS and repaired once it answers
+     (`Indexer.repair_vectors`: requeue what it lost, resume searches, upsert what is pending); one that
+     failed a write is repaired with backoff; a healthy one is compared with the index at warm-up time
+     and then every HEALTH_SECONDS (a Chroma server restarted without its data while nobody searched);
+  4. once, warm_delay after start: load the models (Thai segmenter, multilingual and embedding models),
+     so the first query does not pay for them;
+  5. watch=True: the sweep, a full incremental sync every sweep_seconds (what the events missed);
+  6. the vector backlog (a first index, a big note): slice by slice, and only until anything above is due.
+
+Long jobs (5, 6 and the initial sync) check `_busy()` / `_stopping()` between slices or batches of files,
+so a file event, a log flush or `stop()` waits for one slice at most.
+
+The state involved, and who changes it: the owner's ready event (set by this worker once the initial
+keyword phase is done); the vector store's `down` and `needs_repair` (set by any failing call, from any
+thread; cleared only here, by a successful repair); and the index's `vectors_dirty` flag, which is not
+runtime state but the cross-process crash marker of `Indexer._locked` (a writer killed mid-write leaves it
+set and the next writer, in any process, reconciles).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from indexer.store.logs import FLUSH_INTERVAL, Logs
+from indexer.sync import Indexer, SyncRefused, SyncReport
+from indexer.vectors import RETRY_SECONDS, VectorStoreUnavailable
+
+TICK_SECONDS = 0.15  # file events are debounced over DEBOUNCE_SECONDS (0.3 s); a tick is well inside that
+HEALTH_SECONDS = 30.0  # a healthy vector store is compared with the index this often
+REPAIR_BACKOFF_MAX = 30.0  # a store that answers but keeps failing writes is retried less and less often
+BACKLOG_RETRY_SECONDS = 10.0  # after a failed backlog flush (model or store unavailable)
+BACKLOG_IDLE_SECONDS = 1.0  # how often an idle worker looks for pending chunks (a learn's big note)
+BATCH_RETRY_SECONDS = 1.0  # after a failed batch of file events, before it is tried again
+STOP_TIMEOUT = 60.0  # stop() waits this long for the current step (one slice, one Chroma request)
+SWEEP_SECONDS = 300.0
+
+Reporter = Callable[[SyncReport], None]
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class Maintenance:
+    """One thread that runs the jobs above until `stop()`; see the module's docstring for the order."""
+
+    def __init__(
+        self,
+        indexer: Indexer,
+        logs: Logs | None = None,
+        *,
+        watch: bool = False,
+        sync: bool = True,
+        on_ready: Callable[[], None] | None = None,
+        on_batch: Reporter | None = None,
+        sweep_seconds: float = SWEEP_SECONDS,
+        warm_delay: float = 0.0,
+        health_seconds: float = HEALTH_SECONDS,
+    ) -> None:
+        self.indexer = indexer
+        self.logs = logs
+        self.watch = watch
+        self.sync = sync
+        self.on_ready = on_ready
+        self.on_batch = on_batch
+        self.sweep_seconds = sweep_seconds
+        self.warm_delay = warm_delay
+        self.health_seconds = health_seconds
+        self.initial: SyncReport | None = None  # the initial sync's report, once it ran
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._events = None  # indexer.watch.FileEvents while watching
+        self._thread = threading.Thread(target=self._run, name="oracle-maintenance", daemon=True)
+        # When each periodic job is next due (time.monotonic()).
+        now = time.monotonic()
+        self._warm_at: float | None = now + warm_delay  # None once warmed
+        self._sweep_at = now + sweep_seconds
+        self._health_at = now + warm_delay  # once at start-up (with the warm-up), then every health_seconds
+        self._probe_at = 0.0
+        self._repair_at = 0.0
+        self._repair_backoff = RETRY_SECONDS
+        self._backlog_at = 0.0
+        self._more = False  # the last backlog step did work and may have more: tick again without sleeping
+
+    # -- owner's side ---------------------------------------------------------------------------------
+    def start(self) -> "Maintenance":
+        if self.watch:  # before the initial sync, so that nothing saved during it is missed
+            from indexer.watch import FileEvents  # watchdog: imported only by those who watch
+
+            self._events = FileEvents(self.indexer).start()
+            self._wake = self._events.wake  # one event wakes the worker: a file event, wake() or stop()
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        """Ask the worker to stop, wait for its current step, then write what the logs queue holds.
+        The owner closes the stores only after this returns."""
+        self._stop.set()
+        self._wake.set()
+        if self._events is not None:
+            self._events.stop()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                _say(f"oracle: the maintenance worker did not stop within {timeout:g} s; closing anyway")
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def wake(self) -> None:
+        """Run a tick now instead of at the end of the sleep."""
+        self._wake.set()
+
+    # -- the loop -------------------------------------------------------------------------------------
+    def _stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def _busy(self) -> bool:
+        """A long job should make way: stopping, file events waiting, or log rows to write."""
+        return (self._stop.is_set() or (self._events is not None and self._events.pending())
+                or (self.logs is not None and self.logs.queued()))
+
+    def _run(self) -> None:
+        try:
+            if self.sync:
+                self._initial_sync()
+        finally:
+            if self.on_ready:
+                self.on_ready()
+        while not self._stop.is_set():
+            try:
+                self._tick()
+            except Exception as exc:  # noqa: BLE001 - the worker outlives any one job's failure
+                if self._stop.is_set():
+                    break  # shutting down: the store may already refuse work; nothing to report
+                _say(f"oracle: maintenance: {type(exc).__name__}: {exc}; retrying")
+                self._stop.wait(BATCH_RETRY_SECONDS)
+            if not self._more:
+                self._sleep()
+        if self.logs is not None:
+            self.logs.tick()
+
+    def _sleep(self) -> None:
+        self._wake.wait(TICK_SECONDS if self._events is not None else FLUSH_INTERVAL)
+        self._wake.clear()
+
+    def _initial_sync(self) -> None:
+        try:
+            self.initial = self.indexer.sync(keyword_ready=self.on_ready, vectors=False, cancel=self._stopping)
+        except Exception as exc:  # the server keeps serving what is indexed
+            if not self._stop.is_set():
+                _say(f"oracle: background index failed: {exc}")
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        self._more = False
+        if self.logs is not None:
+            self.logs.tick()
+        if self._events is not None:
+            self._file_events()
+        self._vector_health(now)
+        if self._warm_at is not None and now >= self._warm_at:
+            self._warm()
+        if self._events is not None and now >= self._sweep_at and not self._busy():
+            self._sweep_at = now + self.sweep_seconds
+            self._sweep()
+        if self._warm_at is None and now >= self._backlog_at and not self._busy():
+            self._backlog(now)
+
+    # -- the jobs -------------------------------------------------------------------------------------
+    def _report(self, report: SyncReport) -> None:
+        from indexer.watch import announce
+
+        if self.on_batch:
+            self.on_batch(report)
+        announce(self.indexer, report)
+
+    def _file_events(self) -> None:
+        assert self._events is not None
+        batch = self._events.take()
+        if batch is None:
+            return
+        try:
+            rels = self._events.paths(batch)
+            if rels:
+                self._report(self.indexer.sync_paths(rels))
+        except Exception as exc:  # the batch is not lost: it is retried after a pause
+            if self._stop.is_set():
+                return
+            _say(f"oracle watch: {type(exc).__name__}: {exc}; retrying")
+            self._events.requeue(batch)
+            self._stop.wait(BATCH_RETRY_SECONDS)
+
+    def _vector_health(self, now: float) -> None:
+        """Notice an outage or a loss on our own schedule and repair it; reads only report health."""
+        vectors = self.indexer.vectors
+        if vectors.down is not None:
+            if now < self._probe_at:
+                return
+            self._probe_at = now + RETRY_SECONDS
+            try:
+                vectors.reopen()
+            except VectorStoreUnavailable:
+                return  # still down; probed again in RETRY_SECONDS
+            self._repair()
+        elif vectors.needs_repair:
+            if now < self._repair_at:
+                return
+            ok = self._repair()
+            self._repair_backoff = RETRY_SECONDS if ok else min(self._repair_backoff * 2, REPAIR_BACKOFF_MAX)
+            self._repair_at = now + self._repair_backoff
+        elif now >= self._health_at:
+            self._health_at = now + self.health_seconds
+            try:
+                lost = vectors.count() < self.indexer.store.embedded_count()
+            except VectorStoreUnavailable:
+                return  # now marked down: probed from the next tick on
+            if lost:
+                self._repair()
+
+    def _repair(self) -> bool:
+        """Indexer.repair_vectors with the store's fail-fast bypassed for this thread; True when done."""
+        vectors = self.indexer.vectors
+        failures = vectors.failures
+        try:
+            with vectors.repairing():
+                done = self.indexer.repair_vectors()
+        except Exception:  # noqa: BLE001 - the store recorded the failure; the next probe tries again
+            return False
+        if done:
+            vectors.resume()
+            vectors.repaired(failures)
+        return done
+
+    def _warm(self) -> None:
+        """Load what the first query would otherwise wait for; each failure is said once."""
+        from indexer import segment
+
+        self._warm_at = None
+        indexer = self.indexer
+        try:
+            if indexer.store.has_thai():  # the first Thai query would otherwise wait ~1 s for the dictionary
+                segment.warm()
+        except Exception as exc:
+            _say(f"oracle: Thai word segmenter unavailable: {exc}")
+        try:
+            if indexer.multilingual.wanted():  # ~1 s to unpack its weights, not in the first query
+                indexer.multilingual.embedder.warm()
+        except Exception as exc:
+            _say(f"oracle: multilingual model unavailable, other scripts use the English one: {exc}")
+        try:
+            indexer.embedder.warm()
+        except Exception as exc:
+            _say(f"oracle: embedding model unavailable, keyword search only: {exc}")
+
+    def _sweep(self) -> None:
+        try:
+            self._report(self.indexer.sync(stop_vectors=self._busy, cancel=self._stopping))
+        except SyncRefused as exc:
+            _say(f"oracle watch: sweep skipped: {exc}")
+
+    def _backlog(self, now: float) -> None:
+        """Chunks still missing from the vector store (a first index, a big note) and multilingual
+        vectors still to compute: a few slices at a time, and only while nothing above waits."""
+        indexer = self.indexer
+        if indexer.vectors.down is not None:
+            return  # job 3 repairs and then flushes
+        report = indexer.flush_vectors(stop=self._busy)
+        for warning in report.warnings:
+            _say(f"oracle: {warning}")
+        if report.vector_failed or report.warnings:
+            self._backlog_at = now + BACKLOG_RETRY_SECONDS
+        elif report.embedded or report.embeddings_cached or report.multilingual_embedded:
+            self._more = True  # made way for something, or finished: the next tick looks again at once
+        else:
+            self._backlog_at = now + BACKLOG_IDLE_SECONDS  # nothing was pending

@@ -1,0 +1,158 @@
+"""The lifecycle: `Oracle.start()` runs one maintenance worker, `Oracle.close()` joins it, reads never repair.
+
+Real SQLite, real embedded ChromaDB, the real model. The worker is observed from outside: the index it
+builds, the vectors it upserts, the threads that exist, and what it prints on stderr.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from _corpus import write
+from indexer.sync import VECTOR_SLICE
+from server.learn import learn
+from server.models import LearnRequest, SearchRequest
+from server.search import run_search
+from server.stats import stats
+
+DEADLINE = 120.0  # generous for a loaded 2-core machine; a hang check, not a speed limit
+
+
+def wait_for(check, what: str, timeout: float = DEADLINE):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def maintenance_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("oracle-")]
+
+
+def big_principle(sections: int) -> str:
+    return "---\ntitle: Big principle\n---\n# Big principle\n\n" + "".join(
+        f"### Rule {n}\n\nKeep the lifecycle rule {n} short and specific, rule {n}.\n\n" for n in range(sections))
+
+
+def small_notes(root: Path, n: int) -> None:
+    for i in range(n):
+        write(root / f"learnings/2026-01-{i + 1:02d}_note-{i}.md",
+              f"---\ntitle: Note {i}\n---\n# Note {i}\n\nA gannet dives for fish number {i} off the cliff.\n")
+
+
+def test_start_syncs_and_drains_the_backlog_and_a_learn_does_not_wait_for_it(tmp_path: Path, make_oracle, capfd) -> None:
+    """An Oracle started without watch: the worker's initial sync makes it ready, then the worker embeds the
+    first index's backlog; a learn meanwhile embeds its own note at once (sync_paths flushes its own chunks
+    first) instead of waiting behind that backlog; close() joins the worker before the stores close."""
+    root = tmp_path / "root"
+    small_notes(root, 5)
+    bullets = 4 * VECTOR_SLICE  # a backlog of several slices
+    write(root / "principles/big.md", big_principle(bullets))
+    oracle = make_oracle(root, tmp_path / "data")
+    oracle.start(watch=False)
+    assert [t.name for t in maintenance_threads()].count("oracle-maintenance") == 1
+    oracle.wait_ready()
+    assert oracle.ready.is_set() and len(oracle.store.file_states()) == 6  # the keyword index is whole
+    backlog = wait_for(oracle.store.pending_count, "the initial sync left the vectors to the worker", 10) or 0
+
+    wait_for(lambda: 0 < oracle.store.pending_count() < backlog, "the worker's first slice")
+    learnt = learn(oracle, LearnRequest(pattern="Cormorants dry their wings on the jetty at noon.", title="Cormorant"))
+    left = oracle.store.pending_count()
+    assert learnt.embedded is True, learnt.warnings
+    assert left > 0, "the learn waited for the whole backlog"
+    hit = run_search(oracle, SearchRequest(query="cormorants drying wings", mode="vector", limit=1)).hits[0]
+    assert hit.source_file == learnt.file
+
+    wait_for(lambda: oracle.store.pending_count() == 0, "the worker drained the backlog")
+    assert oracle.vectors.count() == oracle.store.counts()["chunks"]
+    assert stats(oracle).vector_store.ok
+
+    worker = oracle.maintenance
+    assert worker is not None and worker.running
+    oracle.close()
+    assert not worker.running and oracle.maintenance is None
+    assert not [t for t in maintenance_threads() if t.name == "oracle-maintenance"]
+    err = capfd.readouterr().err
+    assert "closed database" not in err and "Traceback" not in err, err
+
+
+def test_close_mid_sync_and_mid_backlog_is_clean_and_the_next_start_goes_on(tmp_path: Path, make_oracle,
+                                                                             capfd) -> None:
+    """close() right after start() (the keyword phase stops between batches of files), and close() while
+    the worker embeds the backlog: both join the worker before the stores close, nothing is said about a
+    closed database, and the next start goes on from where the last one stopped."""
+    from chromadb.api.client import SharedSystemClient
+
+    root, data = tmp_path / "root", tmp_path / "data"
+    small_notes(root, 9)
+    for n in range(200):
+        write(root / f"retrospectives/2026-02-01_retro-{n:03d}.md",
+              f"# Retro {n}\n\n## What happened\n\nWe shipped release {n} of the lifecycle work.\n\n"
+              f"## Next\n\nKeep release {n} small.\n")
+    oracle = make_oracle(root, data).start()
+    time.sleep(0.05)
+    worker = oracle.maintenance
+    oracle.close()
+    assert worker is not None and not worker.running
+
+    SharedSystemClient.clear_system_cache()  # as a new process would open the data dir
+    again = make_oracle(root, data).start()
+    again.wait_ready()
+    assert len(again.store.file_states()) == 209
+    chunks = again.store.counts()["chunks"]
+    wait_for(lambda: again.store.pending_count() < chunks, "the worker's first slice of the backlog")
+    worker = again.maintenance
+    again.close()
+    assert worker is not None and not worker.running
+    err = capfd.readouterr().err
+    assert "closed database" not in err and "Traceback" not in err and "maintenance:" not in err, err
+
+
+def test_stats_only_read_and_the_worker_repairs_a_store_that_lost_vectors(tmp_path: Path, make_oracle) -> None:
+    """Vectors vanish from the store behind the index's back. stats says so and changes nothing (before,
+    it started a repair thread); a started Oracle's worker notices on its own and re-adds them from the
+    embedding cache, without the model."""
+    root = tmp_path / "root"
+    small_notes(root, 6)
+    oracle = make_oracle(root, tmp_path / "data")
+    assert not oracle.indexer.sync().vector_failed
+    chunks = oracle.store.counts()["chunks"]
+    lost = sorted(oracle.vectors.all_ids())[:3]
+    oracle.vectors.delete(lost)
+
+    threads_before = {t.name for t in threading.enumerate()}
+    for _ in range(3):
+        health = stats(oracle).vector_store
+        assert health.ok is False and "lost 3" in health.detail, health
+    time.sleep(0.5)
+    assert oracle.vectors.count() == chunks - 3, "a read repaired the store"
+    assert not oracle.vectors.needs_repair and oracle.vectors.down is None
+    assert {t.name for t in threading.enumerate()} - threads_before == set(), "a read started a thread"
+    assert oracle.indexer.last_repair is None
+
+    oracle.start(sync=False)  # warm_delay=0: the worker's first health check is at once
+    wait_for(lambda: oracle.vectors.count() == chunks and oracle.store.pending_count() == 0, "the worker's repair")
+    repair = oracle.indexer.last_repair
+    assert repair is not None and repair.embedded == 0 and repair.embeddings_cached == 3, repair
+    assert stats(oracle).vector_store.ok
+
+
+def test_start_twice_is_refused_and_stop_is_idempotent(tmp_path: Path, make_oracle) -> None:
+    (tmp_path / "root").mkdir()
+    oracle = make_oracle(tmp_path / "root", tmp_path / "data").start(sync=False)
+    try:
+        oracle.start()
+    except RuntimeError as exc:
+        assert "already started" in str(exc)
+    else:
+        raise AssertionError("a second start() was accepted")
+    oracle.stop()
+    oracle.stop()
+    assert oracle.maintenance is None and oracle.ready.is_set()
+    oracle.start(sync=False)  # stopped, it may be started again
+    assert oracle.maintenance is not None and oracle.maintenance.running
