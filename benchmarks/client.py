@@ -68,6 +68,7 @@ class RunFigures:
     """One run of one workload: spawn times (s) and per-call latencies (ms) per system."""
 
     spawn: dict[str, float] = field(default_factory=dict)
+    settle_s: dict[str, float] = field(default_factory=dict)  # warm-ups done -> server idle
     calls: dict[str, list[float]] = field(default_factory=dict)
 
 
@@ -87,9 +88,42 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) used so far by this process's children: the spawned server."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            kids = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for pid in kids:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+async def settle(quiet_s: float = 1.0, limit_s: float = 60.0) -> float:
+    """Wait until the spawned server's start-up work (the model warm-up after the handshake) is done: its CPU
+    time grows by under 2 % of a core over `quiet_s`. Returns the seconds waited."""
+    began = time.perf_counter()
+    last = _children_cpu()
+    while time.perf_counter() - began < limit_s:
+        await anyio.sleep(quiet_s)
+        now = _children_cpu()
+        if now - last < 0.02 * quiet_s:
+            break
+        last = now
+    return time.perf_counter() - began
+
+
 async def measure_server(command: list[str], env: dict[str, str], calls: list[tuple[str, str, dict]],
-                         figures: RunFigures, label: str) -> None:
-    """Spawn a stdio MCP server, time spawn -> tools/list, then time each (series, tool, arguments) call."""
+                         figures: RunFigures, label: str, validate: bool = True) -> None:
+    """Spawn a stdio MCP server, time spawn -> tools/list, run the warm-up calls (series ""), wait until the
+    server is idle, then time each (series, tool, arguments) call."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -99,7 +133,15 @@ async def measure_server(command: list[str], env: dict[str, str], calls: list[tu
         async with Client(stdio_client(params, errlog=errlog)) as client:
             await client.list_tools()
             figures.spawn[label] = time.perf_counter() - started
+            if not validate:  # diagnostic: what the SDK client's output-schema check costs
+                async def no_check(name: str, result: object) -> None:
+                    return None
+                client.session.validate_tool_result = no_check  # type: ignore[method-assign]
+            settled = False
             for series, tool, args in calls:
+                if series and not settled:
+                    figures.settle_s[label] = await settle()
+                    settled = True
                 began = time.perf_counter()
                 result = await client.call_tool(tool, args)
                 elapsed = (time.perf_counter() - began) * 1000
@@ -110,9 +152,11 @@ async def measure_server(command: list[str], env: dict[str, str], calls: list[tu
 
 
 def oracle_calls(queries: list[str]) -> list[tuple[str, str, dict]]:
+    """Warm-up calls in every mode first (the first hybrid call loads the model), then the timed series."""
     calls: list[tuple[str, str, dict]] = []
     for mode in MODES:
         calls += [("", "oracle_search", {"query": q, "limit": LIMIT, "mode": mode}) for q in queries[:WARMUP]]
+    for mode in MODES:
         calls += [(f"oracle {mode} (MCP)", "oracle_search", {"query": q, "limit": LIMIT, "mode": mode}) for q in queries]
     return calls
 
@@ -132,7 +176,7 @@ def in_process(workload: Workload, figures: RunFigures) -> None:
         oracle.close()
 
 
-def one_run(workload: Workload) -> RunFigures:
+def one_run(workload: Workload, validate: bool = True) -> RunFigures:
     figures = RunFigures()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
     env.update(PYTHONIOENCODING="utf-8")
@@ -142,13 +186,13 @@ def one_run(workload: Workload) -> RunFigures:
     plain = [sys.executable, str(REPO / "benchmarks" / "plain_server.py"), str(plain_db)]
     plain_calls = [("", "search", {"query": q, "limit": LIMIT}) for q in workload.queries[:WARMUP]]
     plain_calls += [("plain FTS5 (MCP)", "search", {"query": q, "limit": LIMIT}) for q in workload.queries]
-    anyio.run(measure_server, plain, env, plain_calls, figures, "plain FTS5")
+    anyio.run(measure_server, plain, env, plain_calls, figures, "plain FTS5", validate)
     oracle_env = {**env, "ORACLE_ROOT": str(workload.root), "ORACLE_DATA_DIR": str(workload.data)}
     # Without the handshake cache (server/stdio_front.py): what a first start after an install or upgrade costs.
     anyio.run(measure_server, [str(ORACLE), "serve", "--no-watch"], {**oracle_env, "ORACLE_HANDSHAKE_CACHE": "0"}, [],
               figures, "oracle, SDK only (no handshake cache)")
     anyio.run(measure_server, [str(ORACLE), "serve", "--no-watch"], oracle_env, oracle_calls(workload.queries),
-              figures, "oracle")
+              figures, "oracle", validate)
     in_process(workload, figures)
     return figures
 
@@ -167,6 +211,8 @@ def summarise(runs: list[RunFigures]) -> dict:
         }
     for label in sorted({k for run in runs for k in run.spawn}):
         out["spawn_s"][label] = spread([run.spawn[label] for run in runs])
+    out["settle_s"] = {label: spread([run.settle_s[label] for run in runs])
+                       for label in sorted({k for run in runs for k in run.settle_s})}
     return out
 
 
@@ -185,6 +231,8 @@ def print_summary(name: str, summary: dict, loads: list[float]) -> None:
             print(f"| overhead of MCP over in-process, {mode} (p50) | {mcp['p50'][1] - local['p50'][1]:.2f} | | |")
     for label, spread in summary["spawn_s"].items():
         print(f"| spawn -> first tools/list, {label} (s) | {' / '.join(map(str, spread))} | | |")
+    for label, spread in summary.get("settle_s", {}).items():
+        print(f"| warm-ups done -> server idle, {label} (s) | {' / '.join(map(str, spread))} | | |")
 
 
 def main() -> None:
@@ -192,6 +240,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scifact", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--no-validate", action="store_true",
+                        help="diagnostic: the client skips checking results against the tools' output schemas")
     args = parser.parse_args()
     report: dict = {}
     for workload in workloads(args.scifact):
@@ -203,7 +253,7 @@ def main() -> None:
         loads = [os.getloadavg()[0]]
         runs: list[RunFigures] = []
         for n in range(args.runs):
-            runs.append(one_run(workload))
+            runs.append(one_run(workload, validate=not args.no_validate))
             loads.append(os.getloadavg()[0])
             print(f"{workload.name}: run {n + 1}/{args.runs} done", file=sys.stderr)
         summary = summarise(runs)
