@@ -1,17 +1,20 @@
 """Latency where an agent waits: `oracle serve` over stdio, measured at an MCP client, beside the same searches
 in-process and a plain whole-file FTS5 server behind the same SDK, all in one run.
 
-    .venv/bin/python benchmarks/client.py [--runs 3] [--scifact] [--json out.json]
+    .venv/bin/python benchmarks/client.py [--runs 3] [--scifact] [--json out.json] [--before DIR] [--no-validate]
 
 Per run and workload:
 1. the plain server (benchmarks/plain_server.py) is spawned over stdio with the official MCP client: time from
    spawn to the first `tools/list` answer, then every question as a `search` call (limit 10);
 2. `oracle serve --no-watch` is spawned the same way (same client, same questions): spawn -> `tools/list`,
-   then `oracle_search` (limit 10) per question in fts and hybrid mode, after three warm-up calls per mode;
-   before it, one spawn -> `tools/list` with ORACLE_HANDSHAKE_CACHE=0 (the SDK answers the handshake itself,
+   then `oracle_search` (limit 10) per question in fts and hybrid mode, after three warm-up calls per mode and
+   once the server is idle (its CPU time still for a second: the model warm-up after the handshake is over;
+   the plain server is timed the same way); before it, one spawn -> `tools/list` with ORACLE_HANDSHAKE_CACHE=0 (the SDK answers the handshake itself,
    as on the first start after an install or upgrade);
-3. the same questions through `run_search` in this process (warm), so `client - in-process` is what the
+3. with `--before DIR`, an older Oracle from a source tree (`git archive REV | tar -x -C DIR`) the same way;
+4. the same questions through `run_search` in this process (warm), so `client - in-process` is what the
    tool layer and the transport cost.
+`--no-validate` (a diagnostic) has the client skip checking each result against the tool's output schema.
 Figures are the median of the per-run p50s (and p95s), with min and max across runs, and the 1-minute load
 average at the start and end: on a shared machine read the ratios to the plain server, measured in the same
 run, more than the milliseconds.
@@ -151,13 +154,13 @@ async def measure_server(command: list[str], env: dict[str, str], calls: list[tu
                     figures.calls.setdefault(series, []).append(elapsed)
 
 
-def oracle_calls(queries: list[str]) -> list[tuple[str, str, dict]]:
+def oracle_calls(queries: list[str], label: str = "oracle") -> list[tuple[str, str, dict]]:
     """Warm-up calls in every mode first (the first hybrid call loads the model), then the timed series."""
     calls: list[tuple[str, str, dict]] = []
     for mode in MODES:
         calls += [("", "oracle_search", {"query": q, "limit": LIMIT, "mode": mode}) for q in queries[:WARMUP]]
     for mode in MODES:
-        calls += [(f"oracle {mode} (MCP)", "oracle_search", {"query": q, "limit": LIMIT, "mode": mode}) for q in queries]
+        calls += [(f"{label} {mode} (MCP)", "oracle_search", {"query": q, "limit": LIMIT, "mode": mode}) for q in queries]
     return calls
 
 
@@ -176,7 +179,10 @@ def in_process(workload: Workload, figures: RunFigures) -> None:
         oracle.close()
 
 
-def one_run(workload: Workload, validate: bool = True) -> RunFigures:
+LAUNCH = "import sys; from server.cli import main; sys.exit(main())"  # `oracle` from the tree on PYTHONPATH
+
+
+def one_run(workload: Workload, validate: bool = True, before: Path | None = None) -> RunFigures:
     figures = RunFigures()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
     env.update(PYTHONIOENCODING="utf-8")
@@ -193,6 +199,10 @@ def one_run(workload: Workload, validate: bool = True) -> RunFigures:
               figures, "oracle, SDK only (no handshake cache)")
     anyio.run(measure_server, [str(ORACLE), "serve", "--no-watch"], oracle_env, oracle_calls(workload.queries),
               figures, "oracle", validate)
+    if before is not None:  # an older Oracle (a source tree, e.g. `git archive REV | tar -x -C DIR`), same run
+        anyio.run(measure_server, [sys.executable, "-c", LAUNCH, "serve", "--no-watch"],
+                  {**oracle_env, "PYTHONPATH": str(before.resolve())}, oracle_calls(workload.queries, "oracle before"),
+                  figures, "oracle before", validate)
     in_process(workload, figures)
     return figures
 
@@ -226,9 +236,10 @@ def print_summary(name: str, summary: dict, loads: list[float]) -> None:
         ratio = f["p50"][1] / plain if plain else float("nan")
         print(f"| {s} | {' / '.join(map(str, f['p50']))} | {' / '.join(map(str, f['p95']))} | ×{ratio:.2f} |")
     for mode in MODES:
-        mcp, local = calls.get(f"oracle {mode} (MCP)"), calls.get(f"oracle {mode} (in-process)")
-        if mcp and local:
-            print(f"| overhead of MCP over in-process, {mode} (p50) | {mcp['p50'][1] - local['p50'][1]:.2f} | | |")
+        for label in ("oracle", "oracle before"):
+            mcp, local = calls.get(f"{label} {mode} (MCP)"), calls.get(f"oracle {mode} (in-process)")
+            if mcp and local:
+                print(f"| overhead of MCP over in-process, {label}, {mode} (p50) | {mcp['p50'][1] - local['p50'][1]:.2f} | | |")
     for label, spread in summary["spawn_s"].items():
         print(f"| spawn -> first tools/list, {label} (s) | {' / '.join(map(str, spread))} | | |")
     for label, spread in summary.get("settle_s", {}).items():
@@ -240,6 +251,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scifact", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--before", type=Path, help="also measure an older Oracle from this source tree, same run")
     parser.add_argument("--no-validate", action="store_true",
                         help="diagnostic: the client skips checking results against the tools' output schemas")
     args = parser.parse_args()
@@ -253,7 +265,7 @@ def main() -> None:
         loads = [os.getloadavg()[0]]
         runs: list[RunFigures] = []
         for n in range(args.runs):
-            runs.append(one_run(workload, validate=not args.no_validate))
+            runs.append(one_run(workload, validate=not args.no_validate, before=args.before))
             loads.append(os.getloadavg()[0])
             print(f"{workload.name}: run {n + 1}/{args.runs} done", file=sys.stderr)
         summary = summarise(runs)
