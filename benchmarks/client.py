@@ -179,7 +179,8 @@ def in_process(workload: Workload, figures: RunFigures) -> None:
         oracle.close()
 
 
-LAUNCH = "import sys; from server.cli import main; sys.exit(main())"  # `oracle` from the tree on PYTHONPATH
+# `oracle` from the tree on PYTHONPATH: with -c, sys.path[0] is the working directory (this repository), dropped
+LAUNCH = "import sys; sys.path[:] = [p for p in sys.path if p not in (\"\", \".\")]; from server.cli import main; sys.exit(main())"
 
 
 def one_run(workload: Workload, validate: bool = True, before: Path | None = None) -> RunFigures:

@@ -47,8 +47,8 @@ def test_search_page_validates_and_a_wrong_shape_is_refused():
     validator = validator_for(schema)(schema)
     page = _page()
     assert not list(validator.iter_errors(page))
-    for path, value in ((("hits", 0, "line_start"), "1"), (("hits", 0, "project"), 3), (("hits", 0, "breakdown"), []),
-                        (("meta", "took_ms"), "fast"), (("total",), None)):
+    for path, value in ((("hits", 0), "not a hit"), (("hits",), {}), (("meta", "took_ms"), "fast"),
+                        (("meta", "unit"), "page"), (("total",), None)):
         bad = json.loads(json.dumps(page))
         node = bad
         for key in path[:-1]:
@@ -59,12 +59,15 @@ def test_search_page_validates_and_a_wrong_shape_is_refused():
     assert list(validator.iter_errors(page))
 
 
-def test_nested_fields_of_a_hit_are_typed_and_named():
+def test_a_hit_names_every_field_with_its_type():
     hit = lean_schema(SearchResult)["properties"]["hits"]["items"]
-    props = hit["properties"]
-    assert props["project"]["type"] == ["string", "null"]
-    assert props["breakdown"]["type"] == "object" and "bm25_rank" in props["breakdown"]["description"]
-    assert props["sections"]["type"] == "array" and "line_start" in props["sections"]["description"]
-    assert props["superseded_by"]["type"] == ["object", "null"] and "source_file" in props["superseded_by"]["description"]
+    assert hit["type"] == "object" and "properties" not in hit  # no schema per field, re-checked for every hit
+    assert set(hit["required"]) == {n for n, f in Hit.model_fields.items() if f.is_required()}
+    text = hit["description"]
+    for field in Hit.model_fields:
+        assert f"{field}: " in text or f"{field}?: " in text, field
+    assert "line_start: integer" in text and "project: string|null" in text and "concepts: string[]" in text
+    assert "sections?: [{id, heading, line_start, line_end, score}]" in text
+    assert "breakdown: {fused, bm25_rank?" in text and "superseded_by?: {id, source_file, title, reason?, via}|null" in text
     # the result's own metadata keeps its full schema (it is one object, not one per hit)
     assert lean_schema(SearchResult)["properties"]["meta"]["properties"]["took_ms"]["type"] == "number"
