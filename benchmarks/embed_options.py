@@ -9,7 +9,9 @@ EVERY-th of them; the first config is the reference (the indexer's layout: 2 sin
 8 texts sorted by length, shards assigned round robin) and every other config's vectors are checked against it
 (cosine >= 0.999). Keys: sessions, threads (intra-op), batch, tokens (a token budget per batch instead), dynamic
 (sessions take the next batch from a shared queue), opt (GraphOptimizationLevel), no_arena, entries (session
-config entries). Figures: seconds per pass, min / median / max over ROUNDS, and tokens/s.
+config entries), cap (the token cap, default indexer.embed.MAX_TOKENS: texts are tokenized per cap, and a
+config with another cap than the first is not compared with it). Figures: seconds per pass, min / median / max
+over ROUNDS, and tokens/s (each config's own tokens).
 """
 import os, sys, time, statistics, json
 REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
@@ -25,10 +27,22 @@ texts = list(dict.fromkeys(store.embed_texts(ids).values()))
 every, rounds = int(sys.argv[1]), int(sys.argv[2])
 sample = texts[::every]
 model, tok_path = E.model_files()
-tok = Tokenizer.from_file(str(tok_path)); tok.enable_truncation(E.MAX_TOKENS); tok.no_padding()
-enc = tok.encode_batch([t[:E.MAX_CHARS_TOKENIZED] if t.strip() else "." for t in sample])
-ntok = sum(len(e.ids) for e in enc)
-print(f"{len(texts)} unique texts, sample {len(sample)}, tokens {ntok} (mean {ntok/len(sample):.0f}), all-texts tokens ~{ntok*every}", flush=True)
+tok = Tokenizer.from_file(str(tok_path)); tok.no_padding()
+ENCODED: dict = {}
+
+
+def encodings(cap):
+    """The sample tokenized with this cap (cached per cap)."""
+    if cap not in ENCODED:
+        tok.enable_truncation(cap)
+        ENCODED[cap] = tok.encode_batch([t[:cap * 32] if t.strip() else "." for t in sample])
+        n = sum(len(e.ids) for e in ENCODED[cap])
+        print(f"cap {cap}: {len(texts)} unique texts, sample {len(sample)}, tokens {n} (mean {n/len(sample):.0f}),"
+              f" all-texts tokens ~{n*every}", flush=True)
+    return ENCODED[cap]
+
+
+enc = encodings(E.MAX_TOKENS)
 from concurrent.futures import ThreadPoolExecutor
 
 def make(cfg):
@@ -40,7 +54,7 @@ def make(cfg):
     sessions = [ort.InferenceSession(str(model), o, providers=["CPUExecutionProvider"]) for _ in range(cfg.get("sessions", 2))]
     return sessions
 
-def run_batches(session, batches, out):
+def run_batches(session, batches, out, enc):
     for batch in batches:
         width = max(len(enc[i].ids) for i in batch)
         ids = np.zeros((len(batch), width), dtype=np.int64); mask = np.zeros_like(ids)
@@ -51,7 +65,7 @@ def run_batches(session, batches, out):
         p = (h * w).sum(1) / np.maximum(w.sum(1), 1e-9)
         out[batch] = p / np.maximum(np.linalg.norm(p, axis=1, keepdims=True), 1e-12)
 
-def make_batches(cfg):
+def make_batches(cfg, enc):
     order = sorted(range(len(sample)), key=lambda i: len(enc[i].ids))
     if "tokens" in cfg:  # token budget per batch
         batches, cur, budget = [], [], cfg["tokens"]
@@ -65,8 +79,9 @@ def make_batches(cfg):
     return [order[p:p + b] for p in range(0, len(order), b)]
 
 def once(sessions, cfg, pool):
+    enc = encodings(cfg.get("cap", E.MAX_TOKENS))
     out = np.zeros((len(sample), 384), dtype=np.float32)
-    batches = make_batches(cfg)
+    batches = make_batches(cfg, enc)
     t = time.perf_counter()
     if cfg.get("dynamic"):  # work queue: each session takes the next batch (longest first)
         import threading
@@ -76,11 +91,11 @@ def once(sessions, cfg, pool):
                 with lock:
                     if not todo: return
                     b = todo.pop()
-                run_batches(s, [b], out)
+                run_batches(s, [b], out, enc)
         list(pool.map(worker, sessions))
     else:
         n = len(sessions)
-        futs = [pool.submit(run_batches, s, batches[w::n], out) for w, s in enumerate(sessions)]
+        futs = [pool.submit(run_batches, s, batches[w::n], out, enc) for w, s in enumerate(sessions)]
         [f.result() for f in futs]
     return time.perf_counter() - t, out
 
@@ -94,10 +109,12 @@ for r in range(rounds):
         dt, out = once(s, c, pool)
         res[json.dumps(c)].append(dt)
         if ref is None: ref = out
-        else:
+        elif c.get("cap", E.MAX_TOKENS) == cfgs[0].get("cap", E.MAX_TOKENS):
             cos = (ref * out).sum(1).min()
             if cos < 0.999: print("WARN min cos vs first cfg", cos, c)
 print("load", os.getloadavg())
 base = statistics.median(res[json.dumps(cfgs[0])])
 for k, v in res.items():
-    print(f"{k:70s} min {min(v):.2f} med {statistics.median(v):.2f} max {max(v):.2f} s  tok/s {ntok/statistics.median(v):.0f}  x{statistics.median(v)/base:.3f}")
+    ntok = sum(len(e.ids) for e in encodings(json.loads(k).get("cap", E.MAX_TOKENS)))
+    print(f"{k:70s} min {min(v):.2f} med {statistics.median(v):.2f} max {max(v):.2f} s  tok/s {ntok/statistics.median(v):.0f}"
+          f"  texts/s {len(sample)/statistics.median(v):.1f}  x{statistics.median(v)/base:.3f}")

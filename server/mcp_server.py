@@ -18,6 +18,7 @@ from server import __version__
 from server.app import Oracle
 from server.errors import classify, problems
 from server.mcp_surface import Surface, link_hits, link_sources
+from server.output_schema import lean_schema
 from server.tools import TOOLS, Caller, InvalidArguments, Tool, input_schema
 
 INSTRUCTIONS = (
@@ -60,6 +61,7 @@ class OracleMCP(MCPServer):
                                              description=tool.description, annotations=tool.annotations,
                                              meta=tool.meta, structured_output=True)
         listed.parameters = input_schema(tool)
+        listed.fn_metadata.output_schema = lean_schema(tool.result)  # cheap for clients to check each result
         self.registry[tool.name] = tool
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:

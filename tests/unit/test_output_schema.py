@@ -1,0 +1,73 @@
+"""The lean output schemas MCP tools publish (server/output_schema.py): the same fields as the result models,
+valid JSON Schema, cheap to check, and still refusing a result of the wrong shape."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from jsonschema.validators import validator_for
+
+from server.models import Hit, ScoreBreakdown, SearchMeta, SearchResult
+from server.output_schema import lean_schema
+from server.tools import TOOLS
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
+def test_every_tool_schema_is_valid_and_names_the_model_fields(tool):
+    schema = lean_schema(tool.result)
+    validator_for(schema).check_schema(schema)
+    full = tool.result.model_json_schema(mode="serialization")
+    assert set(schema["properties"]) == set(full["properties"])
+    assert set(schema.get("required", ())) == set(full.get("required", ()))
+    text = json.dumps(schema)
+    assert "$ref" not in text and "$defs" not in text
+    assert not _generated_titles(schema)  # a field may be named "title"; pydantic's titles are gone
+
+
+def _generated_titles(node: object) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["title"]] if isinstance(node.get("title"), str) else []
+        return found + [t for v in node.values() for t in _generated_titles(v)]
+    if isinstance(node, list):
+        return [t for v in node for t in _generated_titles(v)]
+    return []
+
+
+def _page() -> dict:
+    hit = Hit(id="c_1", type="learning", kind="section", title="T", heading="H", snippet="s", source_file="a.md",
+              line_start=1, line_end=3, concepts=["x"], project=None, date=None, content_hash="ab" * 8, score=0.5,
+              found_by=["fts"], breakdown=ScoreBreakdown(fused=0.5, bm25_rank=1), also_in_file=["c_2"])
+    meta = SearchMeta(mode="fts", fusion=None, took_ms=1.0, fts_matches=1, vector_matches=0)
+    return SearchResult(query="q", hits=[hit], total=1, limit=5, offset=0, meta=meta).model_dump(mode="json")
+
+
+def test_search_page_validates_and_a_wrong_shape_is_refused():
+    schema = lean_schema(SearchResult)
+    validator = validator_for(schema)(schema)
+    page = _page()
+    assert not list(validator.iter_errors(page))
+    for path, value in ((("hits", 0), "not a hit"), (("hits",), {}), (("meta", "took_ms"), "fast"),
+                        (("meta", "unit"), "page"), (("total",), None)):
+        bad = json.loads(json.dumps(page))
+        node = bad
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+        assert list(validator.iter_errors(bad)), path
+    del page["hits"][0]["content_hash"]
+    assert list(validator.iter_errors(page))
+
+
+def test_a_hit_names_every_field_with_its_type():
+    hit = lean_schema(SearchResult)["properties"]["hits"]["items"]
+    assert hit["type"] == "object" and "properties" not in hit  # no schema per field, re-checked for every hit
+    assert set(hit["required"]) == {n for n, f in Hit.model_fields.items() if f.is_required()}
+    text = hit["description"]
+    for field in Hit.model_fields:
+        assert f"{field}: " in text or f"{field}?: " in text, field
+    assert "line_start: integer" in text and "project: string|null" in text and "concepts: string[]" in text
+    assert "sections?: [{id, heading, line_start, line_end, score}]" in text
+    assert "breakdown: {fused, bm25_rank?" in text and "superseded_by?: {id, source_file, title, reason?, via}|null" in text
+    # the result's own metadata keeps its full schema (it is one object, not one per hit)
+    assert lean_schema(SearchResult)["properties"]["meta"]["properties"]["took_ms"]["type"] == "number"
