@@ -35,6 +35,7 @@ _hypothesis_settings.register_profile("fast", max_examples=10)
 from server.app import Oracle  # noqa: E402
 
 import _corpus  # noqa: E402
+import _seed  # noqa: E402
 from _corpus import BUNDLED, open_oracle  # noqa: E402
 
 
@@ -107,6 +108,15 @@ def bundled(tmp_path_factory: pytest.TempPathFactory):
     report = oracle.indexer.sync()
     yield oracle, report
     oracle.close()
+
+
+@pytest.fixture(scope="session")
+def embedding_seed(bundled, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file holding only the embedding caches of the bundled index (tests/_seed.py): copied into
+    a system module's empty data dir, its first real `oracle index` of the bundled knowledge skips the
+    model arithmetic this session has already done."""
+    oracle, _ = bundled
+    return _seed.build_seed(oracle.settings.db_path, tmp_path_factory.mktemp("embedding-seed") / "seed.db")
 
 
 # -- the search corpus: a copy of the bundled knowledge plus synthetic notes -------------------------

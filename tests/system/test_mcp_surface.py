@@ -59,7 +59,7 @@ def _retro(n: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory) -> KB:
+def kb(tmp_path_factory: pytest.TempPathFactory, embedding_seed: Path) -> KB:
     base = tmp_path_factory.mktemp("surface")
     root = base / "root"
     shutil.copytree(BUNDLED, root, ignore=shutil.ignore_patterns("retrospectives"))
@@ -73,7 +73,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> KB:
             f"---\ntitle: Bulk note {n:03}\ntags: [bulk]\n---\n\nBulk note number {n} about batch item {n * 7}.\n",
             encoding="utf-8",
         )
-    kb, report = index_kb(base)
+    kb, report = index_kb(base, embedding_seed)
     assert report["added"] == len(list(root.rglob("*.md"))) - 1  # all but the unmapped README.md
     return kb
 

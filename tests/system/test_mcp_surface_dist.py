@@ -108,10 +108,10 @@ def test_unpacked_bundle_starts_and_answers_tools_list(built: Path, tmp_path: Pa
 
 # -- the MCP Inspector CLI ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory) -> KB:
+def kb(tmp_path_factory: pytest.TempPathFactory, embedding_seed: Path) -> KB:
     base = tmp_path_factory.mktemp("inspector")
     shutil.copytree(PROJECT / "knowledge", base / "root")
-    kb, _ = index_kb(base)
+    kb, _ = index_kb(base, embedding_seed)
     return kb
 
 
