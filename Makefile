@@ -43,9 +43,15 @@ $(NODE_TOOLS): tests/npm/package.json
 bundle: install
 	$(BIN)/python dist/build_bundle.py --out dist/out $(if $(RELEASE_URL),--release-url $(RELEASE_URL))
 
+# Two pytest-xdist workers for the full suite and the system tier, one test file at a time each (module
+# fixtures stay with their file): a system test spends much of its time waiting on the server process it
+# started, so one worker leaves the second core mostly idle. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 # The full suite, every tier (what CI runs): tests/unit, tests/contract and tests/system.
 test: install browser node-tools
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(XDIST)
 
 # In-process tiers only, without tests marked slow, property tests with a tenth of their examples: the loop
 # to run while editing.
@@ -54,7 +60,7 @@ test-fast: install
 
 # Real processes, the watcher, a Chroma server, Chromium.
 test-system: install browser node-tools
-	$(BIN)/python -m pytest -q tests/system
+	$(BIN)/python -m pytest -q $(XDIST) tests/system
 
 bench-quality: install
 	$(BIN)/python benchmarks/quality.py

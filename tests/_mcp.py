@@ -15,6 +15,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, Implementation
 
 from _procs import oracle_cmd
+from _seed import seed_data_dir
 
 PROJECT = Path(__file__).resolve().parent.parent
 CLIENT_NAME = "oracle-tests"
@@ -42,16 +43,18 @@ class KB:
         return sorted(os.listdir(self.learnings))
 
 
-def index_kb(base: Path) -> tuple[KB, dict]:
+def index_kb(base: Path, seed: Path | None = None) -> tuple[KB, dict]:
     """`base/root` (already written) indexed into `base/data` by the real `oracle index`, with an environment
-    free of the developer's ORACLE_* settings; returns the KB and the index report."""
-    root, data = base / "root", base / "data"
+    free of the developer's ORACLE_* settings; returns the KB and the index report. `seed`: an embedding
+    cache to start from (tests/_seed.py, the `embedding_seed` fixture)."""
+    root, data = base / "root", seed_data_dir(seed, base / "data")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
     env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(data), PYTHONIOENCODING="utf-8")
     done = run_oracle(env, "index", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert not report["vector_failed"], done.stdout
+    assert seed is None or report["embeddings_cached"] > 0, f"the embedding seed was not used: {done.stdout}"
     return KB(root, data, env, base), report
 
 

@@ -35,6 +35,7 @@ _hypothesis_settings.register_profile("fast", max_examples=10)
 from server.app import Oracle  # noqa: E402
 
 import _corpus  # noqa: E402
+import _seed  # noqa: E402
 from _corpus import BUNDLED, open_oracle  # noqa: E402
 
 
@@ -48,7 +49,8 @@ def _isolated_env() -> Iterator[None]:
 
 @pytest.fixture(autouse=True, scope="session")
 def _model_once() -> Iterator[None]:
-    """The real ONNX model, loaded once per test session and run once per distinct text.
+    """The real ONNX model (and the multilingual encoder), loaded once per test session and run once per
+    distinct text.
 
     Every Oracle opened in this process (dozens: most modules index a temp root) shares one loaded model,
     and a text the session has embedded before gets the same vector back, as the index's own embedding
@@ -58,10 +60,13 @@ def _model_once() -> Iterator[None]:
     import numpy as np
 
     from indexer.embed import BATCH_SIZE, Embedder
+    from indexer.multilingual import MultilingualEmbedder
 
     loaded: dict[int, tuple] = {}
     memo: dict[str, np.ndarray] = {}
+    ml_memo: dict[str, np.ndarray] = {}
     real_load, real_embed = Embedder._load, Embedder.embed
+    real_ml_embed = MultilingualEmbedder.embed
 
     def load(self: Embedder) -> None:
         if self._sessions:
@@ -79,9 +84,19 @@ def _model_once() -> Iterator[None]:
             return real_embed(self, [], batch_size)
         return np.stack([memo[t] for t in texts])
 
+    def ml_embed(self: MultilingualEmbedder, texts) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in ml_memo]
+        if missing:
+            ml_memo.update(zip(missing, real_ml_embed(self, missing)))
+        if not texts:
+            return real_ml_embed(self, [])
+        return np.stack([ml_memo[t] for t in texts])
+
     Embedder._load, Embedder.embed = load, embed
+    MultilingualEmbedder.embed = ml_embed
     yield
     Embedder._load, Embedder.embed = real_load, real_embed
+    MultilingualEmbedder.embed = real_ml_embed
 
 
 @pytest.fixture
@@ -107,6 +122,15 @@ def bundled(tmp_path_factory: pytest.TempPathFactory):
     report = oracle.indexer.sync()
     yield oracle, report
     oracle.close()
+
+
+@pytest.fixture(scope="session")
+def embedding_seed(bundled, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file holding only the embedding caches of the bundled index (tests/_seed.py): copied into
+    a system module's empty data dir, its first real `oracle index` of the bundled knowledge skips the
+    model arithmetic this session has already done."""
+    oracle, _ = bundled
+    return _seed.build_seed(oracle.settings.db_path, tmp_path_factory.mktemp("embedding-seed") / "seed.db")
 
 
 # -- the search corpus: a copy of the bundled knowledge plus synthetic notes -------------------------

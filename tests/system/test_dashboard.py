@@ -34,6 +34,7 @@ BUNDLED = PROJECT / "knowledge"
 STATIC = PROJECT / "server" / "static"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 from _procs import oracle_cmd, serve_http, stop_process
+from _seed import seed_data_dir
 SCRIPT = Path(sys.executable).parent / "oracle"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -130,9 +131,9 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(tmp_path_factory: pytest.TempPathFactory, embedding_seed: Path) -> Iterator[Server]:
     base = tmp_path_factory.mktemp("dashboard")
-    root, data = base / "root", base / "data"
+    root, data = base / "root", seed_data_dir(embedding_seed, base / "data")
     shutil.copytree(BUNDLED, root)
     (root / HOSTILE_NOTE).write_text(HOSTILE_TEXT, encoding="utf-8")
     for rel, text in IMPROVE_NOTES.items():

@@ -15,6 +15,7 @@ import pytest
 
 from _corpus import BUNDLED
 from _procs import oracle_cmd, serve_http, stop_process
+from _seed import seed_data_dir
 from test_dashboard import CHROMIUM, CHROMIUM_ARGS, PROJECT, TIMEOUT_MS
 
 TOKEN = "dashboard-test-token-0123456789"
@@ -26,9 +27,9 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def token_server(tmp_path_factory: pytest.TempPathFactory, embedding_seed: Path) -> Iterator[str]:
     base = tmp_path_factory.mktemp("dashboard-token")
-    root, data = base / "root", base / "data"
+    root, data = base / "root", seed_data_dir(embedding_seed, base / "data")
     shutil.copytree(BUNDLED, root)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
     env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(data), ORACLE_TOKEN=TOKEN, PYTHONIOENCODING="utf-8")

@@ -136,11 +136,12 @@ def test_a_wheel_in_a_fresh_venv_serves_the_starter_knowledge(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(PROJECT), "--no-deps", "-q", "-w", str(dist)],
                    check=True, capture_output=True, timeout=600)
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    # Without a pip of its own (ensurepip costs seconds): this venv's pip installs into it (`--python`).
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
     wheel = next(dist.glob("oracle_memory-*.whl"))
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", "--no-index",
+                    str(wheel)], check=True, capture_output=True, timeout=300)
     site = Path(subprocess.check_output([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                         text=True).strip())
     (site / "deps-from-test-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # not its .pth files

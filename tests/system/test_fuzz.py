@@ -265,10 +265,10 @@ def write_corpus(root: Path) -> None:
         (root / rel).write_text(text, encoding="utf-8")
 
 
-def make_kb(base: Path) -> KB:
+def make_kb(base: Path, seed: Path | None = None) -> KB:
     """A throwaway knowledge root (a few bundled notes plus the canary) indexed by the real `oracle index`."""
     write_corpus(base / "root")
-    return index_kb(base)[0]
+    return index_kb(base, seed)[0]
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -298,8 +298,8 @@ class Tool:
 
 
 @pytest.fixture(scope="module")
-def mcp_kb(tmp_path_factory: pytest.TempPathFactory, bundled_before: dict) -> KB:
-    return make_kb(tmp_path_factory.mktemp("fuzz-mcp"))
+def mcp_kb(tmp_path_factory: pytest.TempPathFactory, bundled_before: dict, embedding_seed: Path) -> KB:
+    return make_kb(tmp_path_factory.mktemp("fuzz-mcp"), embedding_seed)
 
 
 @pytest.fixture(scope="module")
@@ -594,8 +594,8 @@ class Route:
 
 
 @pytest.fixture(scope="module")
-def http(tmp_path_factory: pytest.TempPathFactory, bundled_before: dict) -> Iterator[Http]:
-    kb = make_kb(tmp_path_factory.mktemp("fuzz-http"))
+def http(tmp_path_factory: pytest.TempPathFactory, bundled_before: dict, embedding_seed: Path) -> Iterator[Http]:
+    kb = make_kb(tmp_path_factory.mktemp("fuzz-http"), embedding_seed)
     stderr_path = kb.logs_dir / "serve-http.stderr"
     proc, url = serve_http(kb.env, kb.logs_dir, stderr_path, timeout=START_TIMEOUT)
     server = Http(url, kb, proc, stderr_path)

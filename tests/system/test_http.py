@@ -33,6 +33,7 @@ from _corpus import open_oracle
 PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
 from _procs import free_port, oracle_cmd, serve_http, stop_process
+from _seed import seed_data_dir
 SCRIPT = Path(sys.executable).parent / "oracle"
 FTS5_NOTE = "learnings/2026-01-14_quote-fts5-search-terms.md"
 FTS5_QUERY = "quote fts5 terms"
@@ -112,11 +113,12 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(tmp_path_factory: pytest.TempPathFactory, embedding_seed: Path) -> Iterator[Server]:
     base = tmp_path_factory.mktemp("http")
     root, data, outside = base / "root", base / "data", base / "outside"
     shutil.copytree(BUNDLED, root)
     outside.mkdir()
+    seed_data_dir(embedding_seed, data)
     (outside / "secret.md").write_text(f"# Secret\n\n{SECRET}\n", encoding="utf-8")
     (outside / "secret.txt").write_text(SECRET, encoding="utf-8")
     # A file symlink and a folder symlink inside the root, both leading out of it.

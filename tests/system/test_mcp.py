@@ -76,14 +76,14 @@ EXTRA_NOTES = {
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory) -> KB:
+def kb(tmp_path_factory: pytest.TempPathFactory, embedding_seed: Path) -> KB:
     """A temp copy of knowledge/ plus the extra notes, indexed once by the real `oracle index`."""
     base = tmp_path_factory.mktemp("mcp")
     root = base / "root"
     shutil.copytree(BUNDLED, root)
     for rel, text in EXTRA_NOTES.items():
         (root / rel).write_text(text, encoding="utf-8")
-    kb, report = index_kb(base)
+    kb, report = index_kb(base, embedding_seed)
     assert report["added"] == len(list(root.rglob("*.md"))) - 1  # all but the unmapped README.md
     return kb
 

@@ -11,6 +11,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -49,12 +50,12 @@ GECKO_QUERY = "gecko uploader retries fixed delay"
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory) -> KB:
+def kb(tmp_path_factory: pytest.TempPathFactory, embedding_seed: Path) -> KB:
     base = tmp_path_factory.mktemp("mcp-improve")
     shutil.copytree(BUNDLED, base / "root")
     for rel, text in NOTES.items():
         write(base / "root" / rel, text)
-    return index_kb(base)[0]
+    return index_kb(base, embedding_seed)[0]
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -40,9 +42,11 @@ def legacy() -> Iterator[Step]:
     yield {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": SEARCH}, True
 
 
-@pytest.fixture
-def kb(tmp_path: Path) -> dict[str, str]:
-    root = tmp_path / "root"
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two small notes indexed once by the real `oracle index`; every test gets its own copy (`kb`)."""
+    base = tmp_path_factory.mktemp("stdio-front")
+    root = base / "root"
     (root / "learnings").mkdir(parents=True)
     (root / "learnings" / "retry.md").write_text(
         "# Retry with backoff\n\n## Pattern\n\nRetry failed network calls with exponential backoff and jitter.\n",
@@ -51,8 +55,19 @@ def kb(tmp_path: Path) -> dict[str, str]:
     (root / "principles" / "small.md").write_text("# Small steps\n\n### Commit often\n\nSmall commits.\n",
                                                   encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(tmp_path / "data"), PYTHONIOENCODING="utf-8")
+    env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(base / "data"), PYTHONIOENCODING="utf-8")
     subprocess.run([*oracle_cmd(), "index"], env=env, check=True, capture_output=True, timeout=300)
+    return base
+
+
+@pytest.fixture
+def kb(indexed: Path, tmp_path: Path) -> dict[str, str]:
+    """A private copy of the indexed root and data dir (mtimes kept, so the copy's index is current): the
+    tests write handshake caches and notes into theirs."""
+    for part in ("root", "data"):
+        shutil.copytree(indexed / part, tmp_path / part)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    env.update(ORACLE_ROOT=str(tmp_path / "root"), ORACLE_DATA_DIR=str(tmp_path / "data"), PYTHONIOENCODING="utf-8")
     return env
 
 
@@ -82,10 +97,17 @@ def session(env: dict[str, str], steps: Callable[[], Iterator[Step]], **extra: s
     return answers
 
 
+LIVE_STATE = re.compile(r"; start-up indexing in progress \(calls wait for it\)|, last indexed [0-9 :-]+ UTC")
+
+
 def comparable(answer: dict) -> dict:
-    """Without what legitimately differs between two sessions: the time a search took."""
+    """Without what legitimately differs between two sessions: the time a search took, and in the live
+    instructions the minute of the last index (each server's start-up sync stamps it; on a busy machine the
+    three sessions can straddle a minute) and whether that sync was still running at the handshake."""
     answer = json.loads(json.dumps(answer))
     result = answer.get("result", {})
+    if isinstance(result.get("instructions"), str):
+        result["instructions"] = LIVE_STATE.sub("", result["instructions"])
     if isinstance(result.get("structuredContent"), dict):
         result["structuredContent"].get("meta", {}).pop("took_ms", None)
     for block in result.get("content") or []:
