@@ -308,7 +308,8 @@ class _Ranked:
 
 def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, filters: Filters, pool: int,
           bm25_bar: float) -> _Ranked:
-    """legs -> fuse -> facts of the candidates -> adjust (feedback, supersession, relations) -> entries."""
+    """legs -> fuse -> facts of the candidates -> note evidence (hybrid) -> adjust (feedback, supersession,
+    relations) -> entries."""
     legs = _run_legs(oracle, request, query, kq, filters, pool)
     fused, mode, method, weight = _fuse(request, legs, bm25_bar)
     facts = oracle.store.section_facts([f.id for f in fused])
