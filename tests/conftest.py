@@ -63,7 +63,7 @@ def _model_once() -> Iterator[None]:
     from indexer.multilingual import MultilingualEmbedder
 
     loaded: dict[int, tuple] = {}
-    memo: dict[str, np.ndarray] = {}
+    memos: dict[bool, dict[str, np.ndarray]] = {}  # per graph: rewritten (the default) or packaged
     ml_memo: dict[str, np.ndarray] = {}
     real_load, real_embed = Embedder._load, Embedder.embed
     real_ml_embed = MultilingualEmbedder.embed
@@ -71,12 +71,14 @@ def _model_once() -> Iterator[None]:
     def load(self: Embedder) -> None:
         if self._sessions:
             return
-        if self._workers not in loaded:
+        key = (self._workers, self._rewrite)  # the packaged graph stays comparable with the rewritten one
+        if key not in loaded:
             real_load(self)
-            loaded[self._workers] = (self._tokenizer, self._pool, self._sessions)
-        self._tokenizer, self._pool, self._sessions = loaded[self._workers]
+            loaded[key] = (self._tokenizer, self._pool, self._sessions, self.graph)
+        self._tokenizer, self._pool, self._sessions, self.graph = loaded[key]
 
     def embed(self: Embedder, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
+        memo = memos.setdefault(self._rewrite, {})
         missing = [t for t in dict.fromkeys(texts) if t not in memo]
         if missing:
             memo.update(zip(missing, real_embed(self, missing, batch_size)))
