@@ -45,18 +45,18 @@ MODEL_SCRIPT_END = 0x0530
 OTHER_SCRIPTS = "؀-ۿก-๛぀-ヿ㐀-鿿가-힣"
 
 
-_BLAS = None  # threadpoolctl's controller, made on first use (it inspects the loaded libraries)
+def _one_blas_thread_for_good() -> None:
+    """NumPy's BLAS on one thread for the rest of the process, set once when the encoder loads.
 
+    Its matrices are small and a matrix-vector product is memory-bound: more BLAS threads only fight the
+    main model's sessions and each other (7,300 x 896 on a busy 2-core machine: 32 ms with OpenBLAS's 2
+    threads, 4.5 ms with one). Set for good rather than around each call: threadpoolctl's limit is
+    process-wide, so two threads each entering and leaving it (the indexer's multilingual thread and a
+    search) could restore the default under the other one's feet; vectors then came out different in the
+    last bits from one run to the next."""
+    from threadpoolctl import threadpool_limits
 
-def _one_blas_thread():
-    """A matrix-vector product is memory-bound: BLAS threads only fight over it (7,300 x 896 on a busy 2-core
-    machine: 32 ms with OpenBLAS's 2 threads, 4.5 ms with one)."""
-    global _BLAS
-    if _BLAS is None:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def covered_share(text: str) -> float:
@@ -93,6 +93,7 @@ class MultilingualEmbedder:
                     ) from exc
                 # One BLAS thread: its matrices are small, and more threads fight the main model's sessions
                 # (400 nat-brain sections on a busy 2-core machine: 7 s with 1 thread, 36 s with 2, 232 s with 4).
+                _one_blas_thread_for_good()
                 model = USE(threads=1)
                 model.encode(["."])  # unpack the weights now, not inside the first search
                 _MODEL = model
@@ -230,10 +231,9 @@ class MultilingualIndex:
             return []
         share = main_share if main_vector is not None else 0.0
         query_vector = self.embedder.embed([query])[0]
-        with _one_blas_thread():
-            sims = (1.0 - share) * (multi @ query_vector)
-            if share > 0:
-                sims += share * (main @ main_vector)
+        sims = (1.0 - share) * (multi @ query_vector)  # on one BLAS thread (_one_blas_thread_for_good)
+        if share > 0:
+            sims += share * (main @ main_vector)
         n = min(n, len(ids))
         top = np.argpartition(-sims, n - 1)[:n] if n < len(ids) else np.arange(len(ids))
         return sorted(((ids[i], float(sims[i])) for i in top), key=lambda p: (-p[1], p[0]))
