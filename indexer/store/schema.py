@@ -224,11 +224,9 @@ def create_or_migrate(conn: sqlite3.Connection) -> tuple[bool, bool]:
     Returns (fresh, reparse): `fresh` when the index was empty (it then knows nothing of the vectors
     already stored), `reparse` when parsing gained fields since this index was written, so every file's
     stat and hash must be forgotten and the next sync re-parses it (the embedding cache makes that cheap;
-    section ids do not change). Raises sqlite3.DatabaseError for a file that is not a sound database.
+    section ids do not change). Raises sqlite3.DatabaseError for a file that is not a database; the page-level
+    integrity check is the Store's (`Store._check`, at open or deferred to `Store.verify`).
     """
-    check = conn.execute("PRAGMA quick_check").fetchone()[0]
-    if check != "ok":
-        raise sqlite3.DatabaseError(f"integrity check failed: {check}")
     db = sqlite_utils.Database(conn)
     fresh = not db["documents"].exists()
     if not fresh:
