@@ -170,7 +170,9 @@ def _exit_on_sigterm() -> None:
 
 def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
     """The maintenance worker (Oracle.start) starts once the server's modules are imported: started earlier,
-    its initial sync competed with those imports for the interpreter and delayed the first `tools/list`.
+    its initial sync competed with those imports for the interpreter and delayed the first `tools/list`. Over
+    stdio it is also held until the client has its tools (the front's `handshake_done`): the index check and
+    the sync read the whole base, which for a big new root takes minutes.
     `--no-index` leaves out the initial sync and the watcher; the worker still writes the usage logs and
     keeps the vector store healthy. `run_local`'s `finally` closes the Oracle, which joins the worker."""
     _exit_on_sigterm()

@@ -13,7 +13,7 @@ same (benchmarks/client.py). A client, though, only needs `initialize` (or, in t
 - answers the SDK gives to cacheable requests, replayed ones included, are recorded for the next session. A request not seen before, a
   changed source file or changed settings simply go to the SDK: the cache is never a second implementation.
 
-Where the answers are kept: one file per version of the code in the user's cache folder (`cache_dir()`,
+Where the answers are kept: one file per version of the code in the user's cache folder (`shared_path`,
 `handshake-<key>.json`), shared by every knowledge root and data dir, so the first start on a brand-new root is
 answered early too (`make install` records it once: server/warm.py). The answers depend on the code alone: the
 settings (root, data dir, Chroma, limits, folder types, ...) change only the instructions, which are computed live
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 CACHE_NAME = "mcp-handshake.json"  # in the data dir, when the shared cache folder cannot be written
-SHARED_PREFIX = "handshake-"  # handshake-<key>.json in cache_dir()
+SHARED_PREFIX = "handshake-"  # handshake-<key>.json in the user's cache folder
 SHARED_KEEP = 8  # cache files of other code versions kept (other checkouts, venvs); older ones are removed
 REPLAY_PREFIX = "oracle-front:"
 CACHEABLE = ("initialize", "server/discover", "tools/list")
@@ -44,23 +44,13 @@ CLIENT_INFO_META = "io.modelcontextprotocol/clientInfo"
 _EOF = object()
 
 
-def cache_dir() -> Path | None:
-    """The user's cache folder for Oracle: ORACLE_CACHE_DIR, else $XDG_CACHE_HOME/oracle, else ~/.cache/oracle
-    (None when there is no home to put it in)."""
-    given = os.environ.get("ORACLE_CACHE_DIR", "").strip()
-    if given:
-        return Path(given).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "oracle"
-    home = os.path.expanduser("~")
-    return Path(home) / ".cache" / "oracle" if os.path.isabs(home) else None
-
-
 def shared_path(key: str) -> Path | None:
-    """This code version's file in the shared cache folder."""
-    folder = cache_dir()
-    return folder / f"{SHARED_PREFIX}{key[:32]}.json" if folder is not None else None
+    """This code version's file in the user's cache folder (indexer/locate.py: ORACLE_CACHE_DIR, else
+    $XDG_CACHE_HOME/oracle, else ~/.cache/oracle)."""
+    from indexer.locate import cache_home
+
+    folder = cache_home()
+    return Path(folder) / f"{SHARED_PREFIX}{key[:32]}.json" if folder is not None else None
 
 
 def code_key() -> str:
