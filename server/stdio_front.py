@@ -269,8 +269,7 @@ class Front:
         self.send(text)
 
     def close(self) -> None:
-        self.handshake_done.set()
-        self.inbox.put(_EOF)
+        self.inbox.put(_EOF)  # (handshake_done stays as it is: a worker still held is stopping, not starting)
 
 
 class _Lines:
