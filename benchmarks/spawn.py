@@ -14,7 +14,8 @@ Every Oracle runs `oracle serve` as mcp.json does (the watcher on). The shared c
 (benchmarks/out/spawn-cache, ORACLE_CACHE_DIR), filled first by `python -m server.warm` (what `make install` runs).
 Workloads: nat-brain (`benchmarks/out/natbrain-data`) and the SciFact abstracts as notes (`benchmarks/out/scifact`,
 written as benchmarks/quality.py writes them), each indexed on first use. --before DIR adds an older Oracle on the
-indexed data dir: a source tree exported with `git archive <commit> | tar -x -C DIR`, run with this venv.
+indexed data dir (its per-data-dir cache warmed by a first start) and on new data dirs: a source tree exported
+with `git archive <commit> | tar -x -C DIR`, run with this venv.
 """
 
 from __future__ import annotations
@@ -115,10 +116,13 @@ def main() -> None:
             "(c') Oracle, indexed, ORACLE_HANDSHAKE_CACHE=0": (serve, {**env, "ORACLE_HANDSHAKE_CACHE": "0"}, data),
         }
         if args.before:
-            variants["Oracle before (--before), indexed"] = (serve, {**env, "PYTHONPATH": str(args.before.resolve())},
-                                                             data)
+            older = {**env, "PYTHONPATH": str(args.before.resolve())}
+            variants["before (--before), indexed, its cache warm"] = (serve, older, data)
+            variants["before (--before), new data dir"] = (serve, older, NEW_DATA_DIR)
         series[name] = variants
         anyio.run(once, serve, {**env, "ORACLE_DATA_DIR": str(data)})  # the index is current before timing
+        if args.before:
+            anyio.run(once, serve, {**env, "ORACLE_DATA_DIR": str(data), "PYTHONPATH": str(args.before.resolve())})
     samples = {name: {label: [] for label in variants} for name, variants in series.items()}
     load.append(os.getloadavg())
     spawned = 0
