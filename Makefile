@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # so that the first `oracle serve` on any root lists its tools before the SDK has loaded. A no-op (~0.1 s) when
 # they are there; a failure is a warning, never a failed install.
 install: $(STAMP)
-	@$(BIN)/python -m server.warm || echo "oracle: warning: MCP handshake cache not warmed; the first oracle serve will be slower" >&2
+	@$(BIN)/python -m server.warm || echo "oracle: warning: handshake cache not warmed (first serve is slower)" >&2
 
 # Reinstall only when the dependency list changes; a no-op run costs a stat.
 $(STAMP): pyproject.toml Makefile

@@ -51,14 +51,14 @@ class Oracle:
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, check: bool = True) -> "Oracle":
-        """`check=False` (a server) leaves the index's integrity check to the maintenance worker, after the
-        handshake: it reads the whole file (Store.verify)."""
+        """`check=False` (a server) leaves the index's integrity check (it reads the whole file: Store.verify)
+        and the usage logs' retention to the maintenance worker, after the handshake."""
         settings = settings or Settings.from_env()
         store = Store(settings.db_path, check=check)
         vectors = VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
         embedder = Embedder()
         indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
-        logs = Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows)
+        logs = Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows, prune=check)
         return cls(settings, store, vectors, embedder, indexer, logs)
 
     def start(
