@@ -6,7 +6,11 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install browser node-tools bundle run test test-fast test-system bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean
 
+# After the packages: the MCP SDK's handshake answers recorded once in the user's cache folder (server/warm.py),
+# so that the first `oracle serve` on any root lists its tools before the SDK has loaded. A no-op (~0.1 s) when
+# they are there; a failure is a warning, never a failed install.
 install: $(STAMP)
+	@$(BIN)/python -m server.warm || echo "oracle: warning: handshake cache not warmed (first serve is slower)" >&2
 
 # Reinstall only when the dependency list changes; a no-op run costs a stat.
 $(STAMP): pyproject.toml Makefile

@@ -289,8 +289,9 @@ def search_latency(root: Path, data_dir: Path, queries: list[str], warmup: int) 
                 samples.append((time.perf_counter() - t0) * 1000)
                 cpu.append((time.process_time() - c0) * 1000)
                 totals[name].append(result.total)
-                if result.meta.warnings:
-                    sys.exit(f"search warned ({name}): {result.meta.warnings}")
+                failures = [w for w in result.meta.warnings if not w.startswith("no strong match")]
+                if failures:  # a weak match is an answer; a failed leg would make the timing meaningless
+                    sys.exit(f"search warned ({name}): {failures}")
             figures[name] = summary_ms(samples, cpu)
             figures[name]["mean_total"] = round(statistics.fmean(totals[name]), 1)
 

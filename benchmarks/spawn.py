@@ -1,18 +1,30 @@
 """Spawn -> first `tools/list` answered, through the official MCP client (as benchmarks/client.py), for the plain
-FTS5 server and `oracle serve` with and without the handshake cache, spawns interleaved so that load hits all alike.
+FTS5 server and `oracle serve`, on nat-brain and on SciFact, spawns interleaved so that load hits all alike.
 
-    .venv/bin/python benchmarks/spawn.py [--runs 5] [--before DIR]
+    .venv/bin/python benchmarks/spawn.py [--runs 5] [--workloads nat-brain,scifact] [--before DIR]
 
---before DIR adds an older Oracle for comparison: a source tree exported with
-`git archive <commit> | tar -x -C DIR`, run with this venv (PYTHONPATH=DIR). Workload: nat-brain, indexed in
-benchmarks/out/natbrain-data (benchmarks/client.py indexes it on first use).
+Series, per workload (min / median / max of --runs spawns each, and the ratio of medians to the plain server):
+- plain FTS5: benchmarks/plain_server.py over the same markdown (whole files, one FTS5 table);
+- (a) Oracle, indexed data dir, handshake cache warm: a restart;
+- (b) Oracle, a brand-new data dir each spawn, the shared handshake cache warm: the first start on a new root
+  after `make install` (the root is never indexed there: the start-up sync begins after the handshake);
+- (c) Oracle, ORACLE_HANDSHAKE_CACHE=0 (the SDK answers the handshake), a brand-new data dir each spawn;
+- (c') the same on the indexed data dir.
+Every Oracle runs `oracle serve` as mcp.json does (the watcher on). The shared cache is a folder of this benchmark
+(benchmarks/out/spawn-cache, ORACLE_CACHE_DIR), filled first by `python -m server.warm` (what `make install` runs).
+Workloads: nat-brain (`benchmarks/out/natbrain-data`) and the SciFact abstracts as notes (`benchmarks/out/scifact`,
+written as benchmarks/quality.py writes them), each indexed on first use. --before DIR adds an older Oracle on the
+indexed data dir (its per-data-dir cache warmed by a first start) and on new data dirs: a source tree exported
+with `git archive <commit> | tar -x -C DIR`, run with this venv.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,7 +34,10 @@ import anyio
 REPO = Path(__file__).resolve().parent.parent
 EVAL = REPO.parent / "shared" / "eval-data"
 OUT = REPO / "benchmarks" / "out"
+CACHE = OUT / "spawn-cache"
+FRESH = OUT / "spawn-fresh"
 LAUNCH = "import sys; from server.cli import main; sys.exit(main())"
+NEW_DATA_DIR = object()  # a variant's data dir: a new, empty one for every spawn
 
 
 async def once(command: list[str], env: dict[str, str]) -> float:
@@ -37,41 +52,109 @@ async def once(command: list[str], env: dict[str, str]) -> float:
             return time.perf_counter() - started
 
 
+def workloads(names: list[str]) -> dict[str, tuple[Path, Path]]:
+    """name -> (knowledge root, indexed data dir), indexing (and for SciFact writing the notes) on first use."""
+    sys.path.insert(0, str(REPO))
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    out: dict[str, tuple[Path, Path]] = {}
+    if "nat-brain" in names:
+        out["nat-brain"] = (EVAL / "nat-brain-oracle" / "ψ" / "memory", OUT / "natbrain-data")
+    if "scifact" in names:
+        import quality
+
+        root = OUT / "scifact" / "root"
+        quality.write_corpus(quality.load_dataset(EVAL / "scifact"), root)
+        out["scifact"] = (root, OUT / "scifact" / "data")
+    from indexer.config import Settings
+    from server.app import Oracle
+
+    for name, (root, data) in out.items():
+        oracle = Oracle.open(Settings.from_env(root=root, data_dir=data))
+        try:
+            report = oracle.indexer.sync()
+            if report.added or report.changed:
+                print(f"{name}: {report.summary()}", file=sys.stderr)
+        finally:
+            oracle.close()
+    return out
+
+
+def warm_cache(env: dict[str, str]) -> float:
+    """Fill the benchmark's shared handshake cache as `make install` does; seconds it took."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "server.warm"], env=env, check=True, cwd=REPO)
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--workloads", default="nat-brain,scifact")
     parser.add_argument("--before", type=Path)
     args = parser.parse_args()
-    sys.path.insert(0, str(REPO / "benchmarks"))
+    load = [os.getloadavg()]
+    OUT.mkdir(parents=True, exist_ok=True)
+    chosen = workloads(args.workloads.split(","))
     from plain_server import build
 
-    root = EVAL / "nat-brain-oracle" / "ψ" / "memory"
-    plain_db = OUT / "plain-nat-brain.db"
-    if not plain_db.exists():
-        build(plain_db, root)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(PYTHONIOENCODING="utf-8", ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(OUT / "natbrain-data"))
-    here = {**env, "PYTHONPATH": str(REPO)}
-    variants = {"plain FTS5": ([sys.executable, str(REPO / "benchmarks" / "plain_server.py"), str(plain_db)], env)}
-    if args.before:
-        variants["oracle before"] = ([sys.executable, "-c", LAUNCH, "serve", "--no-watch"],
-                                     {**env, "PYTHONPATH": str(args.before.resolve())})
-    variants["oracle, ORACLE_HANDSHAKE_CACHE=0"] = ([sys.executable, "-c", LAUNCH, "serve", "--no-watch"],
-                                                   {**here, "ORACLE_HANDSHAKE_CACHE": "0"})
-    variants["oracle"] = ([sys.executable, "-c", LAUNCH, "serve", "--no-watch"], here)
-    anyio.run(once, *variants["oracle"])  # writes the handshake cache if the code changed since the last start
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    load = [os.getloadavg()[0]]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    base.update(PYTHONIOENCODING="utf-8", ORACLE_CACHE_DIR=str(CACHE), PYTHONPATH=str(REPO))
+    warmed = warm_cache(base)
+    serve = [sys.executable, "-c", LAUNCH, "serve"]
+    series: dict[str, dict[str, tuple[list[str], dict[str, str], object]]] = {}
+    for name, (root, data) in chosen.items():
+        plain_db = OUT / f"plain-{name}.db"
+        if not plain_db.exists():
+            build(plain_db, root)
+        env = {**base, "ORACLE_ROOT": str(root)}
+        variants = {
+            "plain FTS5": ([sys.executable, str(REPO / "benchmarks" / "plain_server.py"), str(plain_db)], base, None),
+            "(a) Oracle, indexed, cache warm": (serve, env, data),
+            "(b) Oracle, new data dir, shared cache warm": (serve, env, NEW_DATA_DIR),
+            "(c) Oracle, new data dir, ORACLE_HANDSHAKE_CACHE=0": (serve, {**env, "ORACLE_HANDSHAKE_CACHE": "0"},
+                                                                   NEW_DATA_DIR),
+            "(c') Oracle, indexed, ORACLE_HANDSHAKE_CACHE=0": (serve, {**env, "ORACLE_HANDSHAKE_CACHE": "0"}, data),
+        }
+        if args.before:
+            older = {**env, "PYTHONPATH": str(args.before.resolve())}
+            variants["before (--before), indexed, its cache warm"] = (serve, older, data)
+            variants["before (--before), new data dir"] = (serve, older, NEW_DATA_DIR)
+        series[name] = variants
+        anyio.run(once, serve, {**env, "ORACLE_DATA_DIR": str(data)})  # the index is current before timing
+        if args.before:
+            anyio.run(once, serve, {**env, "ORACLE_DATA_DIR": str(data), "PYTHONPATH": str(args.before.resolve())})
+    samples = {name: {label: [] for label in variants} for name, variants in series.items()}
+    load.append(os.getloadavg())
+    spawned = 0
     for _ in range(args.runs):
-        for name, (command, variant_env) in variants.items():
-            samples[name].append(anyio.run(once, command, variant_env))
-    load.append(os.getloadavg()[0])
-    plain = statistics.median(samples["plain FTS5"])
-    print(f"load average {load[0]:.2f} -> {load[1]:.2f}; {args.runs} spawns each, seconds")
-    print("| server | min / median / max (s) | / plain |\n| --- | --- | --- |")
-    for name, values in samples.items():
-        print(f"| {name} | {min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f} |"
-              f" ×{statistics.median(values) / plain:.2f} |")
+        for name, variants in series.items():
+            for label, (command, env, data) in variants.items():
+                fresh = None
+                if data is NEW_DATA_DIR:
+                    spawned += 1
+                    fresh = FRESH / f"{name}-{spawned}"
+                    shutil.rmtree(fresh, ignore_errors=True)
+                    env = {**env, "ORACLE_DATA_DIR": str(fresh)}
+                elif data is not None:
+                    env = {**env, "ORACLE_DATA_DIR": str(data)}
+                samples[name][label].append(anyio.run(once, command, env))
+                if fresh is not None:
+                    shutil.rmtree(fresh, ignore_errors=True)
+    load.append(os.getloadavg())
+    shutil.rmtree(FRESH, ignore_errors=True)
+    print(f"load average (1/5/15 min): start {fmt(load[0])}, timing {fmt(load[1])}, end {fmt(load[2])};"
+          f" warming the shared cache (python -m server.warm): {warmed:.1f} s")
+    for name, by_label in samples.items():
+        plain = statistics.median(by_label["plain FTS5"])
+        print(f"\n{name}: {args.runs} spawns each, seconds, spawn -> first tools/list answered")
+        print("| server | min / median / max (s) | / plain |\n| --- | --- | --- |")
+        for label, values in by_label.items():
+            print(f"| {label} | {min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f} |"
+                  f" ×{statistics.median(values) / plain:.2f} |")
+
+
+def fmt(load: tuple[float, float, float]) -> str:
+    return " / ".join(f"{x:.2f}" for x in load)
 
 
 if __name__ == "__main__":

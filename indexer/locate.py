@@ -16,6 +16,19 @@ def data_home() -> str:
                         "oracle")
 
 
+def cache_home() -> str | None:
+    """Oracle's cache folder (derived files any process may rebuild: the MCP handshake answers, the CLI's option
+    table): ORACLE_CACHE_DIR, else $XDG_CACHE_HOME/oracle, else ~/.cache/oracle; None without a home."""
+    given = os.environ.get("ORACLE_CACHE_DIR", "").strip()
+    if given:
+        return os.path.expanduser(given)
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, "oracle")
+    home = os.path.expanduser("~")
+    return os.path.join(home, ".cache", "oracle") if os.path.isabs(home) else None
+
+
 def in_checkout() -> bool:
     """Running with the starter knowledge/ beside the packages (a source checkout, or the MCP bundle's lib/),
     not from an installed wheel: there the packages sit in site-packages, where a `knowledge` folder would be

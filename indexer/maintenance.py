@@ -10,8 +10,10 @@ only report their state, and reads never repair.
 The worker is a tick loop. Each tick runs the due jobs in this order, the urgent first; it then sleeps
 until a file event wakes it or TICK_SECONDS pass:
 
-  0. once, before the loop (sync=True): the initial sync's keyword phase, then `on_ready()` (the server's
-     requests wait for it, so the first search on a fresh index is not silently empty);
+  0. once, before the loop: wait for `hold` (a stdio server's handshake, at most HOLD_MAX_SECONDS), verify the
+     index if it was opened unchecked (Store.verify: a damaged one is moved aside and rebuilt), then (sync=True)
+     the initial sync's keyword phase, then `on_ready()` (the server's requests wait for it, so the first search
+     on a fresh index is not silently empty);
   1. the usage logs' queue is written (every tick, ~FLUSH_INTERVAL) and retention applied (hourly);
   2. watch=True: a settled batch of file events goes to `Indexer.sync_paths` (keywords, then the vectors
      of its own small files: a saved note never waits behind the backlog of job 6);
@@ -53,6 +55,7 @@ BACKLOG_IDLE_SECONDS = 1.0  # how often an idle worker looks for pending chunks 
 BATCH_RETRY_SECONDS = 1.0  # after a failed batch of file events, before it is tried again
 STOP_TIMEOUT = 60.0  # stop() waits this long for the current step (one slice, one Chroma request)
 SWEEP_SECONDS = 300.0
+HOLD_MAX_SECONDS = 3.0  # a client that never lists the tools does not hold the initial sync back longer than this
 
 Reporter = Callable[[SyncReport], None]
 
@@ -76,8 +79,10 @@ class Maintenance:
         sweep_seconds: float = SWEEP_SECONDS,
         warm_delay: float = 0.0,
         health_seconds: float = HEALTH_SECONDS,
+        hold: threading.Event | None = None,
     ) -> None:
         self.indexer = indexer
+        self.hold = hold
         self.logs = logs
         self.watch = watch
         self.sync = sync
@@ -143,6 +148,8 @@ class Maintenance:
 
     def _run(self) -> None:
         try:
+            self._wait_for_hold()
+            self._verify()
             if self.sync:
                 self._initial_sync()
         finally:
@@ -164,6 +171,21 @@ class Maintenance:
     def _sleep(self) -> None:
         self._wake.wait(TICK_SECONDS if self._events is not None else FLUSH_INTERVAL)
         self._wake.clear()
+
+    def _wait_for_hold(self) -> None:
+        """Work that reads the whole base (the check, the sync) must not compete with the handshake."""
+        if self.hold is None:
+            return
+        deadline = time.monotonic() + HOLD_MAX_SECONDS
+        while not self.hold.wait(0.05) and not self._stop.is_set() and time.monotonic() < deadline:
+            pass
+
+    def _verify(self) -> None:
+        try:
+            self.indexer.store.verify()
+        except Exception as exc:  # noqa: BLE001 - the server keeps serving; the sync reports a broken index
+            if not self._stop.is_set():
+                _say(f"oracle: index check failed: {type(exc).__name__}: {exc}")
 
     def _initial_sync(self) -> None:
         try:

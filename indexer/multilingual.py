@@ -24,13 +24,15 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from indexer.embed import DIMENSIONS as MAIN_DIMENSIONS
 from indexer.embed import EmbeddingUnavailable
 from indexer.store.rows import marks
 from indexer.store.schema import connect_reader
+
+if TYPE_CHECKING:  # numpy loads on first use: a server answers its handshake without it
+    import numpy as np
 
 MODEL_ID = "use-multilingual-v3"
 DIMENSIONS = 512
@@ -104,6 +106,8 @@ class MultilingualEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised float32 rows, one per text, in the order given."""
+        import numpy as np
+
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         model = self._load()
@@ -185,7 +189,7 @@ class MultilingualIndex:
     def write(conn: sqlite3.Connection, keys: Sequence[str], vectors: np.ndarray) -> None:
         """Store vectors (inside the caller's transaction); a key written meanwhile by another process wins."""
         conn.executemany("INSERT OR IGNORE INTO ml_vectors (key, vector) VALUES (?, ?)",
-                         [(k, v.astype(np.float32).tobytes()) for k, v in zip(keys, vectors)])
+                         [(k, v.astype("float32").tobytes()) for k, v in zip(keys, vectors)])
 
     @staticmethod
     def prune(conn: sqlite3.Connection) -> int:
@@ -198,6 +202,8 @@ class MultilingualIndex:
         """(section ids, multilingual matrix, main-model matrix) of every section with a multilingual
         vector, reloaded after any commit. The main model's rows come from its embedding cache (zeros for
         a section it has not embedded yet): a query mixing scripts is ranked by both (see `nearest`)."""
+        import numpy as np
+
         with self._lock:
             conn = self._reader()
             version = conn.execute("PRAGMA data_version").fetchone()[0]
@@ -226,6 +232,8 @@ class MultilingualIndex:
         caller's covered_share(query); the main model's query vector is needed when s > 0), so
         "ทำไม ... context-finder ... main agent" keeps what the English model knows of its English words
         (nat-brain's 10 Thai questions: 0.672 with the multilingual model alone, 0.700 shared)."""
+        import numpy as np
+
         ids, multi, main = self._loaded()
         if not ids:
             return []

@@ -50,13 +50,15 @@ class Oracle:
         self.ready.wait(timeout)
 
     @classmethod
-    def open(cls, settings: Settings | None = None) -> "Oracle":
+    def open(cls, settings: Settings | None = None, *, check: bool = True) -> "Oracle":
+        """`check=False` (a server) leaves the index's integrity check (it reads the whole file: Store.verify)
+        and the usage logs' retention to the maintenance worker, after the handshake."""
         settings = settings or Settings.from_env()
-        store = Store(settings.db_path)
+        store = Store(settings.db_path, check=check)
         vectors = VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
         embedder = Embedder()
         indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
-        logs = Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows)
+        logs = Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows, prune=check)
         return cls(settings, store, vectors, embedder, indexer, logs)
 
     def start(
@@ -67,17 +69,19 @@ class Oracle:
         warm_delay: float = 0.0,
         on_batch: Reporter | None = None,
         sweep_seconds: float = SWEEP_SECONDS,
+        hold: threading.Event | None = None,
     ) -> "Oracle":
         """Start the maintenance worker: with `sync`, an initial sync first (requests wait for its keyword
         phase through `wait_ready`); with `watch`, file events and the sweep. `warm_delay` holds the model
-        warm-up back (a server lets its own start-up finish first). Returns self."""
+        warm-up back (a server lets its own start-up finish first); `hold` holds back the integrity check and
+        the initial sync until it is set (a stdio server: until the client has its tools). Returns self."""
         if self.maintenance is not None:
             raise RuntimeError("this Oracle is already started")
         if sync:
             self.ready.clear()
         self.maintenance = Maintenance(
             self.indexer, self.logs, watch=watch, sync=sync, on_ready=self.ready.set, on_batch=on_batch,
-            sweep_seconds=sweep_seconds, warm_delay=warm_delay,
+            sweep_seconds=sweep_seconds, warm_delay=warm_delay, hold=hold,
         ).start()
         return self
 

@@ -170,7 +170,9 @@ def _exit_on_sigterm() -> None:
 
 def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
     """The maintenance worker (Oracle.start) starts once the server's modules are imported: started earlier,
-    its initial sync competed with those imports for the interpreter and delayed the first `tools/list`.
+    its initial sync competed with those imports for the interpreter and delayed the first `tools/list`. Over
+    stdio it is also held until the client has its tools (the front's `handshake_done`): the index check and
+    the sync read the whole base, which for a big new root takes minutes.
     `--no-index` leaves out the initial sync and the watcher; the worker still writes the usage logs and
     keeps the vector store healthy. `run_local`'s `finally` closes the Oracle, which joins the worker."""
     _exit_on_sigterm()
@@ -198,7 +200,8 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
     from server.mcp_server import INSTRUCTIONS, build_server
 
     server = build_server(oracle)
-    oracle.start(watch=not (args.no_index or args.no_watch), sync=not args.no_index, warm_delay=WARM_DELAY)
+    oracle.start(watch=not (args.no_index or args.no_watch), sync=not args.no_index, warm_delay=WARM_DELAY,
+                 hold=front.handshake_done if front is not None else None)
     if front is None:
         server.run("stdio")
     else:
@@ -325,7 +328,8 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
     code (server/errors.py), the same code the remote path gives for the server's HTTP status."""
     from server.app import Oracle
 
-    oracle = Oracle.open(settings)
+    # A server checks its index in the maintenance worker, off the way to the handshake (Store.verify).
+    oracle = Oracle.open(settings, check=args.func is not cmd_serve)
     if getattr(args, "stdio_front", None) is not None:  # `oracle serve`: the handshake can be answered now
         from server import stdio_front
 

@@ -38,8 +38,10 @@ def _key() -> str:
 
 def _cache_dirs() -> list[Path]:
     """The package's own __pycache__ (as Python caches bytecode), else the user's cache folder."""
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return [HERE / "__pycache__", Path(xdg) / "oracle"]
+    from indexer.locate import cache_home
+
+    user = cache_home()
+    return [HERE / "__pycache__", *([Path(user)] if user else [])]
 
 
 def derive(tools: Iterable[Any] | None = None) -> dict[str, Any]:

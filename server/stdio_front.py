@@ -5,14 +5,20 @@ same (benchmarks/client.py). A client, though, only needs `initialize` (or, in t
 `server/discover`) and `tools/list` before it can show the tools. So this module owns the wire from the start:
 
 - a reader thread answers those requests from the answers the SDK itself gave to the same request in an earlier
-  session, kept in the data dir (`mcp-handshake.json`, keyed on Oracle's and the SDK's source files and the
-  settings), with the instructions computed fresh; every other message waits in a queue;
+  session, with the instructions computed fresh; every other message waits in a queue;
 - meanwhile the main thread imports the SDK and builds the server, which then reads that queue and writes
   through the same wire (fd 1 is pointed at stderr, as the SDK does, so that a stray print cannot corrupt it);
 - every request answered here is replayed to the SDK under a private id and its answer dropped, so the SDK's
   session is in the state it would have been in (the handshake);
 - answers the SDK gives to cacheable requests, replayed ones included, are recorded for the next session. A request not seen before, a
   changed source file or changed settings simply go to the SDK: the cache is never a second implementation.
+
+Where the answers are kept: one file per version of the code in the user's cache folder (`shared_path`,
+`handshake-<key>.json`), shared by every knowledge root and data dir, so the first start on a brand-new root is
+answered early too (`make install` records it once: server/warm.py). The answers depend on the code alone: the
+settings (root, data dir, Chroma, limits, folder types, ...) change only the instructions, which are computed live
+per base, and the client's name and version are not part of any answer. When the cache folder cannot be written,
+the data dir's `mcp-handshake.json` is used instead.
 """
 
 from __future__ import annotations
@@ -25,19 +31,40 @@ import queue
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-CACHE_NAME = "mcp-handshake.json"
+if TYPE_CHECKING:  # asyncio loads with the SDK, after the handshake is answered
+    import asyncio
+
+CACHE_NAME = "mcp-handshake.json"  # in the data dir, when the shared cache folder cannot be written
+SHARED_PREFIX = "handshake-"  # handshake-<key>.json in the user's cache folder
+SHARED_KEEP = 8  # cache files of other code versions kept (other checkouts, venvs); older ones are removed
 REPLAY_PREFIX = "oracle-front:"
 CACHEABLE = ("initialize", "server/discover", "tools/list")
+CLIENT_INFO_META = "io.modelcontextprotocol/clientInfo"
 _EOF = object()
 
 
-def code_key(settings_repr: str) -> str:
-    """What the handshake answers depend on: Oracle's and the SDK's code, and the settings."""
-    h = hashlib.sha256(f"{sys.version}\x00{settings_repr}".encode("utf-8"))
+def shared_path(key: str) -> Path | None:
+    """This code version's file in the user's cache folder (indexer/locate.py: ORACLE_CACHE_DIR, else
+    $XDG_CACHE_HOME/oracle, else ~/.cache/oracle)."""
+    from indexer.locate import cache_home
+
+    folder = cache_home()
+    return Path(folder) / f"{SHARED_PREFIX}{key[:32]}.json" if folder is not None else None
+
+
+def code_key() -> str:
+    """What the handshake answers depend on: Oracle's, the SDK's and pydantic's code and the Python version.
+
+    Not the settings: every setting was checked against the SDK's answers (another root with its own
+    oracle.toml, a Chroma URL and collection, ORACLE_MULTILINGUAL, folder types, the default type, port, file and
+    chunk limits, log retention) and none changes them beyond the instructions, which are made live anyway. A
+    setting that did would only cost one wrong early answer: the replay to the SDK rewrites the entry."""
+    h = hashlib.sha256(sys.version.encode("utf-8"))
     here = Path(__file__).resolve().parent
     files = [*sorted(here.rglob("*.py")), *sorted((here.parent / "indexer").rglob("*.py"))]
     for name in ("mcp", "mcp_types", "pydantic"):  # an upgrade rewrites a package's top-level modules
@@ -54,13 +81,18 @@ def code_key(settings_repr: str) -> str:
 class Front:
     """The stdio wire, shared by the early answers (reader thread) and the SDK (once built)."""
 
-    def __init__(self, cache_path: Path, key: str) -> None:
-        self.cache_path = cache_path
+    def __init__(self, cache_paths: list[Path], key: str) -> None:
+        self.cache_paths = cache_paths  # where answers are looked for and written, the first that works
         self.key = key
         self.instructions: Callable[[str], str] | None = None  # base -> live instructions, once the index is open
         self._attached = threading.Event()
+        # Set once the client has had its tools (or asked for something else, or hung up): the start-up sync
+        # waits for it, so that indexing a big new root never competes with the handshake.
+        self.handshake_done = threading.Event()
         self.cache = self._load()
-        self.inbox: queue.Queue = queue.Queue()
+        self.inbox: queue.Queue = queue.Queue()  # lines for the SDK, until its event loop takes them directly
+        self._inbox_lock = threading.Lock()
+        self._deliver: Callable[[Any], Any] | None = None  # hands a line to the loop, once it runs (`to_loop`)
         self.sdk_ready = threading.Event()
         self._write_lock = threading.Lock()
         self._state_lock = threading.Lock()
@@ -79,13 +111,16 @@ class Front:
 
     # -- cache ----------------------------------------------------------------------------------------
     def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.cache_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict) or data.get("key") != self.key or not isinstance(data.get("answers"), dict):
-            return {}
-        return data
+        """The first cache file that holds this code version's answers; an unreadable, corrupt or stale one
+        is as good as none (the SDK answers, and its answers replace the file)."""
+        for path in self.cache_paths:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError, UnicodeDecodeError):
+                continue
+            if isinstance(data, dict) and data.get("key") == self.key and isinstance(data.get("answers"), dict):
+                return data
+        return {}
 
     def _remember(self, cache_key: str, result: Any) -> None:
         with self._state_lock:
@@ -93,13 +128,31 @@ class Front:
             if answers is None:
                 answers = {}
                 self.cache = {"key": self.key, "answers": answers}
+            base = answers.get("base_instructions")
+            if isinstance(result, dict) and "instructions" in result and isinstance(base, str):
+                result = {**result, "instructions": base}  # the live part is made fresh each time it is answered
             if answers.get(cache_key) == result:
                 return
             answers[cache_key] = result
-            with contextlib.suppress(OSError):  # rare (an answer changed): written under the lock, atomically
-                tmp = self.cache_path.with_name(f"{self.cache_path.name}.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(self.cache, ensure_ascii=False), encoding="utf-8")
-                os.replace(tmp, self.cache_path)
+            self._write()  # rare (an answer changed): under the lock, atomically
+
+    def _write(self) -> None:
+        """Write the cache to the first of its paths that takes it; a failure only costs the next start time."""
+        text = json.dumps(self.cache, ensure_ascii=False)
+        for path in self.cache_paths:
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fresh = not path.exists()
+                tmp.write_text(text, encoding="utf-8")
+                os.replace(tmp, path)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+                continue
+            if fresh and path.name.startswith(SHARED_PREFIX):
+                _prune(path)
+            return
 
     def attach(self, instructions: Callable[[str], str]) -> None:
         """The index is open: answers that carry instructions can be given now."""
@@ -137,24 +190,53 @@ class Front:
         except OSError:
             pass
         finally:
-            self.inbox.put(_EOF)
+            self._put(_EOF)
+
+    def _put(self, item: Any) -> None:
+        """A line (or the end) for the SDK: into the inbox until the loop reads, then straight to the loop."""
+        with self._inbox_lock:
+            if self._deliver is None:
+                self.inbox.put(item)
+                return
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody reads any more
+                self._deliver(item)
+
+    def to_loop(self) -> asyncio.Queue:
+        """Called on the SDK's event loop: from now on the reader thread hands each line to this loop's queue
+        itself. A worker thread waiting on the inbox (as anyio.wrap_file reads stdin) added one thread wake-up
+        to every request, a millisecond or more on a busy machine."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue = asyncio.Queue()
+        with self._inbox_lock:
+            while True:
+                try:
+                    lines.put_nowait(self.inbox.get_nowait())
+                except queue.Empty:
+                    break
+            self._deliver = partial(loop.call_soon_threadsafe, lines.put_nowait)
+        return lines
 
     def _on_line(self, line: str) -> None:
         message = _parse(line)
-        if message is not None and message.get("method") in CACHEABLE and "id" in message:
+        method = message.get("method") if message is not None else None
+        if method not in (*CACHEABLE, "notifications/initialized"):
+            self.handshake_done.set()  # a call, a reply, anything else: the client is past its handshake
+        if message is not None and method in CACHEABLE and "id" in message:
             cache_key = self._cache_key(message)
             if cache_key is not None:
                 if not self.sdk_ready.is_set() and self._answer(message, cache_key, line):
                     return
                 with self._state_lock:
                     self._pending[message["id"]] = cache_key
-        self.inbox.put(line)
+        self._put(line)
 
     def _cache_key(self, message: dict) -> str | None:
         method, params = message["method"], message.get("params")
         if method == "tools/list" and isinstance(params, dict) and params.get("cursor"):
             return None
-        key = f"{method} {json.dumps(params, sort_keys=True, ensure_ascii=False)}"
+        key = f"{method} {json.dumps(_anonymous(params), sort_keys=True, ensure_ascii=False)}"
         if method == "tools/list" and not _modern(params):  # handshake era: the answer belongs to the session
             if self._session_init is None:
                 return None
@@ -185,9 +267,11 @@ class Front:
             self._replays += 1
             replay_id = f"{REPLAY_PREFIX}{self._replays}"
             self._pending[replay_id] = cache_key
-        self.inbox.put(json.dumps(dict(message, id=replay_id), ensure_ascii=False))
+        self._put(json.dumps(dict(message, id=replay_id), ensure_ascii=False))
         self.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}, ensure_ascii=False,
                              separators=(",", ":")))
+        if message["method"] == "tools/list":
+            self.handshake_done.set()
         return True
 
     # -- what the SDK's stdio transport reads and writes (stdio_server(stdin=..., stdout=...)) ----------
@@ -210,39 +294,46 @@ class Front:
                     self._remember(cache_key, message["result"])
                 if isinstance(message["id"], str) and message["id"].startswith(REPLAY_PREFIX):
                     return
+                if cache_key is not None and cache_key.startswith("tools/list "):
+                    self.send(text)
+                    self.handshake_done.set()
+                    return
         self.send(text)
 
     def close(self) -> None:
-        self.inbox.put(_EOF)
+        self._put(_EOF)  # (handshake_done stays as it is: a worker still held is stopping, not starting)
 
 
 class _Lines:
-    """The SDK's stdin: lines from the front's queue (blocking gets run in a worker thread, as anyio.wrap_file's)."""
+    """The SDK's stdin: the lines the front's reader thread hands to the event loop (`Front.to_loop`)."""
 
     def __init__(self, front: Front) -> None:
         self.front = front
+        self._lines: asyncio.Queue | None = None
 
     def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
-        import anyio.to_thread
-
-        line = await anyio.to_thread.run_sync(self.front.inbox.get, abandon_on_cancel=True)
+        if self._lines is None:
+            self._lines = self.front.to_loop()
+        line = await self._lines.get()
         if line is _EOF:
-            self.front.inbox.put(_EOF)  # later readers see the end too
+            self._lines.put_nowait(_EOF)  # later readers see the end too
             raise StopAsyncIteration
         return line
 
 
 class _Writer:
+    """The SDK's stdout. Each message is written from the event loop itself: a write to the pipe returns at once
+    unless the client has stopped reading (and then no answer could reach it anyway), while a hand-off to a
+    worker thread cost a thread wake-up per answer."""
+
     def __init__(self, front: Front) -> None:
         self.front = front
 
     async def write(self, text: str) -> None:
-        import anyio.to_thread
-
-        await anyio.to_thread.run_sync(self.front.from_sdk, text)
+        self.front.from_sdk(text)
 
     async def flush(self) -> None:
         return None
@@ -254,6 +345,41 @@ def _parse(line: str) -> dict | None:
     except ValueError:
         return None
     return message if isinstance(message, dict) else None
+
+
+def _anonymous(params: Any) -> Any:
+    """The request without the client's name and version, which no answer depends on (the SDK validates them
+    as strings and never echoes them), and empty params as none: any client of the same shape finds the answers
+    another one recorded."""
+    if not isinstance(params, dict):
+        return params
+    if not params:
+        return None
+
+    def blank(info: Any) -> Any:
+        if not isinstance(info, dict):
+            return info
+        return {k: "*" if k in ("name", "version") and isinstance(v, str) else v for k, v in info.items()}
+
+    out = dict(params)
+    if "clientInfo" in out:
+        out["clientInfo"] = blank(out["clientInfo"])
+    meta = out.get("_meta")
+    if isinstance(meta, dict) and CLIENT_INFO_META in meta:
+        out["_meta"] = {**meta, CLIENT_INFO_META: blank(meta[CLIENT_INFO_META])}
+    return out
+
+
+def _prune(kept: Path) -> None:
+    """Remove the shared cache files of old code versions, keeping the SHARED_KEEP most recent."""
+    try:
+        files = sorted(kept.parent.glob(f"{SHARED_PREFIX}*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in files[SHARED_KEEP:]:
+        if old != kept:
+            with contextlib.suppress(OSError):
+                old.unlink()
 
 
 def _modern(params: Any) -> bool:
@@ -269,7 +395,9 @@ def enabled() -> bool:
 
 def start(settings: Any) -> Front:
     """Claim the wire and start answering the handshake: call first, before the index opens and the SDK loads."""
-    return Front(Path(settings.data_dir) / CACHE_NAME, code_key(repr(settings)))
+    key = code_key()
+    shared = shared_path(key)
+    return Front([*([shared] if shared is not None else []), Path(settings.data_dir) / CACHE_NAME], key)
 
 
 def attach(front: Front, oracle: Any) -> None:

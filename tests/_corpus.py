@@ -1,8 +1,9 @@
-"""Test data shared by several modules: the hostile queries and the synthetic search corpus."""
+"""Test data shared by several modules: the hostile queries, the synthetic search corpus, a damaged index."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -13,6 +14,19 @@ def open_oracle(root: Path, data_dir: Path, **overrides: object):
     from server.app import Oracle
 
     return Oracle.open(Settings.from_env(root=root, data_dir=data_dir, **overrides))
+
+
+def damage_table(db: Path, table: str = "documents") -> None:
+    """Overwrite the root page of `table`: the header and the schema stay sound, so the file opens; only an
+    integrity check (or a read of that table) finds the damage."""
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    with open(db, "r+b") as f:
+        f.seek((root - 1) * size)
+        f.write(b"\xff" * size)
 
 
 # -- hostile queries (the issue's list plus extras) -------------------------------------------------

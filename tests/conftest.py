@@ -40,11 +40,19 @@ from _corpus import BUNDLED, open_oracle  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _isolated_env() -> Iterator[None]:
-    """No ORACLE_* variable from the developer's shell may leak into a test's Settings."""
+def _isolated_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No ORACLE_* variable from the developer's shell may leak into a test's Settings, and nothing a test
+    starts writes the user's cache folder (the shared MCP handshake cache, server/stdio_front.py): the
+    processes tests start inherit XDG_CACHE_HOME, a temp dir of this session."""
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("ORACLE_")}
+    saved_cache = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
     yield
     os.environ.update(saved)
+    if saved_cache is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved_cache
 
 
 @pytest.fixture(autouse=True, scope="session")

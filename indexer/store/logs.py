@@ -90,7 +90,10 @@ class Logs:
     loses what is queued: at most FLUSH_INTERVAL plus the worker's current step. Learnings, verdicts and
     supersessions are rare and written at once."""
 
-    def __init__(self, path: Path, retention_days: int = 365, max_rows: int = 1_000_000) -> None:
+    def __init__(self, path: Path, retention_days: int = 365, max_rows: int = 1_000_000, *,
+                 prune: bool = True) -> None:
+        """`prune=False` leaves retention to the first write or maintenance tick: at 1M rows a log it scans
+        (document_access, learn_log) costs ~0.1 s, which a server must not spend before its handshake."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.retention_days = retention_days
@@ -108,7 +111,8 @@ class Logs:
             set_aside(path, exc)
             self.conn = self._connect()
         self._readers = ThreadReaders(path)  # reads: one connection per thread (every search reads here)
-        self._maybe_prune()
+        if prune:
+            self._maybe_prune()
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from indexer.parse import compose_embed_text, relation_key
 from indexer.store.keyword import Filters
@@ -25,6 +24,9 @@ from indexer.store.rows import (
     batched,
     marks,
 )
+
+if TYPE_CHECKING:  # numpy loads on first use: a server answers its handshake without it
+    import numpy as np
 
 Pattern = tuple[str | None, str | None, str | None]  # (subject, predicate, object); None matches anything
 _NOTE_COLUMNS = "path, type, title, size, mtime_ns, chunk_count, file_hash"
@@ -84,6 +86,8 @@ class Reads:
         return dict(self.fetch("SELECT path, reason FROM skipped ORDER BY path"))
 
     def cached_vectors(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         out: dict[str, np.ndarray] = {}
         for part in batched(keys):
             for key, blob in self.fetch(f"SELECT key, vector FROM embeddings WHERE key IN ({marks(len(part))})", part):

@@ -11,12 +11,13 @@ sections without the principle bullets that repeat them), keyed by the rowid of 
 for the keyword evidence of a note as a whole (server/search.py, scoring.with_note_evidence). WAL mode and a busy timeout let readers in other processes
 (and this process's per-thread readers) carry on while one connection writes.
 
-Why the DDL is hand-written and sqlite-utils does introspection and column migrations only: the two FTS5
+Why the DDL is hand-written and sqlite-utils does column migrations only: the two FTS5
 tables hold *segmented* text (Thai split into words, aliases folded into the title), not a copy of
 `documents`' columns, so sqlite-utils' `enable_fts` (an external-content table kept by triggers) cannot
 express them; and one script of `CREATE ... IF NOT EXISTS` is the whole schema in one place, readable next
-to the queries that depend on it. sqlite-utils answers "which columns does this table have" and adds the
-columns older indexes lack (`add_column`).
+to the queries that depend on it. sqlite-utils adds the columns older indexes lack (`add_column`); it is
+imported only then, because it imports numpy (~0.2 s under load), and every `oracle serve` opens its index
+before it answers the MCP handshake. "Which columns does this table have" is one `PRAGMA table_info`.
 """
 
 from __future__ import annotations
@@ -28,8 +29,6 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-
-import sqlite_utils
 
 from indexer.segment import THAI_MARKS
 
@@ -218,27 +217,36 @@ def _drop_changed_tables(conn: sqlite3.Connection) -> None:
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
 
 
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    """The table's column names (none when the table does not exist)."""
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _add_column(conn: sqlite3.Connection, table: str, column: str) -> None:
+    """A text column an older index lacks."""
+    import sqlite_utils
+
+    sqlite_utils.Database(conn)[table].add_column(column, str)  # type: ignore[union-attr]
+
+
 def create_or_migrate(conn: sqlite3.Connection) -> tuple[bool, bool]:
     """Check the file, create what is missing, add columns older indexes lack.
 
     Returns (fresh, reparse): `fresh` when the index was empty (it then knows nothing of the vectors
     already stored), `reparse` when parsing gained fields since this index was written, so every file's
     stat and hash must be forgotten and the next sync re-parses it (the embedding cache makes that cheap;
-    section ids do not change). Raises sqlite3.DatabaseError for a file that is not a sound database.
+    section ids do not change). Raises sqlite3.DatabaseError for a file that is not a database; the page-level
+    integrity check is the Store's (`Store._check`, at open or deferred to `Store.verify`).
     """
-    check = conn.execute("PRAGMA quick_check").fetchone()[0]
-    if check != "ok":
-        raise sqlite3.DatabaseError(f"integrity check failed: {check}")
-    db = sqlite_utils.Database(conn)
-    fresh = not db["documents"].exists()
+    fresh = not _columns(conn, "documents")
     if not fresh:
         _drop_changed_tables(conn)
     conn.executescript(SCHEMA)
     reparse = False
-    if "body_hash" not in db["files"].columns_dict:  # an index from before schema version 3
-        db["files"].add_column("body_hash", str)
-    if "timestamp" not in db["documents"].columns_dict:  # an index from before note timestamps
-        db["documents"].add_column("timestamp", str)
+    if "body_hash" not in _columns(conn, "files"):  # an index from before schema version 3
+        _add_column(conn, "files", "body_hash")
+    if "timestamp" not in _columns(conn, "documents"):  # an index from before note timestamps
+        _add_column(conn, "documents", "timestamp")
         reparse = True
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if not fresh and (row[0] if row else None) != SCHEMA_VERSION:

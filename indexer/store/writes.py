@@ -14,14 +14,16 @@ import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from indexer.embed import text_key
 from indexer.parse import Chunk, Relation, relation_key
 from indexer.segment import segment
 from indexer.store.rows import FileState
 from indexer.store.schema import CONTENT_TABLES
+
+if TYPE_CHECKING:  # numpy loads on first use: a server answers its handshake without it
+    import numpy as np
 
 
 class Writes:
@@ -170,7 +172,7 @@ class Writes:
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT OR IGNORE INTO embeddings (key, vector) VALUES (?, ?)",
-                [(k, v.astype(np.float32).tobytes()) for k, v in vectors.items()],
+                [(k, v.astype("float32").tobytes()) for k, v in vectors.items()],
             )
 
     def mark_in_vector(self, ids: Sequence[str], value: int = 1) -> None:

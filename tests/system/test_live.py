@@ -50,6 +50,7 @@ from server.stats import drift
 
 PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
+from _corpus import damage_table
 from _procs import free_port, oracle_cmd
 SCRIPT = Path(sys.executable).parent / "oracle"  # the console script pip installed beside the interpreter
 DEADLINE = 10.0  # how long a change may take to show up before a test gives up
@@ -1145,16 +1146,20 @@ def rebuild_kb(tmp_path_factory: pytest.TempPathFactory) -> RebuildKB:
 
 
 def _break_db(data: Path, how: str) -> None:
+    """missing; corrupt (not a database at all: fails at open); damaged (a sound header and schema, one table's
+    b-tree overwritten: only the integrity check finds it, which a server runs after its handshake)."""
     db = data / "oracle.db"
     if how == "missing":
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)
+    elif how == "damaged":
+        damage_table(db)
     else:
         size = max(db.stat().st_size, 65536)
         db.write_bytes(random.Random(7).randbytes(size))
 
 
-@pytest.mark.parametrize("how", ["missing", "corrupt"])
+@pytest.mark.parametrize("how", ["missing", "corrupt", "damaged"])
 def test_broken_index_db_is_rebuilt_by_oracle_index(rebuild_kb: RebuildKB, how: str) -> None:
     kb = rebuild_kb
     logs_before = log_counts(kb.data)
@@ -1164,7 +1169,7 @@ def test_broken_index_db_is_rebuilt_by_oracle_index(rebuild_kb: RebuildKB, how: 
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["added"] == len(kb.notes) and not report["vector_failed"]
-    if how == "corrupt":
+    if how != "missing":
         assert "could not be opened" in done.stderr
         assert list(kb.data.glob("oracle.db.corrupt-*")), "the corrupt file was not kept aside"
     assert integrity(kb.data / "oracle.db") == "ok"
@@ -1179,10 +1184,11 @@ def test_broken_index_db_is_rebuilt_by_oracle_index(rebuild_kb: RebuildKB, how: 
         oracle.close()
 
 
-@pytest.mark.parametrize("how", ["corrupt", "missing"])
+@pytest.mark.parametrize("how", ["corrupt", "missing", "damaged"])
 def test_broken_index_db_is_rebuilt_by_oracle_serve(rebuild_kb: RebuildKB, how: str, tmp_path: Path) -> None:
     kb = rebuild_kb
     logs_before = log_counts(kb.data)
+    aside_before = len(list(kb.data.glob("oracle.db.corrupt-*")))
     _break_db(kb.data, how)
     rel, word = next(iter(kb.words.items()))
     title, body = SEED_TOPICS[0]
@@ -1209,6 +1215,9 @@ def test_broken_index_db_is_rebuilt_by_oracle_serve(rebuild_kb: RebuildKB, how: 
     fts, stats, vec = anyio.run(session)
     stderr = (tmp_path / "serve.stderr").read_text(errors="replace")
     assert [h["source_file"] for h in fts["hits"]] == [rel], stderr
+    if how != "missing":  # set aside, at open (corrupt) or by the check after the handshake (damaged)
+        assert "moved to oracle.db.corrupt-" in stderr, stderr
+        assert len(list(kb.data.glob("oracle.db.corrupt-*"))) > aside_before
     assert stats["files"]["total"] == len(kb.notes) and stats["drift"]["in_sync"], stats
     assert stats["embeddings"]["coverage"] == 1.0, stats["embeddings"]
     assert vec["meta"]["mode"] == "vector" and vec["hits"][0]["source_file"] == rel

@@ -85,3 +85,28 @@ def test_per_hour_counts_the_last_two_days_by_utc_hour(tmp_path: Path) -> None:
         assert set(logs.overview()["per_hour"]) == {"searches", "consultations", "learnings"}
     finally:
         logs.close()
+
+
+def test_a_server_leaves_retention_to_its_worker(tmp_path: Path) -> None:
+    """Retention scans whole logs (~0.1 s at 1M rows): `oracle serve` opens its logs with prune=False, before its
+    handshake, and its worker's first tick applies it; a one-shot command (the default) prunes at open."""
+    path = tmp_path / "logs.db"
+    Logs(path).close()
+
+    def add_old_searches(n: int) -> None:  # rows from 1970: far beyond any retention
+        conn = sqlite3.connect(path)
+        conn.executemany("INSERT INTO search_log (at, query) VALUES (0, ?)", [(f"old {i}",) for i in range(n)])
+        conn.commit()
+        conn.close()
+
+    add_old_searches(3)
+    served = Logs(path, retention_days=30, prune=False)
+    try:
+        assert rows(path, "search_log") == 3  # nothing deleted at open
+        served.tick()
+        assert rows(path, "search_log") == 0  # the first tick applied retention
+    finally:
+        served.close()
+    add_old_searches(2)
+    Logs(path, retention_days=30).close()
+    assert rows(path, "search_log") == 0  # pruned at open

@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from _corpus import write
+from _corpus import damage_table, write
 from indexer.sync import VECTOR_SLICE
 from server.learn import learn
 from server.models import LearnRequest, SearchRequest
@@ -156,3 +156,33 @@ def test_start_twice_is_refused_and_stop_is_idempotent(tmp_path: Path, make_orac
     assert oracle.maintenance is None and oracle.ready.is_set()
     oracle.start(sync=False)  # stopped, it may be started again
     assert oracle.maintenance is not None and oracle.maintenance.running
+
+
+def test_the_index_check_and_the_initial_sync_wait_for_the_hold(tmp_path: Path) -> None:
+    """`oracle serve` opens its index unchecked and holds the worker back until the client has its tools
+    (cli.cmd_serve passes the stdio front's `handshake_done`): reading a whole damaged or big new base never
+    competes with the handshake. Once released, the worker finds the damage, sets the file aside and rebuilds
+    the index from the markdown before the server is ready."""
+    from indexer.config import Settings
+    from server.app import Oracle
+
+    root, data = tmp_path / "root", tmp_path / "data"
+    small_notes(root, 3)
+    settings = Settings.from_env(root=root, data_dir=data)
+    first = Oracle.open(settings)
+    first.indexer.sync(vectors=False)
+    first.close()
+    damage_table(data / "oracle.db")
+    oracle = Oracle.open(settings, check=False)
+    hold = threading.Event()
+    try:
+        oracle.start(watch=False, hold=hold)
+        time.sleep(0.5)
+        assert not oracle.ready.is_set(), "the initial sync ran before the hold was released"
+        assert not list(data.glob("oracle.db.corrupt-*")), "the index was checked before the hold was released"
+        hold.set()
+        assert oracle.ready.wait(DEADLINE)
+        assert list(data.glob("oracle.db.corrupt-*")), "the damaged index was not set aside"
+        assert len(oracle.store.file_states()) == 3  # rebuilt from the markdown
+    finally:
+        oracle.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from _corpus import damage_table
 from indexer.concepts import MAX_TAG_CHARS, normalise_tags
 from indexer.parse import CHUNK_ID_RE, chunk_id, content_hash, parse_markdown
 from indexer.store import FileState, Filters, Store, StoreClosed, batched, keyword_search, note_keyword_scores
@@ -168,3 +169,47 @@ def test_whole_notes_follow_their_files(store: Store) -> None:
     store.remove_file("learnings/canary.md")
     assert note_keyword_scores(store, '"load"', ["learnings/canary.md"]) == {}
     assert store.fetch("SELECT count(*) FROM notes_fts")[0][0] == count - 1
+
+
+# -- the integrity check, at open or later (Store(check=False) + verify: a server checks after its handshake) --
+def test_a_damaged_index_is_set_aside_at_open_or_by_a_later_verify(tmp_path: Path) -> None:
+    db = tmp_path / "index.db"
+    store = Store(db)
+    _index(store, "learnings/a.md", "# A\n\n## Note\n\nThe router.\n")
+    store.close()
+    damage_table(db)
+
+    store = Store(db, check=False)  # opens: nothing on the way reads the damaged table
+    try:
+        assert store.recovered_from is None and not store.verified
+        assert store.verify() is True
+        assert store.recovered_from is not None and store.recovered_from.exists()
+        assert store.chunk_count() == 0  # a new, empty index in its place, readable and writable
+        _index(store, "learnings/b.md", "# B\n\n## Note\n\nA wombat guards the router.\n")
+        ranked, _ = keyword_search(store, '"wombat"', None, [], Filters(), 10)
+        assert [f.file for f in store.section_facts([i for i, _ in ranked]).values()] == ["learnings/b.md"]
+        assert store.verify() is False  # checked once per process
+    finally:
+        store.close()
+
+    damage_table(db)
+    store = Store(db)  # the default (CLI commands): checked at open, set aside there
+    try:
+        assert store.recovered_from is not None and store.verified and store.chunk_count() == 0
+    finally:
+        store.close()
+    assert len(list(tmp_path.glob("index.db.corrupt-*"))) >= 1
+
+
+def test_verify_leaves_a_sound_index_alone(tmp_path: Path) -> None:
+    fresh = Store(tmp_path / "new.db", check=False)
+    assert fresh.verified  # made new in this process: nothing to check
+    _index(fresh, "learnings/a.md", "# A\n\n## Note\n\nThe router.\n")
+    fresh.close()
+    store = Store(tmp_path / "new.db", check=False)
+    try:
+        assert not store.verified
+        assert store.verify() is False and store.recovered_from is None and store.chunk_count() == 1
+    finally:
+        store.close()
+    assert not list(tmp_path.glob("new.db.corrupt-*"))
