@@ -15,7 +15,8 @@ the default; "rewritten": indexer/model_graph.py's in-memory rewrite, what the i
 ONNX file, e.g. a quantised one), slice (texts embedded per call, each call sorted and batched on its own as
 the indexer's slices of indexer.sync.VECTOR_SLICE are; default: the whole sample at once), multilingual ("after":
 the multilingual encoder over the sample after the main model, as the indexer did; "beside": in a thread at the
-same time, as it does now; texts/s then counts both models' work), cos (the least cosine with the first config's vectors that passes, default 0.999).
+same time, as it does now; texts/s then counts both models' work), deal ("rr": batches dealt to the sessions
+round robin, as the indexer did, the default; "lpt": longest first to the least loaded session, as it does now), cos (the least cosine with the first config's vectors that passes, default 0.999).
 Figures: seconds per pass, min / median / max over ROUNDS, tokens/s and texts/s (each config's own tokens), the
 least cosine with the first config, and the load average before and after.
 
@@ -105,7 +106,11 @@ def minilm_pass(sessions, cfg, pool, enc, out, part):
         list(pool.map(worker, sessions))
     else:
         n = len(sessions)
-        futs = [pool.submit(run_batches, s, batches[w::n], out, enc) for w, s in enumerate(sessions)]
+        if cfg.get("deal") == "lpt":  # longest first to the least loaded session (the indexer's way)
+            shards = E.balanced_shards(batches, [len(b) * max(len(enc[i].ids) for i in b) for b in batches], n)
+        else:  # round robin
+            shards = [batches[w::n] for w in range(n)]
+        futs = [pool.submit(run_batches, s, shard, out, enc) for s, shard in zip(sessions, shards)]
         [f.result() for f in futs]
 
 

@@ -4,7 +4,7 @@ The packaged all-MiniLM-L6-v2 int8 file (indexer/embed.py) was exported by PyTor
 onnxruntime recognises neither its attention nor its GELU pattern, so every layer runs as ~40 small ops,
 among them a NaN guard over each (batch x 12 x tokens x tokens) softmax. Two rewrites, each the same
 arithmetic up to float rounding (vectors differ by at most ~2e-7 per component; the model id, the cached
-vectors and every existing index stay valid; tests/unit/test_model_graph.py checks it on real texts):
+vectors and every existing index stay valid; tests/unit/test_embed.py checks it on real texts):
 
 1. Each self-attention block (three projections, reshapes and transposes, the two scaling Muls, QKᵀ, the
    padding mask, softmax, `Where(IsNaN(p), 0, p)`, ·V, the merge of the heads) becomes one com.microsoft

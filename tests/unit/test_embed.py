@@ -1,5 +1,6 @@
-"""The rewritten embedding graph (indexer/model_graph.py): the same vectors as the packaged model, on real
-texts, and the packaged model whenever the rewrite cannot apply."""
+"""The embedder's speed work: the rewritten graph (indexer/model_graph.py) gives the packaged model's vectors
+on real texts and gives way to the packaged model whenever the rewrite cannot apply; batches are dealt so that
+the sessions finish together (indexer/embed.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from _corpus import BUNDLED
 from indexer.discover import discover
-from indexer.embed import Embedder, model_files
+from indexer.embed import Embedder, balanced_shards, model_files
 from indexer.model_graph import SOURCE_SHA256, GraphMismatch, derive, session_model
 from indexer.parse import compose_embed_text, parse_markdown
 from indexer.rootconfig import Layout
@@ -84,3 +85,14 @@ def test_without_the_onnx_package_the_packaged_graph_runs() -> None:
     assert "`onnx` package is not installed" in out["graph"]
     here = Embedder(rewrite=False).embed(["a note about postgres"])[0]
     assert np.abs(np.array(out["vector"], dtype=np.float32) - here).max() < 1e-6
+
+
+def test_batches_are_dealt_longest_first_to_the_least_loaded_session() -> None:
+    batches = [[i] for i in range(12)]
+    costs = [8 * width for width in (20, 40, 60, 80, 100, 120, 140, 160, 180, 200, 230, 256)]  # sorted by length
+    shards = balanced_shards(batches, costs, 2)
+    assert sorted(b for shard in shards for b in shard) == batches  # each batch once
+    loads = [sum(costs[b[0]] for b in shard) for shard in shards]
+    round_robin = [sum(costs[0::2]), sum(costs[1::2])]
+    assert abs(loads[0] - loads[1]) <= min(costs) < abs(round_robin[0] - round_robin[1])
+    assert balanced_shards(batches[:1], costs[:1], 2) == [[[0]], []]
