@@ -79,7 +79,7 @@ def run_batches(session, batches, out, enc):
         out[batch] = p / np.maximum(np.linalg.norm(p, axis=1, keepdims=True), 1e-12)
 
 def make_batches(cfg, enc):
-    order = sorted(range(len(sample)), key=lambda i: len(enc[i].ids))
+    order = sorted(range(len(enc)), key=lambda i: len(enc[i].ids))
     if "tokens" in cfg:  # token budget per batch
         batches, cur, budget = [], [], cfg["tokens"]
         for i in order:
