@@ -11,6 +11,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+# numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
+# import it on first use, and two search threads doing that at once met a partially initialised numpy (ImportError
+# in the vector leg, a clean-clone test run). This module loads after the stdio handshake is answered.
+import numpy  # noqa: F401
+
 from indexer.embed import MODEL_ID, EmbeddingUnavailable
 from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from indexer.multilingual import covered_share, wants_multilingual
