@@ -7,11 +7,14 @@ sections; by default the page is made of notes (server/notes.py), and only the p
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+
+# numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
+# import it on first use, and two search threads doing that at once met a partially initialised numpy (ImportError
+# in the vector leg, a clean-clone test run). This module loads after the stdio handshake is answered.
+import numpy  # noqa: F401
 
 from indexer.embed import MODEL_ID, EmbeddingUnavailable
 from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
@@ -50,10 +53,6 @@ POOL = 100  # candidates taken from each leg before fusion
 NOTE_POOL_FACTOR = 3  # how much the pool widens when a page of notes needs more sections
 MAX_POOL = 2_000
 _LEG_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oracle-vector-leg")
-# Searches running at once, one per core; more wait their turn. Past that they only fight over the cores and the
-# GIL: HTTP throughput on nat-brain fell from 51 to 39 to 29 req/s at 1, 8 and 32 clients (BENCHMARKS.md).
-SEARCH_SLOTS = max(2, os.cpu_count() or 2)
-_SLOTS = threading.BoundedSemaphore(SEARCH_SLOTS)
 OVERFETCH = 4  # vector candidates fetched per wanted hit when filters apply after the query
 
 
@@ -364,15 +363,8 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     plan (query, filters, pool) -> rank (legs, fusion, adjustments, notes) -> page -> hydrate the page only.
     A page of notes can need more sections than the pool holds (several sections per note): the pool then
     widens and the ranking runs again, so `limit` notes come back whenever the index has them. The first
-    pool is the same as for sections, so a knowledge base of one-section notes ranks exactly as before.
-
-    At most `SEARCH_SLOTS` searches run at once; others wait their turn (`took_ms` includes the wait)."""
+    pool is the same as for sections, so a knowledge base of one-section notes ranks exactly as before."""
     started = time.perf_counter()
-    with _SLOTS:
-        return _search(oracle, request, started)
-
-
-def _search(oracle: Oracle, request: SearchRequest, started: float) -> SearchResult:
     query = validate_query(request.query)
     kq = build_keyword_query(query)
     filters = filters_for(request)

@@ -31,13 +31,9 @@ import queue
 import sys
 import threading
 from collections.abc import Callable
-from functools import partial
 from importlib.util import find_spec
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # asyncio loads with the SDK, after the handshake is answered
-    import asyncio
+from typing import Any
 
 CACHE_NAME = "mcp-handshake.json"  # in the data dir, when the shared cache folder cannot be written
 SHARED_PREFIX = "handshake-"  # handshake-<key>.json in the user's cache folder
@@ -90,9 +86,7 @@ class Front:
         # waits for it, so that indexing a big new root never competes with the handshake.
         self.handshake_done = threading.Event()
         self.cache = self._load()
-        self.inbox: queue.Queue = queue.Queue()  # lines for the SDK, until its event loop takes them directly
-        self._inbox_lock = threading.Lock()
-        self._deliver: Callable[[Any], Any] | None = None  # hands a line to the loop, once it runs (`to_loop`)
+        self.inbox: queue.Queue = queue.Queue()
         self.sdk_ready = threading.Event()
         self._write_lock = threading.Lock()
         self._state_lock = threading.Lock()
@@ -190,33 +184,7 @@ class Front:
         except OSError:
             pass
         finally:
-            self._put(_EOF)
-
-    def _put(self, item: Any) -> None:
-        """A line (or the end) for the SDK: into the inbox until the loop reads, then straight to the loop."""
-        with self._inbox_lock:
-            if self._deliver is None:
-                self.inbox.put(item)
-                return
-            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody reads any more
-                self._deliver(item)
-
-    def to_loop(self) -> asyncio.Queue:
-        """Called on the SDK's event loop: from now on the reader thread hands each line to this loop's queue
-        itself. A worker thread waiting on the inbox (as anyio.wrap_file reads stdin) added one thread wake-up
-        to every request, a millisecond or more on a busy machine."""
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        lines: asyncio.Queue = asyncio.Queue()
-        with self._inbox_lock:
-            while True:
-                try:
-                    lines.put_nowait(self.inbox.get_nowait())
-                except queue.Empty:
-                    break
-            self._deliver = partial(loop.call_soon_threadsafe, lines.put_nowait)
-        return lines
+            self.inbox.put(_EOF)
 
     def _on_line(self, line: str) -> None:
         message = _parse(line)
@@ -230,7 +198,7 @@ class Front:
                     return
                 with self._state_lock:
                     self._pending[message["id"]] = cache_key
-        self._put(line)
+        self.inbox.put(line)
 
     def _cache_key(self, message: dict) -> str | None:
         method, params = message["method"], message.get("params")
@@ -267,7 +235,7 @@ class Front:
             self._replays += 1
             replay_id = f"{REPLAY_PREFIX}{self._replays}"
             self._pending[replay_id] = cache_key
-        self._put(json.dumps(dict(message, id=replay_id), ensure_ascii=False))
+        self.inbox.put(json.dumps(dict(message, id=replay_id), ensure_ascii=False))
         self.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}, ensure_ascii=False,
                              separators=(",", ":")))
         if message["method"] == "tools/list":
@@ -301,39 +269,36 @@ class Front:
         self.send(text)
 
     def close(self) -> None:
-        self._put(_EOF)  # (handshake_done stays as it is: a worker still held is stopping, not starting)
+        self.inbox.put(_EOF)  # (handshake_done stays as it is: a worker still held is stopping, not starting)
 
 
 class _Lines:
-    """The SDK's stdin: the lines the front's reader thread hands to the event loop (`Front.to_loop`)."""
+    """The SDK's stdin: lines from the front's queue (blocking gets run in a worker thread, as anyio.wrap_file's)."""
 
     def __init__(self, front: Front) -> None:
         self.front = front
-        self._lines: asyncio.Queue | None = None
 
     def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
-        if self._lines is None:
-            self._lines = self.front.to_loop()
-        line = await self._lines.get()
+        import anyio.to_thread
+
+        line = await anyio.to_thread.run_sync(self.front.inbox.get, abandon_on_cancel=True)
         if line is _EOF:
-            self._lines.put_nowait(_EOF)  # later readers see the end too
+            self.front.inbox.put(_EOF)  # later readers see the end too
             raise StopAsyncIteration
         return line
 
 
 class _Writer:
-    """The SDK's stdout. Each message is written from the event loop itself: a write to the pipe returns at once
-    unless the client has stopped reading (and then no answer could reach it anyway), while a hand-off to a
-    worker thread cost a thread wake-up per answer."""
-
     def __init__(self, front: Front) -> None:
         self.front = front
 
     async def write(self, text: str) -> None:
-        self.front.from_sdk(text)
+        import anyio.to_thread
+
+        await anyio.to_thread.run_sync(self.front.from_sdk, text)
 
     async def flush(self) -> None:
         return None
