@@ -43,6 +43,7 @@ from server.errors import VALIDATION_STATUS, OracleError, classify, problem, pro
 from server.feedback import feedback_overview
 from server.files import FileContent, read_file
 from server.mcp_server import build_server
+from server.slots import ServiceSlots
 from server.stats import stats
 from server.supersede import supersessions_overview
 from server.tools import BY_PATH, TOOLS, Caller, Tool
@@ -388,7 +389,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         return Health(status="ok", version=__version__, files=counts["files"], chunks=counts["chunks"])
 
     for tool in TOOLS:
-        _add_tool_route(app, tool, Ready, client_of)
+        _add_tool_route(app, tool, Ready, client_of, mcp.slots)
 
     @app.get("/api/graph", response_model=Graph)
     def api_graph(o: Ready, limit: Annotated[int, Query(ge=1, le=200)] = 40, documents: bool = True) -> Graph:
@@ -453,20 +454,22 @@ def mapped(service: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise error from exc
 
 
-def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[Request], str]) -> None:
+def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[Request], str],
+                    slots: ServiceSlots) -> None:
     """One registry tool as a route: GET reads the request model from the query string, POST from a JSON
-    body; FastAPI validates with the model (422), the service's failures map through server/errors.py."""
+    body; FastAPI validates with the model (422), the service's failures map through server/errors.py. The
+    service runs in a worker thread taken from `slots` (server/slots.py), shared with /mcp."""
     model = tool.request
 
-    def answer(o: Oracle, params: BaseModel, request: Request) -> BaseModel:
-        return mapped(tool.service, o, params, Caller(client_of(request), "http"))
+    async def answer(o: Oracle, params: BaseModel, request: Request) -> BaseModel:
+        return await slots.run(mapped, tool.service, o, params, Caller(client_of(request), "http"))
 
     if tool.http.method == "GET":
-        def endpoint(o: ready, params: Annotated[model, Query()], request: Request) -> Any:  # type: ignore[valid-type]
-            return answer(o, params, request)
+        async def endpoint(o: ready, params: Annotated[model, Query()], request: Request) -> Any:  # type: ignore[valid-type]
+            return await answer(o, params, request)
     else:
-        def endpoint(o: ready, params: model, request: Request) -> Any:  # type: ignore[valid-type,no-redef]
-            return answer(o, params, request)
+        async def endpoint(o: ready, params: model, request: Request) -> Any:  # type: ignore[valid-type,no-redef]
+            return await answer(o, params, request)
 
     endpoint.__name__ = "api_" + tool.name.removeprefix("oracle_")
     app.add_api_route(tool.http.path, endpoint, methods=[tool.http.method], response_model=tool.result,

@@ -5,10 +5,8 @@ tool's short text. Names and parameters are Oracle v2's, extended.
 """
 
 from collections.abc import Callable
-from functools import partial
 from typing import Annotated, Any
 
-import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent
@@ -19,6 +17,7 @@ from server.app import Oracle
 from server.errors import classify, problems
 from server.mcp_surface import Surface, link_hits, link_sources
 from server.output_schema import lean_schema
+from server.slots import ServiceSlots
 from server.tools import TOOLS, Caller, InvalidArguments, Tool, input_schema
 
 INSTRUCTIONS = (
@@ -46,13 +45,15 @@ def _client(ctx: Context | None) -> str:
 class OracleMCP(MCPServer):
     """Registry tools (server/tools.py) are dispatched here: the request model validates the arguments
     (an unknown name is refused, listing the accepted ones; the SDK's own check would have dropped it),
-    the service runs in a worker thread, and a service failure becomes one tool error (server/errors.py).
+    the service runs in a worker thread (a few at once, in arrival order: server/slots.py), and a service
+    failure becomes one tool error (server/errors.py).
     """
 
     def __init__(self, oracle: Oracle, **options: Any) -> None:
         super().__init__(**options)
         self.oracle = oracle
         self.registry: dict[str, Tool] = {}
+        self.slots = ServiceSlots()  # server/slots.py; the HTTP server's REST routes share it with /mcp
 
     def register(self, tool: Tool) -> None:
         """List the tool with the request model's schema; calls come to `call_tool`, never to the stub."""
@@ -71,7 +72,7 @@ class OracleMCP(MCPServer):
         try:
             request = tool.parse(arguments)
             caller = Caller(_client(context), "mcp")
-            result = await anyio.to_thread.run_sync(partial(tool.run, self.oracle, request, caller))
+            result = await self.slots.run(tool.run, self.oracle, request, caller)
         except InvalidArguments as exc:
             raise ToolError(f"Error executing tool {name}: invalid arguments: {exc}") from None
         except Exception as exc:
@@ -106,7 +107,7 @@ def _listing_stub(result: type[BaseModel]) -> Callable[..., Any]:
     return stub
 
 
-def build_server(oracle: Oracle) -> MCPServer:
+def build_server(oracle: Oracle) -> OracleMCP:
     surface = Surface(oracle, INSTRUCTIONS)  # resources, prompts, completions, notifications, live instructions
     mcp = OracleMCP(oracle, name="oracle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
                     **surface.server_options())

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from _corpus import open_oracle
 from server import clispec
 from server.errors import EXIT_CODE, HTTP_STATUS, classify, kind_of_status, unknown_argument
+from server.slots import ServiceSlots
 from server.tools import BY_NAME, TOOLS, Caller, InvalidArguments, Tool, input_schema
 
 BOUNDS = ("minimum", "maximum", "minLength", "maxLength", "enum", "pattern", "maxItems", "minItems")
@@ -230,7 +231,7 @@ def test_a_new_model_field_reaches_mcp_http_and_cli_with_its_limits(oracle: Any)
     assert bad.is_error and "depth" in bad.content[0].text
     # HTTP: the generated route's query parameter, and a call.
     app = FastAPI()
-    _add_tool_route(app, tool, Any, lambda request: "http")
+    _add_tool_route(app, tool, Any, lambda request: "http", ServiceSlots())
     with TestClient(app) as client:
         params = {p["name"]: p for p in client.get("/openapi.json").json()["paths"]["/api/list"]["get"]["parameters"]}
         assert params["depth"]["schema"]["maximum"] == 9 and params["depth"]["schema"]["default"] == 3
