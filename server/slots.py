@@ -2,11 +2,11 @@
 
 A search is CPU work (SQLite, the query embedding, fusion in Python) done in a worker thread. Given a thread
 per request (anyio's default allows 40), 32 HTTP clients on 2 cores had 32 searches fighting for the GIL and
-the caches at once: hybrid throughput fell from 37.4 to 32.4 and 34.7 to 30.8 req/s between 8 and 32 clients,
-p99 1.6-1.8 s (benchmarks/load.py on nat-brain, session 7). With four calls at a time and the rest queued it
-rose instead (37.5 -> 43.5 and 30.7 -> 33.7 req/s), p99 0.9-1.05 s. The queue must be fair: anyio's
-CapacityLimiter serves waiters first come, first served; a threading.Semaphore around `run_search`, tried
-before, is not fair and left some requests waiting 6 s (BENCHMARKS.md, issue 16 session 6).
+the caches at once: hybrid throughput fell from 8 to 32 clients in 4 runs of 4, by 11-29 %, with p99 at
+1.6-1.95 s (benchmarks/load.py on nat-brain, BENCHMARKS.md "Throughput as clients grow"). With two calls per
+core and the rest queued it rose in 6 runs of 11 and fell by 1-13 % in 5 (noise on that machine is ~10 %),
+and p99 fell to 0.9-1.4 s. The queue must be fair: anyio's CapacityLimiter serves waiters first come, first
+served; a threading.Semaphore around `run_search`, tried before, is not fair and left some requests waiting 6 s.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import anyio.to_thread
 
 T = TypeVar("T")
 
-# Two per core: one call can wait on SQLite or the model while another holds the GIL (load.py: 2 slots held
-# throughput flat at 32.7-35.9 req/s, 4 rose with the clients, 40 fell).
+# Two per core: one call can wait on SQLite or the model while another holds the GIL (one per core did no
+# better in load.py: 8 -> 32 clients fell in 3 runs of 5).
 SLOTS = 2 * (os.cpu_count() or 1)
 
 
