@@ -49,11 +49,11 @@ class OracleMCP(MCPServer):
     failure becomes one tool error (server/errors.py).
     """
 
-    def __init__(self, oracle: Oracle, **options: Any) -> None:
+    def __init__(self, oracle: Oracle, slots: ServiceSlots, **options: Any) -> None:
         super().__init__(**options)
         self.oracle = oracle
         self.registry: dict[str, Tool] = {}
-        self.slots = ServiceSlots()  # server/slots.py; the HTTP server's REST routes share it with /mcp
+        self.slots = slots  # server/slots.py: shared with the resources and prompts, and over HTTP the REST routes
 
     def register(self, tool: Tool) -> None:
         """List the tool with the request model's schema; calls come to `call_tool`, never to the stub."""
@@ -108,8 +108,9 @@ def _listing_stub(result: type[BaseModel]) -> Callable[..., Any]:
 
 
 def build_server(oracle: Oracle) -> OracleMCP:
-    surface = Surface(oracle, INSTRUCTIONS)  # resources, prompts, completions, notifications, live instructions
-    mcp = OracleMCP(oracle, name="oracle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
+    slots = ServiceSlots()
+    surface = Surface(oracle, INSTRUCTIONS, slots)  # resources, prompts, completions, notifications, live instructions
+    mcp = OracleMCP(oracle, slots, name="oracle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
                     **surface.server_options())
     for tool in TOOLS:
         mcp.register(tool)

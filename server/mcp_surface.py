@@ -81,6 +81,7 @@ from server.resources import (
     parse_uri,
     read_resource,
 )
+from server.slots import ServiceSlots
 
 T = TypeVar("T")
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for "Resource not found"
@@ -230,9 +231,10 @@ def _legacy(ctx: Any) -> bool:
 class Surface:
     """Resources, prompts, completions and notifications for one Oracle, installed on one MCPServer."""
 
-    def __init__(self, oracle: Oracle, base_instructions: str) -> None:
+    def __init__(self, oracle: Oracle, base_instructions: str, slots: ServiceSlots) -> None:
         self.oracle = oracle
         self.base_instructions = base_instructions
+        self.slots = slots  # the server's, shared with its tools (server/slots.py)
         self.notifier = McpNotifier(oracle)
 
     def server_options(self) -> dict[str, Any]:
@@ -245,13 +247,14 @@ class Surface:
             yield {}
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        """A service call off the event loop (notifications keep flowing), once the start-up sync is ready."""
+        """A service call off the event loop (notifications keep flowing), in one of the server's slots like a
+        tool call, once the start-up sync is ready."""
 
         def call() -> T:
             self.oracle.wait_ready()
             return fn(*args)
 
-        return await anyio.to_thread.run_sync(call)
+        return await self.slots.run(call)
 
     def instructions(self) -> str:
         return live_instructions(self.oracle, self.base_instructions)

@@ -211,7 +211,7 @@ def test_a_new_model_field_reaches_mcp_http_and_cli_with_its_limits(oracle: Any)
                                cli=dataclasses.replace(BY_NAME["oracle_list"].cli, command="deeper"))
     # MCP: the generated schema, and a call.
     assert {"minimum": 1, "maximum": 9, "default": 3}.items() <= input_schema(tool)["properties"]["depth"].items()
-    server = OracleMCP(oracle, name="t")
+    server = OracleMCP(oracle, ServiceSlots(), name="t")
     server.register(tool)
 
     async def mcp_calls(client: Any) -> tuple[Any, Any, Any]:
