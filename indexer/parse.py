@@ -190,15 +190,23 @@ def load_yaml(raw: str) -> object:
     `x: [[[[...` 25,000 levels deep (50 KB of frontmatter) overflows an 8 MB stack, a segfault that kills
     the process, and a thread's smaller stack goes at 2,000. Walking the events first costs a fraction of
     the load and stops at the first level too many; notes never nest more than a few levels.
+
+    PyYAML 6.0.4's libyaml refuses by itself past 1,000 flow levels, in its scanner, which reads ahead of the
+    events: that refusal is the same answer (too deep), whichever library version is installed.
     """
     depth = 0
-    for event in yaml.parse(raw, Loader=_YAML_LOADER):
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            depth += 1
-            if depth > MAX_FRONTMATTER_DEPTH:
-                raise TooDeep
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            depth -= 1
+    try:
+        for event in yaml.parse(raw, Loader=_YAML_LOADER):
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_FRONTMATTER_DEPTH:
+                    raise TooDeep
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        if "nesting depth" in (exc.problem or ""):
+            raise TooDeep from exc
+        raise
     return yaml.load(raw, Loader=_YAML_LOADER)
 
 

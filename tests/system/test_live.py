@@ -694,9 +694,12 @@ def test_oracle_watch_subprocess_keeps_a_separate_reader_current(tmp_path: Path)
     finally:
         if reader is not None:
             reader.close()
-        code = stop_process(proc, signal.SIGINT)
+        # Bounded by what is checked (a clean exit), not by a wall clock: on a busy machine the worker may be
+        # finishing an embedding batch when Ctrl-C arrives; pytest's own timeout still catches a real hang.
+        code = stop_process(proc, signal.SIGINT, timeout=240)
     output = out_path.read_text()
     assert code == 0, output
+    assert "Traceback" not in output, output
     assert "1 added" in output and "1 removed" in output
     assert_healthy(env, files=4)
     assert_vectors_match(root, data)
