@@ -23,6 +23,7 @@ import yaml
 
 from indexer.blocks import block_date, block_tags, is_metadata_block
 from indexer.concepts import extract_concepts, normalise_tags
+from indexer.language import NoteLanguage, note_language
 
 SPLIT_LEVEL = {"principle": 3, "learning": 2, "retro": 2}
 
@@ -91,6 +92,7 @@ class ParsedFile:
     warnings: list[str] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)
     superseded_by: str | None = None  # a path or chunk id from `superseded_by:` in the frontmatter
+    language: NoteLanguage = NoteLanguage()  # its language, where that came from, its translations' key
 
 
 @dataclass
@@ -707,5 +709,6 @@ def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
     return ParsedFile(
         file=file, type=doc_type, title=title, frontmatter=meta, chunks=chunks,
         warnings=warnings + relation_warnings, relations=relations, superseded_by=superseded_by,
+        language=note_language(meta, file, body),
     )
 

@@ -391,7 +391,7 @@ class Indexer:
         for item, state, result in parsed:
             stale += self.store.replace_file(
                 item.rel, item.type, result.title, state, result.chunks, result.warnings,
-                relations=result.relations, superseded_by=result.superseded_by,
+                relations=result.relations, superseded_by=result.superseded_by, language=result.language,
             )
             report.chunks_written += len(result.chunks)
             if item.rel in known:

@@ -119,6 +119,14 @@ class SearchRequest(BaseModel):
     subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="Start from notes stating a relation with this subject.")
     predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this predicate.")
     object: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this object.")
+    lang: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}([-_][A-Za-z0-9]{2,4})?$",
+                             description="Only notes in this language (ISO 639-1 code: en, th, de, zh-TW ...).")
+
+    @field_validator("lang")
+    @classmethod
+    def _lang(cls, value: str | None) -> str | None:
+        """`zh-TW`, `ZH` -> `zh`: notes are filed under their primary language code (indexer/language.py)."""
+        return value[:2].lower() if value else None
 
     @field_validator("concepts", mode="before")
     @classmethod
@@ -165,16 +173,17 @@ class SearchRequest(BaseModel):
 
 
 class ScoreBreakdown(BaseModel):
-    fused: float  # the final score: relevance x feedback_factor x superseded_factor
+    fused: float  # the final score: relevance x feedback_factor x superseded_factor x language_factor
     bm25_rank: int | None = None
     bm25_score: float | None = None
     vector_rank: int | None = None
     vector_similarity: float | None = None
-    relevance: float | None = None  # the fused relevance before feedback and supersession
+    relevance: float | None = None  # the fused relevance before feedback, supersession and language
     helpful: int = 0
     misleading: int = 0
     feedback_factor: float = 1.0
     superseded_factor: float = 1.0
+    language_factor: float = 1.0  # below 1 for a note in another language than the query's (scoring.prefer_languages)
 
 
 class SupersededBy(BaseModel):
@@ -198,6 +207,14 @@ class MatchedSection(BaseModel):
 class DuplicateRef(BaseModel):
     id: str
     source_file: str
+
+
+class TranslationRef(BaseModel):
+    """The same page in another language, folded under the hit in the asker's language."""
+
+    id: str
+    source_file: str
+    lang: str | None = None
 
 
 class Hit(BaseModel):
@@ -227,6 +244,10 @@ class Hit(BaseModel):
     weak: bool = Field(default=False, description="The match is weak: probably not what was asked for.")
     superseded_by: SupersededBy | None = None
     relations: list[Triplet] = Field(default_factory=list, description="Relations of this note that matched the search's triplet.")
+    lang: str | None = Field(default=None, description="The note's language (ISO 639-1), when known.")
+    translations: list[TranslationRef] = Field(
+        default_factory=list, description="The same page in other languages, folded into this one."
+    )
 
 
 class SearchMeta(BaseModel):
@@ -241,6 +262,9 @@ class SearchMeta(BaseModel):
         default=None, description="The embedding model that ranked the vector leg: the English one, or the "
         "multilingual one for a query mostly in other scripts (Thai, CJK, ...).")
     weak: bool = Field(default=False, description="Even the best match is weak: nothing relevant was found.")
+    languages: list[str] | None = Field(
+        default=None, description="The query's language(s), preferred over the others' notes in a base translated "
+        "into several languages (null: no preference).")
     warnings: list[str] = Field(default_factory=list)
 
 

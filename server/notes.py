@@ -30,6 +30,7 @@ class NoteGroup:
     score: float
     others: list[Fused] = field(default_factory=list)  # the note's other matching sections, best first
     duplicates: list[Fused] = field(default_factory=list)  # leads of identical notes folded into this one
+    translations: list[Fused] = field(default_factory=list)  # leads of this page in other languages
 
 
 def _lead(sections: list[Fused], facts: dict[str, SectionFacts]) -> Fused:
@@ -67,6 +68,23 @@ def fold_duplicate_notes(groups: list[NoteGroup], facts: dict[str, SectionFacts]
             first[key].duplicates.append(group.lead)
             continue
         first[key] = group
+        out.append(group)
+    return out
+
+
+def fold_translations(groups: list[NoteGroup], facts: dict[str, SectionFacts]) -> list[NoteGroup]:
+    """Keep the best-placed copy of a page that exists in several languages (the same translation key,
+    indexer/language.py); list the others on it. Run after the language preference, the kept copy is the
+    one in the asker's language whenever it is among the candidates."""
+    first: dict[str, NoteGroup] = {}
+    out: list[NoteGroup] = []
+    for group in groups:
+        key = facts[group.lead.id].translation_key
+        if key is not None and key in first:
+            first[key].translations.append(group.lead)
+            continue
+        if key is not None:
+            first[key] = group
         out.append(group)
     return out
 

@@ -50,6 +50,9 @@ WEAK_SIMILARITY_MULTILINGUAL = 0.30
 WEAK_BM25 = 14.0
 CALIBRATION_CHUNKS = 7_282  # sections in the nat-brain index the thresholds were calibrated on
 COVERAGE = 2 / 3
+# A note in another language than the query's, in a base translated into several (prefer_languages): its score
+# is multiplied by this.
+OTHER_LANGUAGE_FACTOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class Fused:
     relevance: float | None = None  # the fused score before `adjust`
     feedback_factor: float = 1.0
     superseded_factor: float = 1.0
+    language_factor: float = 1.0
 
 
 def rank_order(hits: list[LegHit]) -> list[LegHit]:
@@ -271,6 +275,28 @@ def adjust(
         item.superseded_factor = SUPERSEDED_FACTOR if item.id in successors else 1.0
         item.score = scaled(scaled(item.score, item.feedback_factor), item.superseded_factor)
     return below_successors(finish(items), successors)
+
+
+def prefer_languages(items: list[Fused], lang_of: dict[str, str | None], wanted: frozenset[str] | None,
+                     factor: float = OTHER_LANGUAGE_FACTOR) -> list[Fused]:
+    """Scale down hits in a language other than the query's (`lang_of`: id -> the note's structural language,
+    None when unknown, which is never penalised), then re-sort. With no wanted languages, nothing changes.
+
+    In a base translated into several languages every page exists in each, so the asker's copy of the right
+    page is among the candidates and should lead; a page in another language still shows when nothing in the
+    asker's language comes close (its score is scaled, not dropped)."""
+    if not wanted or not items:
+        return items
+    changed = False
+    for item in items:
+        lang = lang_of.get(item.id)
+        if lang is not None and lang not in wanted:
+            if item.relevance is None:
+                item.relevance = item.score
+            item.language_factor = factor
+            item.score = scaled(item.score, factor)
+            changed = True
+    return finish(items) if changed else items
 
 
 def below_successors(items: list[Fused], successors: dict[str, frozenset[str]]) -> list[Fused]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy  # noqa: F401
 
 from indexer.embed import MODEL_ID, EmbeddingUnavailable
+from indexer.language import STRUCTURAL, query_languages
 from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from indexer.multilingual import covered_share, wants_multilingual
 from indexer.store import (
@@ -42,9 +43,10 @@ from server.models import (
     SearchRequest,
     SearchResult,
     SupersededBy,
+    TranslationRef,
     Triplet,
 )
-from server.notes import fold_duplicate_notes, fold_duplicate_sections, group_notes
+from server.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
 from server.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
 from server.relations import entry_chunks, stating_files
 from server.supersede import successors_for
@@ -74,6 +76,7 @@ def filters_for(request: SearchRequest) -> Filters:
         project=request.project or None,
         date_from=request.date_from,
         date_to=request.date_to,
+        lang=request.lang,
     )
 
 
@@ -209,7 +212,7 @@ def _start_from_relations(
 
 def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use: _Use, others: list[scoring.Fused],
          duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], covered: bool,
-         bar: scoring.Bar) -> Hit:
+         bar: scoring.Bar, translations: list[scoring.Fused]) -> Hit:
     terms = kq.terms + kq.unsegmented
     feedback = use.feedback.get(item.id, (0, 0))
     return Hit(
@@ -239,6 +242,7 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
             misleading=feedback[1],
             feedback_factor=item.feedback_factor,
             superseded_factor=item.superseded_factor,
+            language_factor=item.language_factor,
         ),
         also_in_file=[o.id for o in others],
         sections=[
@@ -250,6 +254,9 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
         weak=scoring.is_weak(item, covered, bar) and all(scoring.is_weak(s, bar=bar) for s in others),
         superseded_by=use.pointers.get(item.id),
         relations=use.stating.get(doc.file, []) if "relation" in item.found_by else [],
+        lang=facts[item.id].lang,
+        translations=[TranslationRef(id=t.id, source_file=facts[t.id].file, lang=facts[t.id].lang)
+                      for t in translations],
     )
 
 
@@ -287,16 +294,20 @@ class _Entry:
     score: float
     others: list[scoring.Fused]
     duplicates: list[scoring.Fused]
+    translations: list[scoring.Fused]
 
 
-def _entries(fused: list[scoring.Fused], facts: dict[str, SectionFacts], by_note: bool) -> list[_Entry]:
-    """The result list in the unit asked for: notes (grouped, identical notes folded) or sections
-    (identical sections folded)."""
+def _entries(fused: list[scoring.Fused], facts: dict[str, SectionFacts], by_note: bool,
+             languages: frozenset[str] | None) -> list[_Entry]:
+    """The result list in the unit asked for: notes (grouped, identical notes folded, and, when the query's
+    language is preferred, a page's translations folded under it) or sections (identical sections folded)."""
     if by_note:
         groups = fold_duplicate_notes(group_notes(fused, facts), facts)
-        return [_Entry(g.lead, g.score, g.others, g.duplicates) for g in groups]
+        if languages:
+            groups = fold_translations(groups, facts)
+        return [_Entry(g.lead, g.score, g.others, g.duplicates, g.translations) for g in groups]
     kept, folded = fold_duplicate_sections(fused, facts)
-    return [_Entry(item, item.score, [], folded.get(item.id, [])) for item in kept]
+    return [_Entry(item, item.score, [], folded.get(item.id, []), []) for item in kept]
 
 
 @dataclass
@@ -311,10 +322,19 @@ class _Ranked:
     use: _Use
 
 
+def _prefer_languages(fused: list[scoring.Fused], facts: dict[str, SectionFacts],
+                      languages: frozenset[str] | None) -> list[scoring.Fused]:
+    """Notes whose frontmatter or folder puts them in another language than the query's score lower."""
+    if not languages:
+        return fused
+    lang_of = {f.id: facts[f.id].lang if facts[f.id].lang_from in STRUCTURAL else None for f in fused}
+    return scoring.prefer_languages(fused, lang_of, languages)
+
+
 def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, filters: Filters, pool: int,
-          bm25_bar: float) -> _Ranked:
+          bm25_bar: float, languages: frozenset[str] | None = None) -> _Ranked:
     """legs -> fuse -> facts of the candidates -> note evidence (hybrid) -> adjust (feedback, supersession,
-    relations) -> entries."""
+    language, relations) -> entries."""
     legs = _run_legs(oracle, request, query, kq, filters, pool)
     fused, mode, method, weight = _fuse(request, legs, bm25_bar)
     facts = oracle.store.section_facts([f.id for f in fused])
@@ -324,6 +344,7 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
         notes = note_keyword_scores(oracle.store, kq.fts_match, sorted(set(note_of.values())))
         fused = scoring.with_note_evidence(fused, note_of, notes)
     fused, feedback, pointers = _apply_use(oracle, fused, facts)
+    fused = _prefer_languages(fused, facts, languages)
     use = _Use(feedback, pointers, {})
     added: list[str] = []
     if request.relation_pattern:
@@ -331,7 +352,7 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
         if added:  # notes that only the relation found: their pointers and verdicts too
             pointers.update(successors_for(oracle, {i: facts[i] for i in added})[1])
             feedback.update(oracle.logs.feedback_counts(added))
-    entries = _entries(fused, facts, request.by_note)
+    entries = _entries(fused, facts, request.by_note, languages)
     # Notes: the distinct notes among the candidates of both legs. Sections: every match (see _total).
     total = len(entries) if request.by_note else _total(oracle, kq, mode, legs, filters) + len(added)
     return _Ranked(legs, mode, method, weight, facts, entries, total, use)
@@ -371,18 +392,19 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     wanted = request.offset + request.limit
     pool = max(POOL, wanted)
     bm25_bar = scoring.weak_bm25(oracle.store.chunk_count())
-    ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar)
+    languages = None if request.lang else query_languages(query, oracle.store.structural_languages())
+    ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar, languages)
     while (request.by_note and len(ranked.entries) < wanted and pool < MAX_POOL
            and max(len(ranked.legs.fts), len(ranked.legs.vector)) >= pool):
         pool *= NOTE_POOL_FACTOR
-        ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar)
+        ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar, languages)
     page = ranked.entries[request.offset : wanted]
     docs = oracle.store.sections_by_id([e.lead.id for e in page])
     bar = scoring.Bar(bm25_bar,
                       scoring.similarity_bar(ranked.legs.main_share))
     complete = _well_covered(oracle, kq, page, bar)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], kq, ranked.use, e.others, e.duplicates, ranked.facts,
-                 e.lead.id in complete, bar) for e in page]
+                 e.lead.id in complete, bar, e.translations) for e in page]
     weak = not hits or all(h.weak for h in hits)
     warnings = ranked.legs.warnings
     if ranked.mode in ("hybrid", "vector") and wants_multilingual(query) and ranked.legs.vector_ok:
@@ -406,6 +428,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
             semantic_model=(MULTILINGUAL_MODEL if ranked.legs.multilingual else MODEL_ID)
             if ranked.mode != "fts" else None,
             weak=weak,
+            languages=sorted(languages) if languages else None,
             warnings=warnings,
         ),
     )

@@ -40,13 +40,14 @@ class Filters:
     project: str | None = None
     date_from: str | None = None
     date_to: str | None = None
+    lang: str | None = None  # the note's language code (files.lang)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "concepts", tuple(normalise_tags(list(self.concepts))))
 
     @property
     def active(self) -> bool:
-        return bool(self.type or self.concepts or self.project or self.date_from or self.date_to)
+        return bool(self.type or self.concepts or self.project or self.date_from or self.date_to or self.lang)
 
     def sql(self) -> tuple[str, list]:
         clauses: list[str] = []
@@ -67,6 +68,9 @@ class Filters:
         if self.date_to:
             clauses.append("d.date <= ?")
             args.append(self.date_to)
+        if self.lang:
+            clauses.append("d.file IN (SELECT path FROM files WHERE lang = ?)")
+            args.append(self.lang)
         return (" AND ".join(clauses) or "1"), args
 
 

@@ -124,12 +124,19 @@ class Reads:
         for part in batched(ids):
             sql = (
                 "SELECT d.id, d.file, d.kind, d.parent_id, d.content_hash, f.body_hash, d.heading, d.line_start,"
-                " d.line_end"
+                " d.line_end, f.lang, f.lang_from, f.translation_key"
                 f" FROM documents d LEFT JOIN files f ON f.path = d.file WHERE d.id IN ({marks(len(part))})"
             )
             for row in self.fetch(sql, part):
                 out[row[0]] = SectionFacts(*row)
         return out
+
+    def structural_languages(self) -> dict[str, int]:
+        """Language -> notes, for the notes whose language their frontmatter or folder states (not guessed
+        from text): whether, and among which languages, a search prefers the asker's (server/search.py)."""
+        rows = self.fetch("SELECT lang, count(*) FROM files WHERE lang IS NOT NULL"
+                          " AND lang_from IN ('frontmatter', 'folder') GROUP BY lang ORDER BY lang")
+        return {lang: n for lang, n in rows}
 
     def sections_by_id(self, ids: Sequence[str]) -> dict[str, Section]:
         """The sections among `ids` that are indexed, as typed rows."""

@@ -49,6 +49,9 @@ class SectionFacts:
     heading: str
     line_start: int
     line_end: int
+    lang: str | None = None  # the note's language (indexer/language.py)
+    lang_from: str | None = None  # "frontmatter" | "folder" | "text": only the first two rank (structural)
+    translation_key: str | None = None  # equal for a page and its translations
 
 
 SECTION_COLUMNS = ("id, file, type, kind, title, heading, content, line_start, line_end, content_hash, concepts,"

@@ -37,7 +37,8 @@ from indexer.segment import THAI_MARKS
 #    table is rebuilt), and metadata-only blocks folded into their neighbouring section.
 # 4: one tag normaliser: a list item "ops;deploy" is two tags, as the same string was (re-parse only).
 # 5: notes_fts, a word table of whole notes (the re-parse fills it).
-SCHEMA_VERSION = "5"
+# 6: each note's language, where it came from and its translations' key (files.lang, lang_from, translation_key).
+SCHEMA_VERSION = "6"
 # Tables whose definition changed at a schema version: dropped and rebuilt from the markdown.
 _REBUILT_AT = {"3": ("documents_fts",)}
 BUSY_TIMEOUT_MS = 10_000
@@ -46,7 +47,8 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, type TEXT NOT NULL, title TEXT, mtime_ns INTEGER, size INTEGER,
-    file_hash TEXT, chunk_count INTEGER, warnings TEXT, indexed_at REAL, body_hash TEXT
+    file_hash TEXT, chunk_count INTEGER, warnings TEXT, indexed_at REAL, body_hash TEXT,
+    lang TEXT, lang_from TEXT, translation_key TEXT
 );
 CREATE TABLE IF NOT EXISTS documents (
     id TEXT PRIMARY KEY, file TEXT NOT NULL, type TEXT NOT NULL, kind TEXT NOT NULL, title TEXT,
@@ -245,6 +247,10 @@ def create_or_migrate(conn: sqlite3.Connection) -> tuple[bool, bool]:
     reparse = False
     if "body_hash" not in _columns(conn, "files"):  # an index from before schema version 3
         _add_column(conn, "files", "body_hash")
+    for column in ("lang", "lang_from", "translation_key"):  # before schema version 6 (the re-parse fills them)
+        if column not in _columns(conn, "files"):
+            _add_column(conn, "files", column)
+    conn.execute("CREATE INDEX IF NOT EXISTS files_lang ON files(lang_from, lang)")  # after the columns exist
     if "timestamp" not in _columns(conn, "documents"):  # an index from before note timestamps
         _add_column(conn, "documents", "timestamp")
         reparse = True

@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from indexer.embed import text_key
+from indexer.language import NoteLanguage
 from indexer.parse import Chunk, Relation, relation_key
 from indexer.segment import segment
 from indexer.store.rows import FileState
@@ -60,6 +61,7 @@ class Writes:
         warnings: Sequence[str],
         relations: Sequence[Relation] = (),
         superseded_by: str | None = None,
+        language: NoteLanguage = NoteLanguage(),
     ) -> list[str]:
         """Swap a file's chunks in one transaction; return the chunk ids that disappeared.
 
@@ -101,12 +103,15 @@ class Writes:
                 )
             conn.execute(
                 "INSERT INTO files (path, type, title, mtime_ns, size, file_hash, chunk_count, warnings, indexed_at,"
-                " body_hash) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET type=excluded.type,"
+                " body_hash, lang, lang_from, translation_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT(path) DO UPDATE SET type=excluded.type,"
                 " title=excluded.title, mtime_ns=excluded.mtime_ns, size=excluded.size, file_hash=excluded.file_hash,"
                 " chunk_count=excluded.chunk_count, warnings=excluded.warnings, indexed_at=excluded.indexed_at,"
-                " body_hash=excluded.body_hash",
+                " body_hash=excluded.body_hash, lang=excluded.lang, lang_from=excluded.lang_from,"
+                " translation_key=excluded.translation_key",
                 (rel, doc_type, title, state.mtime_ns, state.size, state.file_hash, len(chunks),
-                 json.dumps(list(warnings), ensure_ascii=False), time.time(), body_hash(title, chunks)),
+                 json.dumps(list(warnings), ensure_ascii=False), time.time(), body_hash(title, chunks),
+                 language.lang, language.source, language.translation_key),
             )
             _write_note_text(conn, rel, title, chunks)
             conn.executemany(
