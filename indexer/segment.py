@@ -1,4 +1,4 @@
-"""Thai word segmentation for the keyword leg.
+"""Word segmentation for the keyword leg: Thai into words, Chinese and Japanese into character pairs.
 
 Thai is written without spaces between words, so FTS5's unicode61 tokenizer sees a whole clause as one
 token and a query word inside it never matches; the trigram table finds substrings but not a
@@ -59,11 +59,36 @@ def thai_words(run: str) -> list[str]:
     return [w for w in (w.strip() for w in words) if w]
 
 
+# Chinese and Japanese runs (ideographs and kana): no dictionary ships for them, so they are indexed as
+# overlapping character pairs, as Lucene's CJK analyzer does. Most Chinese words are two characters, so a
+# question's pairs find the notes sharing its words, and bm25's idf makes the rarer pairs count; the whole run
+# as one token (unicode61) or one trigram phrase matched only the same sentence verbatim.
+_CJK_RUN = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u30fc]+")
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_RUN.search(text) is not None
+
+
+def cjk_bigrams(run: str) -> list[str]:
+    """The overlapping character pairs of one run of ideographs and kana (a single character stays whole)."""
+    if len(run) < 2:
+        return [run] if run else []
+    return [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+def cjk_runs(text: str) -> list[str]:
+    return _CJK_RUN.findall(text)
+
+
 def segment(text: str) -> str:
-    """The text with every Thai run cut into space-separated words; other scripts untouched."""
-    if not has_thai(text):
-        return text
-    return _THAI_RUN.sub(lambda m: " " + " ".join(thai_words(m.group(0))) + " ", text)
+    """What the word tables index: every Thai run cut into space-separated words, every Chinese or Japanese
+    run into its overlapping character pairs; other scripts untouched."""
+    if has_thai(text):
+        text = _THAI_RUN.sub(lambda m: " " + " ".join(thai_words(m.group(0))) + " ", text)
+    if has_cjk(text):
+        text = _CJK_RUN.sub(lambda m: " " + " ".join(cjk_bigrams(m.group(0))) + " ", text)
+    return text
 
 
 @lru_cache(maxsize=1)

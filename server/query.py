@@ -13,7 +13,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from indexer.segment import is_thai_char, thai_stopwords, thai_words
+from indexer.segment import cjk_bigrams, cjk_runs, has_cjk, is_thai_char, thai_stopwords, thai_words
 
 MAX_QUERY_CHARS = 10_000
 MAX_TERMS = 64
@@ -112,24 +112,30 @@ def validate_query(query: str) -> str:
 def build_keyword_query(query: str) -> KeywordQuery:
     """Quoted OR-terms, stopwords dropped unless nothing else is left, at most MAX_TERMS distinct terms.
 
-    A Thai run becomes its words (function words dropped like English stop words): a sentence-length
-    Thai question then matches notes sharing its content words, where the whole run as one trigram
-    phrase matched only the same sentence verbatim."""
+    A Thai run becomes its words (function words dropped like English stop words), a Chinese or Japanese
+    run its overlapping character pairs (indexer/segment.py): a sentence-length question then matches notes
+    sharing its content words, where the whole run as one trigram phrase matched only the same sentence
+    verbatim. A lone ideograph still goes to the trigram table (LIKE), as before."""
     raw = split_terms(unicodedata.normalize("NFC", query))
     spaced: list[str] = []
     unsegmented: list[str] = []
     thai: list[str] = []
+    cjk: list[str] = []
     for term in raw:
         if any(is_thai_char(c) for c in term):
             thai.extend(w for w in thai_words(term) if w not in thai)
+            continue
+        if len(term) > 1 and has_cjk(term):  # Chinese, Japanese: the pairs the word table indexes (segment.py)
+            pairs = [p for run in cjk_runs(term) for p in cjk_bigrams(run)]
+            cjk.extend(p for p in pairs if p not in cjk)
             continue
         bucket = unsegmented if any(is_unsegmented(c) for c in term) else spaced
         folded = term.casefold()
         if folded not in bucket:
             bucket.append(folded)
     content = [t for t in spaced if t not in STOPWORDS]
-    thai_content = [w for w in thai if w not in thai_stopwords()]
-    spaced = (content or ([] if thai_content else spaced)) + (thai_content or thai)
+    thai_content = [w for w in thai if w not in thai_stopwords()] if thai else []
+    spaced = (content or ([] if thai_content or cjk else spaced)) + (thai_content or thai) + cjk
     budget = MAX_TERMS
     unsegmented = unsegmented[:budget]
     spaced = spaced[: max(0, budget - len(unsegmented))]

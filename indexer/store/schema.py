@@ -38,7 +38,8 @@ from indexer.segment import THAI_MARKS
 # 4: one tag normaliser: a list item "ops;deploy" is two tags, as the same string was (re-parse only).
 # 5: notes_fts, a word table of whole notes (the re-parse fills it).
 # 6: each note's language, where it came from and its translations' key (files.lang, lang_from, translation_key).
-SCHEMA_VERSION = "6"
+# 7: Chinese and Japanese runs indexed as overlapping character pairs in the word tables (re-parse only).
+SCHEMA_VERSION = "7"
 # Tables whose definition changed at a schema version: dropped and rebuilt from the markdown.
 _REBUILT_AT = {"3": ("documents_fts",)}
 BUSY_TIMEOUT_MS = 10_000

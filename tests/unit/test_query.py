@@ -32,6 +32,8 @@ ROWS = [
     "start here",
     "วันนี้ฉันไปตลาดนัดกับแมวของฉัน",
     "digital memory",
+    "使用 Obsidian Sync 在设备之间同步你的笔记，也可以恢复笔记以前的版本。",
+    "東京で会議",
 ]
 
 
@@ -194,11 +196,22 @@ def test_thai_word_inside_a_sentence_is_not_found_by_unicode61():
 
 def test_mixed_scripts_split_between_tables(fts):
     kq = build_keyword_query("hello ตลาดนัด ไป 東京")
-    assert kq.terms == ("hello", "ตลาดนัด")
-    assert kq.unsegmented == ("東京",)
-    assert kq.trigram_match is None and kq.short_unsegmented == ("東京",)  # under 3 characters: LIKE instead
+    assert kq.terms == ("hello", "ตลาดนัด", "東京")  # a Chinese/Japanese run: its character pairs
+    assert kq.unsegmented == () and kq.trigram_match is None
     porter, tri = run(fts, kq)
-    assert porter == ["hello world", "วันนี้ฉันไปตลาดนัดกับแมวของฉัน"] and tri == []
+    assert porter == ["hello world", "วันนี้ฉันไปตลาดนัดกับแมวของฉัน", "東京で会議"] and tri == []
+    assert build_keyword_query("猫").short_unsegmented == ("猫",)  # one ideograph: the trigram table's LIKE
+
+
+def test_a_chinese_sentence_question_finds_the_note_sharing_its_words(fts):
+    """Why Chinese and Japanese are indexed as character pairs: the question as one run (one token, or one
+    trigram phrase) shares no whole token with the note; its pairs 恢复, 笔记, 版本 are in it."""
+    kq = build_keyword_query("怎么恢复笔记之前的版本")
+    assert {"恢复", "笔记", "版本"} <= set(kq.terms)
+    porter, _ = run(fts, kq)
+    assert porter == ["使用 Obsidian Sync 在设备之间同步你的笔记，也可以恢复笔记以前的版本。"]
+    whole = fts.execute("SELECT count(*) FROM tri WHERE tri MATCH ?", ('"怎么恢复笔记之前的版本"',)).fetchone()[0]
+    assert whole == 0
 
 
 def test_split_terms_keeps_thai_combining_marks_in_the_word():
