@@ -1,11 +1,15 @@
 """Feedback: an agent's verdict on a note it was given, kept in the append-only `feedback_log`.
 
-Verdicts are per chunk id (ids depend only on the file and the section, so a verdict survives edits of
-the text). Search reads the counts back and applies `scoring.feedback_factor`, a bounded multiplier, so a
-note marked misleading drops and one marked helpful rises without outranking clearly better matches.
+A verdict is given on a chunk id (ids depend only on the file and the section, so a verdict survives edits
+of the text) and counts for its whole note: a note marked misleading through one section must not come back
+unpenalised through another. Search sums each candidate note's verdicts (`note_feedback`) and applies
+`scoring.feedback_factor`, a bounded multiplier, so a note marked misleading drops and one marked helpful rises
+without outranking clearly better matches.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from server.app import Oracle
 from server.models import FeedbackRequest, FeedbackResult
@@ -23,12 +27,29 @@ def record_feedback(oracle: Oracle, request: FeedbackRequest, client: str = "cli
             f"id: no indexed chunk has id {request.id!r}; use the id of a search hit or consult source"
         )
     oracle.logs.log_feedback(client, request.id, request.verdict, request.note, doc.content_hash)
-    helpful, misleading = oracle.logs.feedback_counts([request.id]).get(request.id, (0, 0))
+    helpful, misleading = note_feedback(oracle, [doc.file]).get(doc.file, (0, 0))
     return FeedbackResult(
         id=request.id, verdict=request.verdict, title=doc.title, source_file=doc.file,
         helpful=helpful, misleading=misleading,
         feedback_factor=round(feedback_factor(helpful, misleading), SCORE_DECIMALS),
     )
+
+
+def note_feedback(oracle: Oracle, files: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """note path -> (helpful, misleading) summed over the verdicts on every section it holds now, for the
+    notes that have any. One read of the note's section ids and one of the log; nothing when no verdict was
+    ever given."""
+    paths = sorted(set(files))
+    if not paths or not oracle.logs.has_feedback():
+        return {}
+    sections = oracle.store.section_hashes(paths)
+    counts = oracle.logs.feedback_counts([i for p in paths for i in sections.get(p, {})])
+    out: dict[str, tuple[int, int]] = {}
+    for path in paths:
+        verdicts = [counts[i] for i in sections.get(path, {}) if i in counts]
+        if verdicts:
+            out[path] = (sum(h for h, _ in verdicts), sum(m for _, m in verdicts))
+    return out
 
 
 def feedback_overview(oracle: Oracle, limit: int = 10) -> dict[str, list[dict]]:

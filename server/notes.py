@@ -45,7 +45,10 @@ def _lead(sections: list[Fused], facts: dict[str, SectionFacts]) -> Fused:
 
 
 def group_notes(fused: list[Fused], facts: dict[str, SectionFacts]) -> list[NoteGroup]:
-    """One group per note, best first; ties go to a note found through a relation, then by lead id."""
+    """One group per note, in the order of each note's best-placed section: `fused` is already the final
+    order (score, then id; a note found through a relation first; a superseded section right after its
+    successor's), and sorting the notes again by score undid that placement (successor #1, an unrelated
+    note #2, the superseded one #3)."""
     by_note: dict[str, list[Fused]] = {}
     for item in fused:  # fused is best first, so each note's list is too
         by_note.setdefault(facts[item.id].file, []).append(item)
@@ -54,7 +57,6 @@ def group_notes(fused: list[Fused], facts: dict[str, SectionFacts]) -> list[Note
         lead = _lead(sections, facts)
         others = [s for s in sections if s is not lead]
         groups.append(NoteGroup(lead=lead, score=sections[0].score, others=others[:MAX_LISTED]))
-    groups.sort(key=lambda g: (-g.score, "relation" not in g.lead.found_by, g.lead.id))
     return groups
 
 

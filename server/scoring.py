@@ -14,7 +14,7 @@ After fusion, use adjusts the fused relevance (`adjust`), bounded so that releva
 - feedback: score x f, f = 1 + FEEDBACK_BOUND * (helpful - misleading) / (helpful + misleading + FEEDBACK_PRIOR),
   so f lies strictly between 0.8 and 1.2 however many verdicts there are, and one verdict moves it by 1/15;
 - supersession: score x SUPERSEDED_FACTOR, and the superseded hit is placed right after its successor when
-  both are in the candidates.
+  both are in the candidates (also when it already ranked below it, with other hits between).
 With no verdicts and no supersessions nothing changes.
 """
 
@@ -270,7 +270,8 @@ def adjust(
     if not items or not (feedback or successors):
         return items
     for item in items:
-        item.relevance = item.score
+        if item.relevance is None:  # prefer_languages may have scaled it already
+            item.relevance = item.score
         item.feedback_factor = round(feedback_factor(*feedback.get(item.id, (0, 0))), SCORE_DECIMALS)
         item.superseded_factor = SUPERSEDED_FACTOR if item.id in successors else 1.0
         item.score = scaled(scaled(item.score, item.feedback_factor), item.superseded_factor)
@@ -300,8 +301,9 @@ def prefer_languages(items: list[Fused], lang_of: dict[str, str | None], wanted:
 
 
 def below_successors(items: list[Fused], successors: dict[str, frozenset[str]]) -> list[Fused]:
-    """Move each superseded hit to just after the best-placed chunk of its successor when that chunk is
-    ranked lower; chains (a -> b -> c) nest, and hits placed after the same chunk keep their order.
+    """Place each superseded hit right after the best-placed chunk of its successor, whether that chunk ranked
+    above or below it (an unrelated hit between them hid the pointer); chains (a -> b -> c) nest, and hits
+    placed after the same chunk keep their order.
 
     One sort, O(n log n): every hit gets a key, its own rank, or, when it moves, its successor's key
     extended by its own rank. The earlier version moved one hit per pass and rescanned the list for each
@@ -332,6 +334,6 @@ def below_successors(items: list[Fused], successors: dict[str, frozenset[str]]) 
             stack.pop()
             resolving.discard(current)
             own = (position[current],)
-            best = min((keys[t] for t in chunks if t in keys), default=own)
-            keys[current] = best + own if best > own else own
+            best = min((keys[t] for t in chunks if t in keys), default=None)
+            keys[current] = own if best is None else best + own
     return sorted(items, key=lambda item: keys[item.id])

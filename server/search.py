@@ -46,6 +46,7 @@ from server.models import (
     TranslationRef,
     Triplet,
 )
+from server.feedback import note_feedback
 from server.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
 from server.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
 from server.relations import entry_chunks, stating_files
@@ -167,10 +168,12 @@ def _total(oracle: Oracle, kq: KeywordQuery, mode: str, legs: _Legs, filters: Fi
 def _apply_use(
     oracle: Oracle, fused: list[scoring.Fused], facts: dict[str, SectionFacts]
 ) -> tuple[list[scoring.Fused], dict[str, tuple[int, int]], dict[str, SupersededBy]]:
-    """Feedback verdicts and supersessions adjust relevance within stated bounds (server/scoring.py).
-    Returns the re-ranked list, the verdict counts and the supersession pointers of its hits."""
+    """Feedback verdicts (each note's, on any of its sections) and supersessions adjust relevance within
+    stated bounds (server/scoring.py). Returns the re-ranked list, the verdict counts per candidate section
+    (its note's) and the supersession pointers of its hits."""
     successors, pointers = successors_for(oracle, facts)
-    feedback = oracle.logs.feedback_counts([f.id for f in fused])
+    by_note = note_feedback(oracle, (facts[f.id].file for f in fused))
+    feedback = {f.id: by_note[facts[f.id].file] for f in fused if facts[f.id].file in by_note}
     return scoring.adjust(fused, feedback, successors), feedback, pointers
 
 
@@ -343,15 +346,16 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
         note_of = {f.id: facts[f.id].file for f in fused}
         notes = note_keyword_scores(oracle.store, kq.fts_match, sorted(set(note_of.values())))
         fused = scoring.with_note_evidence(fused, note_of, notes)
+    fused = _prefer_languages(fused, facts, languages)  # before supersession places hits by position
     fused, feedback, pointers = _apply_use(oracle, fused, facts)
-    fused = _prefer_languages(fused, facts, languages)
     use = _Use(feedback, pointers, {})
     added: list[str] = []
     if request.relation_pattern:
         fused, use.stating, added = _start_from_relations(oracle, request, fused, facts, filters, legs.warnings)
         if added:  # notes that only the relation found: their pointers and verdicts too
             pointers.update(successors_for(oracle, {i: facts[i] for i in added})[1])
-            feedback.update(oracle.logs.feedback_counts(added))
+            added_notes = note_feedback(oracle, (facts[i].file for i in added))
+            feedback.update({i: added_notes[facts[i].file] for i in added if facts[i].file in added_notes})
     entries = _entries(fused, facts, request.by_note, languages)
     # Notes: the distinct notes among the candidates of both legs. Sections: every match (see _total).
     total = len(entries) if request.by_note else _total(oracle, kq, mode, legs, filters) + len(added)

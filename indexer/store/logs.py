@@ -283,6 +283,10 @@ class Logs:
             out.update({doc_id: (int(h), int(m)) for doc_id, h, m in rows})
         return out
 
+    def has_feedback(self) -> bool:
+        """Whether any verdict was ever given (a search skips the per-note sums when none was)."""
+        return bool(self._readers.fetch("SELECT 1 FROM feedback_log LIMIT 1"))
+
     def feedback_totals(self) -> list[tuple[str, int, int, float]]:
         """(doc_id, helpful, misleading, last verdict time) for every document with a verdict."""
         rows = self._readers.fetch(

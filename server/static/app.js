@@ -463,13 +463,18 @@
         h('span', { class: 'chip relation', text: t.subject + ' — ' + t.predicate + ' — ' + t.object }))) : null,
       h('p', { class: 'snippet', text: hit.snippet || '' }),
       h('div', { class: 'breakdown', 'data-breakdown': '' },
-        h('span', { class: 'scorebar', title: 'fused score relative to the best hit' }, h('span')),
-        chip('fused', (bd.fused ?? hit.score).toFixed(4)),
+        h('span', { class: 'scorebar', title: 'score relative to the best hit' }, h('span')),
+        // The note's score, the one that ranks it; the leading section's own fused score is in the tooltip.
+        h('span', { class: 'chip', 'data-score': '', title: 'the note\'s score (what ranks it); its leading section: fused '
+          + num(bd.fused ?? hit.score).toFixed(4) + ', relevance ' + num(bd.relevance ?? hit.score).toFixed(4) },
+          'score ', h('b', { text: num(hit.score).toFixed(4) })),
+        hit.lang ? chip('lang', hit.lang + ((hit.translations || []).length ? ' +' + hit.translations.length + ' translations' : '')) : null,
         chip('bm25', bd.bm25_rank == null ? '—' : '#' + bd.bm25_rank + ' · ' + num(bd.bm25_score).toFixed(2), bd.bm25_rank == null),
         chip('vector', bd.vector_rank == null ? '—' : '#' + bd.vector_rank + ' · ' + num(bd.vector_similarity).toFixed(3), bd.vector_rank == null),
         chip('found by', (hit.found_by || []).join(' + ') || '—'),
         bd.helpful || bd.misleading ? chip('feedback', '+' + bd.helpful + ' / −' + bd.misleading + ' · ×' + num(bd.feedback_factor).toFixed(3)) : null,
-        bd.superseded_factor != null && bd.superseded_factor !== 1 ? chip('superseded', '×' + num(bd.superseded_factor).toFixed(2)) : null));
+        bd.superseded_factor != null && bd.superseded_factor !== 1 ? chip('superseded', '×' + num(bd.superseded_factor).toFixed(2)) : null,
+        bd.language_factor != null && bd.language_factor !== 1 ? chip('other language', '×' + num(bd.language_factor).toFixed(2)) : null));
     li.querySelector('.scorebar > span').style.width = (rel * 100).toFixed(0) + '%';
     const open = () => {
       for (const el of document.querySelectorAll('#results .result.active')) el.classList.remove('active');

@@ -314,7 +314,9 @@ def test_search_box_finds_the_fts5_learning(browser: Browser, server: Server) ->
     assert first.locator(".snippet").text_content() == hit["snippet"]
     breakdown = first.locator(".breakdown").text_content()
     bd = hit["breakdown"]
-    assert f"fused {bd['fused']:.4f}" in breakdown
+    assert f"score {hit['score']:.4f}" in breakdown  # the note's score, the one that ranks it (issue 27)
+    shown = page.eval_on_selector_all("#results [data-score] b", "els => els.map(e => e.textContent)")
+    assert shown == [f"{h['score']:.4f}" for h in api["hits"]]
     assert f"bm25 #{bd['bm25_rank']} · {bd['bm25_score']:.2f}" in breakdown
     assert f"vector #{bd['vector_rank']} · {bd['vector_similarity']:.3f}" in breakdown
     assert "found by " + " + ".join(hit["found_by"]) in breakdown

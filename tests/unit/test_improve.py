@@ -193,7 +193,8 @@ def test_feedback_moves_a_hit_in_the_stated_direction_and_within_the_bound(oracl
     query = "numbats termites eucalyptus woodland"
     before = hits(oracle, query)
     assert before[0].source_file == NUMBAT
-    top, runner = before[0], before[1]
+    top = before[0]
+    runner = next(h for h in before if h.source_file != NUMBAT)  # verdicts count per note: another note's
     for _ in range(40):
         record_feedback(oracle, FeedbackRequest(id=top.id, verdict="misleading", note="wrong woodland"))
         record_feedback(oracle, FeedbackRequest(id=runner.id, verdict="helpful"))
@@ -207,8 +208,24 @@ def test_feedback_moves_a_hit_in_the_stated_direction_and_within_the_bound(oracl
     for hit in after.values():  # every hit: final score within the feedback bound of its relevance
         base = hit.breakdown.relevance * hit.breakdown.superseded_factor
         assert base * LOW - 1e-6 <= hit.score <= base * HIGH + 1e-6
-    order = [h.id for h in hits(oracle, query)]
-    assert order.index(runner.id) < order.index(top.id)  # they were close: the verdicts swapped them
+    order, before_order = [h.id for h in hits(oracle, query)], [h.id for h in before]
+    assert order.index(top.id) >= before_order.index(top.id) and order.index(runner.id) <= before_order.index(runner.id)
+
+
+def test_a_verdict_counts_for_every_section_of_its_note(oracle) -> None:
+    """A note marked misleading through one section does not come back unpenalised through another (issue
+    27): every section of the note carries the note's verdicts, and the note's hit does too."""
+    query = "numbats termites eucalyptus woodland"
+    sections = [h for h in hits(oracle, query) if h.source_file == NUMBAT]
+    assert len(sections) >= 2
+    marked, other = sections[0], sections[1]
+    earlier = other.breakdown.misleading  # the module's index keeps earlier tests' verdicts
+    for _ in range(3):
+        record_feedback(oracle, FeedbackRequest(id=marked.id, verdict="misleading"))
+    again = {h.id: h for h in hits(oracle, query)}
+    assert again[other.id].breakdown.misleading == earlier + 3 and again[other.id].breakdown.feedback_factor < 1
+    note = next(h for h in search(oracle, SearchRequest(query=query, limit=30)).hits if h.source_file == NUMBAT)
+    assert note.breakdown.misleading == earlier + 3 and note.breakdown.feedback_factor < 1
 
 
 def test_feedback_reaches_consult_and_the_overview(oracle) -> None:
@@ -250,6 +267,8 @@ def test_supersede_ranks_the_old_note_below_its_successor_with_a_pointer_and_und
     assert files.index(NEW) < files.index(OLD)
     old_hit = next(h for h in during if h.source_file == OLD)
     assert old_hit.superseded_by and old_hit.superseded_by.source_file == NEW
+    notes = [h.source_file for h in search(oracle, SearchRequest(query=query, limit=30)).hits]
+    assert notes.index(OLD) == notes.index(NEW) + 1  # a page of notes: the old one right after its successor
     assert old_hit.superseded_by.reason == "we moved to events" and old_hit.superseded_by.via == "tool"
     assert old_hit.breakdown.superseded_factor == scoring.SUPERSEDED_FACTOR
     assert (oracle.settings.root / OLD).is_file() and oracle.store.file_chunk_ids(OLD)  # stays on disk and indexed

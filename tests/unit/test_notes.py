@@ -309,3 +309,18 @@ def test_a_relation_hit_leads_with_a_real_score(tmp_path, make_oracle) -> None:
     assert first.score > 0 and first.score >= max(h.score for h in result.hits[1:])
     scores = [h.score for h in result.hits]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_notes_keep_the_supersession_placement_of_their_sections():
+    """A superseded note sits right after its successor on a page of notes (issue 27: grouping used to sort
+    the notes by score again, which put an unrelated note between them)."""
+    from server.notes import group_notes
+
+    def fact(i: str, file: str) -> SectionFacts:
+        return SectionFacts(i, file, "section", None, i, file, "", 1, 2)
+
+    facts = {"s": fact("s", "new.md"), "o": fact("o", "old.md"), "x": fact("x", "other.md")}
+    fused = scoring.adjust([scoring.Fused("o", 1.0), scoring.Fused("s", 0.9), scoring.Fused("x", 0.8)],
+                           {}, {"o": frozenset({"s"})})
+    assert [f.id for f in fused] == ["s", "o", "x"]  # the section order: o scaled to 0.5, placed after s
+    assert [g.lead.id for g in group_notes(fused, facts)] == ["s", "o", "x"]
