@@ -319,7 +319,7 @@ class Indexer:
         for rel in sorted(set(rels)):
             path = on_disk(root, rel)
             doc_type = note_type(root, rel, self.settings.layout)
-            reason = unindexable(path, root) if doc_type is not None else None
+            reason = unindexable(path, root, self.settings.layout) if doc_type is not None else None
             if reason:  # a FIFO, a folder named x.md, a symlink out of the root: as `sync` records them
                 stale += self.store.record_skip(rel, reason)
                 report.skipped[rel] = reason
@@ -345,7 +345,7 @@ class Indexer:
             if state and state.mtime_ns == st.st_mtime_ns and state.size == st.st_size:
                 report.unchanged += 1
                 return None
-            data = read_inside(item.path, self.settings.root, self.settings.max_file_bytes)
+            data = read_inside(item.path, self.settings.root, self.settings.max_file_bytes, self.settings.layout)
         except (FileNotFoundError, NotADirectoryError):  # deleted between discovery and now: gone, not skipped
             self._delete_vectors(self.store.remove_file(item.rel), report)
             report.removed += state is not None
