@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # numpy is imported by whoever makes the vectors
     import numpy as np
 
 from indexer.config import EMBEDDED_COLLECTION as COLLECTION  # the default; see Settings.collection
+from indexer.safe_write import PRIVATE, write_atomic
 
 UPSERT_BATCH = 2000
 SERVER_UPSERT_BATCH = 500  # ~0.3 s per request to a local server: well inside REQUEST_TIMEOUT
@@ -93,9 +94,7 @@ class VectorStore:
         if self.url:
             return
         token = f"{os.getpid()}-{time.time_ns()}"
-        tmp = self._generation_file.with_name(f".{self._generation_file.name}.{os.getpid()}")
-        tmp.write_text(token, encoding="ascii")
-        os.replace(tmp, self._generation_file)
+        write_atomic(self._generation_file, token, PRIVATE)  # a random temporary name, never a planted link
         self._seen_generation = token
 
     def _refresh_if_stale(self) -> None:

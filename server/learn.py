@@ -12,7 +12,6 @@ import contextlib
 import datetime as dt
 import errno
 import os
-import threading
 import unicodedata
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import yaml
 
 from indexer.discover import is_within
 from indexer.parse import bare_title, parse_markdown
+from indexer.safe_write import SHARED, create_new
 from server.app import Oracle
 from server.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest
 from server.search import run_search
@@ -161,10 +161,11 @@ def _write_new(folder: Path, base: str, text: str) -> Path:
     disk, a file-size limit), the temporary file and any folder made for it are removed again.
     """
     made = [p for p in (folder, *folder.parents) if not p.exists()]
-    tmp = folder / f".{base}.{os.getpid()}-{threading.get_ident()}.tmp"
+    tmp: Path | None = None
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "x", encoding="utf-8") as handle:
+        fd, tmp = create_new(folder, f".{base}", SHARED)  # random name, O_EXCL|O_NOFOLLOW
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -178,7 +179,8 @@ def _write_new(folder: Path, base: str, text: str) -> Path:
         raise LearnError(f"more than {MAX_SUFFIX} learnings named {base!r} today; choose a different title")
     except OSError as exc:
         with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
         for path in made:  # innermost first; only folders this call created, and only if still empty
             with contextlib.suppress(OSError):
                 path.rmdir()
@@ -186,7 +188,8 @@ def _write_new(folder: Path, base: str, text: str) -> Path:
         raise LearnError(f"could not write the learning: {reason}; nothing was saved") from exc
     finally:
         with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
 
 
 def near_duplicates(oracle: Oracle, request: LearnRequest, own_file: str) -> list[NearDuplicate]:

@@ -138,3 +138,96 @@ def test_path_readers_serve_only_what_the_index_would_hold(tmp_path: Path, make_
             read_note(oracle, ReadRequest(file=rel))
     assert read_file(oracle, "README.md").path == "learnings/2026-01-01_ok.md"
     assert "okapi" in read_note(oracle, ReadRequest(file="learnings/attic.md")).content
+
+
+# -- 2. no file is written through a planted symlink ----------------------------------------------------
+def _victim(tmp_path: Path) -> Path:
+    victim = tmp_path / "victim"
+    victim.write_text("the victim's own file\n")
+    return victim
+
+
+def test_oracle_init_never_writes_through_a_planted_temporary_name(tmp_path: Path) -> None:
+    """`DIR/.oracle.toml.tmp -> ../victim`, committed to a repository, was overwritten by `oracle init`: now
+    the real CLI writes oracle.toml and leaves the victim alone, whatever the temporary names planted."""
+    import subprocess
+
+    from _procs import oracle_cmd
+
+    victim = _victim(tmp_path)
+    root = tmp_path / "repo"
+    write(root / "docs/a.md", "# A\n\n## B\n\ntext\n")
+    os.symlink("../victim", root / ".oracle.toml.tmp")
+    os.symlink("../victim", root / f".oracle.toml.{os.getpid()}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    done = subprocess.run([*oracle_cmd(), "init", str(root)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert victim.read_text() == "the victim's own file\n"
+    assert (root / "oracle.toml").is_file() and not (root / "oracle.toml").is_symlink()
+    assert "default_type" in (root / "oracle.toml").read_text()
+    assert sorted(p.name for p in root.iterdir() if p.name.endswith(".tmp")) == [".oracle.toml.tmp"]  # no leftovers
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_oracle_init_refuses_an_oracle_toml_that_is_a_symlink(tmp_path: Path, force: bool) -> None:
+    from server.init import InitError, init
+
+    victim = _victim(tmp_path)
+    root = tmp_path / "repo"
+    write(root / "docs/a.md", "# A\n\n## B\n\ntext\n")
+    os.symlink("../victim", root / "oracle.toml")
+    with pytest.raises(InitError, match="symlink"):
+        init(root, force=force)
+    assert victim.read_text() == "the victim's own file\n"
+
+
+def test_an_oracle_toml_that_is_a_symlink_is_not_read(tmp_path: Path) -> None:
+    from indexer.rootconfig import ConfigError, load_layout
+
+    _victim(tmp_path)
+    root = tmp_path / "repo"
+    root.mkdir()
+    os.symlink("../victim", root / "oracle.toml")
+    with pytest.raises(ConfigError, match="symlink"):
+        load_layout(root, {})
+
+
+def _record_server(folder: Path) -> Path:
+    from server.remote import record, server_file
+
+    record(folder, folder, "127.0.0.1", 1)
+    return Path(server_file(folder))
+
+
+def _stamp_generation(folder: Path) -> Path:
+    from indexer.vectors import VectorStore
+
+    store = VectorStore(folder / "chroma")  # opens no Chroma client: only the stamp is written
+    store._stamp_generation()
+    return folder / "chroma.generation"
+
+
+def _handshake_cache(folder: Path) -> Path:
+    from server.stdio_front import Front
+
+    # Not Front(): its constructor takes over this process's stdin and stdout. Only the two fields `_write`
+    # reads are set; the write itself is the real one, on real files.
+    front = Front.__new__(Front)
+    front.cache, front.cache_paths = {"x": 1}, [folder / "mcp-handshake.json"]
+    front._write()
+    return front.cache_paths[0]
+
+
+@pytest.mark.parametrize("writer", [_record_server, _stamp_generation, _handshake_cache])
+def test_data_dir_files_are_never_written_through_planted_temporary_names(tmp_path: Path, writer) -> None:
+    """Each file Oracle replaces atomically used a predictable temporary name (`.server.json.<pid>`,
+    `.chroma.generation.<pid>`, `mcp-handshake.json.<pid>.tmp`): links planted at those names are left alone."""
+    victim = _victim(tmp_path)
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pid = os.getpid()
+    for name in (f".server.json.{pid}", f".chroma.generation.{pid}", f"mcp-handshake.json.{pid}.tmp"):
+        os.symlink("../victim", folder / name)
+    written = writer(folder)
+    assert victim.read_text() == "the victim's own file\n"
+    assert written.is_file() and not written.is_symlink() and written.stat().st_mode & 0o077 == 0
