@@ -231,3 +231,136 @@ def test_data_dir_files_are_never_written_through_planted_temporary_names(tmp_pa
     written = writer(folder)
     assert victim.read_text() == "the victim's own file\n"
     assert written.is_file() and not written.is_symlink() and written.stat().st_mode & 0o077 == 0
+
+
+# -- 3. a note vanishing mid-search; a learn never fails after saving; idempotent retries ------------------
+def _osprey_root(root: Path) -> None:
+    for n in range(6):
+        write(root / f"learnings/2026-01-0{n + 1}_osprey-{n}.md",
+              f"---\ntitle: Osprey note {n}\n---\n# Osprey note {n}\n\n## Context\n\n"
+              f"Osprey deploys roll back on a failed health check, variant {n}.\n")
+
+
+def _vanish_after_ranking(oracle, monkeypatch, victims: list[str]) -> None:
+    """A test double, said so: the window between ranking and reading the page is a few hundred microseconds
+    that a real concurrent writer hits about 3 times in 1,000 learns. After the real ranking, the notes whose
+    sections lead the ranking are really deleted and really re-synced away (as the watcher would); then the
+    real page is read. Each victim note vanishes once."""
+    import server.search as search_module
+
+    real_rank = search_module._rank
+
+    def rank_then_delete(oracle_, request, *args, **kwargs):
+        ranked = real_rank(oracle_, request, *args, **kwargs)
+        leads = [ranked.facts[e.lead.id].file for e in ranked.entries]
+        gone = [rel for rel in leads if rel in victims and (oracle_.settings.root / rel).exists()][:1]
+        for rel in gone:
+            (oracle_.settings.root / rel).unlink()
+            oracle_.indexer.sync_paths([rel])
+        return ranked
+
+    monkeypatch.setattr(search_module, "_rank", rank_then_delete)
+
+
+def test_a_note_vanishing_between_ranking_and_the_page_is_dropped_with_a_warning(tmp_path, make_oracle, monkeypatch) -> None:
+    from server.search import run_search
+
+    root = tmp_path / "root"
+    _osprey_root(root)
+    oracle = make_oracle(root, tmp_path / "data")
+    oracle.indexer.sync()
+    before = run_search(oracle, SearchRequest(query="osprey health check roll back", limit=3))
+    assert len(before.hits) == 3
+    _vanish_after_ranking(oracle, monkeypatch, [before.hits[0].source_file])
+    result = run_search(oracle, SearchRequest(query="osprey health check roll back", limit=3))
+    assert len(result.hits) == 3  # the next note takes the vanished one's place
+    assert before.hits[0].source_file not in {h.source_file for h in result.hits}
+    assert any("re-indexed or removed while this search ran" in w for w in result.meta.warnings)
+
+
+def test_a_learn_whose_duplicate_check_meets_a_vanished_note_still_reports_its_saved_note(tmp_path, make_oracle,
+                                                                                          monkeypatch) -> None:
+    """3 of 1,172 racing learns answered 500 after saving their note, inviting a duplicate on retry."""
+    from server.learn import learn
+    from server.models import LearnRequest
+
+    root = tmp_path / "root"
+    _osprey_root(root)
+    oracle = make_oracle(root, tmp_path / "data")
+    oracle.indexer.sync()
+    _vanish_after_ranking(oracle, monkeypatch, [f"learnings/2026-01-0{n + 1}_osprey-{n}.md" for n in range(6)])
+    result = learn(oracle, LearnRequest(pattern="Osprey deploys roll back on a failed health check, variant 9.",
+                                        title="Osprey note 9"))
+    assert result.id and (root / result.file).is_file()
+    assert result.file in oracle.store.file_states()
+
+
+def test_an_idempotency_key_makes_a_retried_learn_return_the_first_save(tmp_path, make_oracle) -> None:
+    from server.learn import LearnKeyConflict, learn
+    from server.models import LearnRequest
+
+    root = tmp_path / "root"
+    _osprey_root(root)
+    oracle = make_oracle(root, tmp_path / "data")
+    oracle.indexer.sync()
+    request = LearnRequest(pattern="Pin the embedding model version.", title="Pin the model",
+                           idempotency_key="3f1c9a0e-retry-key")
+    first = learn(oracle, request)
+    again = learn(oracle, request)
+    assert not first.replayed and again.replayed
+    assert (again.file, again.chunk_ids, again.title) == (first.file, first.chunk_ids, first.title)
+    assert len(list((root / "learnings").glob("*pin-the-model*"))) == 1
+    with pytest.raises(LearnKeyConflict, match="different learning"):
+        learn(oracle, request.model_copy(update={"pattern": "Something else entirely."}))
+    assert learn(oracle, request.model_copy(update={"idempotency_key": None})).file != first.file  # no key: a new note
+
+
+def test_concurrent_retries_with_one_key_save_one_note(tmp_path, make_oracle) -> None:
+    """Eight threads send the same learn with the same key at once: one note is saved; every caller gets
+    that note or is told the learn is running (409), never a second copy."""
+    import threading
+
+    from server.learn import LearnKeyConflict, learn
+    from server.models import LearnRequest
+
+    root = tmp_path / "root"
+    _osprey_root(root)
+    oracle = make_oracle(root, tmp_path / "data")
+    oracle.indexer.sync()
+    request = LearnRequest(pattern="Retries need keys.", title="Retry keys", idempotency_key="key-0123456789")
+    outcomes: list[object] = []
+    barrier = threading.Barrier(8)
+
+    def go() -> None:
+        barrier.wait()
+        try:
+            outcomes.append(learn(oracle, request))
+        except LearnKeyConflict as exc:
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=go) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    files = {o.file for o in outcomes if not isinstance(o, Exception)}
+    assert len(list((root / "learnings").glob("*retry-keys*"))) == 1 and len(files) == 1
+    assert learn(oracle, request).file in files
+
+
+def test_a_failed_learn_releases_its_key(tmp_path, make_oracle, monkeypatch) -> None:
+    from _hostile import delete_before_indexing
+    from server.learn import LearnLost, learn
+    from server.models import LearnRequest
+
+    root = tmp_path / "root"
+    _osprey_root(root)
+    oracle = make_oracle(root, tmp_path / "data")
+    oracle.indexer.sync()
+    request = LearnRequest(pattern="Lost once, saved on retry.", title="Lost once", idempotency_key="key-lost-0001")
+    with monkeypatch.context() as patch:
+        delete_before_indexing(oracle, patch)
+        with pytest.raises(LearnLost):
+            learn(oracle, request)
+    saved = learn(oracle, request)
+    assert not saved.replayed and (root / saved.file).is_file()
