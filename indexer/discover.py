@@ -56,6 +56,7 @@ class Discovery:
     aliases: dict[str, str] = field(default_factory=dict)  # symlink -> the note it points at (indexed there)
     excluded: Counter = field(default_factory=Counter)  # rule ("exclude", ".gitignore", "include") -> files
     warnings: list[str] = field(default_factory=list)  # configuration that matched nothing
+    collisions: list[str] = field(default_factory=list)  # names that two files spell in different normal forms
 
 
 class Unreadable(Exception):
@@ -199,6 +200,22 @@ def _not_regular(mode: int) -> str | None:
 
 
 OUTSIDE = "symlink points outside the knowledge root"
+TWINS = ("{n} files are named {rel} in different Unicode normal forms (NFC/NFD, e.g. one saved on macOS): neither"
+         " is indexed or served, since the index names notes in NFC; rename or remove all but one")
+
+
+def normal_form_twins(path: Path) -> int:
+    """How many names in `path`'s folder spell its name in some Unicode normal form (1: no twin).
+
+    The index speaks NFC, so `café.md` saved twice (NFC and NFD) is one name for two files: indexing
+    either would swap the other's content under that name on every run. Lists the folder once."""
+    want = unicodedata.normalize("NFC", path.name)
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return 1
+    # An ASCII name is its own normal form: only the others need normalising (a folder of 10k names: ~1 ms).
+    return max(1, sum(1 for n in names if n == want or (not n.isascii() and unicodedata.normalize("NFC", n) == want)))
 
 
 def _inside(real: Path, root: Path) -> bool:
@@ -206,13 +223,14 @@ def _inside(real: Path, root: Path) -> bool:
     return real == root or root in real.parents
 
 
-def _examine(path: Path, root: Path, layout: Layout | dict[str, str]) -> tuple[Path | None, str | None]:
+def _examine(path: Path, root: Path, layout: Layout | dict[str, str], twins: bool = True) -> tuple[Path | None, str | None]:
     """(real path, None) for a regular file inside the (resolved) root, (None, why not) for anything else,
     (None, None) when there is nothing there at all.
 
     The whole path is resolved, not only a last symlink: a name reached through a symlinked folder (from
     the watcher or a caller, never from `discover`, which does not follow them) must lead inside too, and
-    to a file the rules would index under its own name (`target_refused`).
+    to a file the rules would index under its own name (`target_refused`). `twins`: refuse a name another
+    file in its folder spells in another normal form (`discover` finds those for the whole walk at once).
     """
     try:
         mode = path.lstat().st_mode
@@ -220,6 +238,10 @@ def _examine(path: Path, root: Path, layout: Layout | dict[str, str]) -> tuple[P
         return None, None  # gone: the caller treats it as vanished
     except OSError as exc:
         return None, f"cannot stat: {exc.strerror or exc}"
+    if twins:
+        count = normal_form_twins(path)
+        if count > 1:
+            return None, TWINS.format(n=count, rel=relative_name(path.absolute(), root))
     link = stat.S_ISLNK(mode)
     try:
         real = path.resolve(strict=True)
@@ -264,16 +286,17 @@ def _open_beneath(root: Path, real: Path, flags: int) -> int:
     return fd
 
 
-def read_inside(path: Path, root: Path, max_bytes: int, layout: Layout | dict[str, str]) -> bytes:
+def read_inside(path: Path, root: Path, max_bytes: int, layout: Layout | dict[str, str], twins: bool = True) -> bytes:
     """The bytes of a regular file that really is inside the (resolved) root, and that a symlink (if `path`
     is one) may lead to under the rules; anything else is Unreadable.
 
     OSError (FileNotFoundError above all) still means the file is missing or failed to read. The file
     is opened without blocking (a FIFO swapped in cannot hang the reader) and checked again through the
     open descriptor. The rules are checked here, at read time, as well as at discovery: a link retargeted
-    at `.env` between the walk and the read is refused too.
+    at `.env` between the walk and the read is refused too. `twins=False` when the caller has already
+    ruled out normal-form twins (the sync, after `discover` or `unindexable`).
     """
-    real, reason = _examine(path, root, layout)
+    real, reason = _examine(path, root, layout, twins)
     if reason:
         raise Unreadable(reason)
     if real is None:
@@ -315,6 +338,7 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
     folders: set[str] = set()
     links: list[tuple[str, Path, str | None, str]] = []  # (rel, path, type, target rel)
     walked: set[str] = set()  # markdown files seen under their real name
+    spelled: Counter = Counter()  # NFC name -> files on disk with that name in some normal form
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = "" if dirpath == str(root) else relative_name(Path(dirpath), root)
         kept = []
@@ -345,7 +369,8 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
             if rule:
                 result.excluded[rule] += 1
                 continue
-            real, reason = _examine(path, root, layout)
+            spelled[rel] += 1
+            real, reason = _examine(path, root, layout, twins=False)
             if reason:
                 result.skipped[rel] = reason
                 continue
@@ -369,6 +394,20 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
         else:
             result.files.append(Found(rel=rel, path=path, type=doc_type))
             indexed_as[target] = rel
+    _drop_twins(result, spelled)
     result.files.sort(key=lambda f: f.rel)
     result.warnings = layout.unmatched(folders)
     return result
+
+
+def _drop_twins(result: Discovery, spelled: Counter) -> None:
+    """Files whose names differ only in normal form share one NFC name: none of them is indexed, each such
+    name is reported as skipped with the reason, and listed as a collision (stats drift shows them)."""
+    twins = {rel: n for rel, n in spelled.items() if n > 1}
+    if not twins:
+        return
+    result.files = [f for f in result.files if f.rel not in twins]
+    result.aliases = {k: v for k, v in result.aliases.items() if k not in twins and v not in twins}
+    for rel, n in twins.items():
+        result.skipped[rel] = TWINS.format(n=n, rel=rel)
+    result.collisions = sorted(twins)

@@ -345,7 +345,8 @@ class Indexer:
             if state and state.mtime_ns == st.st_mtime_ns and state.size == st.st_size:
                 report.unchanged += 1
                 return None
-            data = read_inside(item.path, self.settings.root, self.settings.max_file_bytes, self.settings.layout)
+            data = read_inside(item.path, self.settings.root, self.settings.max_file_bytes, self.settings.layout,
+                               twins=False)  # ruled out by discover / unindexable
         except (FileNotFoundError, NotADirectoryError):  # deleted between discovery and now: gone, not skipped
             self._delete_vectors(self.store.remove_file(item.rel), report)
             report.removed += state is not None

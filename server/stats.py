@@ -24,6 +24,8 @@ class Drift(BaseModel):
     symlink_aliases: int = 0  # symlinks to notes indexed under their real name (one note, not two)
     excluded: dict[str, int] = {}  # rule (exclude, .gitignore, include) -> markdown files it leaves out
     config_warnings: list[str] = []  # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder
+    # names two or more files spell in different Unicode normal forms (NFC/NFD): none of them is indexed
+    name_collisions: list[str] = []
 
 
 class DocumentCounts(BaseModel):
@@ -95,7 +97,7 @@ def drift(oracle: Oracle) -> Drift:
             stale.append(rel)
     stale.sort()
     return Drift(
-        in_sync=not (missing or vanished or stale),
+        in_sync=not (missing or vanished or stale or found.collisions),
         not_indexed=missing[:20],
         not_indexed_count=len(missing),
         changed_since_index=stale[:20],
@@ -106,6 +108,7 @@ def drift(oracle: Oracle) -> Drift:
         symlink_aliases=len(found.aliases),
         excluded=dict(sorted(found.excluded.items())),
         config_warnings=found.warnings,
+        name_collisions=found.collisions,
     )
 
 

@@ -364,3 +364,47 @@ def test_a_failed_learn_releases_its_key(tmp_path, make_oracle, monkeypatch) -> 
             learn(oracle, request)
     saved = learn(oracle, request)
     assert not saved.replayed and (root / saved.file).is_file()
+
+
+# -- 4. NFC/NFD twin file names -------------------------------------------------------------------------
+def _twins(root: Path) -> tuple[Path, Path]:
+    nfc = write(root / "learnings/caf\u00e9.md", "---\ntitle: Cafe NFC\n---\n# Cafe NFC\n\n## A\n\nnfcword lives here\n")
+    nfd = write(root / "learnings/cafe\u0301.md", "---\ntitle: Cafe NFD\n---\n# Cafe NFD\n\n## A\n\nnfdword lives here\n")
+    write(root / "learnings/2026-01-01_plain.md", "# Plain\n\n## A\n\nplainword\n")
+    return nfc, nfd
+
+
+def test_normal_form_twins_are_skipped_with_a_reason_and_shown_in_drift(tmp_path: Path, make_oracle) -> None:
+    """Two files named café.md (NFC and NFD) swapped their content under one indexed name on every run, while
+    drift said in sync: now neither is indexed, both are reported, and drift is not in sync."""
+    from server.stats import stats
+
+    root = tmp_path / "root"
+    nfc, nfd = _twins(root)
+    assert nfc != nfd and len(os.listdir(root / "learnings")) == 3  # two real files on this file system
+    oracle = make_oracle(root, tmp_path / "data")
+    for _ in range(2):  # every run says the same, and changes nothing
+        report = oracle.indexer.sync()
+        assert "different Unicode normal forms" in report.skipped["learnings/caf\u00e9.md"]
+        assert set(oracle.store.file_states()) == {"learnings/2026-01-01_plain.md"}
+    for word in ("nfcword", "nfdword"):
+        assert search(oracle, SearchRequest(query=word, mode="fts")).hits == []
+    drift = stats(oracle).drift
+    assert drift.name_collisions == ["learnings/caf\u00e9.md"] and not drift.in_sync
+    assert "learnings/caf\u00e9.md" in stats(oracle).files.skipped
+    with pytest.raises(PathRefused, match="normal forms"):
+        read_file(oracle, "learnings/caf\u00e9.md")
+    with pytest.raises(PathRefused, match="normal forms"):
+        read_note(oracle, ReadRequest(file="learnings/cafe\u0301.md"))
+
+
+def test_a_twin_appearing_later_removes_the_indexed_note_through_the_watchers_path(tmp_path: Path, make_oracle) -> None:
+    root = tmp_path / "root"
+    write(root / "learnings/caf\u00e9.md", "# Cafe NFC\n\n## A\n\nnfcword lives here\n")
+    oracle = make_oracle(root, tmp_path / "data")
+    oracle.indexer.sync()
+    assert "learnings/caf\u00e9.md" in oracle.store.file_states()
+    write(root / "learnings/cafe\u0301.md", "# Cafe NFD\n\n## A\n\nnfdword lives here\n")
+    report = oracle.indexer.sync_paths(["learnings/caf\u00e9.md"])
+    assert "different Unicode normal forms" in report.skipped["learnings/caf\u00e9.md"]
+    assert oracle.store.file_states() == {}
