@@ -125,6 +125,13 @@ def vector_health(oracle: Oracle, embedded: int) -> VectorHealth:
             f"{held} vectors, but the index has {embedded} chunks marked as embedded: the vector store lost"
             f" {embedded - held}; a running Oracle server re-adds them from the embedding cache"
         ))
+    try:
+        broken = oracle.indexer.check_vectors()  # a count read from metadata says nothing of the index files
+    except VectorStoreUnavailable as exc:
+        return VectorHealth(ok=False, detail=str(exc))
+    if broken:
+        return VectorHealth(ok=False, detail=f"{broken}; a running Oracle server moves it aside and rebuilds it from"
+                                             " the embedding cache")
     return VectorHealth(ok=True, detail=f"{held} vectors")
 
 
