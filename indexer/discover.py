@@ -204,16 +204,14 @@ TWINS = ("{n} files are named {rel} in different Unicode normal forms (NFC/NFD, 
          " is indexed or served, since the index names notes in NFC; rename or remove all but one")
 
 
-def normal_form_twins(path: Path) -> int:
+def normal_form_twins(path: Path, root: Path) -> int:
     """How many names in `path`'s folder spell its name in some Unicode normal form (1: no twin).
 
     The index speaks NFC, so `café.md` saved twice (NFC and NFD) is one name for two files: indexing
-    either would swap the other's content under that name on every run. Lists the folder once."""
+    either would swap the other's content under that name on every run. Lists the folder once, and only
+    when it really is inside the (resolved) root."""
     want = unicodedata.normalize("NFC", path.name)
-    try:
-        names = os.listdir(path.parent)
-    except OSError:
-        return 1
+    names = _names_inside(path.parent, root)  # opened one name at a time: a symlink swapped in leads nowhere
     # An ASCII name is its own normal form: only the others need normalising (a folder of 10k names: ~1 ms).
     return max(1, sum(1 for n in names if n == want or (not n.isascii() and unicodedata.normalize("NFC", n) == want)))
 
@@ -238,10 +236,6 @@ def _examine(path: Path, root: Path, layout: Layout | dict[str, str], twins: boo
         return None, None  # gone: the caller treats it as vanished
     except OSError as exc:
         return None, f"cannot stat: {exc.strerror or exc}"
-    if twins:
-        count = normal_form_twins(path)
-        if count > 1:
-            return None, TWINS.format(n=count, rel=relative_name(path.absolute(), root))
     link = stat.S_ISLNK(mode)
     try:
         real = path.resolve(strict=True)
@@ -257,6 +251,10 @@ def _examine(path: Path, root: Path, layout: Layout | dict[str, str], twins: boo
     reason = _not_regular(mode)
     if reason:
         return None, reason
+    if twins:  # listed only now, and only a folder inside the root: nothing outside is ever opened
+        count = normal_form_twins(path, root)
+        if count > 1:
+            return None, TWINS.format(n=count, rel=relative_name(path.absolute(), root))
     if real != path.absolute():  # reached through a symlink: judge where it leads, not only its name
         reason = target_refused(relative_name(real, root), layout)
     return (None, reason) if reason else (real, None)
