@@ -16,7 +16,10 @@ are indexed only where they really live, if that is inside the root; one that po
 reported as skipped). A file symlink is indexed when its target is a regular file inside the root; one
 that leads outside, loops or dangles is skipped with that reason, as is anything that is not a regular
 file (a FIFO named x.md would block a reader forever, a device could have side effects on open, a folder
-named x.md is walked as a folder but reported, since its name says it should be a note). `read_inside`
+named x.md is walked as a folder but reported, since its name says it should be a note). A symlink is
+judged by where it leads as well as by its name (`target_refused`): the rules that keep `.git/`, `.env`,
+excluded, gitignored and `node_modules` files out of the index apply to the target too, so a committed
+`learnings/x.md -> ../.git/config` or `-> ../.env` cannot put a teammate's own secrets into search. `read_inside`
 repeats these checks at read time and opens the file one name at a time from the root without following
 symlinks, so one swapped in after the checks leads nowhere either. A hard link is not a path: it is the
 same file under a second name in the root, indistinguishable from any other file there, so it is indexed
@@ -53,6 +56,7 @@ class Discovery:
     aliases: dict[str, str] = field(default_factory=dict)  # symlink -> the note it points at (indexed there)
     excluded: Counter = field(default_factory=Counter)  # rule ("exclude", ".gitignore", "include") -> files
     warnings: list[str] = field(default_factory=list)  # configuration that matched nothing
+    collisions: list[str] = field(default_factory=list)  # names that two files spell in different normal forms
 
 
 class Unreadable(Exception):
@@ -96,9 +100,27 @@ def top_folder(rel: str) -> str:
     return rel.split("/", 1)[0] if "/" in rel else "."
 
 
+def target_refused(target: str, rules: Layout | dict[str, str]) -> str | None:
+    """Why a symlink may not lead to `target` (relative to the root), or None when it may.
+
+    A link's name says nothing about what it reads: the discovery rules are applied to where it leads, so
+    a note name cannot smuggle in a file the walk itself would never index (a dot-file, a file in a
+    dot-folder, `node_modules`, an exclude glob, the root's .gitignore, anything that is not markdown).
+    """
+    if any(is_ignored_name(part) for part in target.split("/")):
+        return "symlink target is a hidden file or in a hidden folder (names starting with '.', '#' or '~'): not indexed"
+    if not target.lower().endswith(MARKDOWN_SUFFIXES):
+        return "symlink target is not a markdown file: not indexed"
+    rule = as_layout(rules).excluded_file(target)
+    if rule:
+        return f"symlink target is left out by the rules ({rule}): not indexed"
+    return None
+
+
 def note_type(root: Path, rel: str, rules: Layout | dict[str, str]) -> str | None:
     """The type of the note at `rel`, or None when it is no note: unmapped, excluded by the rules, or a
-    symlink to a file that is indexed under its own name (the watcher and `sync_paths` ask this)."""
+    symlink to a file that is indexed under its own name (the watcher and `sync_paths` ask this). A symlink
+    whose target the rules refuse still has a type here: `unindexable` then says why it is skipped."""
     layout = as_layout(rules)
     if layout.excluded_file(rel) or any(is_ignored_name(p) for p in rel.split("/")):
         return None
@@ -108,7 +130,7 @@ def note_type(root: Path, rel: str, rules: Layout | dict[str, str]) -> str | Non
     root = root.resolve()
     path = on_disk(root, rel)
     if path.is_symlink():
-        real, _ = _examine(path, root)
+        real, _ = _examine(path, root, layout)
         if real is not None and not real.is_symlink():
             target = relative_name(real, root)
             if target != rel and layout.excluded_file(target) is None and layout.type_for(target) is not None:
@@ -178,6 +200,20 @@ def _not_regular(mode: int) -> str | None:
 
 
 OUTSIDE = "symlink points outside the knowledge root"
+TWINS = ("{n} files are named {rel} in different Unicode normal forms (NFC/NFD, e.g. one saved on macOS): neither"
+         " is indexed or served, since the index names notes in NFC; rename or remove all but one")
+
+
+def normal_form_twins(path: Path, root: Path) -> int:
+    """How many names in `path`'s folder spell its name in some Unicode normal form (1: no twin).
+
+    The index speaks NFC, so `café.md` saved twice (NFC and NFD) is one name for two files: indexing
+    either would swap the other's content under that name on every run. Lists the folder once, and only
+    when it really is inside the (resolved) root."""
+    want = unicodedata.normalize("NFC", path.name)
+    names = _names_inside(path.parent, root)  # opened one name at a time: a symlink swapped in leads nowhere
+    # An ASCII name is its own normal form: only the others need normalising (a folder of 10k names: ~1 ms).
+    return max(1, sum(1 for n in names if n == want or (not n.isascii() and unicodedata.normalize("NFC", n) == want)))
 
 
 def _inside(real: Path, root: Path) -> bool:
@@ -185,12 +221,14 @@ def _inside(real: Path, root: Path) -> bool:
     return real == root or root in real.parents
 
 
-def _examine(path: Path, root: Path) -> tuple[Path | None, str | None]:
+def _examine(path: Path, root: Path, layout: Layout | dict[str, str], twins: bool = True) -> tuple[Path | None, str | None]:
     """(real path, None) for a regular file inside the (resolved) root, (None, why not) for anything else,
     (None, None) when there is nothing there at all.
 
     The whole path is resolved, not only a last symlink: a name reached through a symlinked folder (from
-    the watcher or a caller, never from `discover`, which does not follow them) must lead inside too.
+    the watcher or a caller, never from `discover`, which does not follow them) must lead inside too, and
+    to a file the rules would index under its own name (`target_refused`). `twins`: refuse a name another
+    file in its folder spells in another normal form (`discover` finds those for the whole walk at once).
     """
     try:
         mode = path.lstat().st_mode
@@ -211,12 +249,21 @@ def _examine(path: Path, root: Path) -> tuple[Path | None, str | None]:
     if not _inside(real, root):
         return None, OUTSIDE if link else "outside the knowledge root (reached through a symlinked folder)"
     reason = _not_regular(mode)
+    if reason:
+        return None, reason
+    if twins:  # listed only now, and only a folder inside the root: nothing outside is ever opened
+        count = normal_form_twins(path, root)
+        if count > 1:
+            return None, TWINS.format(n=count, rel=relative_name(path.absolute(), root))
+    if real != path.absolute():  # reached through a symlink: judge where it leads, not only its name
+        reason = target_refused(relative_name(real, root), layout)
     return (None, reason) if reason else (real, None)
 
 
-def unindexable(path: Path, root: Path) -> str | None:
-    """Why `path` is not a regular file inside the (resolved) root, or None (also when it is simply gone)."""
-    return _examine(path, root)[1]
+def unindexable(path: Path, root: Path, layout: Layout | dict[str, str]) -> str | None:
+    """Why `path` is not a regular file inside the (resolved) root that the rules admit, or None (also when
+    it is simply gone)."""
+    return _examine(path, root, layout)[1]
 
 
 def _open_beneath(root: Path, real: Path, flags: int) -> int:
@@ -237,14 +284,17 @@ def _open_beneath(root: Path, real: Path, flags: int) -> int:
     return fd
 
 
-def read_inside(path: Path, root: Path, max_bytes: int) -> bytes:
-    """The bytes of a regular file that really is inside the (resolved) root; anything else is Unreadable.
+def read_inside(path: Path, root: Path, max_bytes: int, layout: Layout | dict[str, str], twins: bool = True) -> bytes:
+    """The bytes of a regular file that really is inside the (resolved) root, and that a symlink (if `path`
+    is one) may lead to under the rules; anything else is Unreadable.
 
     OSError (FileNotFoundError above all) still means the file is missing or failed to read. The file
     is opened without blocking (a FIFO swapped in cannot hang the reader) and checked again through the
-    open descriptor.
+    open descriptor. The rules are checked here, at read time, as well as at discovery: a link retargeted
+    at `.env` between the walk and the read is refused too. `twins=False` when the caller has already
+    ruled out normal-form twins (the sync, after `discover` or `unindexable`).
     """
-    real, reason = _examine(path, root)
+    real, reason = _examine(path, root, layout, twins)
     if reason:
         raise Unreadable(reason)
     if real is None:
@@ -286,6 +336,7 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
     folders: set[str] = set()
     links: list[tuple[str, Path, str | None, str]] = []  # (rel, path, type, target rel)
     walked: set[str] = set()  # markdown files seen under their real name
+    spelled: Counter = Counter()  # NFC name -> files on disk with that name in some normal form
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = "" if dirpath == str(root) else relative_name(Path(dirpath), root)
         kept = []
@@ -302,7 +353,7 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
             named_md = name.lower().endswith(MARKDOWN_SUFFIXES)
             if not named_md and not path.is_symlink():
                 continue
-            reason = unindexable(path, root)
+            reason = unindexable(path, root, layout)
             if reason == OUTSIDE:
                 result.skipped[relative_name(path, root)] = "folder symlink points outside the knowledge root: not followed"
             elif named_md and reason:
@@ -316,7 +367,8 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
             if rule:
                 result.excluded[rule] += 1
                 continue
-            real, reason = _examine(path, root)
+            spelled[rel] += 1
+            real, reason = _examine(path, root, layout, twins=False)
             if reason:
                 result.skipped[rel] = reason
                 continue
@@ -340,6 +392,20 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
         else:
             result.files.append(Found(rel=rel, path=path, type=doc_type))
             indexed_as[target] = rel
+    _drop_twins(result, spelled)
     result.files.sort(key=lambda f: f.rel)
     result.warnings = layout.unmatched(folders)
     return result
+
+
+def _drop_twins(result: Discovery, spelled: Counter) -> None:
+    """Files whose names differ only in normal form share one NFC name: none of them is indexed, each such
+    name is reported as skipped with the reason, and listed as a collision (stats drift shows them)."""
+    twins = {rel: n for rel, n in spelled.items() if n > 1}
+    if not twins:
+        return
+    result.files = [f for f in result.files if f.rel not in twins]
+    result.aliases = {k: v for k, v in result.aliases.items() if k not in twins and v not in twins}
+    for rel, n in twins.items():
+        result.skipped[rel] = TWINS.format(n=n, rel=rel)
+    result.collisions = sorted(twins)

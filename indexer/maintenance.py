@@ -243,7 +243,9 @@ class Maintenance:
             self._probe_at = now + RETRY_SECONDS
             try:
                 vectors.reopen()
-            except VectorStoreUnavailable:
+            except VectorStoreUnavailable as exc:
+                if vectors.damaged:  # its own files are garbage: waiting will not mend them
+                    self._rebuild(str(exc))
                 return  # still down; probed again in RETRY_SECONDS
             self._repair()
         elif vectors.needs_repair:
@@ -256,10 +258,26 @@ class Maintenance:
             self._health_at = now + self.health_seconds
             try:
                 lost = vectors.count() < self.indexer.store.embedded_count()
+                broken = None if lost else self.indexer.check_vectors()
             except VectorStoreUnavailable:
                 return  # now marked down: probed from the next tick on
-            if lost:
+            if broken:
+                self._rebuild(broken)
+            elif lost:
                 self._repair()
+
+    def _rebuild(self, reason: str) -> None:
+        """Indexer.rebuild_vectors, with the store's fail-fast bypassed; a failure waits for the next probe."""
+        vectors = self.indexer.vectors
+        failures = vectors.failures
+        try:
+            with vectors.repairing():
+                report = self.indexer.rebuild_vectors(reason)
+        except Exception:  # noqa: BLE001 - recorded by the store; probed again
+            return
+        if not report.vector_failed:
+            vectors.resume()
+            vectors.repaired(failures)
 
     def _repair(self) -> bool:
         """Indexer.repair_vectors with the store's fail-fast bypassed for this thread; True when done."""

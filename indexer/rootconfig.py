@@ -328,6 +328,9 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
     exclude: tuple[Glob, ...] = ()
     use_gitignore = True
     source: Path | None = None
+    if path.is_symlink():  # a repository could point it at any file of the person indexing; `oracle init` refuses it too
+        raise ConfigError(f"{path} is a symlink; oracle.toml must be a regular file in the root (replace the link with"
+                          " a copy)")
     if path.is_file():
         import tomllib  # only when there is a file to read: the CLI's fast path stays light
 

@@ -188,6 +188,35 @@ class Indexer:
         self.last_repair = report = self._locked(work)
         return not report.vector_failed
 
+    SELF_CHECK_SAMPLES = 3
+
+    def check_vectors(self) -> str | None:
+        """Why the vector store is broken although it answers, or None: a few stored vectors (oldest to
+        newest, from the embedding cache) must each find themselves. Raises VectorStoreUnavailable when the
+        store does not answer at all. A read: it repairs nothing (`rebuild_vectors` does)."""
+        sample = self.store.embedded_sample(self.SELF_CHECK_SAMPLES)
+        cached = self.store.cached_vectors([key for _, key in sample])
+        return self.vectors.self_check([(cid, cached[key]) for cid, key in sample if key in cached])
+
+    def rebuild_vectors(self, reason: str) -> SyncReport:
+        """Move a broken embedded vector store aside and build a fresh one from the embedding cache (no model
+        call for what was embedded before), as a damaged SQLite index is. For the maintenance worker; a
+        Chroma server's files are not ours, so there only the lost vectors are requeued (`repair_vectors`)."""
+        def work() -> SyncReport:
+            report = SyncReport()
+            started = time.perf_counter()
+            moved = self.vectors.move_aside()
+            if moved is not None:
+                report.warnings.append(f"vector store moved aside to {moved.name} and rebuilt: {reason}")
+                self.store.mark_all_out_of_vector()
+            self.vectors.resume()
+            self._flush_pending_vectors(report)
+            report.seconds = time.perf_counter() - started
+            return report
+
+        self.last_repair = report = self._locked(work)
+        return report
+
     # -- whole-root sync --------------------------------------------------------------------------
     def sync(
         self,
@@ -319,7 +348,7 @@ class Indexer:
         for rel in sorted(set(rels)):
             path = on_disk(root, rel)
             doc_type = note_type(root, rel, self.settings.layout)
-            reason = unindexable(path, root) if doc_type is not None else None
+            reason = unindexable(path, root, self.settings.layout) if doc_type is not None else None
             if reason:  # a FIFO, a folder named x.md, a symlink out of the root: as `sync` records them
                 stale += self.store.record_skip(rel, reason)
                 report.skipped[rel] = reason
@@ -345,7 +374,8 @@ class Indexer:
             if state and state.mtime_ns == st.st_mtime_ns and state.size == st.st_size:
                 report.unchanged += 1
                 return None
-            data = read_inside(item.path, self.settings.root, self.settings.max_file_bytes)
+            data = read_inside(item.path, self.settings.root, self.settings.max_file_bytes, self.settings.layout,
+                               twins=False)  # ruled out by discover / unindexable
         except (FileNotFoundError, NotADirectoryError):  # deleted between discovery and now: gone, not skipped
             self._delete_vectors(self.store.remove_file(item.rel), report)
             report.removed += state is not None

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # numpy is imported by whoever makes the vectors
     import numpy as np
 
 from indexer.config import EMBEDDED_COLLECTION as COLLECTION  # the default; see Settings.collection
+from indexer.safe_write import PRIVATE, write_atomic
 
 UPSERT_BATCH = 2000
 SERVER_UPSERT_BATCH = 500  # ~0.3 s per request to a local server: well inside REQUEST_TIMEOUT
@@ -77,6 +78,7 @@ class VectorStore:
         self._seen_generation: str | None = None
         self._state = threading.Lock()
         self._down: str | None = None  # why calls fail fast; None while the store is usable
+        self._damaged = False  # the embedded files themselves failed to open (see `damaged`)
         self._down_since = 0.0
         self._failures = 0  # counts every failure: a repair clears _needs_repair only if none came meanwhile
         self._needs_repair = False
@@ -84,18 +86,18 @@ class VectorStore:
 
     # -- embedded: cross-process freshness ----------------------------------------------------------
     def _read_generation(self) -> str:
+        """The last writer's stamp; "" when there is none or it is garbage (a garbage stamp used to raise on
+        every call and keep the store down for good: it only means "reopen", and the next write replaces it)."""
         try:
             return self._generation_file.read_text(encoding="ascii")
-        except OSError:
+        except (OSError, ValueError):
             return ""
 
     def _stamp_generation(self) -> None:
         if self.url:
             return
         token = f"{os.getpid()}-{time.time_ns()}"
-        tmp = self._generation_file.with_name(f".{self._generation_file.name}.{os.getpid()}")
-        tmp.write_text(token, encoding="ascii")
-        os.replace(tmp, self._generation_file)
+        write_atomic(self._generation_file, token, PRIVATE)  # a random temporary name, never a planted link
         self._seen_generation = token
 
     def _refresh_if_stale(self) -> None:
@@ -172,10 +174,13 @@ class VectorStore:
                 if not self.url:
                     self._client = None
                     self._forget_embedded_system()
-                    why = f"{self._diagnose_path()}{why}"
+                    plain = self._diagnose_path()
+                    self._damaged = not plain and any(w in why.lower() for w in _DAMAGE_WORDS)
+                    why = f"{plain}{why}"
                 raise VectorStoreUnavailable(f"vector store unavailable ({self._where()}): {why}") from exc
             self._collection = collection
             self._seen_generation = generation
+            self._damaged = False
             return collection
 
     def _diagnose_path(self) -> str:
@@ -327,12 +332,54 @@ class VectorStore:
         self._call("reset", lambda c: None)
         self._stamp_generation()
 
+    def self_check(self, samples: Sequence[tuple[str, np.ndarray]]) -> str | None:
+        """Why the store is not healthy although it answers, or None: each sampled stored vector must find
+        itself (a vector this close, similarity >= SELF_MATCH). A store whose segment files went missing
+        or were damaged still counts its vectors from its metadata, and then answered queries with
+        irrelevant hits while stats said ok."""
+        for chunk_id, vector in samples:
+            hits = self.query(vector, SELF_CHECK_NEIGHBOURS)  # several: an approximate index may rank it second
+            if not hits or hits[0].similarity < SELF_MATCH:
+                found = f"its nearest is at similarity {hits[0].similarity:.2f}" if hits else "it finds nothing"
+                return (f"the vector store does not find its own vectors (chunk {chunk_id}: {found}): its index files"
+                        " are missing or damaged")
+        return None
+
+    def move_aside(self) -> Path | None:
+        """Move the embedded store's folder aside (kept for inspection) so that a fresh one is rebuilt from the
+        embedding cache; None for a Chroma server, whose files are not ours to move."""
+        if self.url:
+            return None
+        with self._lock:
+            self._client = None
+            self._collection = None
+            self._forget_embedded_system()
+            target = self.path.with_name(f"{self.path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+            if self.path.exists():
+                self.path.rename(target)
+            self._generation_file.unlink(missing_ok=True)
+            self._seen_generation = None
+        return target
+
+    @property
+    def damaged(self) -> bool:
+        """The embedded store failed to open with its own files at fault (not permissions, not a file in the
+        folder's place): moving it aside and rebuilding it is the repair."""
+        return self._damaged
+
     def probe(self) -> tuple[bool, str]:
         """A real round trip, for health reports: (ok, detail)."""
         try:
             return True, f"{self.count()} vectors"
         except VectorStoreUnavailable as exc:
             return False, str(exc)
+
+
+SELF_MATCH = 0.99  # a stored vector queried against its store finds itself (cosine similarity ~1)
+SELF_CHECK_NEIGHBOURS = 10
+# Chroma's words for its own files being unreadable as what they should be (SQLite metadata, HNSW segments).
+_DAMAGE_WORDS = ("database error", "not a database", "malformed", "corrupt", "disk image", "no such table",
+                 "hnsw", "segment", "unpickl", "invalid load key")
 
 
 def _describe(exc: BaseException) -> str:

@@ -14,10 +14,11 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from indexer.safe_write import PRIVATE, write_atomic
 
 PACKAGES = ("server", "indexer")
 HERE = Path(__file__).resolve().parent
@@ -103,10 +104,7 @@ def load() -> dict[str, Any]:
     for folder in _cache_dirs():
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cli-spec-")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(spec, f)
-            os.replace(tmp, folder / name)  # atomic: a concurrent run reads the old file or the new one
+            write_atomic(folder / name, json.dumps(spec), PRIVATE)  # a concurrent run reads the old file or the new one
             for stale in folder.glob("cli-spec-*.json"):
                 if stale.name != name:
                     stale.unlink(missing_ok=True)

@@ -70,12 +70,12 @@ def classify(exc: BaseException) -> OracleError | None:
     from server.browse import NotFound
     from server.feedback import FeedbackError
     from server.files import FileNotInRoot, PathRefused
-    from server.learn import LearnError, LearnLost
+    from server.learn import LearnError, LearnKeyConflict, LearnLost
     from server.query import QueryError
     from server.supersede import SupersedeError
 
     message = str(exc)
-    if isinstance(exc, LearnLost):
+    if isinstance(exc, (LearnLost, LearnKeyConflict)):
         return OracleError("conflict", message)
     if isinstance(exc, LearnError):
         return OracleError(_write_kind(exc) or "invalid", message)

@@ -43,6 +43,7 @@ from server.errors import VALIDATION_STATUS, OracleError, classify, problem, pro
 from server.feedback import feedback_overview
 from server.files import FileContent, read_file
 from server.mcp_server import build_server
+from server.mcp_sessions import MAX_SESSIONS, SessionGuard
 from server.slots import ServiceSlots
 from server.stats import stats
 from server.supersede import supersessions_overview
@@ -349,12 +350,17 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
             allowed_hosts=sorted(allowed_hosts),
             allowed_origins=sorted(f"http://{h}" for h in allowed_hosts),
         ),
+        max_sessions=MAX_SESSIONS,
     )
+    sessions = SessionGuard(next(r.endpoint for r in mcp_app.routes if getattr(r, "path", None) == "/mcp"),
+                            mcp.session_manager)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
-        async with mcp.session_manager.run():
+        async with mcp.session_manager.run(), anyio.create_task_group() as group:
+            group.start_soon(sessions.run)  # half-open sessions expire even when no request comes
             yield
+            group.cancel_scope.cancel()
 
     app = FastAPI(title="Oracle", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Searchable agent memory made of plain markdown.")
@@ -425,8 +431,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    mcp_endpoint = next(r.endpoint for r in mcp_app.routes if getattr(r, "path", None) == "/mcp")
-    app.add_route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    app.add_route("/mcp", sessions, methods=["GET", "POST", "DELETE"], include_in_schema=False)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from indexer.discover import Discovery, discover, top_folder
+from indexer.safe_write import SHARED, SymlinkRefused, write_atomic
 from indexer.rootconfig import BUILTIN_FOLDER_TYPES, CONFIG_NAME, Layout, load_layout, read_gitignore
 from server.render import summary_lines
 
@@ -141,15 +142,18 @@ def init(path: Path, force: bool = False) -> tuple[Path, list[str]]:
     if not root.is_dir():
         raise InitError(f"{root} is not a folder")
     target = root / CONFIG_NAME
+    if target.is_symlink():  # a repository could point it at any file of the person running init
+        raise InitError(f"{target} is a symlink; oracle.toml must be a regular file: remove the link, then run init")
     if target.exists() and not force:
         raise InitError(f"{target} exists; edit it, or run `oracle init --force` to replace it")
     s = survey(root)
     if s.total == 0:
         raise InitError(f"no markdown files under {root} (dot-folders and .gitignore'd paths left out)")
     text = render_config(s)
-    tmp = target.with_name(f".{CONFIG_NAME}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(target)
+    try:
+        write_atomic(target, text, SHARED, refuse_symlink=True)  # a random temporary name: no planted link is followed
+    except SymlinkRefused as exc:  # a link planted between the check above and now
+        raise InitError(str(exc)) from None
     layout = load_layout(root)  # with the environment: what `oracle index` will really do
     lines = [f"wrote {target}"] + describe(discover(root, layout), layout)
     lines.append(f"next: oracle --root {root} index")

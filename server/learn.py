@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
+import hashlib
 import os
-import threading
 import unicodedata
 from pathlib import Path
 
@@ -20,6 +20,7 @@ import yaml
 
 from indexer.discover import is_within
 from indexer.parse import bare_title, parse_markdown
+from indexer.safe_write import SHARED, create_new
 from server.app import Oracle
 from server.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest
 from server.search import run_search
@@ -39,6 +40,10 @@ class LearnError(RuntimeError):
 class LearnLost(LearnError):
     """The learning was written, but the file was moved, deleted or changed by someone else before it was
     indexed: no note under its name is indexed with the metadata asked for."""
+
+
+class LearnKeyConflict(LearnError):
+    """The idempotency key belongs to a different learning, or a learn with it is still running."""
 
 
 def slugify(text: str) -> str:
@@ -161,10 +166,11 @@ def _write_new(folder: Path, base: str, text: str) -> Path:
     disk, a file-size limit), the temporary file and any folder made for it are removed again.
     """
     made = [p for p in (folder, *folder.parents) if not p.exists()]
-    tmp = folder / f".{base}.{os.getpid()}-{threading.get_ident()}.tmp"
+    tmp: Path | None = None
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "x", encoding="utf-8") as handle:
+        fd, tmp = create_new(folder, f".{base}", SHARED)  # random name, O_EXCL|O_NOFOLLOW
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -178,7 +184,8 @@ def _write_new(folder: Path, base: str, text: str) -> Path:
         raise LearnError(f"more than {MAX_SUFFIX} learnings named {base!r} today; choose a different title")
     except OSError as exc:
         with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
         for path in made:  # innermost first; only folders this call created, and only if still empty
             with contextlib.suppress(OSError):
                 path.rmdir()
@@ -186,7 +193,8 @@ def _write_new(folder: Path, base: str, text: str) -> Path:
         raise LearnError(f"could not write the learning: {reason}; nothing was saved") from exc
     finally:
         with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
 
 
 def near_duplicates(oracle: Oracle, request: LearnRequest, own_file: str) -> list[NearDuplicate]:
@@ -224,6 +232,53 @@ def check_written(path: Path, rel: str, text: str, request: LearnRequest, title:
 
 
 def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.date | None = None) -> LearnResult:
+    """Save and index a learning; with an idempotency key, a retry returns the first save instead of a twin.
+
+    The key is claimed before anything is written (atomically, in logs.db), settled with the file once it is
+    saved, and released when nothing was saved, so a client that lost the answer can safely ask again."""
+    key = request.idempotency_key
+    if key is None:
+        return _learn(oracle, request, client, today)
+    fingerprint = hashlib.sha256(request.model_dump_json(exclude={"idempotency_key"}).encode()).hexdigest()
+    state, file = oracle.logs.claim_learn_key(key, fingerprint)
+    if state == "done" and file is not None:
+        return _replay(oracle, request, file)
+    if state == "other":
+        raise LearnKeyConflict("idempotency_key: this key was already used for a different learning; use a new key"
+                               " for a new learning")
+    if state == "busy":
+        raise LearnKeyConflict("idempotency_key: a learn with this key is running right now; retry in a few seconds")
+    try:
+        result = _learn(oracle, request, client, today)
+    except BaseException:
+        oracle.logs.settle_learn_key(key, None)  # nothing saved: a retry must write it
+        raise
+    try:
+        oracle.logs.settle_learn_key(key, result.file)
+    except Exception as exc:  # noqa: BLE001 - the learning is saved; say so rather than fail
+        result.warnings.append(f"the idempotency key could not be recorded ({type(exc).__name__}): a retry with it"
+                               " may save the learning again")
+    return result
+
+
+def _replay(oracle: Oracle, request: LearnRequest, file: str) -> LearnResult:
+    """What the first learn with this key saved, read back from the index (nothing is written)."""
+    chunk_ids = oracle.store.file_chunk_ids(file)
+    note = oracle.store.note(file)
+    warnings = [f"this idempotency key already saved {file}; nothing new was written"]
+    if not chunk_ids:
+        warnings.append(f"{file} is no longer indexed (deleted or moved since)")
+    sections = oracle.store.sections_by_id(chunk_ids).values()
+    return LearnResult(
+        id=chunk_ids[0] if chunk_ids else "", chunk_ids=chunk_ids, file=file,
+        title=(note.title if note and note.title else title_for(request)), concepts=list(request.concepts),
+        embedded=bool(chunk_ids) and all(s.in_vector for s in sections), warnings=warnings, replayed=True,
+    )
+
+
+def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | None) -> LearnResult:
+    """Write the learning, index it, and report; once the note is saved and indexed nothing after it (the
+    near-duplicate advice, the learn log) can turn the answer into a failure that invites a duplicate retry."""
     title = title_for(request)
     today = today or dt.date.today()
     folder = learnings_folder(oracle)
@@ -249,9 +304,16 @@ def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.
     )
     warnings = list(report.warnings)
     duplicates: list[NearDuplicate] = []
-    if embedded:
-        duplicates = near_duplicates(oracle, request, rel)
-    oracle.logs.log_learn(client, rel, title, list(request.concepts), request.project, request.source, chunk_ids, embedded)
+    try:
+        if embedded:
+            duplicates = near_duplicates(oracle, request, rel)
+    except Exception as exc:  # noqa: BLE001 - advice only: the learning is saved and indexed
+        warnings.append(f"near-duplicate check skipped ({type(exc).__name__}: {exc}); the learning is saved")
+    try:
+        oracle.logs.log_learn(client, rel, title, list(request.concepts), request.project, request.source, chunk_ids,
+                              embedded)
+    except Exception as exc:  # noqa: BLE001 - a record of the learn, not the learn itself
+        warnings.append(f"the learn log could not be written ({type(exc).__name__}); the learning is saved")
     return LearnResult(
         id=chunk_ids[0] if chunk_ids else "",
         chunk_ids=chunk_ids,

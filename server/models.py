@@ -298,6 +298,11 @@ class LearnRequest(BaseModel):
         default_factory=list, max_length=MAX_LEARN_RELATIONS,
         description='Relations the learning states: {subject, predicate, object} objects, [s, p, o] or "s | p | o".',
     )
+    idempotency_key: str | None = Field(
+        default=None, min_length=8, max_length=200, pattern=r"^[\x21-\x7e]+$",
+        description="Any unique string (a UUID) of 8-200 printable ASCII characters: a retry of the same learn with"
+        " the same key returns the learning saved the first time instead of saving it twice.",
+    )
 
     @field_validator("concepts", mode="before")
     @classmethod
@@ -338,6 +343,8 @@ class LearnResult(BaseModel):
     embedded: bool
     warnings: list[str] = Field(default_factory=list)
     near_duplicates: list[NearDuplicate] = Field(default_factory=list)
+    replayed: bool = Field(default=False, description="True when an idempotency key had already saved this learning:"
+                           " nothing new was written.")
 
 
 class ConsultRequest(BaseModel):

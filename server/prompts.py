@@ -2,7 +2,9 @@
 
 A prompt is text a person picks from a menu (a slash command in Claude Code) and hands to the model. Each
 one here is built from the same services as the tools (consult, reflect, search), so a prompt never says
-something a tool call would not. Transport-neutral: the result is a `PromptText` (text plus the notes it
+something a tool call would not. A prompt is a user-role message, so note text in it would read as the
+user's own words: every note a prompt quotes (a section, or only its title in a list of related notes) goes
+inside consult's tagged reference-data boundary (`quote_sources`), never inline. Transport-neutral: the result is a `PromptText` (text plus the notes it
 cites); `server/mcp_surface.py` turns it into MCP messages and resource links.
 """
 
@@ -17,9 +19,9 @@ import yaml
 
 from server.app import Oracle
 from server.browse import REFLECT_TYPES, reflect
-from server.consult import consult
+from server.consult import consult, quote_sources
 from server.learn import DUPLICATE_SIMILARITY, slugify
-from server.models import ConsultRequest, ReflectRequest, SearchRequest
+from server.models import ConsultRequest, Hit, ReflectRequest, SearchRequest, Source
 from server.search import run_search
 
 # The bundled retrospectives' sections: used when the knowledge base has too few retrospectives of its own.
@@ -94,10 +96,11 @@ def reflect_prompt(oracle: Oracle, note_type: str | None = None, client: str = "
     if note_type not in ("all", *REFLECT_TYPES):
         raise PromptArgumentError(f"type must be {', '.join(('all', *REFLECT_TYPES)[:-1])} or {REFLECT_TYPES[-1]}")
     doc = reflect(oracle, ReflectRequest(type=note_type), client=client)
-    heading = f" › {doc.heading}" if doc.heading else ""
+    quoted = Source(id=doc.id, type=doc.type, title=doc.title, heading=doc.heading, source_file=doc.source_file,
+                    line_start=doc.line_start, line_end=doc.line_end, content_hash=doc.content_hash, score=0.0,
+                    text=doc.content)
     text = (
-        f"Take a moment with this {doc.type} from our knowledge base ({doc.source_file}, id {doc.id}):\n\n"
-        f"## {doc.title}{heading}\n\n{doc.content}\n\n"
+        f"Take a moment with this {doc.type} from our knowledge base:\n\n{quote_sources([quoted])}\n"
         "How does it bear on the work in front of you right now? Name one thing you would do differently because"
         " of it, or say plainly that it does not apply."
     )
@@ -165,16 +168,23 @@ def retrospective_prompt(
         " its lessons with `oracle_learn` (one call per lesson worth keeping).",
     ]
     if cited:
-        lines += ["", "Notes that may be related (link them where they apply):"]
-        lines += [f"- {c.title} ({c.path})" for c in cited]
+        lines += ["", "Notes that may be related (link them where they apply):", "",
+                  quote_sources([_listed(h) for h in related.hits]).rstrip()]
     return PromptText(description=f"Retrospective skeleton: {title}", text="\n".join(lines), cited=cited)
+
+
+def _listed(hit: Hit) -> Source:
+    """A hit as a source shown by its label alone (title, heading, id, file, hash), inside the boundary."""
+    return Source(id=hit.id, type=hit.type, title=hit.title, heading=hit.heading, source_file=hit.source_file,
+                  line_start=hit.line_start, line_end=hit.line_end, content_hash=hit.content_hash, score=hit.score,
+                  text="")
 
 
 # -- learn-from-session -----------------------------------------------------------------------------
 @dataclass
 class Candidate:
     text: str
-    duplicates: list[tuple[Cited, float]] = field(default_factory=list)
+    duplicates: list[tuple[Source, float]] = field(default_factory=list)
     checked: bool = True
 
 
@@ -212,14 +222,14 @@ def split_candidates(notes: str) -> list[str]:
     return out[:MAX_CANDIDATES]
 
 
-def check_duplicates(oracle: Oracle, text: str) -> tuple[list[tuple[Cited, float]], bool]:
+def check_duplicates(oracle: Oracle, text: str) -> tuple[list[tuple[Source, float]], bool]:
     """Existing learnings at least as similar as the learn tool's near-duplicate threshold, and whether the
     semantic check could run at all (without vectors a candidate is 'unchecked', never 'new')."""
     result = run_search(oracle, SearchRequest(query=text[:2_000], type="learning", mode="vector", limit=3,
                                               group_by_file=True))
     vector_down = any("vector" in w.lower() and "unavailable" in w.lower() for w in result.meta.warnings)
     found = [
-        (Cited(h.source_file, h.title, h.id), round(h.breakdown.vector_similarity or 0.0, 3))
+        (_listed(h), round(h.breakdown.vector_similarity or 0.0, 3))
         for h in result.hits
         if (h.breakdown.vector_similarity or 0.0) >= DUPLICATE_SIMILARITY
     ]
@@ -252,18 +262,23 @@ def learn_from_session_prompt(
         " candidate with the existing learnings:",
         "",
     ]
-    cited: list[Cited] = []
+    listed: dict[str, Source] = {}  # the existing notes named, numbered as in the boundary below
+    for cand in candidates:
+        for source, _ in cand.duplicates:
+            listed.setdefault(source.id, source)
+    number = {source_id: n for n, source_id in enumerate(listed, start=1)}
     for n, cand in enumerate(candidates, start=1):
         if cand.duplicates:
             status = "NEAR-DUPLICATE of " + "; ".join(
-                f"{c.title} ({c.path}, id {c.chunk_id}, similarity {sim:.2f})" for c, sim in cand.duplicates
+                f"note [{number[s.id]}] below (similarity {sim:.2f})" for s, sim in cand.duplicates
             )
-            cited += [c for c, _ in cand.duplicates]
         elif not cand.checked:
             status = "UNCHECKED (the vector store is unavailable): search for it with oracle_search before saving"
         else:
             status = "NEW (no existing learning is this similar)"
         lines += [f"{n}. {cand.text}", f"   -> {status}"]
+    if listed:
+        lines += ["", "The existing learnings named above:", "", quote_sources(list(listed.values())).rstrip()]
     lines += [
         "",
         "For each NEW candidate worth keeping, rewrite it as a self-contained learning with a short title and"
@@ -276,5 +291,5 @@ def learn_from_session_prompt(
     return PromptText(
         description=f"{len(candidates)} candidate learnings, {new} new",
         text="\n".join(lines),
-        cited=list(dict.fromkeys(cited)),
+        cited=[Cited(s.source_file, s.title, s.id) for s in listed.values()],
     )

@@ -13,7 +13,7 @@ from indexer.parse import split_frontmatter
 from indexer.sync import decode_markdown, file_hash
 from server.app import Oracle
 from server.browse import NotFound
-from server.files import MAX_READ_BYTES, FileNotInRoot, read_bytes, safe_path
+from server.files import MAX_READ_BYTES, FileNotInRoot, read_bytes
 from server.models import ReadRequest, ReadResult, SectionRef
 from server.relations import stating_files
 from server.supersede import successors_for
@@ -24,13 +24,15 @@ def _json_safe(meta: dict) -> dict:
     return json.loads(json.dumps(meta, default=str, ensure_ascii=False))
 
 
-def _load(oracle: Oracle, rel: str) -> tuple[str, str]:
-    """(text, sha256 of the bytes) of a note inside the root, or PathRefused / FileNotInRoot saying why not."""
-    _, data = read_bytes(oracle.settings.root, rel)
+def _load(oracle: Oracle, raw: str) -> tuple[str, str, str]:
+    """(relative path, text, sha256 of the bytes) of a note inside the root, or PathRefused / FileNotInRoot
+    saying why not. The path is checked once, by the read itself: checking the resolved name a second time
+    would refuse a link indexed under its own name to a file in no mapped folder."""
+    rel, data = read_bytes(oracle.settings.root, raw, oracle.settings.layout)
     text, reason = decode_markdown(data, MAX_READ_BYTES)
     if text is None:
         raise FileNotInRoot(f"{rel!r} cannot be read as a note: {reason}")
-    return text, file_hash(data)
+    return rel, text, file_hash(data)
 
 
 def read_note(oracle: Oracle, request: ReadRequest, client: str = "cli") -> ReadResult:
@@ -40,10 +42,10 @@ def read_note(oracle: Oracle, request: ReadRequest, client: str = "cli") -> Read
         if focus is None:
             raise NotFound(f"id: no indexed chunk has id {request.id!r}; use an id from a search hit, or pass file")
         rel = focus.file
+        _, text, digest = _load(oracle, rel)
     else:
         assert request.file is not None
-        rel, _ = safe_path(oracle.settings.root, request.file)
-    text, digest = _load(oracle, rel)
+        rel, text, digest = _load(oracle, request.file)
     indexed = oracle.store.note(rel)
     sections = oracle.store.file_sections(rel)
     meta, _, _, _ = split_frontmatter(text)

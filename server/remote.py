@@ -15,7 +15,10 @@ import json
 import os
 import socket
 import time
+from pathlib import Path
 from urllib.parse import urlencode
+
+from indexer.safe_write import PRIVATE, write_atomic
 
 SERVER_FILE = "server.json"
 CLIENT_HEADER = "X-Oracle-Client"
@@ -51,10 +54,8 @@ def record(data_dir: str | os.PathLike, root: str | os.PathLike, host: str, port
     """Say where this server listens (atomically: a reader never sees half a file)."""
     path = server_file(data_dir)
     os.makedirs(data_dir, exist_ok=True)
-    tmp = os.path.join(data_dir, f".{SERVER_FILE}.{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"pid": os.getpid(), "host": host, "port": port, "root": str(root), "started": time.time()}, f)
-    os.replace(tmp, path)
+    record = {"pid": os.getpid(), "host": host, "port": port, "root": str(root), "started": time.time()}
+    write_atomic(Path(path), json.dumps(record), PRIVATE)  # never through a link planted at a temporary name
     return path
 
 

@@ -26,7 +26,7 @@ from mcp.shared.uri_template import UriTemplate
 
 from server.app import Oracle
 from server.browse import NotFound
-from server.files import FileNotInRoot, PathRefused
+from server.files import FileNotInRoot, PathRefused, safe_path
 from server.instructions import CHUNK_TEMPLATE, NOTE_TEMPLATE, STATS_URI
 from server.models import ReadRequest
 from server.read import read_note
@@ -168,10 +168,18 @@ def read_note_resource(oracle: Oracle, rel: str, client: str = "mcp") -> Content
 
 
 def read_chunk_resource(oracle: Oracle, chunk_id: str, client: str = "mcp") -> Content:
-    """One section from the index, so its text always matches its content hash."""
+    """One section from the index, so its text always matches its content hash.
+
+    The note's path passes the readers' rules first (`safe_path`): an index written before a symlink's
+    target was judged (or by another version) must not serve, by id, text the rules now keep out.
+    """
     section = oracle.store.sections_by_id([chunk_id]).get(chunk_id)
     if section is None:
         raise UnknownResource(f"no indexed section has id {chunk_id!r}; ids come from search hits or a note's sections")
+    try:
+        safe_path(oracle.settings.root, section.file, oracle.settings.layout)
+    except PathRefused as exc:
+        raise UnknownResource(f"section {chunk_id!r} is not served: {exc}") from None
     oracle.logs.log_access(client, "read", [chunk_id])
     return Content(
         uri=chunk_uri(chunk_id),

@@ -382,6 +382,29 @@ def _script_note(multilingual: bool) -> str:
             "matches come from the query's other words, its keyword matches from the words themselves")
 
 
+def _hydrate(oracle: Oracle, entries: list[_Entry], limit: int) -> tuple[list[_Entry], dict[str, Section], int]:
+    """(page, its sections by id, how many entries vanished): the first `limit` entries whose sections are
+    still in the index.
+
+    Ranking and reading the page are two reads; another writer (a learn, the watcher) may re-index or remove
+    a note in between. Such an entry is dropped and the next one takes its place: one note changed under a
+    search must not turn the whole search (or the learn that ran it) into an error."""
+    page: list[_Entry] = []
+    docs: dict[str, Section] = {}
+    vanished = 0
+    rest = entries
+    while rest and len(page) < limit:
+        batch, rest = rest[: limit - len(page)], rest[limit - len(page) :]
+        found = oracle.store.sections_by_id([e.lead.id for e in batch])
+        for entry in batch:
+            if entry.lead.id in found:
+                page.append(entry)
+                docs[entry.lead.id] = found[entry.lead.id]
+            else:
+                vanished += 1
+    return page, docs, vanished
+
+
 def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     """Retrieval only, unlogged: the building block for search and consult.
 
@@ -402,8 +425,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
            and max(len(ranked.legs.fts), len(ranked.legs.vector)) >= pool):
         pool *= NOTE_POOL_FACTOR
         ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar, languages)
-    page = ranked.entries[request.offset : wanted]
-    docs = oracle.store.sections_by_id([e.lead.id for e in page])
+    page, docs, vanished = _hydrate(oracle, ranked.entries[request.offset :], request.limit)
     bar = scoring.Bar(bm25_bar,
                       scoring.similarity_bar(ranked.legs.main_share))
     complete = _well_covered(oracle, kq, page, bar)
@@ -415,6 +437,8 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
         warnings.append(_script_note(ranked.legs.multilingual))
     if hits and weak:
         warnings.append("no strong match: the best results are only loosely related to the query")
+    if vanished:
+        warnings.append(f"{vanished} result(s) left out: their notes were re-indexed or removed while this search ran")
     return SearchResult(
         query=query,
         hits=hits,

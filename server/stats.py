@@ -24,6 +24,8 @@ class Drift(BaseModel):
     symlink_aliases: int = 0  # symlinks to notes indexed under their real name (one note, not two)
     excluded: dict[str, int] = {}  # rule (exclude, .gitignore, include) -> markdown files it leaves out
     config_warnings: list[str] = []  # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder
+    # names two or more files spell in different Unicode normal forms (NFC/NFD): none of them is indexed
+    name_collisions: list[str] = []
 
 
 class DocumentCounts(BaseModel):
@@ -95,7 +97,7 @@ def drift(oracle: Oracle) -> Drift:
             stale.append(rel)
     stale.sort()
     return Drift(
-        in_sync=not (missing or vanished or stale),
+        in_sync=not (missing or vanished or stale or found.collisions),
         not_indexed=missing[:20],
         not_indexed_count=len(missing),
         changed_since_index=stale[:20],
@@ -106,6 +108,7 @@ def drift(oracle: Oracle) -> Drift:
         symlink_aliases=len(found.aliases),
         excluded=dict(sorted(found.excluded.items())),
         config_warnings=found.warnings,
+        name_collisions=found.collisions,
     )
 
 
@@ -122,6 +125,13 @@ def vector_health(oracle: Oracle, embedded: int) -> VectorHealth:
             f"{held} vectors, but the index has {embedded} chunks marked as embedded: the vector store lost"
             f" {embedded - held}; a running Oracle server re-adds them from the embedding cache"
         ))
+    try:
+        broken = oracle.indexer.check_vectors()  # a count read from metadata says nothing of the index files
+    except VectorStoreUnavailable as exc:
+        return VectorHealth(ok=False, detail=str(exc))
+    if broken:
+        return VectorHealth(ok=False, detail=f"{broken}; a running Oracle server moves it aside and rebuilds it from"
+                                             " the embedding cache")
     return VectorHealth(ok=True, detail=f"{held} vectors")
 
 

@@ -35,6 +35,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from indexer.safe_write import PRIVATE, write_atomic
+
 CACHE_NAME = "mcp-handshake.json"  # in the data dir, when the shared cache folder cannot be written
 SHARED_PREFIX = "handshake-"  # handshake-<key>.json in the user's cache folder
 SHARED_KEEP = 8  # cache files of other code versions kept (other checkouts, venvs); older ones are removed
@@ -134,15 +136,11 @@ class Front:
         """Write the cache to the first of its paths that takes it; a failure only costs the next start time."""
         text = json.dumps(self.cache, ensure_ascii=False)
         for path in self.cache_paths:
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 fresh = not path.exists()
-                tmp.write_text(text, encoding="utf-8")
-                os.replace(tmp, path)
+                write_atomic(path, text, PRIVATE)  # a random temporary name: a planted link is never followed
             except OSError:
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
                 continue
             if fresh and path.name.startswith(SHARED_PREFIX):
                 _prune(path)

@@ -64,7 +64,7 @@ def resolve(oracle: Oracle, raw: str, what: str) -> _Target:
             raise SupersedeError(f"{what}: no indexed chunk has id {raw!r}; use an id from a search hit or a note's path")
         return target
     try:
-        rel, _ = safe_path(oracle.settings.root, raw)
+        rel, _ = safe_path(oracle.settings.root, raw, oracle.settings.layout)
     except PathRefused as exc:
         raise SupersedeError(f"{what}: {exc}") from None
     target = _note_target(oracle, rel)

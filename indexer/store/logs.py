@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS supersede_log (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, old_ref TEXT NOT NULL, new_ref TEXT,
     reason TEXT, action TEXT NOT NULL
 );
+-- learn's idempotency keys: which learning a key saved (file NULL while the learn that claimed it runs)
+CREATE TABLE IF NOT EXISTS learn_keys (key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, file TEXT, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS document_access_doc ON document_access(doc_id);
 CREATE INDEX IF NOT EXISTS search_log_at ON search_log(at);
 CREATE INDEX IF NOT EXISTS consult_log_at ON consult_log(at);
@@ -67,6 +69,9 @@ LOG_TABLES = ("search_log", "consult_log", "learn_log", "document_access", "feed
 # Usage records, pruned by age and count. Verdicts and supersessions are not: search ranks by them.
 PRUNED_TABLES = ("search_log", "consult_log", "learn_log", "document_access")
 PRUNE_EVERY_SECONDS = 3600.0
+# A learn that claimed an idempotency key and has not settled it after this long died (a killed process):
+# its claim lapses, and a retry with the key writes the learning.
+KEY_CLAIM_SECONDS = 120.0
 
 
 def _cut(text: str | None) -> str | None:
@@ -186,6 +191,9 @@ class Logs:
                         f"DELETE FROM {table} WHERE id <= (SELECT id FROM {table} ORDER BY id DESC LIMIT 1 OFFSET ?)",
                         (self.max_rows,)).rowcount
                 deleted[table] = count
+            if self.retention_days:  # a key is remembered as long as the learn log that records its learning
+                deleted["learn_keys"] = self.conn.execute("DELETE FROM learn_keys WHERE at < ?",
+                                                          (now - self.retention_days * 86400,)).rowcount
             self._pruned_at = time.monotonic()
         return deleted
 
@@ -243,6 +251,41 @@ class Logs:
             " VALUES (?,?,?,?,?,?,?,?,?)",
             [(time.time(), client, file, _cut(title), _json(concepts), project, _cut(source), _json(chunk_ids), int(embedded))],
         )
+
+    def claim_learn_key(self, key: str, fingerprint: str, now: float | None = None) -> tuple[str, str | None]:
+        """Claim an idempotency key for a learn, atomically across threads and processes.
+
+        ("new", None): the caller holds the key and must `settle_learn_key` it; ("done", file): a learn with
+        this key and the same request saved `file`; ("busy", None): one is running now; ("other", file): the
+        key was used for a different learning. Written at once, not queued: a retry may come within ms.
+        """
+        now = time.time() if now is None else now
+        with self._lock:
+            if self._conn_closed:
+                raise StoreClosed("the logs are closed: this process is shutting down")
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = self.conn.execute("SELECT fingerprint, file, at FROM learn_keys WHERE key = ?", (key,)).fetchone()
+                if row is None or (row[1] is None and now - row[2] > KEY_CLAIM_SECONDS):
+                    self.conn.execute("INSERT OR REPLACE INTO learn_keys (key, fingerprint, file, at) VALUES (?,?,NULL,?)",
+                                      (key, fingerprint, now))
+                    state: tuple[str, str | None] = ("new", None)
+                elif row[0] != fingerprint:
+                    state = ("other", row[1])
+                else:
+                    state = ("done", row[1]) if row[1] is not None else ("busy", None)
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        return state
+
+    def settle_learn_key(self, key: str, file: str | None) -> None:
+        """Record the learning a claimed key saved, or (file None: nothing was saved) release the claim."""
+        if file is None:
+            self._write([("DELETE FROM learn_keys WHERE key = ? AND file IS NULL", [(key,)])])
+        else:
+            self._write([("UPDATE learn_keys SET file = ?, at = ? WHERE key = ?", [(file, time.time(), key)])])
 
     @staticmethod
     def _access_rows(client: str, tool: str, doc_ids: Sequence[str], at: float) -> tuple[str, list[tuple]]:

@@ -104,6 +104,17 @@ class Reads:
     def pending_count(self) -> int:
         return self._scalar("SELECT count(*) FROM documents WHERE in_vector = 0")
 
+    def embedded_sample(self, n: int) -> list[tuple[str, str]]:
+        """(id, embed_key) of up to n chunks marked embedded, spread over the index from its oldest to its newest
+        (the vector store's self-check: a store that lost old segments still holds the newest vectors)."""
+        total = self.embedded_count()
+        offsets = sorted({min(total - 1, i * total // max(1, n - 1)) for i in range(n)}) if total else []
+        out: list[tuple[str, str]] = []
+        for offset in offsets:
+            out += self.fetch("SELECT id, embed_key FROM documents WHERE in_vector = 1 ORDER BY rowid LIMIT 1 OFFSET ?",
+                              (offset,))
+        return out
+
     def embedded_count(self) -> int:
         """Chunks marked as being in the vector store (what a healthy store holds at least)."""
         return self._scalar("SELECT count(*) FROM documents WHERE in_vector = 1")

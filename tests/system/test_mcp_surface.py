@@ -270,7 +270,9 @@ def test_consult_and_reflect_prompts(peer: Peer) -> None:
     assert links and all(link.type == "resource_link" for link in links)
     assert any("mock" in link.name for link in links)
     reflected = peer.call(peer.client.get_prompt, "reflect", {"type": "principle"})
-    assert "principle from our knowledge base (principles/" in _text(reflected)
+    reflected_text = _text(reflected)  # the section inside the reference-data boundary (issue 26)
+    assert "principle from our knowledge base:" in reflected_text and " file=principles/" in reflected_text
+    assert reflected_text.count("<<<ORACLE REFERENCE DATA ") == 1 == reflected_text.count("<<<END ORACLE REFERENCE DATA ")
     with pytest.raises(MCPError) as err:
         peer.call(peer.client.get_prompt, "consult", {})
     assert "decision is required" in err.value.message
@@ -305,7 +307,9 @@ def test_learn_from_session_checks_near_duplicates(peer: Peer) -> None:
     text = _text(peer.call(peer.client.get_prompt, "learn-from-session", {"notes": notes, "project": "oracle"}))
     items = re.findall(r"^(\d+)\. (.+)\n   -> (.+)$", text, flags=re.M)
     assert [i[0] for i in items] == ["1", "2"]  # "ok" is too short to be a learning
-    assert items[0][2].startswith("NEAR-DUPLICATE of ") and "mocked-database-hid-missing-tokenizer" in items[0][2]
+    assert items[0][2].startswith("NEAR-DUPLICATE of note [1] below")
+    quoted = text.split("<<<ORACLE REFERENCE DATA ", 1)[1].split("<<<END ORACLE REFERENCE DATA ", 1)[0]
+    assert "mocked-database-hid-missing-tokenizer" in quoted  # named inside the boundary (issue 26)
     assert items[1][2].startswith("NEW")
     assert 'project="oracle"' in text
 

@@ -189,6 +189,13 @@ def build_sandbox(base: Path) -> Sandbox:
     os.symlink("good.md", learnings / "alias.md")  # inside the root: good.md again, not a second note
     os.symlink("flip-real", learnings / "flip-dir")  # swapped back and forth while read: see the race test
     os.mkfifo(learnings / "fifo.md")
+    # Issue 26: secrets inside the root where a teammate keeps them, and committed note-named links to them.
+    write(root / ".env", f"API_TOKEN={TOKEN}\n")
+    write(root / ".git/config", f"[remote]\n\turl = https://bob:{TOKEN}@example.com/x.git\n")
+    _canary(root / "node_modules/pkg/README.md")
+    os.symlink("../.env", learnings / "env.md")
+    os.symlink("../.git/config", learnings / "git-config.md")
+    os.symlink("../node_modules/pkg/README.md", learnings / "node.md")
     os.link(box / "hard-target.md", learnings / "hard.md")
     # Traps at the names today's learnings will take: a learn must never write through them.
     os.symlink(box / "outside/written.md", learnings / f"{TODAY}_dangling-trap.md")
@@ -297,7 +304,9 @@ def attempts(base: Path) -> dict[str, list[str]]:
                      "learnings/dir-out/deep/canary.md", "learnings/loop.md", "learnings/loop-a.md",
                      "learnings/dangling.md", "learnings/proc.md", "learnings/devzero.md", "learnings/fifo.md",
                      "principles/ext-principles/canary.md", "learnings/dir-out/nothing.md",
-                     f"learnings/{TODAY}_symlink-trap.md", f"learnings/{TODAY}_dangling-trap.md"],
+                     f"learnings/{TODAY}_symlink-trap.md", f"learnings/{TODAY}_dangling-trap.md",
+                     "learnings/env.md", "learnings/git-config.md", "learnings/node.md", "node_modules/pkg/README.md",
+                     ".env", ".git/config", "learnings/../.env"],
     }
 
 
@@ -313,6 +322,10 @@ READABLE = {
     "learnings/hard.md": "learnings/hard.md",  # a hard link is a file in the root (see indexer/discover.py)
     f"learnings/{TODAY}_hard-trap.md": f"learnings/{TODAY}_hard-trap.md",
 }
+
+
+HIDDEN_TARGET = ("symlink target is a hidden file or in a hidden folder (names starting with '.', '#' or '~'):"
+                 " not indexed")
 
 
 def fts_total(url: str, word: str) -> int:
@@ -339,6 +352,9 @@ def test_indexing_reads_nothing_outside_the_root(sandbox, http_server):
     skipped = stats["files"]["skipped"]
     assert skipped == {
         "learnings/dangling.md": "broken symlink (its target does not exist)",
+        "learnings/env.md": HIDDEN_TARGET,
+        "learnings/git-config.md": HIDDEN_TARGET,
+        "learnings/node.md": "symlink target is left out by the rules (exclude): not indexed",
         "learnings/devzero.md": "symlink points outside the knowledge root",
         "learnings/dir-out": "folder symlink points outside the knowledge root: not followed",
         "learnings/fifo.md": "not a regular file (a FIFO)",

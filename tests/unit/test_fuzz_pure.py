@@ -30,6 +30,7 @@ from _hostile import examples, UNICODE_PIECES, any_text, hostile_text, json_valu
 from indexer.parse import SPLIT_LEVEL, content_hash, parse_markdown
 from indexer.store import FileState, Filters, Store, keyword_search
 from indexer.sync import decode_markdown
+from indexer.rootconfig import Layout
 from server.files import PathRefused, safe_path
 from server.learn import SLUG_MAX, render, slugify, title_for
 from server.query import MAX_QUERY_CHARS, MAX_TERMS, QueryError, build_keyword_query, validate_query
@@ -361,7 +362,7 @@ def knowledge_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @example("learnings/" + "a" * 300 + ".md")
 def test_any_path_is_refused_or_stays_inside_the_root(knowledge_root: Path, raw: str) -> None:
     try:
-        rel, target = safe_path(knowledge_root, raw)
+        rel, target = safe_path(knowledge_root, raw, Layout())
     except PathRefused as exc:
         assert str(exc)
         return
