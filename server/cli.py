@@ -245,6 +245,75 @@ def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
     return 0  # run_local closes the Oracle, which stops the worker
 
 
+# -- the shared engine (server/engine.py, server/relay.py) -------------------------------------------------
+def engine_enabled() -> bool:
+    """ORACLE_ENGINE=0 makes every `oracle serve` standalone, as `--standalone` does one."""
+    import os
+
+    return os.environ.get("ORACLE_ENGINE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _serve_flags(args: argparse.Namespace) -> list[str]:
+    return [flag for flag, on in (("--no-index", args.no_index), ("--no-watch", args.no_watch)) if on]
+
+
+def serve_through_engine(args: argparse.Namespace) -> int:
+    """`oracle serve` (stdio): relay to the engine of this root, starting it if needed; in-process if not."""
+    from server import relay
+
+    root = locate.resolve_root(args.root)
+    data_dir = locate.resolve_data_dir(args.data_dir, root)
+
+    def in_process(front, reason: str) -> int:
+        from indexer.config import ConfigError, Settings
+
+        try:
+            settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
+        except ConfigError as exc:
+            print(f"oracle: configuration error: {exc}", file=sys.stderr)
+            return 2
+        args.stdio_front, args.serving = front, {"mode": "fallback", "detail": reason}
+        return run_local(args, settings)
+
+    return relay.serve(root, data_dir, _serve_flags(args), in_process)
+
+
+def cmd_engine(args: argparse.Namespace) -> int:
+    from server import engine
+
+    if args.action == "run":
+        from indexer.config import ConfigError, Settings
+
+        if not args.key:
+            print("oracle: `oracle engine run` is started by `oracle serve`; use status or stop", file=sys.stderr)
+            return 2
+        try:
+            settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
+        except ConfigError as exc:
+            print(f"oracle: configuration error: {exc}", file=sys.stderr)
+            return 2
+        return engine.run(settings, args.key, watch=not args.no_watch, index=not args.no_index)
+    root = locate.resolve_root(args.root)
+    data_dir = locate.resolve_data_dir(args.data_dir, root)
+    answers = engine.control(args.action, None if args.all else root, None if args.all else data_dir)
+    if args.json:
+        _dump(answers)
+        return 0
+    if not answers:
+        print(f"no engine running for {root}" if not args.all else "no engine running")
+        return 0
+    for a in answers:
+        if "error" in a:
+            print(f"engine pid {a.get('pid')}: does not answer ({a['error']})")
+        elif args.action == "stop":
+            print(f"engine pid {a.get('pid')} for {a.get('root')}: {'stopped' if a.get('stopped') else 'still running'}")
+        else:
+            idle = "" if a.get("sessions") else f", idle {a.get('idle_for_seconds')} s of {a.get('idle_seconds'):.0f}"
+            print(f"engine pid {a['pid']} for {a['root']} (index {a['data_dir']}): {a['sessions']} session(s){idle},"
+                  f" up {a['uptime_seconds']} s, {a.get('rss_mb')} MB, watching: {a['watching']}, socket {a['socket']}")
+    return 0
+
+
 def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) -> None:
     """One registry tool as a subcommand: its free words, then one option per request field."""
     p = sub.add_parser(command, help=spec["help"])
@@ -290,7 +359,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="default: ORACLE_PORT or 37778")
     p.add_argument("--no-index", action="store_true", help="do not sync the index at start-up (nor watch)")
     p.add_argument("--no-watch", action="store_true", help="do not watch the knowledge root for changes")
+    p.add_argument("--standalone", action="store_true",
+                   help="over stdio: run Oracle in this process instead of relaying to the shared engine"
+                        " (also ORACLE_ENGINE=0)")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("engine", help="the shared engine that serves every `oracle serve` session of this root")
+    p.add_argument("action", choices=["status", "stop", "run"],
+                   help="status: the engines serving this root; stop: end them; run: be one (started by `serve`)")
+    p.add_argument("--all", action="store_true", help="status: every engine of this user, whatever its root")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--key", help=argparse.SUPPRESS)
+    p.add_argument("--no-index", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--no-watch", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=None)
 
     p = sub.add_parser("watch", help="index, then keep the index in step with file changes")
     p.set_defaults(func=cmd_watch)
@@ -305,6 +387,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "init":
         return cmd_init(args)
+    if args.command == "engine":
+        return cmd_engine(args)
+    if args.command == "serve" and not args.http and not args.standalone and engine_enabled():
+        return serve_through_engine(args)
     specs = clispec.load()
     answered = try_remote(args, specs)
     if answered is not None:
@@ -330,6 +416,8 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
 
     # A server checks its index in the maintenance worker, off the way to the handshake (Store.verify).
     oracle = Oracle.open(settings, check=args.func is not cmd_serve)
+    if getattr(args, "serving", None):
+        oracle.serving.update(args.serving)
     if getattr(args, "stdio_front", None) is not None:  # `oracle serve`: the handshake can be answered now
         from server import stdio_front
 
