@@ -101,7 +101,11 @@ def try_remote(args: argparse.Namespace, specs: dict) -> int | None:
     if request is None:
         return None
     root = locate.resolve_root(args.root)
-    endpoint = remote.find(locate.resolve_data_dir(args.data_dir, root), root)
+    data_dir = locate.resolve_data_dir(args.data_dir, root)
+    answered = try_engine(args, specs, root, data_dir)
+    if answered is not None:
+        return answered
+    endpoint = remote.find(data_dir, root)
     if endpoint is None:
         return None
     method, path, params, body = request
@@ -114,6 +118,35 @@ def try_remote(args: argparse.Namespace, specs: dict) -> int | None:
 
         return _print_error(EXIT_CODE[kind_of_status(exc.status)], str(exc))
     return emit(args, data, _renderer(args.command, specs))
+
+
+def try_engine(args: argparse.Namespace, specs: dict, root: str, data_dir: str) -> int | None:
+    """Answer through a running engine for this root, data dir and settings (server/engine.py) over its private
+    socket, after both sides proved the engine's secret; None when there is none. The CLI never starts one."""
+    from server import engine_channel as channel
+
+    spec = specs[args.command]
+    folder = channel.runtime_dir()
+    settings = channel.settings_fingerprint()
+    for info in channel.records(folder):
+        if (info.get("root"), info.get("data_dir"), info.get("settings")) != (root, data_dir, settings):
+            continue
+        try:
+            line, _hello = channel.connect(channel.Paths(folder, str(info["key"])), "call")
+        except (channel.ChannelError, OSError):
+            continue
+        with line.sock:
+            try:
+                line.sock.settimeout(300)
+                line.send_json({"tool": spec["tool"], "arguments": tool_values(args, spec)})
+                answer = json.loads(line.readline() or b"{}")
+            except (OSError, ValueError):
+                continue
+        if "result" in answer:
+            return emit(args, answer["result"], _renderer(args.command, specs))
+        if "error" in answer:
+            return _print_error(int(answer.get("exit_code") or 1), str(answer["error"]))
+    return None
 
 
 def _renderer(command: str, specs: dict) -> Renderer:
@@ -188,9 +221,9 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
         oracle.start(watch=not (args.no_index or args.no_watch), sync=not args.no_index, warm_delay=WARM_DELAY)
         print(f"oracle: dashboard http://{args.host}:{port}/  MCP http://{args.host}:{port}/mcp", file=sys.stderr)
         # `_exit_on_sigterm` makes SIGTERM run `finally`, so the record goes with the server.
-        remote.record(oracle.settings.data_dir, oracle.settings.root, args.host, port)  # the CLI's fast path
+        secret = remote.record(oracle.settings.data_dir, oracle.settings.root, args.host, port)  # the CLI's fast path
         try:
-            serve_http(oracle, host=args.host, port=port, sock=sock)
+            serve_http(oracle, host=args.host, port=port, sock=sock, proof_secret=secret)
         finally:
             remote.forget(oracle.settings.data_dir)
         return 0

@@ -117,7 +117,8 @@ class Engine:
             listener = await anyio.create_unix_listener(self.paths.socket, mode=0o600)
             channel.write_private(self.paths.record, json.dumps({
                 "pid": os.getpid(), "root": str(self.oracle.settings.root), "data_dir": str(self.oracle.settings.data_dir),
-                "socket": self.paths.socket, "started": self.started, "version": _version()}).encode())
+                "socket": self.paths.socket, "started": self.started, "version": _version(),
+                "settings": channel.settings_fingerprint()}).encode())  # a CLI call checks it (server/cli.py)
             print(f"oracle engine {self.paths.key}: pid {os.getpid()} serving {self.oracle.settings.root} on"
                   f" {self.paths.socket}", file=sys.stderr, flush=True)
             async with listener, anyio.create_task_group() as tg:
@@ -210,7 +211,8 @@ class Engine:
             request = json.loads(await reader.receive_until(b"\n", MAX_MESSAGE))
             tool = BY_NAME[request["tool"]]
             parsed = tool.parse(request.get("arguments") or {})
-            result = await self.server.slots.run(tool.run, self.oracle, parsed, Caller("cli@engine", "server"))
+            caller = Caller("cli@server", "cli")  # logged as a server-process latency, as a CLI call through HTTP is
+            result = await self.server.slots.run(tool.run, self.oracle, parsed, caller)
             answer = {"result": result.model_dump(mode="json")}
         except InvalidArguments as exc:
             answer = {"error": f"invalid input: {exc}", "exit_code": exc.exit_code}

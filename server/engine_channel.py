@@ -34,8 +34,9 @@ import time
 PROTOCOL = 1
 MAX_HELLO = 4096  # bytes of one handshake line
 HANDSHAKE_TIMEOUT = 5.0  # seconds a side waits for the other's handshake line
-# ORACLE_* variables that do not change what an engine serves (they only say how to reach or run one).
-NOT_SETTINGS = ("ORACLE_ENGINE", "ORACLE_ENGINE_IDLE", "ORACLE_ENGINE_START_TIMEOUT", "ORACLE_RUNTIME_DIR",
+# ORACLE_* variables that do not change what an engine serves (they only say how to reach or run one; the root
+# and data dir are part of the key as resolved paths).
+NOT_SETTINGS = ("ORACLE_ROOT", "ORACLE_DATA_DIR", "ORACLE_ENGINE", "ORACLE_ENGINE_IDLE", "ORACLE_ENGINE_START_TIMEOUT", "ORACLE_RUNTIME_DIR",
                 "ORACLE_HANDSHAKE_CACHE", "ORACLE_CACHE_DIR", "ORACLE_TOKEN")
 
 

@@ -423,3 +423,73 @@ def test_a_client_never_sends_a_query_to_an_impostor(kb: dict[str, str]) -> None
     finally:
         session.close()
         impostor.close()
+
+
+# -- the CLI ---------------------------------------------------------------------------------------
+def test_the_cli_answers_through_a_running_engine(kb: dict[str, str]) -> None:
+    local = json.loads(cli(kb, "search", "retry backoff", "--mode", "fts", "--json").stdout)
+    assert json.loads(cli(kb, "stats", "--json").stdout)["serving"]["mode"] == "in-process"  # no engine: alone
+    session = Session(kb)
+    try:
+        pid = session.serving()["pid"]
+        stats = json.loads(cli(kb, "stats", "--json").stdout)
+        assert stats["serving"] == {"mode": "engine", "detail": stats["serving"]["detail"], "pid": pid, "sessions": 1}
+        through = json.loads(cli(kb, "search", "retry backoff", "--mode", "fts", "--json").stdout)
+        for result in (local, through):
+            result["meta"].pop("took_ms")
+        assert through == local
+        learned = cli(kb, "learn", "Engines serialise every write through one process.", "--title", "One writer")
+        assert learned.returncode == 0, learned.stderr
+        assert session.ok("oracle_search", {"query": "engines serialise writes", "mode": "fts"})["hits"]
+        bad = cli(kb, "search", "x", "--limit", "0")
+        assert bad.returncode == 2 and "limit" in bad.stderr
+        assert json.loads(cli(kb, "--local", "stats", "--json").stdout)["serving"]["mode"] == "in-process"
+    finally:
+        session.close()
+
+
+def test_a_stale_server_json_gets_no_query_and_no_token(kb: dict[str, str]) -> None:
+    """`server.json` names a port that something else now holds: the CLI asks it for the recorded server's
+    proof, gets none, and answers alone; the query and ORACLE_TOKEN never leave the process."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    received: list[bytes] = []
+
+    def serve() -> None:
+        listener.settimeout(60)
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    received.append(conn.recv(65536))
+                    conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n'
+                                 b'{"proof": "00"}')
+                except OSError:
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    data = Path(kb["ORACLE_DATA_DIR"])
+    channel.write_private(str(data / "server.json"), json.dumps({
+        "pid": os.getppid(), "host": "127.0.0.1", "port": port, "root": kb["ORACLE_ROOT"], "started": 0,
+        "secret": "ab" * 32}).encode())
+    token = "a-token-that-must-stay-home-1234"
+    try:
+        done = cli({**kb, "ORACLE_TOKEN": token}, "search", "retry", "backoff", "--mode", "fts", "--json")
+        assert done.returncode == 0 and json.loads(done.stdout)["hits"], done.stderr
+        sent = b"".join(received)
+        assert sent.startswith(b"GET /api/server-proof?nonce=")  # asked to prove itself, and nothing else
+        assert b"retry" not in sent and token.encode() not in sent and b"Authorization" not in sent
+        received.clear()
+        (data / "server.json").write_text(json.dumps({  # an older record without a secret: not even asked
+            "pid": os.getppid(), "host": "127.0.0.1", "port": port, "root": kb["ORACLE_ROOT"], "started": 0}))
+        (data / "server.json").chmod(0o600)
+        done = cli({**kb, "ORACLE_TOKEN": token}, "search", "retry", "--mode", "fts", "--json")
+        assert done.returncode == 0 and received == []
+    finally:
+        listener.close()
