@@ -390,7 +390,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         counts = oracle.store.counts()
         return Health(status="ok", version=__version__, files=counts["files"], chunks=counts["chunks"])
 
-    @app.get("/api/server-proof")
+    @app.get("/api/server-proof", include_in_schema=False)  # the CLI's check, not part of the API
     def server_proof(nonce: Annotated[str, Query(min_length=16, max_length=128)]) -> JSONResponse:
         """Proof that this is the server whose `server.json` the CLI read (server/remote.py): HMAC of the CLI's
         nonce with the secret recorded there. The secret itself never leaves the data dir."""

@@ -67,7 +67,8 @@ def serve(root: str, data_dir: str, flags: list[str], fallback: Fallback) -> int
         conn, hello = channel.connect(paths)
     except (channel.ChannelError, OSError):
         conn = hello = None
-    front = stdio_front.Front(caches, code, direct=conn is not None)
+    # ORACLE_HANDSHAKE_CACHE=0: nothing answered early; the handshake waits for the engine.
+    front = stdio_front.Front(caches, code, direct=conn is not None or not stdio_front.enabled())
     if conn is None:
         front.attach(lambda base: f"{base}\n\n{ENGINE_STARTING}")
         try:

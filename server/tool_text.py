@@ -84,7 +84,6 @@ def stats_text(request: Any, result: Stats) -> str:
     )
 
 
-
 def concepts_text(request: Any, result: ConceptsResult) -> str:
     return ", ".join(f"{c.concept} ({c.count})" for c in result.concepts) or "no concepts yet"
 
