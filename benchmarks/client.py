@@ -196,13 +196,13 @@ def one_run(workload: Workload, validate: bool = True, before: Path | None = Non
     anyio.run(measure_server, plain, env, plain_calls, figures, "plain FTS5", validate)
     oracle_env = {**env, "ORACLE_ROOT": str(workload.root), "ORACLE_DATA_DIR": str(workload.data)}
     # Without the handshake cache (server/stdio_front.py): what a first start after an install or upgrade costs.
-    anyio.run(measure_server, [str(ORACLE), "serve", "--no-watch"], {**oracle_env, "ORACLE_HANDSHAKE_CACHE": "0"}, [],
+    anyio.run(measure_server, [str(ORACLE), "serve", "--standalone", "--no-watch"], {**oracle_env, "ORACLE_HANDSHAKE_CACHE": "0"}, [],
               figures, "oracle, SDK only (no handshake cache)")
-    anyio.run(measure_server, [str(ORACLE), "serve", "--no-watch"], oracle_env, oracle_calls(workload.queries),
+    anyio.run(measure_server, [str(ORACLE), "serve", "--standalone", "--no-watch"], oracle_env, oracle_calls(workload.queries),
               figures, "oracle", validate)
     if before is not None:  # an older Oracle (a source tree, e.g. `git archive REV | tar -x -C DIR`), same run
         anyio.run(measure_server, [sys.executable, "-c", LAUNCH, "serve", "--no-watch"],
-                  {**oracle_env, "PYTHONPATH": str(before.resolve())}, oracle_calls(workload.queries, "oracle before"),
+                  {**oracle_env, "ORACLE_ENGINE": "0", "PYTHONPATH": str(before.resolve())}, oracle_calls(workload.queries, "oracle before"),
                   figures, "oracle before", validate)
     in_process(workload, figures)
     return figures

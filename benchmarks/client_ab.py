@@ -35,9 +35,9 @@ async def run(before: Path, rounds: int, passes: int) -> dict[str, dict[str, lis
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
     env.update(PYTHONIOENCODING="utf-8", ORACLE_ROOT=str(work.root), ORACLE_DATA_DIR=str(work.data))
     servers = {
-        "current": StdioServerParameters(command=str(ORACLE), args=["serve", "--no-watch"], env=env, cwd=str(REPO)),
+        "current": StdioServerParameters(command=str(ORACLE), args=["serve", "--standalone", "--no-watch"], env=env, cwd=str(REPO)),
         "before": StdioServerParameters(command=sys.executable, args=["-c", LAUNCH, "serve", "--no-watch"],
-                                        env={**env, "PYTHONPATH": str(before.resolve())}, cwd=str(REPO)),
+                                        env={**env, "ORACLE_ENGINE": "0", "PYTHONPATH": str(before.resolve())}, cwd=str(REPO)),
     }
     out: dict[str, dict[str, list[float]]] = {}
     async with AsyncExitStack() as stack:

@@ -130,7 +130,7 @@ class McpOracle:
         errlog = self._stack.enter_context(open(os.devnull, "w"))
         self.portal = self._stack.enter_context(anyio.from_thread.start_blocking_portal())
         oracle = REPO / ".venv" / "bin" / "oracle"
-        params = StdioServerParameters(command=str(oracle), args=["serve", "--no-watch"], env=env, cwd=str(REPO))
+        params = StdioServerParameters(command=str(oracle), args=["serve", "--standalone", "--no-watch"], env=env, cwd=str(REPO))
         client = Client(stdio_client(params, errlog=errlog))
         self.client = self._stack.enter_context(self.portal.wrap_async_context_manager(client))
 

@@ -358,7 +358,7 @@ def first_search(env: dict[str, str], query: str, repeats: int) -> dict:
     cmd = oracle_cmd()
 
     async def once() -> tuple[float, dict]:
-        params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "serve"], env=env, cwd=str(REPO))
+        params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "serve", "--standalone"], env=env, cwd=str(REPO))
         started = time.perf_counter()
         async with Client(params, read_timeout_seconds=300) as client:
             result = await client.call_tool("oracle_search", {"query": query, "limit": LIMIT})

@@ -81,7 +81,7 @@ def mcp_startup(env: dict[str, str], repeats: int = 5) -> dict[str, float]:
     from mcp.client.stdio import StdioServerParameters
 
     async def once() -> float:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "server.cli", "serve"], env=env, cwd=str(PROJECT))
+        params = StdioServerParameters(command=sys.executable, args=["-m", "server.cli", "serve", "--standalone"], env=env, cwd=str(PROJECT))
         started = time.perf_counter()
         async with Client(params) as client:
             await client.list_tools()

@@ -42,6 +42,9 @@ class Oracle:
     # the first search on a fresh index is not silently empty.
     ready: threading.Event = field(default_factory=threading.Event)
     maintenance: Maintenance | None = None  # the worker, between start() and close()
+    # How this Oracle is being served, for oracle_stats (server/stats.py `Serving`): a shared engine
+    # (server/engine.py) updates its session count; a stdio session that lost its engine says why it runs alone.
+    serving: dict = field(default_factory=lambda: {"mode": "in-process", "detail": "this process"})
 
     def __post_init__(self) -> None:
         self.ready.set()

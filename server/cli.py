@@ -101,7 +101,11 @@ def try_remote(args: argparse.Namespace, specs: dict) -> int | None:
     if request is None:
         return None
     root = locate.resolve_root(args.root)
-    endpoint = remote.find(locate.resolve_data_dir(args.data_dir, root), root)
+    data_dir = locate.resolve_data_dir(args.data_dir, root)
+    answered = try_engine(args, specs, root, data_dir)
+    if answered is not None:
+        return answered
+    endpoint = remote.find(data_dir, root)
     if endpoint is None:
         return None
     method, path, params, body = request
@@ -114,6 +118,35 @@ def try_remote(args: argparse.Namespace, specs: dict) -> int | None:
 
         return _print_error(EXIT_CODE[kind_of_status(exc.status)], str(exc))
     return emit(args, data, _renderer(args.command, specs))
+
+
+def try_engine(args: argparse.Namespace, specs: dict, root: str, data_dir: str) -> int | None:
+    """Answer through a running engine for this root, data dir and settings (server/engine.py) over its private
+    socket, after both sides proved the engine's secret; None when there is none. The CLI never starts one."""
+    from server import engine_channel as channel
+
+    spec = specs[args.command]
+    folder = channel.runtime_dir()
+    settings = channel.settings_fingerprint()
+    for info in channel.records(folder):
+        if (info.get("root"), info.get("data_dir"), info.get("settings")) != (root, data_dir, settings):
+            continue
+        try:
+            line, _hello = channel.connect(channel.Paths(folder, str(info["key"])), "call")
+        except (channel.ChannelError, OSError):
+            continue
+        with line.sock:
+            try:
+                line.sock.settimeout(300)
+                line.send_json({"tool": spec["tool"], "arguments": tool_values(args, spec)})
+                answer = json.loads(line.readline() or b"{}")
+            except (OSError, ValueError):
+                continue
+        if "result" in answer:
+            return emit(args, answer["result"], _renderer(args.command, specs))
+        if "error" in answer:
+            return _print_error(int(answer.get("exit_code") or 1), str(answer["error"]))
+    return None
 
 
 def _renderer(command: str, specs: dict) -> Renderer:
@@ -188,9 +221,9 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
         oracle.start(watch=not (args.no_index or args.no_watch), sync=not args.no_index, warm_delay=WARM_DELAY)
         print(f"oracle: dashboard http://{args.host}:{port}/  MCP http://{args.host}:{port}/mcp", file=sys.stderr)
         # `_exit_on_sigterm` makes SIGTERM run `finally`, so the record goes with the server.
-        remote.record(oracle.settings.data_dir, oracle.settings.root, args.host, port)  # the CLI's fast path
+        secret = remote.record(oracle.settings.data_dir, oracle.settings.root, args.host, port)  # the CLI's fast path
         try:
-            serve_http(oracle, host=args.host, port=port, sock=sock)
+            serve_http(oracle, host=args.host, port=port, sock=sock, proof_secret=secret)
         finally:
             remote.forget(oracle.settings.data_dir)
         return 0
@@ -245,6 +278,75 @@ def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
     return 0  # run_local closes the Oracle, which stops the worker
 
 
+# -- the shared engine (server/engine.py, server/relay.py) -------------------------------------------------
+def engine_enabled() -> bool:
+    """ORACLE_ENGINE=0 makes every `oracle serve` standalone, as `--standalone` does one."""
+    import os
+
+    return os.environ.get("ORACLE_ENGINE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _serve_flags(args: argparse.Namespace) -> list[str]:
+    return [flag for flag, on in (("--no-index", args.no_index), ("--no-watch", args.no_watch)) if on]
+
+
+def serve_through_engine(args: argparse.Namespace) -> int:
+    """`oracle serve` (stdio): relay to the engine of this root, starting it if needed; in-process if not."""
+    from server import relay
+
+    root = locate.resolve_root(args.root)
+    data_dir = locate.resolve_data_dir(args.data_dir, root)
+
+    def in_process(front, reason: str) -> int:
+        from indexer.config import ConfigError, Settings
+
+        try:
+            settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
+        except ConfigError as exc:
+            print(f"oracle: configuration error: {exc}", file=sys.stderr)
+            return 2
+        args.stdio_front, args.serving = front, {"mode": "fallback", "detail": reason}
+        return run_local(args, settings)
+
+    return relay.serve(root, data_dir, _serve_flags(args), in_process)
+
+
+def cmd_engine(args: argparse.Namespace) -> int:
+    from server import engine
+
+    if args.action == "run":
+        from indexer.config import ConfigError, Settings
+
+        if not args.key:
+            print("oracle: `oracle engine run` is started by `oracle serve`; use status or stop", file=sys.stderr)
+            return 2
+        try:
+            settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
+        except ConfigError as exc:
+            print(f"oracle: configuration error: {exc}", file=sys.stderr)
+            return 2
+        return engine.run(settings, args.key, watch=not args.no_watch, index=not args.no_index)
+    root = locate.resolve_root(args.root)
+    data_dir = locate.resolve_data_dir(args.data_dir, root)
+    answers = engine.control(args.action, None if args.all else root, None if args.all else data_dir)
+    if args.json:
+        _dump(answers)
+        return 0
+    if not answers:
+        print(f"no engine running for {root}" if not args.all else "no engine running")
+        return 0
+    for a in answers:
+        if "error" in a:
+            print(f"engine pid {a.get('pid')}: does not answer ({a['error']})")
+        elif args.action == "stop":
+            print(f"engine pid {a.get('pid')} for {a.get('root')}: {'stopped' if a.get('stopped') else 'still running'}")
+        else:
+            idle = "" if a.get("sessions") else f", idle {a.get('idle_for_seconds')} s of {a.get('idle_seconds'):.0f}"
+            print(f"engine pid {a['pid']} for {a['root']} (index {a['data_dir']}): {a['sessions']} session(s){idle},"
+                  f" up {a['uptime_seconds']} s, {a.get('rss_mb')} MB, watching: {a['watching']}, socket {a['socket']}")
+    return 0
+
+
 def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) -> None:
     """One registry tool as a subcommand: its free words, then one option per request field."""
     p = sub.add_parser(command, help=spec["help"])
@@ -290,7 +392,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="default: ORACLE_PORT or 37778")
     p.add_argument("--no-index", action="store_true", help="do not sync the index at start-up (nor watch)")
     p.add_argument("--no-watch", action="store_true", help="do not watch the knowledge root for changes")
+    p.add_argument("--standalone", action="store_true",
+                   help="over stdio: run Oracle in this process instead of relaying to the shared engine"
+                        " (also ORACLE_ENGINE=0)")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("engine", help="the shared engine that serves every `oracle serve` session of this root")
+    p.add_argument("action", choices=["status", "stop", "run"],
+                   help="status: the engines serving this root; stop: end them; run: be one (started by `serve`)")
+    p.add_argument("--all", action="store_true", help="status: every engine of this user, whatever its root")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--key", help=argparse.SUPPRESS)
+    p.add_argument("--no-index", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--no-watch", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=None)
 
     p = sub.add_parser("watch", help="index, then keep the index in step with file changes")
     p.set_defaults(func=cmd_watch)
@@ -305,6 +420,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "init":
         return cmd_init(args)
+    if args.command == "engine":
+        return cmd_engine(args)
+    if args.command == "serve" and not args.http and not args.standalone and engine_enabled():
+        return serve_through_engine(args)
     specs = clispec.load()
     answered = try_remote(args, specs)
     if answered is not None:
@@ -330,6 +449,8 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
 
     # A server checks its index in the maintenance worker, off the way to the handshake (Store.verify).
     oracle = Oracle.open(settings, check=args.func is not cmd_serve)
+    if getattr(args, "serving", None):
+        oracle.serving.update(args.serving)
     if getattr(args, "stdio_front", None) is not None:  # `oracle serve`: the handshake can be answered now
         from server import stdio_front
 

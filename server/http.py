@@ -65,7 +65,8 @@ def is_loopback(host: str) -> bool:
 MIN_TOKEN_CHARS = 16
 # Served without the token: liveness, and the dashboard's static shell (no data in it; it asks for the
 # token and sends it with every API call). Everything else, reads included, needs the token when one is set.
-PUBLIC_PATHS = frozenset({"/health", "/", "/docs"})
+# /api/server-proof is public because a CLI checks it before it sends a token (server/remote.py).
+PUBLIC_PATHS = frozenset({"/health", "/", "/docs", "/api/server-proof"})
 PUBLIC_PREFIXES = ("/static/",)
 
 
@@ -334,7 +335,8 @@ class V2QueryAlias:
         await self.app(scope, receive, send)
 
 
-def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token: str | None = None) -> ASGIApp:
+def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token: str | None = None,
+              proof_secret: bytes | None = None) -> ASGIApp:
     token = check_token(token if token is not None else (os.environ.get("ORACLE_TOKEN") or None))
     if not is_loopback(host) and not token:
         raise ServerConfigError(
@@ -393,6 +395,16 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
     def health() -> Health:
         counts = oracle.store.counts()
         return Health(status="ok", version=__version__, files=counts["files"], chunks=counts["chunks"])
+
+    @app.get("/api/server-proof", include_in_schema=False)  # the CLI's check, not part of the API
+    def server_proof(nonce: Annotated[str, Query(min_length=16, max_length=128)]) -> JSONResponse:
+        """Proof that this is the server whose `server.json` the CLI read (server/remote.py): HMAC of the CLI's
+        nonce with the secret recorded there. The secret itself never leaves the data dir."""
+        if proof_secret is None:
+            return JSONResponse({"error": "no proof secret"}, status_code=404)
+        from server.remote import server_proof as prove
+
+        return JSONResponse({"proof": prove(proof_secret, nonce)})
 
     for tool in TOOLS:
         _add_tool_route(app, tool, Ready, client_of, mcp.slots)
@@ -532,10 +544,11 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_http(oracle: Oracle, host: str, port: int, sock: socket.socket | None = None) -> None:
+def serve_http(oracle: Oracle, host: str, port: int, sock: socket.socket | None = None,
+               proof_secret: bytes | None = None) -> None:
     import uvicorn
 
-    config = uvicorn.Config(build_app(oracle, host=host, port=port), host=host, port=port, log_level="warning",
+    config = uvicorn.Config(build_app(oracle, host=host, port=port, proof_secret=proof_secret), host=host, port=port, log_level="warning",
                             http=header_timeout_protocol(), h11_max_incomplete_event_size=64 * 1024)
     uvicorn.Server(config).run(sockets=[sock or bind(host, port)])
 

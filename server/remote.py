@@ -11,14 +11,16 @@ replaced by one HTTP/1.1 exchange over a socket with `Connection: close`.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import secrets
 import socket
 import time
-from pathlib import Path
 from urllib.parse import urlencode
 
-from indexer.safe_write import PRIVATE, write_atomic
+from server import engine_channel
 
 SERVER_FILE = "server.json"
 CLIENT_HEADER = "X-Oracle-Client"
@@ -40,23 +42,32 @@ class RemoteError(Exception):
 class Endpoint:
     """Where a running server listens (a plain class: dataclasses costs ~5 ms of imports here)."""
 
-    __slots__ = ("host", "port", "pid")
+    __slots__ = ("host", "port", "pid", "secret")
 
-    def __init__(self, host: str, port: int, pid: int) -> None:
-        self.host, self.port, self.pid = host, port, pid
+    def __init__(self, host: str, port: int, pid: int, secret: bytes | None = None) -> None:
+        self.host, self.port, self.pid, self.secret = host, port, pid, secret
 
 
 def server_file(data_dir: str | os.PathLike) -> str:
     return os.path.join(data_dir, SERVER_FILE)
 
 
-def record(data_dir: str | os.PathLike, root: str | os.PathLike, host: str, port: int) -> str:
-    """Say where this server listens (atomically: a reader never sees half a file)."""
-    path = server_file(data_dir)
+def server_proof(secret: bytes, nonce: str) -> str:
+    return hmac.new(secret, f"oracle-http-server {nonce}".encode(), hashlib.sha256).hexdigest()
+
+
+def record(data_dir: str | os.PathLike, root: str | os.PathLike, host: str, port: int) -> bytes:
+    """Say where this server listens, with a fresh secret it proves itself with (`/api/server-proof`), in a file
+    only this user can read, atomically (a reader never sees half a file). Returns the secret.
+
+    Why the proof: the record outlives a server that was killed, and whatever listens on that port later
+    (another program, another user's process) must not receive the CLI's queries or its ORACLE_TOKEN."""
     os.makedirs(data_dir, exist_ok=True)
-    record = {"pid": os.getpid(), "host": host, "port": port, "root": str(root), "started": time.time()}
-    write_atomic(Path(path), json.dumps(record), PRIVATE)  # never through a link planted at a temporary name
-    return path
+    secret = secrets.token_bytes(32)
+    engine_channel.write_private(server_file(data_dir), json.dumps({
+        "pid": os.getpid(), "host": host, "port": port, "root": str(root), "started": time.time(),
+        "secret": secret.hex()}).encode())
+    return secret
 
 
 def forget(data_dir: str | os.PathLike) -> None:
@@ -84,16 +95,33 @@ def _alive(pid: int) -> bool:
 def find(data_dir: str | os.PathLike, root: str | os.PathLike) -> Endpoint | None:
     """The running server for this root, if its record is there and its process lives."""
     try:
-        with open(server_file(data_dir), encoding="utf-8") as f:
-            info = json.load(f)
+        info = json.loads(engine_channel.read_private(server_file(data_dir)))
         pid, port, host = int(info["pid"]), int(info["port"]), str(info["host"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        secret = bytes.fromhex(info["secret"])
+    except (OSError, ValueError, KeyError, TypeError, engine_channel.ChannelError):
+        return None  # none, unreadable, open to others, or from a version without a secret: work alone
     if info.get("root") != str(root) or pid == os.getpid() or not _alive(pid):
         return None
     if host in ("0.0.0.0", "::", "", "localhost"):
         host = "127.0.0.1"  # a wildcard bind answers on loopback
-    return Endpoint(host=host, port=port, pid=pid)
+    return Endpoint(host=host, port=port, pid=pid, secret=secret)
+
+
+def verify(endpoint: Endpoint, timeout: float = 5.0) -> None:
+    """RemoteUnavailable unless the listener proves it holds the recorded secret (before any query or token)."""
+    if endpoint.secret is None:
+        raise RemoteUnavailable("no secret recorded")
+    nonce = secrets.token_hex(16)
+    host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+    head = (f"GET /api/server-proof?nonce={nonce} HTTP/1.1\r\nHost: {host}:{endpoint.port}\r\n"
+            "Accept: application/json\r\nConnection: close\r\n\r\n")
+    try:
+        status, raw = _exchange(endpoint, head.encode("latin-1"), timeout)
+        given = json.loads(raw).get("proof") if status == 200 else None
+    except (OSError, ValueError, AttributeError) as exc:
+        raise RemoteUnavailable(f"no proof: {exc}") from None
+    if not isinstance(given, str) or not hmac.compare_digest(given, server_proof(endpoint.secret, nonce)):
+        raise RemoteUnavailable("the listener did not prove the recorded secret: not our server")
 
 
 def _exchange(endpoint: Endpoint, request: bytes, timeout: float) -> tuple[int, bytes]:
@@ -132,7 +160,10 @@ def _unchunk(body: bytes) -> bytes:
 
 def call(endpoint: Endpoint, method: str, path: str, params: dict | None = None, body: dict | None = None,
          timeout: float = 120.0) -> dict:
-    """One request; RemoteUnavailable if nobody answers, RemoteError for an error response."""
+    """One request; RemoteUnavailable if nobody answers, or the listener does not prove it is the recorded
+    server (checked first: nothing of the request, nor the token, goes to anyone else); RemoteError for an
+    error response."""
+    verify(endpoint)
     query = urlencode({k: v for k, v in (params or {}).items() if v is not None}, doseq=True)
     target = path + (f"?{query}" if query else "")
     host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host

@@ -100,6 +100,16 @@ def index(data: dict) -> tuple[list[str], list[str]]:
     return out, [f"warning: {w}" for w in data["warnings"]]
 
 
+def serving_text(serving: dict) -> str:
+    """`engine pid 123, 4 sessions`, `fallback pid 456 (the engine died: ...)`."""
+    text = f"{serving['mode']} pid {serving['pid']}"
+    if serving.get("sessions") is not None:
+        text += f", {serving['sessions']} session{'s' if serving['sessions'] != 1 else ''}"
+    if serving["mode"] == "fallback" and serving.get("detail"):
+        text += f" ({serving['detail']})"
+    return text
+
+
 def stats(data: dict) -> tuple[list[str], list[str]]:
     """Everything `oracle stats --json` holds that a person acts on, in words."""
     docs, files, emb, drift, usage = data["documents"], data["files"], data["embeddings"], data["drift"], data["usage"]
@@ -134,4 +144,6 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
                         for proc, v in by.items()) or f"p50 {_ms(usage['search_p50_ms'])}, p95 {_ms(usage['search_p95_ms'])}"
     out.append(f"usage: {usage['searches']} searches ({latency}), {usage['consultations']} consultations,"
                f" {usage['learnings']} learnings")
+    if data.get("serving"):
+        out.append(f"served by: {serving_text(data['serving'])}")
     return out, [f"warning: {w}" for w in drift.get("config_warnings", [])]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from pydantic import BaseModel
@@ -62,6 +63,17 @@ class Usage(BaseModel):
     search_latency_by_process: dict[str, dict[str, float | None]] = {}
 
 
+class Serving(BaseModel):
+    """Which process answered: `in-process` (a CLI call, `serve --standalone`, `serve --http`), `engine` (the
+    shared engine of this root: server/engine.py) or `fallback` (a stdio session whose engine could not start or
+    died, now running Oracle in its own process; `detail` says why)."""
+
+    mode: str
+    detail: str = ""
+    pid: int
+    sessions: int | None = None  # MCP sessions attached to the engine right now
+
+
 class Stats(BaseModel):
     version: str
     root: str
@@ -74,6 +86,7 @@ class Stats(BaseModel):
     vector_store: VectorHealth
     drift: Drift
     usage: Usage
+    serving: Serving | None = None
 
 
 def drift(oracle: Oracle) -> Drift:
@@ -174,4 +187,5 @@ def stats(oracle: Oracle) -> Stats:
             search_p95_ms=latency["p95_ms"],
             search_latency_by_process=oracle.logs.search_latency_by_process(),
         ),
+        serving=Serving(pid=os.getpid(), **oracle.serving),
     )

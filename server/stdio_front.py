@@ -79,7 +79,9 @@ def code_key() -> str:
 class Front:
     """The stdio wire, shared by the early answers (reader thread) and the SDK (once built)."""
 
-    def __init__(self, cache_paths: list[Path], key: str) -> None:
+    def __init__(self, cache_paths: list[Path], key: str, direct: bool = False) -> None:
+        """`direct`: a live server is already there (a warm engine: server/relay.py), so nothing is answered
+        from the cache; every message goes to it as it comes."""
         self.cache_paths = cache_paths  # where answers are looked for and written, the first that works
         self.key = key
         self.instructions: Callable[[str], str] | None = None  # base -> live instructions, once the index is open
@@ -89,11 +91,14 @@ class Front:
         self.handshake_done = threading.Event()
         self.cache = self._load()
         self.inbox: queue.Queue = queue.Queue()
+        self._inbox_lock = threading.Lock()  # a put never lands in a queue being replaced (`requeue`)
         self.sdk_ready = threading.Event()
+        if direct:
+            self.sdk_ready.set()
         self._write_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._session_init: str | None = None  # cache key of the initialize answered here (handshake era)
-        self._pending: dict[Any, str] = {}  # request id -> cache key, for answers the SDK gives
+        self._pending: dict[Any, str | None] = {}  # request id -> cache key (None: a replay), for the SDK's answers
         self._replays = 0
         # Claim the wire as the SDK's stdio transport does: the protocol on private descriptors, fd 0 at the null
         # device and fd 1 at stderr, so that handlers and children cannot read from or write into it.
@@ -182,7 +187,7 @@ class Front:
         except OSError:
             pass
         finally:
-            self.inbox.put(_EOF)
+            self._put(_EOF)
 
     def _on_line(self, line: str) -> None:
         message = _parse(line)
@@ -196,7 +201,7 @@ class Front:
                     return
                 with self._state_lock:
                     self._pending[message["id"]] = cache_key
-        self.inbox.put(line)
+        self._put(line)
 
     def _cache_key(self, message: dict) -> str | None:
         method, params = message["method"], message.get("params")
@@ -233,7 +238,7 @@ class Front:
             self._replays += 1
             replay_id = f"{REPLAY_PREFIX}{self._replays}"
             self._pending[replay_id] = cache_key
-        self.inbox.put(json.dumps(dict(message, id=replay_id), ensure_ascii=False))
+        self._put(json.dumps(dict(message, id=replay_id), ensure_ascii=False))
         self.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}, ensure_ascii=False,
                              separators=(",", ":")))
         if message["method"] == "tools/list":
@@ -266,8 +271,37 @@ class Front:
                     return
         self.send(text)
 
+    def _put(self, item: Any) -> None:
+        with self._inbox_lock:
+            self.inbox.put(item)
+
+    def requeue(self, first: list[str]) -> None:
+        """Put `first` ahead of every message still waiting, in order (a relay that lost its engine replays the
+        session's state to the in-process server it falls back to: server/relay.py). Anything that is not a
+        message (a relay's own marker) is dropped; the end of input is kept."""
+        with self._inbox_lock:
+            old, fresh = self.inbox, queue.Queue()
+            for line in first:
+                fresh.put(line)
+            while True:
+                try:
+                    item = old.get_nowait()
+                except queue.Empty:
+                    break
+                if isinstance(item, str) or item is _EOF:
+                    fresh.put(item)
+            self.inbox = fresh
+
+    def replay_id(self) -> str:
+        """A private request id whose answer `from_sdk` drops (a request the client never sent)."""
+        with self._state_lock:
+            self._replays += 1
+            replay_id = f"{REPLAY_PREFIX}{self._replays}"
+            self._pending[replay_id] = None
+        return replay_id
+
     def close(self) -> None:
-        self.inbox.put(_EOF)  # (handshake_done stays as it is: a worker still held is stopping, not starting)
+        self._put(_EOF)  # (handshake_done stays as it is: a worker still held is stopping, not starting)
 
 
 class _Lines:
@@ -284,7 +318,7 @@ class _Lines:
 
         line = await anyio.to_thread.run_sync(self.front.inbox.get, abandon_on_cancel=True)
         if line is _EOF:
-            self.front.inbox.put(_EOF)  # later readers see the end too
+            self.front._put(_EOF)  # later readers see the end too
             raise StopAsyncIteration
         return line
 

@@ -21,7 +21,7 @@ from server.models import (
     SupersedeResult,
     VerifyResult,
 )
-from server.render import result_count
+from server.render import result_count, serving_text
 from server.stats import Stats
 
 
@@ -80,6 +80,7 @@ def stats_text(request: Any, result: Stats) -> str:
         f"embeddings {result.embeddings.coverage:.1%}; vector store {'ok' if result.vector_store.ok else 'DOWN'}; "
         f"drift: {'none' if result.drift.in_sync else 'yes, run oracle index'}; "
         f"{result.usage.searches} searches, {result.usage.consultations} consultations, {result.usage.learnings} learnings"
+        + (f"; served by: {serving_text(result.serving.model_dump())}" if result.serving else "")
     )
 
 

@@ -46,7 +46,7 @@ async def _list_tools(env: dict[str, str], mode: str, cwd: str) -> int:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "server.cli", "serve", "--no-index",
+    params = StdioServerParameters(command=sys.executable, args=["-m", "server.cli", "serve", "--standalone", "--no-index",
                                                                  "--no-watch"], env=env, cwd=cwd)
     with open(os.devnull, "w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode=mode,  # type: ignore[arg-type]

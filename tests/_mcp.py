@@ -77,7 +77,7 @@ class Session:
         try:
             errlog = stack.enter_context(open(self.stderr_path, "a", encoding="utf-8"))
             self.portal = stack.enter_context(anyio.from_thread.start_blocking_portal())
-            params = StdioServerParameters(command=oracle_cmd()[0], args=[*oracle_cmd()[1:], "serve"],
+            params = StdioServerParameters(command=oracle_cmd()[0], args=[*oracle_cmd()[1:], "serve", "--standalone"],
                                            env=self.kb.env, cwd=str(self.kb.logs_dir))
             client = Client(stdio_client(params, errlog=errlog),
                             client_info=Implementation(name=CLIENT_NAME, version="1.0"),

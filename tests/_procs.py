@@ -88,3 +88,38 @@ class McpHttp:
 
     def close(self) -> None:
         self._stack.close()
+
+
+def stop_engines(runtime_dir: str | Path, timeout: float = 30.0) -> list[int]:
+    """End every Oracle engine (server/engine.py) whose record is in `runtime_dir`; their pids. Tests that let
+    `oracle serve` start engines call this, so that none outlives the test run."""
+    import json
+    import os
+    import signal
+
+    folder = Path(runtime_dir)
+    pids = []
+    for record in folder.glob("e-*.json") if folder.is_dir() else []:
+        try:
+            pids.append(int(json.loads(record.read_text(encoding="utf-8"))["pid"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return pids

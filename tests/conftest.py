@@ -46,8 +46,21 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     processes tests start inherit XDG_CACHE_HOME, a temp dir of this session."""
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("ORACLE_")}
     saved_cache = os.environ.get("XDG_CACHE_HOME")
+    saved_runtime = os.environ.get("XDG_RUNTIME_DIR")
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    # Engines (server/engine.py) that a test's `oracle serve` starts live in this session's own runtime folder,
+    # never the user's, and are stopped when the session ends.
+    runtime = tmp_path_factory.mktemp("xdg-runtime")
+    runtime.chmod(0o700)
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)
     yield
+    from _procs import stop_engines
+
+    stop_engines(runtime / "oracle")
+    if saved_runtime is None:
+        os.environ.pop("XDG_RUNTIME_DIR", None)
+    else:
+        os.environ["XDG_RUNTIME_DIR"] = saved_runtime
     os.environ.update(saved)
     if saved_cache is None:
         os.environ.pop("XDG_CACHE_HOME", None)

@@ -96,7 +96,7 @@ def test_a_stdio_client_that_leaves_during_the_first_index_ends_the_server_clean
     data = Path(kb["ORACLE_DATA_DIR"])
     log = tmp_path / "serve.log"
     with open(log, "w", encoding="utf-8") as errlog:
-        proc = subprocess.Popen([*oracle_cmd(), "serve"], env=kb, stdin=subprocess.PIPE,
+        proc = subprocess.Popen([*oracle_cmd(), "serve", "--standalone"], env=kb, stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=errlog)
     try:
         wait_until(lambda: indexed(data)[0] > 0, "the first files in the index", proc, log)

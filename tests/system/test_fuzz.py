@@ -445,7 +445,7 @@ class RawStdio:
 
     def __init__(self, kb: KB) -> None:
         self.stderr = open(kb.logs_dir / "raw-stdio.stderr", "w", encoding="utf-8")
-        self.proc = subprocess.Popen([*oracle_cmd(), "serve"], env=kb.env, cwd=kb.logs_dir, stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([*oracle_cmd(), "serve", "--standalone"], env=kb.env, cwd=kb.logs_dir, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.stderr)
         self.buffer = b""
         self.next_id = 1000

@@ -810,7 +810,7 @@ async def _fleet_scenario(root: Path, data: Path, env: dict[str, str], port: int
         clients: dict[str, Client] = {}
         for name in ("stdio-a", "stdio-b"):
             errlog = stack.enter_context(open(logs / f"{name}.stderr", "w", encoding="utf-8"))
-            params = StdioServerParameters(command=oracle_cmd()[0], args=[*oracle_cmd()[1:], "serve"], env=env,
+            params = StdioServerParameters(command=oracle_cmd()[0], args=[*oracle_cmd()[1:], "serve", "--standalone"], env=env,
                                            cwd=str(logs))
             clients[name] = await stack.enter_async_context(Client(
                 stdio_client(params, errlog=errlog), client_info=Implementation(name=name, version="1.0"),
@@ -1201,7 +1201,7 @@ def test_broken_index_db_is_rebuilt_by_oracle_serve(rebuild_kb: RebuildKB, how: 
 
     async def session() -> tuple[dict, dict, dict]:
         with open(tmp_path / "serve.stderr", "w", encoding="utf-8") as errlog:
-            params = StdioServerParameters(command=oracle_cmd()[0], args=[*oracle_cmd()[1:], "serve"],
+            params = StdioServerParameters(command=oracle_cmd()[0], args=[*oracle_cmd()[1:], "serve", "--standalone"],
                                            env=kb.env, cwd=str(tmp_path))
             async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=CALL_TIMEOUT,
                               client_info=Implementation(name="rebuild", version="1.0")) as client:

@@ -121,7 +121,7 @@ def inspect(kb: KB, *method: str) -> dict:
     env = {**kb.env, "HOME": str(kb.logs_dir)}  # the Inspector keeps its catalog under HOME
     command = [node_tool("mcp-inspector"), "--cli"]
     command += [f"-e{k}={v}" for k, v in kb.env.items() if k.startswith("ORACLE_")]
-    command += [*oracle_cmd(), "serve", "--method", *method]
+    command += [*oracle_cmd(), "serve", "--standalone", "--method", *method]
     done = subprocess.run(command, capture_output=True, text=True, timeout=180, env=env, cwd=kb.logs_dir)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return json.loads(done.stdout)

@@ -108,7 +108,7 @@ def tamper(path: Path, method: str, marker: str = "MARKER") -> None:
 
 
 def session(env: dict[str, str], steps: Callable[[], Iterator[Step]], **extra: str) -> list[dict]:
-    proc = subprocess.Popen([*oracle_cmd(), "serve", "--no-watch"], env={**env, **extra}, stdin=subprocess.PIPE,
+    proc = subprocess.Popen([*oracle_cmd(), "serve", "--standalone", "--no-watch"], env={**env, **extra}, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     answers: list[dict] = []
     try:
@@ -293,7 +293,7 @@ def test_instructions_are_live_not_cached(kb: dict[str, str]) -> None:
 def test_a_client_that_hangs_up_early_ends_the_server_cleanly(kb: dict[str, str], cache: str, wait: float) -> None:
     """Closing stdin at any point of start-up ends `oracle serve` with exit 0 and nothing alarming on stderr
     (the issue saw SIGABRT, "terminate called without an active exception", about half the time)."""
-    proc = subprocess.Popen([*oracle_cmd(), "serve", "--no-watch"], env={**kb, "ORACLE_HANDSHAKE_CACHE": cache},
+    proc = subprocess.Popen([*oracle_cmd(), "serve", "--standalone", "--no-watch"], env={**kb, "ORACLE_HANDSHAKE_CACHE": cache},
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert proc.stdin is not None

@@ -93,7 +93,7 @@ def test_unreadable_chroma_folder_keyword_search_then_vectors_return(shared_base
             own_tree(chroma, NOBODY, NOBODY)
 
     env = oracle_env(root, data)
-    command = [*prefix, *oracle_cmd(), "serve"]
+    command = [*prefix, *oracle_cmd(), "serve", "--standalone"]
     params = StdioServerParameters(command=command[0], args=[*command[1:]], env=env, cwd=str(shared_base))
 
     async def scenario() -> None:
