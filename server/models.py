@@ -389,7 +389,16 @@ class ListRequest(BaseModel):
     type: DocType = Field(default="all", description="Only notes of this type.")
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Entries per page.")
     offset: int = Field(default=0, ge=0, le=1_000_000)  # unbounded, 2**63 overflowed SQLite: a 500
-    group_by_file: bool = Field(default=False, description="One entry per file instead of one per section.")
+    unit: Literal["note", "section"] | None = Field(
+        default=None, description="note (default): one entry per note, by its first section; section: every section.")
+    group_by_file: bool | None = Field(default=None, description="Older name: true = unit note, false = unit section.")
+
+    @property
+    def by_note(self) -> bool:
+        """Notes are the unit unless asked otherwise (`unit=section`, or the older `group_by_file=false`)."""
+        if self.unit is not None:
+            return self.unit == "note"
+        return self.group_by_file is not False
 
 
 class ListItem(BaseModel):
@@ -400,14 +409,15 @@ class ListItem(BaseModel):
     source_file: str
     date: str | None
     concepts: list[str]
-    chunks: int = 1
+    sections: int = Field(default=1, description="Sections in the note (unit=note), else 1.")
 
 
 class ListResult(BaseModel):
     items: list[ListItem]
-    total: int
+    total: int = Field(description="Notes (unit=note) or sections (unit=section) in all.")
     limit: int
     offset: int
+    unit: Literal["note", "section"] = "note"
 
 
 class ConceptsRequest(BaseModel):
@@ -419,7 +429,7 @@ class ConceptsRequest(BaseModel):
 
 class ConceptCount(BaseModel):
     concept: str
-    count: int
+    count: int = Field(description="Notes carrying the concept (in any of their sections).")
 
 
 class ConceptsResult(BaseModel):

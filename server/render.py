@@ -87,8 +87,8 @@ def learn(data: dict) -> tuple[list[str], list[str]]:
 def index(data: dict) -> tuple[list[str], list[str]]:
     """A SyncReport's `as_dict()`: the summary and a short account of what was left out."""
     out = [
-        f"files: {data['added']} added, {data['changed']} changed, {data['removed']} removed,"
-        f" {data['unchanged']} unchanged; {len(data['skipped'])} skipped; chunks written: {data['chunks_written']};"
+        f"notes: {data['added']} added, {data['changed']} changed, {data['removed']} removed,"
+        f" {data['unchanged']} unchanged; {len(data['skipped'])} skipped; sections written: {data['chunks_written']};"
         f" embeddings: {data['embedded']} computed, {data['embeddings_cached']} cached;"
         f" {data['seconds']:.2f}s (keyword {data['keyword_seconds']:.2f}s, vector {data['vector_seconds']:.2f}s)"
     ]
@@ -108,8 +108,8 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
         f"oracle {data['version']}",
         f"root: {data['root']}",
         f"index: {data['data_dir']}",
-        f"files: {files['total']}  " + "  ".join(f"{k}: {v}" for k, v in files["by_type"].items()),
-        f"chunks: {docs['total']}  " + "  ".join(f"{k}: {v}" for k, v in docs["by_type"].items()),
+        f"notes: {files['total']}  " + "  ".join(f"{k}: {v}" for k, v in files["by_type"].items()),
+        f"sections: {docs['total']}  " + "  ".join(f"{k}: {v}" for k, v in docs["by_type"].items()),
         f"concepts: {data['concepts']}  last indexed: {data['last_indexed'] or 'never'}",
         f"embeddings: {emb['embedded_chunks']}/{docs['total']} ({emb['coverage']:.1%}), {emb['cached']} cached;"
         f" vector store: {'ok' if vector['ok'] else 'DOWN'} ({vector['detail']})",
@@ -126,7 +126,7 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
     out += summary_lines(drift["unmapped_folders"], {}, drift.get("excluded", {}), {})
     if drift.get("symlink_aliases"):
         out.append(f"symlinks to notes indexed under their real name: {drift['symlink_aliases']}")
-    out.append(f"files with warnings: {files['with_warnings']}" + (" (see `oracle index` output)" if files["with_warnings"] else ""))
+    out.append(f"notes with warnings: {files['with_warnings']}" + (" (see `oracle index` output)" if files["with_warnings"] else ""))
     if skipped:
         out.append(f"skipped: {len(skipped)} files: " + _names([f"{k} ({v})" for k, v in skipped.items()], len(skipped)))
     by = usage.get("search_latency_by_process") or {}

@@ -71,7 +71,7 @@ def test_index_prints_the_summary_line(indexed):
     assert indexed.returncode == 0, indexed.stderr
     lines = indexed.stdout.splitlines()
     assert re.fullmatch(
-        rf"files: 3 added, 0 changed, 0 removed, 0 unchanged; 1 skipped; chunks written: {CHUNKS};"
+        rf"notes: 3 added, 0 changed, 0 removed, 0 unchanged; 1 skipped; sections written: {CHUNKS};"
         rf" embeddings: {CHUNKS} computed, 0 cached; \d+\.\d\ds \(keyword \d+\.\d\ds, vector \d+\.\d\ds\)",
         lines[0],
     ), lines[0]
@@ -84,7 +84,7 @@ def test_second_index_run_is_unchanged(indexed, cli_env):
     again = oracle(cli_env, "index")
     assert again.returncode == 0, again.stderr
     assert again.stdout.startswith(
-        "files: 0 added, 0 changed, 0 removed, 3 unchanged; 1 skipped; chunks written: 0;"
+        "notes: 0 added, 0 changed, 0 removed, 3 unchanged; 1 skipped; sections written: 0;"
         " embeddings: 0 computed, 0 cached;"
     )
 

@@ -280,6 +280,25 @@ def test_charts_draw_the_logs(browser: Browser, server: Server) -> None:
 
 
 @needs_chromium
+def test_counts_say_notes_and_sections(browser: Browser, server: Server) -> None:
+    """One word, one meaning (issue 27 item 3): the tile of files says Notes, the tile of chunks Sections, and a
+    concept's bar counts the notes carrying it (before: "engineering: 138 chunks" in a base of ~40 notes)."""
+    page = browser.page
+    stats = server.api("/api/stats")
+    assert page.text_content("#tile-files .label") == "Notes"
+    assert page.text_content("#tile-documents .label") == "Sections"
+    assert stats["documents"]["total"] > stats["files"]["total"]
+    titles = page.eval_on_selector_all("#chart-concepts [data-concept] > title", "els => els.map(e => e.textContent)")
+    counts = {c["concept"]: c["count"] for c in server.api("/api/concepts", limit=12)["concepts"]}
+    assert titles and len(titles) == len(counts)
+    for title in titles:
+        concept, rest = title.split(": ", 1)
+        assert rest.startswith(f"in {counts[concept]} note") and "chunk" not in rest, title
+        assert counts[concept] <= stats["files"]["total"]
+    assert "chunk" not in page.text_content("#embeddings-sub")
+
+
+@needs_chromium
 def test_activity_of_one_day_is_drawn_in_hours(browser: Browser, server: Server) -> None:
     """A day of use is one bar per day; so the chart shows the last 48 hours, hour by hour."""
     page = browser.page

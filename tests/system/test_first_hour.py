@@ -39,7 +39,7 @@ def test_an_adr_repository_indexes_with_init_and_index_each_note_once(tmp_path):
     expected = build_adr_repo(root)
     env = env_for(root, data)
     before = run(env, "index")
-    assert "files: 0 added" in before.stdout
+    assert "notes: 0 added" in before.stdout
     assert "not indexed (no type): 14 files: locales/ 12, (root) 2" in before.stdout  # one short line, not 230 folders
     assert len(before.stdout.splitlines()) <= 10
 
@@ -50,7 +50,7 @@ def test_an_adr_repository_indexes_with_init_and_index_each_note_once(tmp_path):
     assert run(env, "init", str(root), check=False).returncode == 2  # never overwrites without --force
 
     after = run(env, "index")
-    assert f"files: {expected['notes']} added" in after.stdout and len(after.stdout.splitlines()) <= 10
+    assert f"notes: {expected['notes']} added" in after.stdout and len(after.stdout.splitlines()) <= 10
     listing = run(env, "search", "Kafka topic partitions", "--limit", "50", "--group-by-file", "--json").stdout
     files = [hit["source_file"] for hit in json.loads(listing)["hits"]]
     assert "locales/en/decisions/adopt-kafka/index.md" in files
