@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -159,13 +160,23 @@ def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
 WARM_DELAY = 1.0  # seconds before a server loads its models, so that they do not compete with its start-up
 
 
+_CLOSING = False  # set once `run_local` closes the Oracle: a SIGTERM then lets the close finish
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    if not _CLOSING:
+        sys.exit(0)
+
+
 def _exit_on_sigterm() -> None:
     """SIGTERM (a service manager, a test harness) ends the server like Ctrl-C: through `main`'s finally,
     which closes the Oracle and so writes the queued search and consult logs. uvicorn re-raises the signal
-    after its own graceful shutdown; without this handler the default action would kill the process there."""
+    after its own graceful shutdown; without this handler the default action would kill the process there.
+    Once the close has begun, a SIGTERM is ignored: raised inside it, SystemExit cut the close short and the
+    queued logs were lost (a stdio client closes stdin, then sends SIGTERM 2 s later)."""
     import signal
 
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
@@ -202,10 +213,15 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
     server = build_server(oracle)
     oracle.start(watch=not (args.no_index or args.no_watch), sync=not args.no_index, warm_delay=WARM_DELAY,
                  hold=front.handshake_done if front is not None else None)
-    if front is None:
-        server.run("stdio")
-    else:
-        stdio_front.serve(server, front, INSTRUCTIONS)
+    try:
+        if front is None:
+            server.run("stdio")
+        else:
+            stdio_front.serve(server, front, INSTRUCTIONS)
+    except BaseExceptionGroup as group:  # SIGTERM inside the SDK's task group: an exit, not a traceback
+        _, rest = group.split(SystemExit)
+        if rest is not None:
+            raise
     return 0
 
 
@@ -320,7 +336,20 @@ def main(argv: list[str] | None = None) -> int:
         from server import stdio_front
 
         args.stdio_front = stdio_front.start(settings) if stdio_front.enabled() else None
-    return run_local(args, settings)
+    code = run_local(args, settings)
+    if _quick_exit(args):
+        # Everything is written and closed: leave without the interpreter's teardown (freeing the Thai
+        # dictionary and the models took 1-2 s) and without waiting for an abandoned model load.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _quick_exit(args: argparse.Namespace) -> bool:
+    """`oracle serve` over stdio ends as soon as its logs are written and its stores closed: clients close
+    stdin and send SIGTERM 2 s later (issue 27: the usage logs of short sessions were lost)."""
+    return args.func is cmd_serve and not args.http
 
 
 def run_local(args: argparse.Namespace, settings: Settings) -> int:
@@ -356,7 +385,9 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
             raise
         return _print_error(error.exit_code, str(error))
     finally:
-        oracle.close()
+        global _CLOSING
+        _CLOSING = True
+        oracle.close(abandon_loads=_quick_exit(args))
 
 
 if __name__ == "__main__":
