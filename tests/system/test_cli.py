@@ -157,7 +157,26 @@ def test_missing_root_is_a_clear_error(tmp_path):
     env.update(ORACLE_ROOT=str(tmp_path / "nope"), ORACLE_DATA_DIR=str(tmp_path / "data"))
     result = oracle(env, "index")
     assert result.returncode == 2
-    assert "does not exist or is not a folder" in result.stderr
+    assert f"{tmp_path / 'nope'} (ORACLE_ROOT=" in result.stderr and "does not exist" in result.stderr
+
+
+@pytest.mark.parametrize("args", [("stats",), ("search", "anything"), ("serve",), ("list",)])
+def test_a_mistyped_root_stops_every_command_naming_the_path(tmp_path, args):
+    """Issue 27 item 8: `oracle --root ~/notse stats` said "0 notes" and "drift: none" and made a data dir;
+    `oracle serve` on a missing root died with an error that named no path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    env.update(ORACLE_DATA_DIR=str(tmp_path / "data"))
+    missing = tmp_path / "notse"
+    result = subprocess.run([*oracle_cmd(), "--root", str(missing), *args], env=env, cwd=PROJECT, capture_output=True,
+                            text=True, encoding="utf-8", timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2, result.stderr
+    assert f"the knowledge root {missing} (--root={missing}) does not exist" in result.stderr
+    assert result.stdout == "" and not (tmp_path / "data").exists()
+    (tmp_path / "a-file.md").write_text("# not a folder\n")
+    env.update(ORACLE_ROOT=str(tmp_path / "a-file.md"))
+    result = subprocess.run([*oracle_cmd(), *args], env=env, cwd=PROJECT, capture_output=True, text=True,
+                            encoding="utf-8", timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2 and "is not a folder" in result.stderr and str(tmp_path / "a-file.md") in result.stderr
 
 
 @pytest.mark.slow
