@@ -11,7 +11,17 @@ from indexer.parse import relation_key
 from indexer.rootconfig import DOC_TYPES
 from indexer.store import Section, Store
 from server.app import Oracle
-from server.models import ConceptCount, ConceptsRequest, ConceptsResult, Document, ListItem, ListRequest, ListResult, ReflectRequest
+from server.models import (
+    ConceptCount,
+    ConceptsRequest,
+    ConceptsResult,
+    Document,
+    ListItem,
+    ListRequest,
+    ListResult,
+    ReflectRequest,
+    past_the_end,
+)
 from server.relations import relation_graph
 
 
@@ -60,7 +70,8 @@ def list_documents(oracle: Oracle, request: ListRequest) -> ListResult:
         for s, n in rows
     ]
     return ListResult(items=items, total=total, limit=request.limit, offset=request.offset,
-                      unit="note" if request.by_note else "section")
+                      unit="note" if request.by_note else "section",
+                      warnings=[past_the_end(request.offset, total, request.limit)] if total and not items else [])
 
 
 def concepts(oracle: Oracle, request: ConceptsRequest) -> ConceptsResult:

@@ -61,7 +61,7 @@ RENDERERS: dict[str, Renderer] = {"search": render.search, "consult": render.con
 def tool_values(args: argparse.Namespace, spec: dict) -> dict:
     """The request's fields as given on the command line (absent ones left to the model's defaults)."""
     values: dict = {}
-    if spec["words"]:
+    if spec["words"] and getattr(args, spec["words"], None):
         if not hasattr(args, "_words"):  # stdin is read once, even when the server path falls back to local
             words = " ".join(getattr(args, spec["words"]))
             args._words = sys.stdin.read() if spec["stdin"] and words == "-" else words
@@ -265,7 +265,8 @@ def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) 
     """One registry tool as a subcommand: its free words, then one option per request field."""
     p = sub.add_parser(command, help=spec["help"])
     if spec["words"]:
-        p.add_argument(spec["words"], nargs="+", help="text" + (", or - to read it from stdin" if spec["stdin"] else ""))
+        p.add_argument(spec["words"], nargs="+" if spec.get("words_required", True) else "*",
+                       help="text" + (", or - to read it from stdin" if spec["stdin"] else ""))
     for option in spec["options"]:
         kwargs: dict = {"dest": option["field"], "help": option["help"] or None}
         if option["kind"] == "bool":
@@ -281,12 +282,32 @@ def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) 
     p.set_defaults(func=None, tool=spec)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="oracle", description="Searchable agent memory made of plain markdown.")
-    parser.add_argument("--root", help="knowledge root (default: ORACLE_ROOT or the bundled knowledge/)")
-    parser.add_argument("--data-dir", help="where the index lives (default: ORACLE_DATA_DIR)")
-    parser.add_argument("--local", action="store_true",
+def _global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """--root, --data-dir and --local, before the command (`oracle --root X index`) or after it (`oracle index
+    --root X`). After it, an option not given leaves the value given before it (SUPPRESS: no default)."""
+    default = {"default": argparse.SUPPRESS} if suppress else {}
+    parser.add_argument("--root", help="knowledge root (default: ORACLE_ROOT or the bundled knowledge/)", **default)
+    parser.add_argument("--data-dir", help="where the index lives (default: ORACLE_DATA_DIR)", **default)
+    parser.add_argument("--local", action="store_true", **default,
                         help="answer in this process even when an `oracle serve --http` for this root runs")
+
+
+class _Subcommands(argparse._SubParsersAction):
+    """Every command accepts the global options too."""
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:  # type: ignore[override]
+        parser = super().add_parser(name, **kwargs)
+        _global_options(parser, suppress=True)
+        return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from server import __version__
+
+    parser = argparse.ArgumentParser(prog="oracle", description="Searchable agent memory made of plain markdown.")
+    parser.add_argument("--version", action="version", version=f"oracle {__version__}")
+    _global_options(parser, suppress=False)
+    parser.register("action", "parsers", _Subcommands)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("init", help="look at a folder of markdown and write an oracle.toml for it")

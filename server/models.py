@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
@@ -97,6 +98,17 @@ class Triplet(BaseModel):
         return term
 
 
+def past_the_end(offset: int, total: int, limit: int) -> str:
+    """Why a page is empty when there are results: the offset is past the last of them."""
+    last = (total - 1) // limit * limit
+    return (f"offset {offset} is past the end: {total} in all, so the last page starts at offset {last}")
+
+
+def check_date_range(date_from: str | None, date_to: str | None) -> None:
+    if date_from and date_to and date_from > date_to:
+        raise ValueError(f"date_from {date_from} is after date_to {date_to}: nothing can match; swap them")
+
+
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -129,6 +141,11 @@ class SearchRequest(BaseModel):
     @classmethod
     def _relation_terms(cls, value: str | None) -> str | None:
         return one_line(value)
+
+    @model_validator(mode="after")
+    def _date_range(self) -> "SearchRequest":
+        check_date_range(self.date_from, self.date_to)
+        return self
 
     @property
     def by_note(self) -> bool:
@@ -418,6 +435,7 @@ class ListResult(BaseModel):
     limit: int
     offset: int
     unit: Literal["note", "section"] = "note"
+    warnings: list[str] = Field(default_factory=list, description="Why the page is empty, when it is.")
 
 
 class ConceptsRequest(BaseModel):
@@ -530,6 +548,16 @@ class ReadRequest(BaseModel):
     file: str | None = Field(default=None, max_length=1000, description="A note's path relative to the knowledge root.")
     section: bool = Field(default=False, description="With id: only that chunk's section, not the whole note.")
     max_chars: int = Field(default=100_000, ge=1000, le=2_000_000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _an_id_where_a_path_goes(cls, data: object) -> object:
+        """`oracle read c_...`: a chunk id given as the file is the id (no note's path looks like one: a
+        note ends in .md)."""
+        if isinstance(data, dict) and data.get("id") is None and isinstance(data.get("file"), str) \
+                and re.fullmatch(CHUNK_ID, data["file"].strip()):
+            data = {**{k: v for k, v in data.items() if k != "file"}, "id": data["file"].strip()}
+        return data
 
     @model_validator(mode="after")
     def _one_target(self) -> "ReadRequest":

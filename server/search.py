@@ -43,6 +43,7 @@ from server.models import (
     SearchResult,
     SupersededBy,
     Triplet,
+    past_the_end,
 )
 from server.notes import fold_duplicate_notes, fold_duplicate_sections, group_notes
 from server.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
@@ -389,6 +390,8 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
         warnings.append(_script_note(ranked.legs.multilingual))
     if hits and weak:
         warnings.append("no strong match: the best results are only loosely related to the query")
+    if not hits and ranked.total:
+        warnings.append(past_the_end(request.offset, ranked.total, request.limit))
     return SearchResult(
         query=query,
         hits=hits,

@@ -51,7 +51,7 @@ def search_text(request: Any, result: SearchResult) -> str:
 
 
 def consult_text(request: Any, result: ConsultResult) -> str:
-    return result.guidance
+    return result.guidance + "".join(f"warning: {w}\n" for w in result.warnings)
 
 
 def reflect_text(request: Any, doc: Document) -> str:
@@ -69,7 +69,7 @@ def learn_text(request: Any, result: LearnResult) -> str:
 
 
 def list_text(request: ListRequest, result: ListResult) -> str:
-    lines = [plural(result.total, result.unit)]
+    lines = [plural(result.total, result.unit), *(f"warning: {w}" for w in result.warnings)]
     lines += [
         f"- [{i.type}] {i.title}{' › ' + i.heading if i.heading else ''} ({i.source_file}, {i.date or 'undated'}, id {i.id})"
         for i in result.items

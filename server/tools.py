@@ -232,7 +232,8 @@ TOOLS: tuple[Tool, ...] = (
         service=lambda o, r, c: read_note(o, r, client=c.client),
         text=text.read_text, annotations=READ_ONLY,
         http=Http("GET", "/api/read"),
-        cli=Cli("read", "read a note by a hit's id or by its path"),
+        cli=Cli("read", "read a note: `oracle read learnings/x.md` (its path) or `oracle read c_...` (a hit's id)",
+                words="file"),
     ),
     Tool(
         name="oracle_verify",

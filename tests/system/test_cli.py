@@ -193,3 +193,33 @@ def test_a_port_in_use_is_one_line_and_exit_1(indexed, cli_env):
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert lines == [f"oracle: port {port} on 127.0.0.1 is already in use (another `oracle serve --http`?): "
                      "stop it, or choose another with --port or ORACLE_PORT"], done.stderr
+
+
+# -- what a new user types (issue 27, "Small") --------------------------------------------------------------
+def test_version_and_global_options_after_the_command(indexed, cli_env, tmp_path):
+    from server import __version__
+
+    version = oracle(cli_env, "--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"oracle {__version__}"
+    # `oracle index --root X` as well as `oracle --root X index`; after the command wins, as it is read last.
+    env = {k: v for k, v in cli_env.items() if k != "ORACLE_ROOT"}
+    after = oracle(env, "stats", "--json", "--root", cli_env["ORACLE_ROOT"], "--data-dir", cli_env["ORACLE_DATA_DIR"])
+    before = oracle(env, "--root", cli_env["ORACLE_ROOT"], "--data-dir", cli_env["ORACLE_DATA_DIR"], "stats", "--json")
+    assert after.returncode == before.returncode == 0, after.stderr + before.stderr
+    assert json.loads(after.stdout)["root"] == json.loads(before.stdout)["root"] == cli_env["ORACLE_ROOT"]
+    assert json.loads(after.stdout)["files"]["total"] == 3
+    missing = oracle(env, "--root", cli_env["ORACLE_ROOT"], "stats", "--root", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and str(tmp_path / "nope") in missing.stderr
+
+
+def test_read_takes_a_path_or_an_id(indexed, cli_env):
+    rel = next(iter(FILES))
+    by_path = oracle(cli_env, "read", rel)
+    assert by_path.returncode == 0, by_path.stderr
+    assert by_path.stdout.startswith(f"{rel}:1-")
+    hit = json.loads(oracle(cli_env, "read", rel, "--json").stdout)["sections"][0]["id"]
+    by_id = oracle(cli_env, "read", hit, "--json")
+    assert by_id.returncode == 0 and json.loads(by_id.stdout)["source_file"] == rel
+    assert oracle(cli_env, "read", "--id", hit, "--section", "--json").returncode == 0
+    nothing = oracle(cli_env, "read")
+    assert nothing.returncode == 2 and "give exactly one of id" in nothing.stderr
