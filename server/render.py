@@ -132,6 +132,8 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
     by = usage.get("search_latency_by_process") or {}
     latency = "; ".join(f"{proc} p50 {_ms(v['p50_ms'])}, p95 {_ms(v['p95_ms'])} over {int(v['samples'] or 0)}"
                         for proc, v in by.items()) or f"p50 {_ms(usage['search_p50_ms'])}, p95 {_ms(usage['search_p95_ms'])}"
-    out.append(f"usage: {usage['searches']} searches ({latency}), {usage['consultations']} consultations,"
+    cold = usage.get("search_cold_starts") or 0
+    cold_text = f"; {cold} cold starts, p50 {_ms(usage.get('search_cold_p50_ms'))}" if cold else ""
+    out.append(f"usage: {usage['searches']} searches ({latency}{cold_text}), {usage['consultations']} consultations,"
                f" {usage['learnings']} learnings")
     return out, [f"warning: {w}" for w in drift.get("config_warnings", [])]

@@ -255,7 +255,9 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
 
 
 def search(oracle: Oracle, request: SearchRequest, client: str = "cli", tool: str = "search") -> SearchResult:
-    """Search and record it in the search log (query, parameters, results, latency)."""
+    """Search and record it in the search log (query, parameters, results, latency, and whether it was a
+    cold start: the model loaded for it)."""
+    cold = request.mode != "fts" and not oracle.embedder.loaded
     result = run_search(oracle, request)
     oracle.logs.log_search(
         client=client,
@@ -267,6 +269,7 @@ def search(oracle: Oracle, request: SearchRequest, client: str = "cli", tool: st
         results=[(h.id, h.score) for h in result.hits],
         latency_ms=result.meta.took_ms,
         warnings=result.meta.warnings,
+        cold=cold,
     )
     return result
 

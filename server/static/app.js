@@ -225,6 +225,9 @@
     setStat('usage.search_p50_ms', ms(u.search_p50_ms), u.search_p50_ms);
     setStat('usage.search_p95_ms', ms(u.search_p95_ms), u.search_p95_ms);
     setStat('usage.searches', String(u.searches), u.searches);
+    // Searches that loaded the model first (a stdio session's first, a lone CLI search): apart from the warm ones.
+    setStat('usage.search_cold_starts', u.search_cold_starts
+      ? u.search_cold_starts + ' · p50 ' + ms(u.search_cold_p50_ms) : '0', u.search_cold_starts);
   }
 
   // -- charts ---------------------------------------------------------------------------------------
@@ -314,11 +317,12 @@
     ], scale.unit, scale.label);
   }
 
-  /** Latency of recent searches (oldest left) with the p50/p95 of the whole log as reference lines. */
+  /** Latency of recent warm searches (oldest left) with the warm p50/p95 of the log as reference lines; cold
+   * starts (the search loaded the model first) are counted in the tile, not drawn among the warm ones. */
   function renderLatency(logs, usage) {
     const target = $('#chart-latency');
-    const rows = (logs.searches || []).filter((r) => typeof r.latency_ms === 'number').slice().reverse();
-    $('#latency-samples').textContent = rows.length ? 'last ' + plural(rows.length, 'search', 'searches') : '';
+    const rows = (logs.searches || []).filter((r) => typeof r.latency_ms === 'number' && !r.cold).slice().reverse();
+    $('#latency-samples').textContent = rows.length ? 'last ' + plural(rows.length, 'warm search', 'warm searches') : '';
     if (!rows.length) {
       clear(target).appendChild(h('div', { class: 'empty', text: 'No searches logged yet.' }));
       return;
