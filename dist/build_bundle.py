@@ -75,6 +75,12 @@ def tool_and_prompt_list() -> tuple[list[dict], list[dict]]:
     )
 
 
+def _license(meta: dict) -> str:
+    """pyproject's `license`: an SPDX string (setuptools >= 77), or the older `{text = ...}` table."""
+    value = meta.get("license", "MIT")
+    return value.get("text", "MIT") if isinstance(value, dict) else str(value)
+
+
 def manifest(meta: dict) -> dict:
     tools, prompts = tool_and_prompt_list()
     py = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -90,7 +96,7 @@ def manifest(meta: dict) -> dict:
             " Notes are resources, workflows are prompts. Runs offline: the embedding model is inside the bundle."
         ),
         "author": {"name": "Oracle contributors"},
-        "license": meta.get("license", {}).get("text", "MIT"),
+        "license": _license(meta),
         "keywords": ["memory", "knowledge base", "markdown", "search", "rag"],
         "server": {
             "type": "python",
