@@ -75,6 +75,12 @@ def tool_and_prompt_list() -> tuple[list[dict], list[dict]]:
     )
 
 
+def _license(meta: dict) -> str:
+    """pyproject's `license`: an SPDX string (setuptools >= 77), or the older `{text = ...}` table."""
+    value = meta.get("license", "MIT")
+    return value.get("text", "MIT") if isinstance(value, dict) else str(value)
+
+
 def manifest(meta: dict) -> dict:
     tools, prompts = tool_and_prompt_list()
     py = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -90,7 +96,7 @@ def manifest(meta: dict) -> dict:
             " Notes are resources, workflows are prompts. Runs offline: the embedding model is inside the bundle."
         ),
         "author": {"name": "Oracle contributors"},
-        "license": meta.get("license", {}).get("text", "MIT"),
+        "license": _license(meta),
         "keywords": ["memory", "knowledge base", "markdown", "search", "rag"],
         "server": {
             "type": "python",
@@ -114,8 +120,9 @@ def manifest(meta: dict) -> dict:
         "user_config": {
             "knowledge_root": {
                 "type": "directory", "title": "Knowledge folder",
-                "description": "Folder of principles/, learnings/ and retrospectives/ (markdown). Empty: the starter"
-                " knowledge inside the bundle.",
+                "description": "Folder of principles/, learnings/ and retrospectives/ (markdown). Empty: a copy of the"
+                " starter knowledge in ~/.local/share/oracle/knowledge, made once, where your learnings are kept"
+                " across updates.",
                 "required": False, "default": "",
             },
             "data_dir": {
@@ -136,7 +143,10 @@ def stage(root: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for pkg in ("indexer", "server"):
         shutil.copytree(PROJECT / pkg, lib / pkg, ignore=ignore)
-    shutil.copytree(PROJECT / "knowledge", lib / "knowledge", ignore=ignore)
+    # As the wheel ships it (the `oracle_knowledge` package), not as a checkout's knowledge/ folder: Oracle then
+    # copies it to ~/.local/share/oracle/knowledge on first run and writes learnings there, never inside the
+    # install folder, which an update or an uninstall deletes (indexer/config.py: bundled_root).
+    shutil.copytree(PROJECT / "knowledge", lib / "oracle_knowledge", ignore=ignore)
     site = Path(sysconfig.get_paths()["purelib"])
     for entry in sorted(site.iterdir()):
         name = entry.name

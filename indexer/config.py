@@ -135,8 +135,15 @@ class Settings:
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
         env = os.environ
+        source = "--root" if overrides.get("root") else "ORACLE_ROOT"
         given = overrides.pop("root", None) or env.get("ORACLE_ROOT")
         root = Path(str(given)).expanduser().resolve() if given else bundled_root()
+        if given and not root.is_dir():
+            # A mistyped root used to index nothing, report "0 notes" and "drift: none", and leave a data dir
+            # behind; `oracle serve` died with an error that named no path.
+            what = "is not a folder" if root.exists() else "does not exist"
+            raise ConfigError(f"the knowledge root {root} ({source}={given}) {what}: check the path"
+                              + ("" if root.exists() else ", or create the folder first"))
         data = overrides.pop("data_dir", None) or env.get("ORACLE_DATA_DIR")
         data_dir = Path(str(data)).expanduser().resolve() if data else _default_data_dir(root)
         port_text = str(overrides.pop("port", None) or env.get("ORACLE_PORT") or DEFAULT_PORT)

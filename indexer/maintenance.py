@@ -106,6 +106,8 @@ class Maintenance:
         self._repair_backoff = RETRY_SECONDS
         self._backlog_at = 0.0
         self._more = False  # the last backlog step did work and may have more: tick again without sleeping
+        self._loading = False  # in a model load, which touches no store (stop(abandon_loads=True) may leave it)
+        self._abandoned = False
 
     # -- owner's side ---------------------------------------------------------------------------------
     def start(self) -> "Maintenance":
@@ -117,15 +119,27 @@ class Maintenance:
         self._thread.start()
         return self
 
-    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
-        """Ask the worker to stop, wait for its current step, then write what the logs queue holds.
-        The owner closes the stores only after this returns."""
+    def stop(self, timeout: float = STOP_TIMEOUT, abandon_loads: bool = False) -> None:
+        """Ask the worker to stop, write what the logs queue holds, and wait for the worker's current step.
+        The owner closes the stores only after this returns.
+
+        `abandon_loads`: a process about to end at once (`oracle serve` over stdio, which then leaves by
+        os._exit) does not wait for a model load in progress: loading touches no store, and the Thai
+        dictionary or the multilingual model took seconds, past the client's patience (it sends SIGTERM 2 s
+        after closing stdin). An abandoned worker never touches a store again."""
         self._stop.set()
         self._wake.set()
+        if self.logs is not None:  # first: the worker may be in a long step, and a client's SIGTERM may follow
+            self.logs.tick()
         if self._events is not None:
             self._events.stop()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+            deadline = time.monotonic() + timeout
+            while self._thread.is_alive() and time.monotonic() < deadline:
+                if abandon_loads and self._loading:
+                    self._abandoned = True
+                    return
+                self._thread.join(0.05 if abandon_loads else max(0.0, deadline - time.monotonic()))
             if self._thread.is_alive():
                 _say(f"oracle: the maintenance worker did not stop within {timeout:g} s; closing anyway")
 
@@ -165,7 +179,7 @@ class Maintenance:
                 self._stop.wait(BATCH_RETRY_SECONDS)
             if not self._more:
                 self._sleep()
-        if self.logs is not None:
+        if self.logs is not None and not self._abandoned:
             self.logs.tick()
 
     def _sleep(self) -> None:
@@ -294,25 +308,38 @@ class Maintenance:
         return done
 
     def _warm(self) -> None:
-        """Load what the first query would otherwise wait for; each failure is said once."""
+        """Load what the first query would otherwise wait for; each failure is said once. What to load is
+        read from the store first; the loads themselves touch no store, so a stopping owner may leave them
+        (`stop(abandon_loads=True)`), and each is skipped once a stop was asked for."""
         from indexer import segment
 
         self._warm_at = None
         indexer = self.indexer
+        thai = multilingual = False
         try:
-            if indexer.store.has_thai():  # the first Thai query would otherwise wait ~1 s for the dictionary
-                segment.warm()
+            thai = indexer.store.has_thai()  # the first Thai query would otherwise wait ~1 s for the dictionary
         except Exception as exc:
             _say(f"oracle: Thai word segmenter unavailable: {exc}")
         try:
-            if indexer.multilingual.wanted():  # ~1 s to unpack its weights, not in the first query
-                indexer.multilingual.embedder.warm()
+            multilingual = indexer.multilingual.wanted()  # ~1 s to unpack its weights, not in the first query
         except Exception as exc:
             _say(f"oracle: multilingual model unavailable, other scripts use the English one: {exc}")
-        try:
-            indexer.embedder.warm()
-        except Exception as exc:
-            _say(f"oracle: embedding model unavailable, keyword search only: {exc}")
+        loads = (
+            (indexer.embedder.warm, True, "embedding model unavailable, keyword search only"),
+            (segment.warm, thai, "Thai word segmenter unavailable"),
+            (indexer.multilingual.embedder.warm, multilingual,
+             "multilingual model unavailable, other scripts use the English one"),
+        )
+        for load, wanted, failure in loads:
+            self._loading = True
+            try:
+                if wanted and not self._stop.is_set():
+                    load()
+            except Exception as exc:
+                if not self._abandoned:
+                    _say(f"oracle: {failure}: {exc}")
+            finally:
+                self._loading = False
 
     def _sweep(self) -> None:
         try:

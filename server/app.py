@@ -88,15 +88,16 @@ class Oracle:
         ).start()
         return self
 
-    def stop(self) -> None:
-        """Stop and join the worker, leaving the stores open (close() does this first). Idempotent."""
+    def stop(self, abandon_loads: bool = False) -> None:
+        """Stop and join the worker, leaving the stores open (close() does this first). Idempotent.
+        `abandon_loads`: see Maintenance.stop (a process that ends right after the close)."""
         worker, self.maintenance = self.maintenance, None
         if worker is not None:
-            worker.stop()
+            worker.stop(abandon_loads=abandon_loads)
         self.ready.set()
 
-    def close(self) -> None:
-        self.stop()  # first: the worker writes into every store below
+    def close(self, abandon_loads: bool = False) -> None:
+        self.stop(abandon_loads)  # first: the worker writes into every store below
         self.vectors.close()
         self.indexer.multilingual.close()
         self.store.close()

@@ -11,7 +11,17 @@ from indexer.parse import relation_key
 from indexer.rootconfig import DOC_TYPES
 from indexer.store import Section, Store
 from server.app import Oracle
-from server.models import ConceptCount, ConceptsRequest, ConceptsResult, Document, ListItem, ListRequest, ListResult, ReflectRequest
+from server.models import (
+    ConceptCount,
+    ConceptsRequest,
+    ConceptsResult,
+    Document,
+    ListItem,
+    ListRequest,
+    ListResult,
+    ReflectRequest,
+    past_the_end,
+)
 from server.relations import relation_graph
 
 
@@ -48,22 +58,24 @@ def reflect(oracle: Oracle, request: ReflectRequest, client: str = "cli", rng: r
 
 
 def list_documents(oracle: Oracle, request: ListRequest) -> ListResult:
-    """Newest first (by note date, then its time of day when known, then path), deterministic; optionally
-    one entry per file."""
+    """Newest first (by note date, then its time of day when known, then path), deterministic; one entry per
+    note unless asked for sections."""
     total, rows = oracle.store.list_sections(None if request.type == "all" else request.type,
-                                             request.group_by_file, request.limit, request.offset)
+                                             request.by_note, request.limit, request.offset)
     items = [
         ListItem(
             id=s.id, type=s.type, title=s.title, heading=s.heading, source_file=s.file, date=s.date,
-            concepts=list(s.concepts), chunks=n,
+            concepts=list(s.concepts), sections=n,
         )
         for s, n in rows
     ]
-    return ListResult(items=items, total=total, limit=request.limit, offset=request.offset)
+    return ListResult(items=items, total=total, limit=request.limit, offset=request.offset,
+                      unit="note" if request.by_note else "section",
+                      warnings=[past_the_end(request.offset, total, request.limit)] if total and not items else [])
 
 
 def concepts(oracle: Oracle, request: ConceptsRequest) -> ConceptsResult:
-    """Concepts by how many chunks carry them; ties alphabetical."""
+    """Concepts by how many notes carry them (in any section); ties alphabetical."""
     total, rows = oracle.store.concept_counts(None if request.type == "all" else request.type, request.limit)
     return ConceptsResult(concepts=[ConceptCount(concept=c, count=n) for c, n in rows], total=total)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -60,7 +61,7 @@ RENDERERS: dict[str, Renderer] = {"search": render.search, "consult": render.con
 def tool_values(args: argparse.Namespace, spec: dict) -> dict:
     """The request's fields as given on the command line (absent ones left to the model's defaults)."""
     values: dict = {}
-    if spec["words"]:
+    if spec["words"] and getattr(args, spec["words"], None):
         if not hasattr(args, "_words"):  # stdin is read once, even when the server path falls back to local
             words = " ".join(getattr(args, spec["words"]))
             args._words = sys.stdin.read() if spec["stdin"] and words == "-" else words
@@ -192,13 +193,23 @@ def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
 WARM_DELAY = 1.0  # seconds before a server loads its models, so that they do not compete with its start-up
 
 
+_CLOSING = False  # set once `run_local` closes the Oracle: a SIGTERM then lets the close finish
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    if not _CLOSING:
+        sys.exit(0)
+
+
 def _exit_on_sigterm() -> None:
     """SIGTERM (a service manager, a test harness) ends the server like Ctrl-C: through `main`'s finally,
     which closes the Oracle and so writes the queued search and consult logs. uvicorn re-raises the signal
-    after its own graceful shutdown; without this handler the default action would kill the process there."""
+    after its own graceful shutdown; without this handler the default action would kill the process there.
+    Once the close has begun, a SIGTERM is ignored: raised inside it, SystemExit cut the close short and the
+    queued logs were lost (a stdio client closes stdin, then sends SIGTERM 2 s later)."""
     import signal
 
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
@@ -235,10 +246,15 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
     server = build_server(oracle)
     oracle.start(watch=not (args.no_index or args.no_watch), sync=not args.no_index, warm_delay=WARM_DELAY,
                  hold=front.handshake_done if front is not None else None)
-    if front is None:
-        server.run("stdio")
-    else:
-        stdio_front.serve(server, front, INSTRUCTIONS)
+    try:
+        if front is None:
+            server.run("stdio")
+        else:
+            stdio_front.serve(server, front, INSTRUCTIONS)
+    except BaseExceptionGroup as group:  # SIGTERM inside the SDK's task group: an exit, not a traceback
+        _, rest = group.split(SystemExit)
+        if rest is not None:
+            raise
     return 0
 
 
@@ -351,7 +367,8 @@ def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) 
     """One registry tool as a subcommand: its free words, then one option per request field."""
     p = sub.add_parser(command, help=spec["help"])
     if spec["words"]:
-        p.add_argument(spec["words"], nargs="+", help="text" + (", or - to read it from stdin" if spec["stdin"] else ""))
+        p.add_argument(spec["words"], nargs="+" if spec.get("words_required", True) else "*",
+                       help="text" + (", or - to read it from stdin" if spec["stdin"] else ""))
     for option in spec["options"]:
         kwargs: dict = {"dest": option["field"], "help": option["help"] or None}
         if option["kind"] == "bool":
@@ -367,12 +384,32 @@ def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) 
     p.set_defaults(func=None, tool=spec)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="oracle", description="Searchable agent memory made of plain markdown.")
-    parser.add_argument("--root", help="knowledge root (default: ORACLE_ROOT or the bundled knowledge/)")
-    parser.add_argument("--data-dir", help="where the index lives (default: ORACLE_DATA_DIR)")
-    parser.add_argument("--local", action="store_true",
+def _global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """--root, --data-dir and --local, before the command (`oracle --root X index`) or after it (`oracle index
+    --root X`). After it, an option not given leaves the value given before it (SUPPRESS: no default)."""
+    default = {"default": argparse.SUPPRESS} if suppress else {}
+    parser.add_argument("--root", help="knowledge root (default: ORACLE_ROOT or the bundled knowledge/)", **default)
+    parser.add_argument("--data-dir", help="where the index lives (default: ORACLE_DATA_DIR)", **default)
+    parser.add_argument("--local", action="store_true", **default,
                         help="answer in this process even when an `oracle serve --http` for this root runs")
+
+
+class _Subcommands(argparse._SubParsersAction):
+    """Every command accepts the global options too."""
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:  # type: ignore[override]
+        parser = super().add_parser(name, **kwargs)
+        _global_options(parser, suppress=True)
+        return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from server import __version__
+
+    parser = argparse.ArgumentParser(prog="oracle", description="Searchable agent memory made of plain markdown.")
+    parser.add_argument("--version", action="version", version=f"oracle {__version__}")
+    _global_options(parser, suppress=False)
+    parser.register("action", "parsers", _Subcommands)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("init", help="look at a folder of markdown and write an oracle.toml for it")
@@ -439,7 +476,20 @@ def main(argv: list[str] | None = None) -> int:
         from server import stdio_front
 
         args.stdio_front = stdio_front.start(settings) if stdio_front.enabled() else None
-    return run_local(args, settings)
+    code = run_local(args, settings)
+    if _quick_exit(args):
+        # Everything is written and closed: leave without the interpreter's teardown (freeing the Thai
+        # dictionary and the models took 1-2 s) and without waiting for an abandoned model load.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _quick_exit(args: argparse.Namespace) -> bool:
+    """`oracle serve` over stdio ends as soon as its logs are written and its stores closed: clients close
+    stdin and send SIGTERM 2 s later (issue 27: the usage logs of short sessions were lost)."""
+    return args.func is cmd_serve and not args.http
 
 
 def run_local(args: argparse.Namespace, settings: Settings) -> int:
@@ -477,7 +527,9 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
             raise
         return _print_error(error.exit_code, str(error))
     finally:
-        oracle.close()
+        global _CLOSING
+        _CLOSING = True
+        oracle.close(abandon_loads=_quick_exit(args))
 
 
 if __name__ == "__main__":

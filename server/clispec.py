@@ -62,7 +62,8 @@ def derive(tools: Iterable[Any] | None = None) -> dict[str, Any]:
                    if name != tool.cli.words]
         spec[tool.cli.command] = {
             "tool": tool.name, "method": tool.http.method, "path": tool.http.path, "help": tool.cli.help,
-            "words": tool.cli.words, "stdin": tool.cli.stdin, "options": options,
+            "words": tool.cli.words, "words_required": tool.cli.words in required, "stdin": tool.cli.stdin,
+            "options": options,
         }
     return spec
 

@@ -147,6 +147,21 @@ def _frame(head: str, sources: list[Source], budget_tokens: int, tag: str) -> tu
     return text, included, estimate_tokens(text)
 
 
+def _budget_warnings(decision: str, ranked: list[Source], included: list[Source], budget: int) -> list[str]:
+    """Say when the budget left relevant sources out, and what budget would hold the first one: before,
+    a budget too small for any source gave guidance with no sources and no word why."""
+    if len(included) == len(ranked):
+        return []
+    if not included:
+        need = budget
+        while need < 8_000 and not build_guidance(decision, ranked[:1], need)[1]:
+            need += 50
+        return [f"the budget of {budget} tokens leaves no room for any of the {len(ranked)} relevant sources:"
+                f" budget_tokens={need} holds the first"]
+    return [f"{len(ranked) - len(included)} of {len(ranked)} relevant sources left out to stay within the budget"
+            f" of {budget} tokens (raise budget_tokens for more)"]
+
+
 def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> ConsultResult:
     started = time.perf_counter()
     query = request.decision if not request.context else f"{request.decision}\n{request.context}"
@@ -156,6 +171,7 @@ def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> Con
     ranked = _distinct(sorted(principles + learnings, key=lambda s: (-s.score, s.id)))
     guidance, included, tokens = build_guidance(request.decision, ranked, request.budget_tokens)
     kept = {s.id: s for s in included}
+    budget_warnings = _budget_warnings(request.decision, ranked, included, request.budget_tokens)
     result = ConsultResult(
         decision=request.decision,
         principles=[kept[s.id] for s in principles if s.id in kept],
@@ -164,7 +180,8 @@ def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> Con
         tokens_used=tokens,
         budget_tokens=request.budget_tokens,
         warnings=sorted(set(warn_p + warn_l))
-        + ([] if ranked else ["nothing in the knowledge base is a strong match for this decision; no sources given"]),
+        + ([] if ranked else ["nothing in the knowledge base is a strong match for this decision; no sources given"])
+        + budget_warnings,
     )
     oracle.logs.log_consult(
         client=client,

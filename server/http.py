@@ -3,8 +3,8 @@
 Routes are thin: FastAPI validates the parameters with the same pydantic models the MCP tools use, one
 service function does the work, and the result model is returned. Bad input is a 4xx with a message.
 
-Safety: bound to 127.0.0.1 by default; another interface needs ORACLE_TOKEN, and then every write and
-/mcp need `Authorization: Bearer <token>`. The Host header must name this server (DNS rebinding), and
+Safety: bound to 127.0.0.1 by default; another interface needs ORACLE_TOKEN, and then every route but /health
+and the pages' static shell (reads, writes and /mcp) needs `Authorization: Bearer <token>`. The Host header must name this server (DNS rebinding), and
 CORS is an explicit allow-list (ORACLE_CORS_ORIGINS), never `*`.
 """
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
@@ -97,6 +98,17 @@ class Triplet(BaseModel):
         return term
 
 
+def past_the_end(offset: int, total: int, limit: int) -> str:
+    """Why a page is empty when there are results: the offset is past the last of them."""
+    last = (total - 1) // limit * limit
+    return (f"offset {offset} is past the end: {total} in all, so the last page starts at offset {last}")
+
+
+def check_date_range(date_from: str | None, date_to: str | None) -> None:
+    if date_from and date_to and date_from > date_to:
+        raise ValueError(f"date_from {date_from} is after date_to {date_to}: nothing can match; swap them")
+
+
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -137,6 +149,11 @@ class SearchRequest(BaseModel):
     @classmethod
     def _relation_terms(cls, value: str | None) -> str | None:
         return one_line(value)
+
+    @model_validator(mode="after")
+    def _date_range(self) -> "SearchRequest":
+        check_date_range(self.date_from, self.date_to)
+        return self
 
     @property
     def by_note(self) -> bool:
@@ -420,7 +437,16 @@ class ListRequest(BaseModel):
     type: DocType = Field(default="all", description="Only notes of this type.")
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Entries per page.")
     offset: int = Field(default=0, ge=0, le=1_000_000)  # unbounded, 2**63 overflowed SQLite: a 500
-    group_by_file: bool = Field(default=False, description="One entry per file instead of one per section.")
+    unit: Literal["note", "section"] | None = Field(
+        default=None, description="note (default): one entry per note, by its first section; section: every section.")
+    group_by_file: bool | None = Field(default=None, description="Older name: true = unit note, false = unit section.")
+
+    @property
+    def by_note(self) -> bool:
+        """Notes are the unit unless asked otherwise (`unit=section`, or the older `group_by_file=false`)."""
+        if self.unit is not None:
+            return self.unit == "note"
+        return self.group_by_file is not False
 
 
 class ListItem(BaseModel):
@@ -431,14 +457,16 @@ class ListItem(BaseModel):
     source_file: str
     date: str | None
     concepts: list[str]
-    chunks: int = 1
+    sections: int = Field(default=1, description="Sections in the note (unit=note), else 1.")
 
 
 class ListResult(BaseModel):
     items: list[ListItem]
-    total: int
+    total: int = Field(description="Notes (unit=note) or sections (unit=section) in all.")
     limit: int
     offset: int
+    unit: Literal["note", "section"] = "note"
+    warnings: list[str] = Field(default_factory=list, description="Why the page is empty, when it is.")
 
 
 class ConceptsRequest(BaseModel):
@@ -450,7 +478,7 @@ class ConceptsRequest(BaseModel):
 
 class ConceptCount(BaseModel):
     concept: str
-    count: int
+    count: int = Field(description="Notes carrying the concept (in any of their sections).")
 
 
 class ConceptsResult(BaseModel):
@@ -551,6 +579,16 @@ class ReadRequest(BaseModel):
     file: str | None = Field(default=None, max_length=1000, description="A note's path relative to the knowledge root.")
     section: bool = Field(default=False, description="With id: only that chunk's section, not the whole note.")
     max_chars: int = Field(default=100_000, ge=1000, le=2_000_000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _an_id_where_a_path_goes(cls, data: object) -> object:
+        """`oracle read c_...`: a chunk id given as the file is the id (no note's path looks like one: a
+        note ends in .md)."""
+        if isinstance(data, dict) and data.get("id") is None and isinstance(data.get("file"), str) \
+                and re.fullmatch(CHUNK_ID, data["file"].strip()):
+            data = {**{k: v for k, v in data.items() if k != "file"}, "id": data["file"].strip()}
+        return data
 
     @model_validator(mode="after")
     def _one_target(self) -> "ReadRequest":

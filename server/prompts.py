@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from indexer.embed import EmbeddingUnavailable
 from server.app import Oracle
 from server.browse import REFLECT_TYPES, reflect
 from server.consult import consult, quote_sources
@@ -30,6 +31,7 @@ DEFAULT_RETRO_SECTIONS = (
 )
 MAX_CANDIDATES = 20  # learn-from-session: more than this is a transcript, not notes
 MIN_CANDIDATE_CHARS = 25  # shorter lines ("- done", "ok") are not learnings
+TITLE_SIMILARITY = 0.6  # learn-from-session: a candidate this like a learning's title is already saved
 MAX_SESSION_CHARS = 50_000
 
 
@@ -223,17 +225,29 @@ def split_candidates(notes: str) -> list[str]:
 
 
 def check_duplicates(oracle: Oracle, text: str) -> tuple[list[tuple[Source, float]], bool]:
-    """Existing learnings at least as similar as the learn tool's near-duplicate threshold, and whether the
-    semantic check could run at all (without vectors a candidate is 'unchecked', never 'new')."""
-    result = run_search(oracle, SearchRequest(query=text[:2_000], type="learning", mode="vector", limit=3,
-                                              group_by_file=True))
+    """Existing learnings that already say this candidate, and whether the semantic check could run at all
+    (without vectors a candidate is 'unchecked', never 'new').
+
+    A learning is a near-duplicate when one of its sections is as similar as the learn tool's threshold
+    (0.85), or when its title is at least TITLE_SIMILARITY like the candidate. A candidate is one line, so it
+    reads like a title: against whole sections, lessons already saved scored only 0.57-0.81 (and were called
+    NEW), against their titles 0.73-0.91, while lessons not in the base stayed at or under 0.41 (the bundled
+    learnings, tests/unit/test_prompts.py)."""
+    result = run_search(oracle, SearchRequest(query=text[:2_000], type="learning", mode="vector", limit=5, unit="note"))
     vector_down = any("vector" in w.lower() and "unavailable" in w.lower() for w in result.meta.warnings)
-    found = [
-        (_listed(h), round(h.breakdown.vector_similarity or 0.0, 3))
-        for h in result.hits
-        if (h.breakdown.vector_similarity or 0.0) >= DUPLICATE_SIMILARITY
-    ]
-    return found, not vector_down
+    if vector_down or not result.hits:
+        return [], not vector_down
+    try:
+        vectors = oracle.embedder.embed([text[:2_000], *(h.title or "" for h in result.hits)])
+        title_sims = [float(v) for v in vectors[1:] @ vectors[0]]
+    except EmbeddingUnavailable:  # the model failed after the search: the sections' similarity alone decides
+        title_sims = [0.0] * len(result.hits)
+    found = []
+    for hit, title_sim in zip(result.hits, title_sims):
+        section_sim = hit.breakdown.vector_similarity or 0.0
+        if section_sim >= DUPLICATE_SIMILARITY or title_sim >= TITLE_SIMILARITY:
+            found.append((_listed(hit), round(max(section_sim, title_sim), 3)))
+    return found, True
 
 
 def learn_from_session_prompt(
@@ -251,11 +265,11 @@ def learn_from_session_prompt(
     for text in texts:
         dups, checked = check_duplicates(oracle, text)
         candidates.append(Candidate(text=text, duplicates=dups, checked=checked))
-    extra = []
-    if project:
-        extra.append(f'project="{project.strip()}"')
-    if concepts:
-        extra.append(f'concepts="{concepts.strip()}"')
+    # The call to suggest: pattern and title are the model's to write; concepts and project, when given,
+    # are filled in (each argument once).
+    call = ["pattern=...", "title=...", f'concepts="{concepts.strip()}"' if concepts and concepts.strip() else "concepts=..."]
+    if project and project.strip():
+        call.append(f'project="{project.strip()}"')
     lines = [
         "Turn these notes from a session into learnings for our knowledge base. A learning is a pattern a"
         " stranger could reuse: what happened, why, and what to do next time. Oracle has already compared each"
@@ -282,7 +296,7 @@ def learn_from_session_prompt(
     lines += [
         "",
         "For each NEW candidate worth keeping, rewrite it as a self-contained learning with a short title and"
-        f" call oracle_learn(pattern=..., title=..., concepts=...{', ' + ', '.join(extra) if extra else ''}).",
+        f" call oracle_learn({', '.join(call)}).",
         "For a NEAR-DUPLICATE, do not save a second copy: read the existing note (oracle_read or its resource)"
         " and either leave it, or save the improved version and mark the old one with oracle_supersede.",
         "Drop candidates that are only a status update or too specific to this session to help anyone again.",

@@ -87,8 +87,8 @@ def learn(data: dict) -> tuple[list[str], list[str]]:
 def index(data: dict) -> tuple[list[str], list[str]]:
     """A SyncReport's `as_dict()`: the summary and a short account of what was left out."""
     out = [
-        f"files: {data['added']} added, {data['changed']} changed, {data['removed']} removed,"
-        f" {data['unchanged']} unchanged; {len(data['skipped'])} skipped; chunks written: {data['chunks_written']};"
+        f"notes: {data['added']} added, {data['changed']} changed, {data['removed']} removed,"
+        f" {data['unchanged']} unchanged; {len(data['skipped'])} skipped; sections written: {data['chunks_written']};"
         f" embeddings: {data['embedded']} computed, {data['embeddings_cached']} cached;"
         f" {data['seconds']:.2f}s (keyword {data['keyword_seconds']:.2f}s, vector {data['vector_seconds']:.2f}s)"
     ]
@@ -118,8 +118,8 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
         f"oracle {data['version']}",
         f"root: {data['root']}",
         f"index: {data['data_dir']}",
-        f"files: {files['total']}  " + "  ".join(f"{k}: {v}" for k, v in files["by_type"].items()),
-        f"chunks: {docs['total']}  " + "  ".join(f"{k}: {v}" for k, v in docs["by_type"].items()),
+        f"notes: {files['total']}  " + "  ".join(f"{k}: {v}" for k, v in files["by_type"].items()),
+        f"sections: {docs['total']}  " + "  ".join(f"{k}: {v}" for k, v in docs["by_type"].items()),
         f"concepts: {data['concepts']}  last indexed: {data['last_indexed'] or 'never'}",
         f"embeddings: {emb['embedded_chunks']}/{docs['total']} ({emb['coverage']:.1%}), {emb['cached']} cached;"
         f" vector store: {'ok' if vector['ok'] else 'DOWN'} ({vector['detail']})",
@@ -136,13 +136,15 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
     out += summary_lines(drift["unmapped_folders"], {}, drift.get("excluded", {}), {})
     if drift.get("symlink_aliases"):
         out.append(f"symlinks to notes indexed under their real name: {drift['symlink_aliases']}")
-    out.append(f"files with warnings: {files['with_warnings']}" + (" (see `oracle index` output)" if files["with_warnings"] else ""))
+    out.append(f"notes with warnings: {files['with_warnings']}" + (" (see `oracle index` output)" if files["with_warnings"] else ""))
     if skipped:
         out.append(f"skipped: {len(skipped)} files: " + _names([f"{k} ({v})" for k, v in skipped.items()], len(skipped)))
     by = usage.get("search_latency_by_process") or {}
     latency = "; ".join(f"{proc} p50 {_ms(v['p50_ms'])}, p95 {_ms(v['p95_ms'])} over {int(v['samples'] or 0)}"
                         for proc, v in by.items()) or f"p50 {_ms(usage['search_p50_ms'])}, p95 {_ms(usage['search_p95_ms'])}"
-    out.append(f"usage: {usage['searches']} searches ({latency}), {usage['consultations']} consultations,"
+    cold = usage.get("search_cold_starts") or 0
+    cold_text = f"; {cold} cold starts, p50 {_ms(usage.get('search_cold_p50_ms'))}" if cold else ""
+    out.append(f"usage: {usage['searches']} searches ({latency}{cold_text}), {usage['consultations']} consultations,"
                f" {usage['learnings']} learnings")
     if data.get("serving"):
         out.append(f"served by: {serving_text(data['serving'])}")

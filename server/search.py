@@ -45,6 +45,7 @@ from server.models import (
     SupersededBy,
     TranslationRef,
     Triplet,
+    past_the_end,
 )
 from server.feedback import note_feedback
 from server.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
@@ -264,7 +265,9 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
 
 
 def search(oracle: Oracle, request: SearchRequest, client: str = "cli", tool: str = "search") -> SearchResult:
-    """Search and record it in the search log (query, parameters, results, latency)."""
+    """Search and record it in the search log (query, parameters, results, latency, and whether it was a
+    cold start: the model loaded for it)."""
+    cold = request.mode != "fts" and not oracle.embedder.loaded
     result = run_search(oracle, request)
     oracle.logs.log_search(
         client=client,
@@ -276,6 +279,7 @@ def search(oracle: Oracle, request: SearchRequest, client: str = "cli", tool: st
         results=[(h.id, h.score) for h in result.hits],
         latency_ms=result.meta.took_ms,
         warnings=result.meta.warnings,
+        cold=cold,
     )
     return result
 
@@ -439,6 +443,8 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
         warnings.append("no strong match: the best results are only loosely related to the query")
     if vanished:
         warnings.append(f"{vanished} result(s) left out: their notes were re-indexed or removed while this search ran")
+    if not hits and ranked.total:
+        warnings.append(past_the_end(request.offset, ranked.total, request.limit))
     return SearchResult(
         query=query,
         hits=hits,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from indexer.discover import discover
 from indexer.vectors import VectorStoreUnavailable
@@ -57,8 +57,11 @@ class Usage(BaseModel):
     consultations: int
     learnings: int
     document_accesses: int
-    search_p50_ms: float | None
+    search_p50_ms: float | None = Field(description="Warm searches: the cold starts below are not in it.")
     search_p95_ms: float | None
+    # Searches that first loaded the embedding model (a stdio session's first, a lone CLI search).
+    search_cold_starts: int = 0
+    search_cold_p50_ms: float | None = None
     # "server" and "cli" (a CLI process on its own, cold model): {p50_ms, p95_ms, samples}
     search_latency_by_process: dict[str, dict[str, float | None]] = {}
 
@@ -155,6 +158,7 @@ def stats(oracle: Oracle) -> Stats:
     with_warnings = oracle.store.notes_with_warnings()
     logs = oracle.logs.counts()
     latency = oracle.logs.search_latency()
+    cold = oracle.logs.search_latency(cold=True)
     return Stats(
         version=__version__,
         root=str(oracle.settings.root),
@@ -185,6 +189,8 @@ def stats(oracle: Oracle) -> Stats:
             document_accesses=logs["document_access"],
             search_p50_ms=latency["p50_ms"],
             search_p95_ms=latency["p95_ms"],
+            search_cold_starts=int(cold["samples"] or 0),
+            search_cold_p50_ms=cold["p50_ms"],
             search_latency_by_process=oracle.logs.search_latency_by_process(),
         ),
         serving=Serving(pid=os.getpid(), **oracle.serving),

@@ -25,6 +25,10 @@ from server.render import result_count, serving_text
 from server.stats import Stats
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def search_text(request: Any, result: SearchResult) -> str:
     lines = [result_count(result.total, result.meta.unit, result.meta.mode, result.meta.took_ms)]
     lines += [f"warning: {w}" for w in result.meta.warnings]
@@ -47,7 +51,7 @@ def search_text(request: Any, result: SearchResult) -> str:
 
 
 def consult_text(request: Any, result: ConsultResult) -> str:
-    return result.guidance
+    return result.guidance + "".join(f"warning: {w}\n" for w in result.warnings)
 
 
 def reflect_text(request: Any, doc: Document) -> str:
@@ -65,7 +69,7 @@ def learn_text(request: Any, result: LearnResult) -> str:
 
 
 def list_text(request: ListRequest, result: ListResult) -> str:
-    lines = [f"{result.total} {'files' if request.group_by_file else 'notes'}"]
+    lines = [plural(result.total, result.unit), *(f"warning: {w}" for w in result.warnings)]
     lines += [
         f"- [{i.type}] {i.title}{' › ' + i.heading if i.heading else ''} ({i.source_file}, {i.date or 'undated'}, id {i.id})"
         for i in result.items
@@ -76,7 +80,8 @@ def list_text(request: ListRequest, result: ListResult) -> str:
 def stats_text(request: Any, result: Stats) -> str:
     docs = result.documents
     return (
-        f"{result.files.total} files, {docs.total} chunks ({', '.join(f'{k}: {v}' for k, v in docs.by_type.items())}); "
+        f"{plural(result.files.total, 'note')} ({', '.join(f'{k}: {v}' for k, v in result.files.by_type.items())}), "
+        f"{plural(docs.total, 'section')}; "
         f"embeddings {result.embeddings.coverage:.1%}; vector store {'ok' if result.vector_store.ok else 'DOWN'}; "
         f"drift: {'none' if result.drift.in_sync else 'yes, run oracle index'}; "
         f"{result.usage.searches} searches, {result.usage.consultations} consultations, {result.usage.learnings} learnings"
@@ -85,7 +90,9 @@ def stats_text(request: Any, result: Stats) -> str:
 
 
 def concepts_text(request: Any, result: ConceptsResult) -> str:
-    return ", ".join(f"{c.concept} ({c.count})" for c in result.concepts) or "no concepts yet"
+    if not result.concepts:
+        return "no concepts yet"
+    return "notes carrying each concept: " + ", ".join(f"{c.concept} ({c.count})" for c in result.concepts)
 
 
 def feedback_text(request: Any, result: FeedbackResult) -> str:

@@ -159,7 +159,7 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         name="oracle_list",
-        description="List notes newest first, optionally by type and one entry per file. For browsing, not searching.",
+        description="List notes newest first, optionally by type (unit=section: every section). For browsing, not searching.",
         request=m.ListRequest, result=m.ListResult,
         service=lambda o, r, c: list_documents(o, r),
         text=text.list_text, annotations=READ_ONLY,
@@ -168,7 +168,7 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         name="oracle_stats",
-        description="Health and size of the knowledge base: documents by type, drift between files and index, "
+        description="Health and size of the knowledge base: notes and sections by type, drift between files and index, "
         "embedding coverage, vector store health, usage counts and search latency.",
         request=m.StatsRequest, result=Stats,
         service=lambda o, r, c: stats(o),
@@ -232,7 +232,8 @@ TOOLS: tuple[Tool, ...] = (
         service=lambda o, r, c: read_note(o, r, client=c.client),
         text=text.read_text, annotations=READ_ONLY,
         http=Http("GET", "/api/read"),
-        cli=Cli("read", "read a note by a hit's id or by its path"),
+        cli=Cli("read", "read a note: `oracle read learnings/x.md` (its path) or `oracle read c_...` (a hit's id)",
+                words="file"),
     ),
     Tool(
         name="oracle_verify",

@@ -237,12 +237,13 @@ class Reads:
         return total, [(Section.from_row(r), r[17]) for r in self.fetch(sql, [*args, limit, offset])]
 
     def concept_counts(self, doc_type: str | None, limit: int) -> tuple[int, list[tuple[str, int]]]:
-        """(distinct concepts, [(concept, sections carrying it)]), most carried first, ties alphabetical."""
+        """(distinct concepts, [(concept, notes carrying it in any section)]), most carried first, ties
+        alphabetical."""
         where, args = ("1", []) if doc_type is None else ("d.type = ?", [doc_type])
         base = f"FROM doc_concepts c JOIN documents d ON d.id = c.doc_id WHERE {where}"
         total = self._scalar(f"SELECT count(DISTINCT c.concept) {base}", args)
-        rows = self.fetch(f"SELECT c.concept, count(*) AS n {base} GROUP BY c.concept ORDER BY n DESC, c.concept LIMIT ?",
-                          [*args, limit])
+        rows = self.fetch(f"SELECT c.concept, count(DISTINCT d.file) AS n {base} GROUP BY c.concept"
+                          " ORDER BY n DESC, c.concept LIMIT ?", [*args, limit])
         return total, [(c, n) for c, n in rows]
 
     def concept_note_counts(self) -> tuple[int, list[tuple[str, int]]]:

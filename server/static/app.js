@@ -184,13 +184,13 @@
     const cov = num(st.embeddings.coverage);
     setStat('embeddings.coverage', (cov * 100).toFixed(1) + '%', cov);
     $('#coverage-meter').style.width = Math.max(0, Math.min(100, cov * 100)) + '%';
-    $('#embeddings-sub').textContent = st.embeddings.embedded_chunks + ' of ' + st.documents.total + ' chunks embedded';
+    $('#embeddings-sub').textContent = st.embeddings.embedded_chunks + ' of ' + st.documents.total + ' sections embedded';
     tileState('tile-embeddings', cov >= 0.999 ? 'good' : cov >= 0.5 ? 'warn' : 'bad');
 
     const d = st.drift;
     if (d.in_sync) {
       setStat('drift', 'in sync', 'in_sync');
-      $('#drift-sub').textContent = 'index matches the files';
+      $('#drift-sub').textContent = 'index matches the notes on disk';
       $('#drift-sub').removeAttribute('title');
       tileState('tile-drift', 'good');
     } else {
@@ -225,6 +225,9 @@
     setStat('usage.search_p50_ms', ms(u.search_p50_ms), u.search_p50_ms);
     setStat('usage.search_p95_ms', ms(u.search_p95_ms), u.search_p95_ms);
     setStat('usage.searches', String(u.searches), u.searches);
+    // Searches that loaded the model first (a stdio session's first, a lone CLI search): apart from the warm ones.
+    setStat('usage.search_cold_starts', u.search_cold_starts
+      ? u.search_cold_starts + ' · p50 ' + ms(u.search_cold_p50_ms) : '0', u.search_cold_starts);
   }
 
   // -- charts ---------------------------------------------------------------------------------------
@@ -314,11 +317,12 @@
     ], scale.unit, scale.label);
   }
 
-  /** Latency of recent searches (oldest left) with the p50/p95 of the whole log as reference lines. */
+  /** Latency of recent warm searches (oldest left) with the warm p50/p95 of the log as reference lines; cold
+   * starts (the search loaded the model first) are counted in the tile, not drawn among the warm ones. */
   function renderLatency(logs, usage) {
     const target = $('#chart-latency');
-    const rows = (logs.searches || []).filter((r) => typeof r.latency_ms === 'number').slice().reverse();
-    $('#latency-samples').textContent = rows.length ? 'last ' + plural(rows.length, 'search', 'searches') : '';
+    const rows = (logs.searches || []).filter((r) => typeof r.latency_ms === 'number' && !r.cold).slice().reverse();
+    $('#latency-samples').textContent = rows.length ? 'last ' + plural(rows.length, 'warm search', 'warm searches') : '';
     if (!rows.length) {
       clear(target).appendChild(h('div', { class: 'empty', text: 'No searches logged yet.' }));
       return;
@@ -377,7 +381,7 @@
       const w = Math.max(2, (W - L - R) * r.count / max);
       const label = r.concept.length > 20 ? r.concept.slice(0, 19) + '…' : r.concept;
       svg.appendChild(s('g', { class: 'concept-row', 'data-concept': r.concept, onclick: () => runSearch(r.concept) },
-        s('title', null, r.concept + ': ' + plural(r.count, 'chunk') + ' (click to search)'),
+        s('title', null, r.concept + ': ' + 'in ' + plural(r.count, 'note') + ' (click to search)'),
         s('text', { class: 'label', x: L - 8, y: y0 + rowH / 2 + 4, 'text-anchor': 'end' }, label),
         s('rect', { class: 'bar-concept', x: L, y: y0 + 3, width: w.toFixed(1), height: rowH - 6, rx: 2 }),
         s('text', { x: L + w + 5, y: y0 + rowH / 2 + 4 }, String(r.count))));
@@ -453,7 +457,7 @@
         h('code', { class: 'loc', text: hit.source_file + ':' + hit.line_start + '-' + hit.line_end }),
         hit.date ? h('span', { text: hit.date }) : null,
         hit.project ? h('span', { text: 'project ' + hit.project }) : null,
-        hit.also_in_file && hit.also_in_file.length ? h('span', { text: '+' + hit.also_in_file.length + ' more in file' }) : null,
+        hit.also_in_file && hit.also_in_file.length ? h('span', { text: '+' + hit.also_in_file.length + ' more sections' }) : null,
         (hit.duplicates || []).length ? h('span', { text: 'same content in ' + hit.duplicates.length + ' more' }) : null,
         hit.weak ? h('span', { class: 'weak', 'data-weak': '', text: 'weak match' }) : null),
       hit.superseded_by ? h('div', { class: 'superseded', 'data-superseded-by': hit.superseded_by.source_file },
@@ -722,7 +726,7 @@
     const relEdges = graphData.edges.filter((e) => e.kind === 'relation' && keep.has(e.source) && keep.has(e.target));
     const edges = [...coEdges, ...tagEdges, ...relEdges];
     $('#graph-summary').textContent = plural(concepts.length, 'concept') +
-      (withDocs ? ' · ' + plural(documents.length, 'document') + (allDocuments > documents.length ? ' (of ' + allDocuments + ')' : '') : '') +
+      (withDocs ? ' · ' + plural(documents.length, 'note') + (allDocuments > documents.length ? ' (of ' + allDocuments + ')' : '') : '') +
       ' · ' + plural(coEdges.length, 'co-occurrence link') +
       (withRelations ? ' · ' + plural(relEdges.length, 'relation') : '');
     if (!concepts.length && !entities.length) {
@@ -752,7 +756,7 @@
         'stroke-opacity': tagged ? 0.35 : relation ? 0.8 : (0.15 + 0.55 * e.weight / maxW).toFixed(2),
         'data-source': e.source, 'data-target': e.target, 'data-weight': e.weight, 'data-label': e.label || '',
       }, s('title', null, tagged ? 'tagged' : relation ? e.label + ' (stated in ' + plural(e.weight, 'note') + ')'
-        : 'in ' + plural(e.weight, 'file') + ' together'));
+        : 'in ' + plural(e.weight, 'note') + ' together'));
       neighbours.get(e.source).add(e.target);
       neighbours.get(e.target).add(e.source);
       edgeEls.push([el, e.source, e.target]);
@@ -782,9 +786,9 @@
       },
         entity ? s('rect', { x: -r, y: -r, width: 2 * r, height: 2 * r, rx: 2 }) : s('circle', { r: r.toFixed(1) }),
         concept || entity ? s('text', { x: 0, y: (r + 11).toFixed(1), 'text-anchor': 'middle' }, label) : null,
-        s('title', null, concept ? nd.label + ' — in ' + plural(nd.count, 'file') + ' (click to search)'
+        s('title', null, concept ? nd.label + ' — in ' + plural(nd.count, 'note') + ' (click to search)'
           : entity ? nd.label + ' — in ' + plural(nd.count, 'relation') + ' (click to search)'
-          : nd.label + ' (' + (nd.type || 'document') + ', ' + plural(nd.count, 'concept') + ') — click to open'));
+          : nd.label + ' (' + (nd.type || 'note') + ', ' + plural(nd.count, 'concept') + ') — click to open'));
       const focus = () => {
         svg.classList.add('focus');
         const near = neighbours.get(nd.id);

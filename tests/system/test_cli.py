@@ -71,7 +71,7 @@ def test_index_prints_the_summary_line(indexed):
     assert indexed.returncode == 0, indexed.stderr
     lines = indexed.stdout.splitlines()
     assert re.fullmatch(
-        rf"files: 3 added, 0 changed, 0 removed, 0 unchanged; 1 skipped; chunks written: {CHUNKS};"
+        rf"notes: 3 added, 0 changed, 0 removed, 0 unchanged; 1 skipped; sections written: {CHUNKS};"
         rf" embeddings: {CHUNKS} computed, 0 cached; \d+\.\d\ds \(keyword \d+\.\d\ds, vector \d+\.\d\ds\)",
         lines[0],
     ), lines[0]
@@ -84,7 +84,7 @@ def test_second_index_run_is_unchanged(indexed, cli_env):
     again = oracle(cli_env, "index")
     assert again.returncode == 0, again.stderr
     assert again.stdout.startswith(
-        "files: 0 added, 0 changed, 0 removed, 3 unchanged; 1 skipped; chunks written: 0;"
+        "notes: 0 added, 0 changed, 0 removed, 3 unchanged; 1 skipped; sections written: 0;"
         " embeddings: 0 computed, 0 cached;"
     )
 
@@ -157,7 +157,26 @@ def test_missing_root_is_a_clear_error(tmp_path):
     env.update(ORACLE_ROOT=str(tmp_path / "nope"), ORACLE_DATA_DIR=str(tmp_path / "data"))
     result = oracle(env, "index")
     assert result.returncode == 2
-    assert "does not exist or is not a folder" in result.stderr
+    assert f"{tmp_path / 'nope'} (ORACLE_ROOT=" in result.stderr and "does not exist" in result.stderr
+
+
+@pytest.mark.parametrize("args", [("stats",), ("search", "anything"), ("serve",), ("list",)])
+def test_a_mistyped_root_stops_every_command_naming_the_path(tmp_path, args):
+    """Issue 27 item 8: `oracle --root ~/notse stats` said "0 notes" and "drift: none" and made a data dir;
+    `oracle serve` on a missing root died with an error that named no path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    env.update(ORACLE_DATA_DIR=str(tmp_path / "data"))
+    missing = tmp_path / "notse"
+    result = subprocess.run([*oracle_cmd(), "--root", str(missing), *args], env=env, cwd=PROJECT, capture_output=True,
+                            text=True, encoding="utf-8", timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2, result.stderr
+    assert f"the knowledge root {missing} (--root={missing}) does not exist" in result.stderr
+    assert result.stdout == "" and not (tmp_path / "data").exists()
+    (tmp_path / "a-file.md").write_text("# not a folder\n")
+    env.update(ORACLE_ROOT=str(tmp_path / "a-file.md"))
+    result = subprocess.run([*oracle_cmd(), *args], env=env, cwd=PROJECT, capture_output=True, text=True,
+                            encoding="utf-8", timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2 and "is not a folder" in result.stderr and str(tmp_path / "a-file.md") in result.stderr
 
 
 @pytest.mark.slow
@@ -174,3 +193,33 @@ def test_a_port_in_use_is_one_line_and_exit_1(indexed, cli_env):
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert lines == [f"oracle: port {port} on 127.0.0.1 is already in use (another `oracle serve --http`?): "
                      "stop it, or choose another with --port or ORACLE_PORT"], done.stderr
+
+
+# -- what a new user types (issue 27, "Small") --------------------------------------------------------------
+def test_version_and_global_options_after_the_command(indexed, cli_env, tmp_path):
+    from server import __version__
+
+    version = oracle(cli_env, "--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"oracle {__version__}"
+    # `oracle index --root X` as well as `oracle --root X index`; after the command wins, as it is read last.
+    env = {k: v for k, v in cli_env.items() if k != "ORACLE_ROOT"}
+    after = oracle(env, "stats", "--json", "--root", cli_env["ORACLE_ROOT"], "--data-dir", cli_env["ORACLE_DATA_DIR"])
+    before = oracle(env, "--root", cli_env["ORACLE_ROOT"], "--data-dir", cli_env["ORACLE_DATA_DIR"], "stats", "--json")
+    assert after.returncode == before.returncode == 0, after.stderr + before.stderr
+    assert json.loads(after.stdout)["root"] == json.loads(before.stdout)["root"] == cli_env["ORACLE_ROOT"]
+    assert json.loads(after.stdout)["files"]["total"] == 3
+    missing = oracle(env, "--root", cli_env["ORACLE_ROOT"], "stats", "--root", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and str(tmp_path / "nope") in missing.stderr
+
+
+def test_read_takes_a_path_or_an_id(indexed, cli_env):
+    rel = next(iter(FILES))
+    by_path = oracle(cli_env, "read", rel)
+    assert by_path.returncode == 0, by_path.stderr
+    assert by_path.stdout.startswith(f"{rel}:1-")
+    hit = json.loads(oracle(cli_env, "read", rel, "--json").stdout)["sections"][0]["id"]
+    by_id = oracle(cli_env, "read", hit, "--json")
+    assert by_id.returncode == 0 and json.loads(by_id.stdout)["source_file"] == rel
+    assert oracle(cli_env, "read", "--id", hit, "--section", "--json").returncode == 0
+    nothing = oracle(cli_env, "read")
+    assert nothing.returncode == 2 and "give exactly one of id" in nothing.stderr

@@ -76,3 +76,25 @@ def test_the_dashboard_asks_for_the_token_once_and_then_shows_the_data(token_ser
             assert not box.is_visible()
         finally:
             chromium.close()
+
+
+def test_the_docs_page_says_what_token_mode_protects(token_server: str) -> None:
+    """Issue 27 item 8: /docs said "Reads are open" in token mode, where a read without the token is a 401."""
+    from playwright.sync_api import sync_playwright
+
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    for path in ("/api/stats", "/api/search?query=mock", "/openapi.json"):
+        assert httpx.get(token_server + path, timeout=60).status_code == 401, path
+        assert httpx.get(token_server + path, headers=auth, timeout=60).status_code == 200, path
+    assert httpx.get(token_server + "/docs", timeout=60).status_code == 200
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = chromium.new_context(service_workers="block").new_page()
+            page.goto(token_server + "/docs", wait_until="load")
+            text = page.inner_text("main")
+            assert "Reads are open" not in text
+            note = page.inner_text("#auth-note")
+            assert "reads included" in note and "/openapi.json" in note and "/health" in note
+        finally:
+            chromium.close()

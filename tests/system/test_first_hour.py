@@ -39,7 +39,7 @@ def test_an_adr_repository_indexes_with_init_and_index_each_note_once(tmp_path):
     expected = build_adr_repo(root)
     env = env_for(root, data)
     before = run(env, "index")
-    assert "files: 0 added" in before.stdout
+    assert "notes: 0 added" in before.stdout
     assert "not indexed (no type): 14 files: locales/ 12, (root) 2" in before.stdout  # one short line, not 230 folders
     assert len(before.stdout.splitlines()) <= 10
 
@@ -50,7 +50,7 @@ def test_an_adr_repository_indexes_with_init_and_index_each_note_once(tmp_path):
     assert run(env, "init", str(root), check=False).returncode == 2  # never overwrites without --force
 
     after = run(env, "index")
-    assert f"files: {expected['notes']} added" in after.stdout and len(after.stdout.splitlines()) <= 10
+    assert f"notes: {expected['notes']} added" in after.stdout and len(after.stdout.splitlines()) <= 10
     listing = run(env, "search", "Kafka topic partitions", "--limit", "50", "--group-by-file", "--json").stdout
     files = [hit["source_file"] for hit in json.loads(listing)["hits"]]
     assert "locales/en/decisions/adopt-kafka/index.md" in files
@@ -133,8 +133,10 @@ def test_a_wheel_in_a_fresh_venv_serves_the_starter_knowledge(tmp_path):
     """Build the wheel, install it (without its dependencies, which come from this venv: offline) into a new
     venv, and run it from an empty folder: no checkout anywhere on its path."""
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(PROJECT), "--no-deps", "-q", "-w", str(dist)],
-                   check=True, capture_output=True, timeout=600)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(PROJECT), "--no-deps", "--no-build-isolation",
+                            "-v", "-w", str(dist)], check=True, capture_output=True, text=True, timeout=600)
+    # Issue 27: the build warned that the license table is deprecated and that data folders were not packages.
+    assert "BuildBackendWarning" not in built.stdout + built.stderr and "deprecated" not in built.stdout + built.stderr
     venv = tmp_path / "venv"
     # Without a pip of its own (ensurepip costs seconds): this venv's pip installs into it (`--python`).
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -157,6 +159,8 @@ def test_a_wheel_in_a_fresh_venv_serves_the_starter_knowledge(tmp_path):
     assert index.returncode == 0, index.stderr
     starter = home / "share" / "oracle" / "knowledge"
     assert "starter knowledge copied to" in index.stderr and (starter / "learnings").is_dir()
+    # Its own README is not a note, and the first index does not ask the user to map it (issue 27).
+    assert (starter / "oracle.toml").is_file() and "not indexed" not in index.stdout + index.stderr
     found = subprocess.run([oracle, "search", "quote fts5 search terms", "--mode", "fts", "--json"], env=env,
                            cwd=cwd, capture_output=True, text=True, timeout=300)
     result = json.loads(found.stdout)

@@ -584,8 +584,8 @@ def test_list_type_and_group_by_file(mcp: Session, kb: KB) -> None:
     grouped = mcp.ok("oracle_list", {"group_by_file": True, "limit": 100})
     files = [i["source_file"] for i in grouped["items"]]
     assert len(files) == len(set(files)) == min(grouped["total"], 100)
-    assert all(i["chunks"] >= 1 for i in grouped["items"])
-    assert any(i["chunks"] > 1 for i in grouped["items"])
+    assert all(i["sections"] >= 1 for i in grouped["items"])
+    assert any(i["sections"] > 1 for i in grouped["items"])
     retros = mcp.ok("oracle_list", {"type": "retro", "group_by_file": True, "limit": 100})
     assert retros["total"] == len(list((kb.root / "retrospectives").glob("*.md")))
     assert {i["type"] for i in retros["items"]} == {"retro"}

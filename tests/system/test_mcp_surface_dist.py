@@ -62,7 +62,8 @@ def test_bundle_manifest_is_valid_and_describes_the_server(built: Path) -> None:
     assert manifest == json.loads((built / "manifest.json").read_text())
     assert manifest["server"]["entry_point"] in names
     assert "server/lib/server/mcp_server.py" in names and "server/lib/indexer/embed.py" in names
-    assert any(n.startswith("server/lib/knowledge/principles/") for n in names)
+    assert any(n.startswith("server/lib/oracle_knowledge/principles/") for n in names)
+    assert not any(n.startswith("server/lib/knowledge/") for n in names)  # no checkout: no root in the install folder
     assert not any(n.startswith(("server/lib/playwright/", "server/lib/pytest/", "server/lib/_pytest/")) for n in names)
     assert {t["name"] for t in manifest["tools"]} == TOOLS
     assert {p["name"] for p in manifest["prompts"]} == PROMPTS
@@ -100,11 +101,20 @@ def test_unpacked_bundle_starts_and_answers_tools_list(built: Path, tmp_path: Pa
             async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=180) as client:
                 tools = {t.name for t in (await client.list_tools()).tools}
                 found = await client.call_tool("oracle_search", {"query": "mock the database", "limit": 3})
-                return tools, [h["source_file"] for h in found.structured_content["hits"]]
+                learned = await client.call_tool("oracle_learn", {
+                    "pattern": "Keep learnings outside the install folder; an update replaces it.",
+                    "title": "Learnings outlive the bundle"})
+                assert not learned.is_error, learned.content
+                return tools, [h["source_file"] for h in found.structured_content["hits"]], learned.structured_content
 
-    tools, hits = anyio.run(session)
+    tools, hits, learned = anyio.run(session)
     assert tools == TOOLS, (tmp_path / "bundle.stderr").read_text()[-2000:]
-    assert hits and all(h.endswith(".md") for h in hits)  # the starter knowledge inside the bundle
+    assert hits and all(h.endswith(".md") for h in hits)  # the starter knowledge
+    # Issue 27 item 7: the knowledge folder left empty (the default), the starter knowledge is copied to the user's
+    # data folder, as a pipx install does, and learnings go there; the install folder holds no note at all.
+    user_root = tmp_path / ".local" / "share" / "oracle" / "knowledge"
+    assert (user_root / learned["file"]).is_file() and (user_root / "principles").is_dir()
+    assert not list(target.rglob("learnings/*learnings-outlive-the-bundle*.md"))
 
 
 # -- the MCP Inspector CLI ---------------------------------------------------------------------------

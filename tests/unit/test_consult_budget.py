@@ -92,3 +92,23 @@ def test_consult_on_a_real_question_fills_a_large_budget_but_not_a_small_one(sea
     assert small.tokens_used <= 100 < large.tokens_used <= 8000
     assert len(small.principles + small.learnings) <= len(large.principles + large.learnings)
     assert large.principles + large.learnings, "the search corpus answers this question"
+
+
+def test_a_budget_too_small_for_any_source_says_so_and_what_would_do(bundled) -> None:
+    """Issue 27: a budget too small for one source gave guidance with no source and no word why."""
+    from server.tool_text import consult_text
+
+    oracle, _ = bundled
+    decision = "Should the search tests use a mocked database?"
+    small = consult(oracle, ConsultRequest(decision=decision, budget_tokens=100))
+    assert not small.principles and not small.learnings
+    said = [w for w in small.warnings if "leaves no room" in w]
+    assert len(said) == 1 and "budget of 100 tokens" in said[0], small.warnings
+    assert said[0] in consult_text(None, small)
+    need = int(said[0].rsplit("budget_tokens=", 1)[1].split()[0])
+    enough = consult(oracle, ConsultRequest(decision=decision, budget_tokens=need))
+    assert len(enough.principles) + len(enough.learnings) >= 1 and enough.tokens_used <= need
+    assert not any("leaves no room" in w for w in enough.warnings)
+    assert any("left out to stay within the budget" in w for w in enough.warnings)
+    roomy = consult(oracle, ConsultRequest(decision=decision, budget_tokens=8000))
+    assert not any("budget" in w for w in roomy.warnings)

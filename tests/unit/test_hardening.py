@@ -385,8 +385,8 @@ def test_a_small_file_is_embedded_at_once_beside_a_big_one(tmp_path: Path, make_
     from indexer.sync import INLINE_EMBED_CHUNKS
 
     root = tmp_path / "root"
-    oracle = make_oracle(root, tmp_path / "data")
     (root / "principles").mkdir(parents=True)
+    oracle = make_oracle(root, tmp_path / "data")
     oracle.indexer.sync()
     write(root / "principles/big.md", _big_principle(INLINE_EMBED_CHUNKS + 50))
     write(root / "learnings/2026-01-02_pelican.md", "---\ntitle: Pelican\n---\n# Pelican\n\nPelicans glide over the pond.\n")

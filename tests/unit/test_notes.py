@@ -231,8 +231,8 @@ def test_the_principle_section_leads_its_bullets(search_index) -> None:
 def test_the_index_knows_whether_it_holds_thai(search_index, tmp_path, make_oracle) -> None:
     """A server loads the Thai segmenter ahead of the first query only when some note holds Thai."""
     assert search_index.store.has_thai()
-    english = make_oracle(tmp_path / "root", tmp_path / "data")
     write(tmp_path / "root/learnings/a.md", "# Café notes\n\n## Body\n\nNaïve résumé, no Thai here.\n")
+    english = make_oracle(tmp_path / "root", tmp_path / "data")
     english.indexer.sync()
     assert english.store.chunk_count() == 1 and not english.store.has_thai()
 
