@@ -40,8 +40,10 @@ def test_one_line_candidates_of_saved_lessons_are_near_duplicates(bundled) -> No
     prompt = learn_from_session_prompt(oracle, notes)
     verdicts = _verdicts(prompt.text)
     assert len(verdicts) == len(ALREADY_SAVED) + len(NOT_SAVED)
+    cited = {c.path for c in prompt.cited}  # the notes named, quoted inside the trust boundary
     for line, note in ALREADY_SAVED.items():
-        assert verdicts[line].startswith("NEAR-DUPLICATE of ") and note in verdicts[line], (line, verdicts[line])
+        assert verdicts[line].startswith("NEAR-DUPLICATE of "), (line, verdicts[line])
+        assert note in cited and note in prompt.text, (line, cited)
     for line in NOT_SAVED:
         assert verdicts[line].startswith("NEW"), (line, verdicts[line])
     assert prompt.description == f"{len(ALREADY_SAVED) + len(NOT_SAVED)} candidate learnings, {len(NOT_SAVED)} new"
