@@ -108,6 +108,16 @@ class Settings:
     log_retention_days: int = DEFAULT_LOG_RETENTION_DAYS
     log_max_rows: int = DEFAULT_LOG_MAX_ROWS
     multilingual: str = "auto"  # ORACLE_MULTILINGUAL: auto | on | off (indexer/multilingual.py)
+    # ORACLE_EMBEDDING_MODEL, else oracle.toml's [embedding] model: minilm | a model folder (None: the default)
+    embedding_model: str | None = None
+
+    @property
+    def embedding(self):
+        """The embedding model's spec (indexer/embed.py): the configured model with oracle.toml's prefixes."""
+        from indexer.embed import model_spec
+
+        return model_spec(self.embedding_model or self.layout.embedding_model, self.root,
+                          self.layout.query_prefix, self.layout.passage_prefix)
 
     @property
     def folder_types(self) -> dict[str, str]:
@@ -164,6 +174,9 @@ class Settings:
         multilingual = str(overrides.pop("multilingual", None) or env.get("ORACLE_MULTILINGUAL") or "auto").lower()
         if multilingual not in ("auto", "on", "off"):
             raise ConfigError(f"ORACLE_MULTILINGUAL={multilingual!r}: use auto (the default), on or off")
+        embedding_model = str(overrides.pop("embedding_model", None) or env.get("ORACLE_EMBEDDING_MODEL") or "").strip() or None
+        if embedding_model and embedding_model != "minilm":  # a folder: from the working dir
+            embedding_model = str(Path(embedding_model).expanduser().resolve())
         retention = {name: _whole(env, var, default) for name, var, default in (
             ("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
             ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)) if name not in overrides}
@@ -177,6 +190,7 @@ class Settings:
             chroma_collection=collection,
             max_chunks_per_file=int(max_chunks_text),
             multilingual=multilingual,
+            embedding_model=embedding_model,
             **retention,  # type: ignore[arg-type]
             **overrides,  # type: ignore[arg-type]
         )

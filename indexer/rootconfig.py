@@ -39,7 +39,8 @@ BUILTIN_FOLDER_TYPES: dict[str, str] = {
 DEFAULT_EXCLUDED_DIRS = frozenset({"node_modules", "__pycache__", "_site", "site-packages"})
 
 _INDEX_KEYS = {"include", "exclude", "default_type", "gitignore"}
-_TOP_KEYS = {"index", "types"}
+_EMBEDDING_KEYS = {"model", "query_prefix", "passage_prefix"}
+_TOP_KEYS = {"index", "types", "embedding"}
 
 
 class ConfigError(ValueError):
@@ -171,6 +172,10 @@ class Layout:
     exclude: tuple[Glob, ...] = ()
     gitignore: tuple[Glob, ...] = ()
     source: Path | None = None  # the oracle.toml read, if any
+    # [embedding]: the model (a built-in name or a folder, relative to the root) and its prefixes; None: default
+    embedding_model: str | None = None
+    query_prefix: str | None = None
+    passage_prefix: str | None = None
     # key -> (precedence, type); precedence: where it was written (environment 2 > oracle.toml 1 > built-in 0),
     # then a path over a bare name
     _by_path: dict[str, tuple[int, str]] = field(default_factory=dict, compare=False, repr=False)
@@ -328,6 +333,9 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
     exclude: tuple[Glob, ...] = ()
     use_gitignore = True
     source: Path | None = None
+    embedding_model: str | None = None
+    query_prefix: str | None = None
+    passage_prefix: str | None = None
     if path.is_symlink():  # a repository could point it at any file of the person indexing; `oracle init` refuses it too
         raise ConfigError(f"{path} is a symlink; oracle.toml must be a regular file in the root (replace the link with"
                           " a copy)")
@@ -345,7 +353,8 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
         for key in data:
             if key not in _TOP_KEYS:
                 raise ConfigError(f"{_where(path, text, key, None)}: unknown section or key {key!r}; "
-                                  f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}) and [types]")
+                                  f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}), [types] and"
+                                  f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))})")
         index = data.get("index", {})
         if not isinstance(index, dict):
             raise ConfigError(f"{_where(path, text, 'index', None)}: `index` must be a table ([index])")
@@ -365,6 +374,23 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
                 if not isinstance(value, bool):
                     raise ConfigError(f"{where}: gitignore must be true or false")
                 use_gitignore = value
+        embedding = data.get("embedding", {})
+        if not isinstance(embedding, dict):
+            raise ConfigError(f"{_where(path, text, 'embedding', None)}: `embedding` must be a table ([embedding])")
+        for key, value in embedding.items():
+            where = _where(path, text, key, "embedding")
+            if key not in _EMBEDDING_KEYS:
+                raise ConfigError(f"{where}: unknown key {key!r} in [embedding]; known keys:"
+                                  f" {', '.join(sorted(_EMBEDDING_KEYS))}")
+            if not isinstance(value, str) or (key == "model" and not value.strip()):
+                raise ConfigError(f"{where}: {key} must be a string" + (
+                    " (minilm, or a folder holding model.onnx and tokenizer.json)" if key == "model" else ""))
+            if key == "model":
+                embedding_model = value.strip()
+            elif key == "query_prefix":
+                query_prefix = value
+            else:
+                passage_prefix = value
         types = data.get("types", {})
         if not isinstance(types, dict):
             raise ConfigError(f"{_where(path, text, 'types', None)}: `types` must be a table ([types])")
@@ -392,4 +418,7 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
         exclude=exclude,
         gitignore=read_gitignore(root) if use_gitignore else (),
         source=source,
+        embedding_model=embedding_model,
+        query_prefix=query_prefix,
+        passage_prefix=passage_prefix,
     )

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from indexer.config import Settings
 from indexer.discover import Found, Unreadable, discover, note_type, on_disk, read_inside, too_large, unindexable
+from indexer.embed import MODEL_ID as MINILM_ID
 from indexer.embed import Embedder, EmbeddingUnavailable
 from indexer.locks import WriterLock
 from indexer.multilingual import SLICE as ML_SLICE
@@ -120,8 +121,15 @@ class Indexer:
         self.settings = settings
         self.store = store or Store(settings.db_path)
         self.vectors = vectors or VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
-        self.embedder = embedder or Embedder()
-        self.multilingual = MultilingualIndex(settings.db_path, settings.multilingual)
+        self.embedder = embedder or Embedder(settings.embedding)
+        # A main model that reads every script needs no second one for Thai or CJK queries: `auto` is off then.
+        multilingual = "off" if settings.multilingual == "auto" and self.embedder.multilingual else settings.multilingual
+        self.multilingual = MultilingualIndex(settings.db_path, multilingual)
+        self.model_change: str | None = None  # "old -> new" once adopt_model re-keyed the index in this process
+        try:
+            self.store.model_id = self.embedder.model_id
+        except EmbeddingUnavailable:  # a model folder that is not there: keys stay those of the index's model
+            self.store.model_id = self.store.get_meta("embedding_model") or MINILM_ID
         self.lock = WriterLock(settings.data_dir / "writer.lock")
         self.last_repair: SyncReport | None = None  # what the last repair_vectors() did
 
@@ -134,12 +142,49 @@ class Indexer:
         the next writer compares both stores and repairs the difference before doing its own work.
         """
         with self.lock:
+            self.adopt_model()
             if self.store.get_meta("vectors_dirty") == "1":
                 self.reconcile_vectors()
             self.store.set_meta("vectors_dirty", "1")
             report = work()
             self.store.set_meta("vectors_dirty", "1" if report.vector_failed else "0")
             return report
+
+    def adopt_model(self) -> bool:
+        """Make the index the embedder's: when it was built with another model (the id recorded in the store's
+        meta; an index without one was built with MiniLM), give every section the new model's embed key, empty
+        the vector store and leave every section pending, so the vector backlog re-embeds them (from the
+        embedding cache where this model embedded the same text before). The keyword index is untouched and
+        answers throughout; searches leave the vector leg out until the store records the new model (see
+        server/search.py). Called under the writer lock by every write. True when it re-keyed."""
+        try:
+            current = self.embedder.model_id
+        except EmbeddingUnavailable:
+            return False  # a model folder gone missing: keep the index as it is, vectors and all
+        stored = self.store.get_meta("embedding_model")
+        if stored == current:
+            self.store.model_id = current
+            return False
+        if stored is None:
+            built = self.store.fetch("SELECT embed_key FROM documents LIMIT 1")
+            if not built:  # a new index
+                self.store.set_meta("embedding_model", current)
+                self.store.model_id = current
+                return False
+            stored = MINILM_ID  # indexes from before the model was configurable
+            if stored == current:
+                self.store.set_meta("embedding_model", current)
+                self.store.model_id = current
+                return False
+        try:
+            self.vectors.reset()
+        except VectorStoreUnavailable:  # nothing changed (keys stay the old model's); the next write tries again
+            self.store.model_id = stored
+            return False
+        sections = self.store.rekey(current)
+        self.store.model_id = current
+        self.model_change = f"{stored} -> {current} ({sections} sections to embed again)"
+        return True
 
     def reconcile_vectors(self) -> tuple[int, int]:
         """Delete vectors whose chunk is gone and re-queue chunks whose vector is missing: (deleted, requeued)."""

@@ -59,7 +59,7 @@ class Oracle:
         settings = settings or Settings.from_env()
         store = Store(settings.db_path, check=check)
         vectors = VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
-        embedder = Embedder()
+        embedder = Embedder(settings.embedding)
         indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
         logs = Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows, prune=check)
         return cls(settings, store, vectors, embedder, indexer, logs)

@@ -123,6 +123,14 @@ def render_config(s: Survey) -> str:
             lines.append(f"{_toml_key(top)} = \"retro\"    # {n} files, {s.dated[top]} named by date")
         else:
             lines.append(f"# {_toml_key(top)} = \"principle\"    # {n} files")
+    lines += [
+        "",
+        "[embedding]",
+        "# The model that embeds notes and questions: minilm (the default, all-MiniLM-L6-v2), or a folder holding",
+        "# model.onnx and tokenizer.json (query_prefix / passage_prefix: what it expects before each, e.g. \"query: \").",
+        "# A change re-embeds every note at the next `oracle index`; keyword search answers meanwhile.",
+        '# model = "minilm"',
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -216,10 +216,11 @@ def covers(matched: int, terms: int) -> bool:
     return terms > 0 and matched >= COVERAGE * terms
 
 
-def similarity_bar(main_share: float) -> float:
-    """The similarity a vector hit needs to count as strong, when the main (English) model contributes
-    `main_share` of it and the multilingual model the rest (indexer/multilingual.py `nearest`)."""
-    return main_share * WEAK_SIMILARITY + (1.0 - main_share) * WEAK_SIMILARITY_MULTILINGUAL
+def similarity_bar(main_share: float, main_bar: float = WEAK_SIMILARITY) -> float:
+    """The similarity a vector hit needs to count as strong, when the main model (whose own bar is
+    `main_bar`: its similarities run in their own range, indexer/embed.py ModelSpec.weak_similarity)
+    contributes `main_share` of it and the multilingual model the rest (indexer/multilingual.py `nearest`)."""
+    return main_share * main_bar + (1.0 - main_share) * WEAK_SIMILARITY_MULTILINGUAL
 
 
 @dataclass(frozen=True)

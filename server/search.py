@@ -16,7 +16,8 @@ from dataclasses import dataclass
 # in the vector leg, a clean-clone test run). This module loads after the stdio handshake is answered.
 import numpy  # noqa: F401
 
-from indexer.embed import MODEL_ID, EmbeddingUnavailable
+from indexer.embed import MODEL_ID as MINILM_ID
+from indexer.embed import EmbeddingUnavailable
 from indexer.language import STRUCTURAL, query_languages
 from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from indexer.multilingual import covered_share, wants_multilingual
@@ -92,7 +93,12 @@ def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multili
     """Nearest chunks by cosine similarity, by the main model or (blended by `main_share`) the multilingual
     one; filters are applied against SQLite after the query, fetching more until `pool` pass them or the
     index runs out."""
-    vector = oracle.embedder.embed([query])[0] if main_share > 0 else None
+    stored = oracle.store.get_meta("embedding_model") or MINILM_ID
+    if stored != oracle.embedder.model_id:
+        raise EmbeddingUnavailable(
+            f"the index's vectors are {stored}'s and the configured model is {oracle.embedder.model_id};"
+            " the next index run re-embeds them")
+    vector = oracle.embedder.embed_query(query) if main_share > 0 else None
     if multilingual:
         def nearest(n: int) -> list[tuple[str, float]]:
             return oracle.indexer.multilingual.nearest(query, n, vector, main_share)
@@ -431,13 +437,14 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
         ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar, languages)
     page, docs, vanished = _hydrate(oracle, ranked.entries[request.offset :], request.limit)
     bar = scoring.Bar(bm25_bar,
-                      scoring.similarity_bar(ranked.legs.main_share))
+                      scoring.similarity_bar(ranked.legs.main_share, oracle.embedder.weak_similarity))
     complete = _well_covered(oracle, kq, page, bar)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], kq, ranked.use, e.others, e.duplicates, ranked.facts,
                  e.lead.id in complete, bar, e.translations) for e in page]
     weak = not hits or all(h.weak for h in hits)
     warnings = ranked.legs.warnings
-    if ranked.mode in ("hybrid", "vector") and wants_multilingual(query) and ranked.legs.vector_ok:
+    if (ranked.mode in ("hybrid", "vector") and wants_multilingual(query) and ranked.legs.vector_ok
+            and not oracle.embedder.multilingual):  # a multilingual main model reads the query as it is
         warnings.append(_script_note(ranked.legs.multilingual))
     if hits and weak:
         warnings.append("no strong match: the best results are only loosely related to the query")
@@ -459,7 +466,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
             vector_matches=len(ranked.legs.vector),
             unit="note" if request.by_note else "section",
             semantic_weight=ranked.weight,
-            semantic_model=(MULTILINGUAL_MODEL if ranked.legs.multilingual else MODEL_ID)
+            semantic_model=(MULTILINGUAL_MODEL if ranked.legs.multilingual else oracle.embedder.model_id)
             if ranked.mode != "fts" else None,
             weak=weak,
             languages=sorted(languages) if languages else None,

@@ -83,8 +83,8 @@ def _model_once() -> Iterator[None]:
     from indexer.embed import BATCH_SIZE, Embedder
     from indexer.multilingual import MultilingualEmbedder
 
-    loaded: dict[int, tuple] = {}
-    memos: dict[bool, dict[str, np.ndarray]] = {}  # per graph: rewritten (the default) or packaged
+    loaded: dict[tuple, tuple] = {}
+    memos: dict[tuple, dict[str, np.ndarray]] = {}  # per model and graph (MiniLM's: rewritten or packaged)
     ml_memo: dict[str, np.ndarray] = {}
     real_load, real_embed = Embedder._load, Embedder.embed
     real_ml_embed = MultilingualEmbedder.embed
@@ -92,14 +92,17 @@ def _model_once() -> Iterator[None]:
     def load(self: Embedder) -> None:
         if self._sessions:
             return
-        key = (self._workers, self._rewrite)  # the packaged graph stays comparable with the rewritten one
+        # per model, and the packaged graph stays comparable with the rewritten one
+        key = (self.spec, self._workers, self._rewrite)
         if key not in loaded:
             real_load(self)
-            loaded[key] = (self._tokenizer, self._pool, self._sessions, self.graph)
-        self._tokenizer, self._pool, self._sessions, self.graph = loaded[key]
+            loaded[key] = (self._tokenizer, self._pool, self._sessions, self.graph, self._translate, self._inputs,
+                           self._pad_id, self._dimensions)
+        (self._tokenizer, self._pool, self._sessions, self.graph, self._translate, self._inputs, self._pad_id,
+         self._dimensions) = loaded[key]
 
     def embed(self: Embedder, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
-        memo = memos.setdefault(self._rewrite, {})
+        memo = memos.setdefault((self.spec, self._rewrite), {})
         missing = [t for t in dict.fromkeys(texts) if t not in memo]
         if missing:
             memo.update(zip(missing, real_embed(self, missing, batch_size)))

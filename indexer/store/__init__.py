@@ -61,9 +61,14 @@ class Store(Reads, Writes):
     database at all still fails at open, and is moved aside then.
     """
 
-    def __init__(self, path: Path, *, check: bool = True) -> None:
+    def __init__(self, path: Path, *, check: bool = True, model_id: str | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        # the embedding model whose id enters each section's embed key (indexer/embed.py text_key); the
+        # Indexer sets it to its embedder's and re-keys an index built with another (Indexer.adopt_model)
+        from indexer.embed import MODEL_ID
+
+        self.model_id = model_id or MODEL_ID
         self._write_lock = threading.RLock()  # one writer connection, shared by this process's threads
         self._readers = ThreadReaders(path)
         self.recovered_from: Path | None = None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from indexer.embed import text_key
 from indexer.language import NoteLanguage
-from indexer.parse import Chunk, Relation, relation_key
+from indexer.parse import Chunk, Relation, compose_embed_text, relation_key
 from indexer.segment import segment
 from indexer.store.rows import FileState
 from indexer.store.schema import CONTENT_TABLES
@@ -76,7 +76,7 @@ class Writes:
             }
             old_ids = self._delete_file_rows(conn, rel)
             for position, chunk in enumerate(chunks):
-                embed_key = _embed_key(chunk)
+                embed_key = _embed_key(chunk, self.model_id)
                 cur = conn.execute(
                     "INSERT INTO documents (id, file, type, kind, title, heading, content, line_start, line_end,"
                     " content_hash, embed_key, concepts, project, date, parent_id, position, in_vector, timestamp)"
@@ -188,6 +188,21 @@ class Writes:
         with self.transaction() as conn:
             conn.execute("UPDATE documents SET in_vector = 0")
 
+    def rekey(self, model: str) -> int:
+        """Every section's embed key for another embedding model, and every section out of the vector store
+        (their vectors come from that model's cache entries, or it embeds them). The keyword index is not
+        touched. Returns the number of sections."""
+        with self.transaction() as conn:
+            rows = conn.execute("SELECT id, title, heading, content FROM documents").fetchall()
+            conn.executemany(
+                "UPDATE documents SET embed_key = ?, in_vector = 0 WHERE id = ?",
+                [(text_key(compose_embed_text(title, heading, content), model), doc_id)
+                 for doc_id, title, heading, content in rows],
+            )
+            conn.execute("INSERT INTO meta(key, value) VALUES ('embedding_model', ?)"
+                         " ON CONFLICT(key) DO UPDATE SET value = excluded.value", (model,))
+        return len(rows)
+
 
 def _write_note_text(conn: sqlite3.Connection, rel: str, title: str, chunks: Sequence[Chunk]) -> None:
     """The note whole in `notes_fts`, under its `files` rowid (the row was just upserted). Bullets are left
@@ -208,5 +223,5 @@ def body_hash(title: str, chunks: Sequence[Chunk]) -> str:
     return digest.hexdigest()
 
 
-def _embed_key(chunk: Chunk) -> str:
-    return text_key(chunk.embed_text())
+def _embed_key(chunk: Chunk, model: str) -> str:
+    return text_key(chunk.embed_text(), model)

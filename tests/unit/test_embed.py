@@ -37,7 +37,7 @@ def bundled_texts() -> list[str]:
 def test_the_rewritten_graph_gives_the_packaged_models_vectors() -> None:
     texts = bundled_texts()[::3] + EDGE_TEXTS
     assert len(texts) > 100
-    rewritten, packaged = Embedder(), Embedder(rewrite=False)
+    rewritten, packaged = Embedder("minilm"), Embedder("minilm", rewrite=False)
     fast, slow = rewritten.embed(texts), packaged.embed(texts)
     assert rewritten.graph.startswith("rewritten graph"), rewritten.graph
     assert packaged.graph == "packaged graph"
@@ -76,14 +76,14 @@ def test_without_the_onnx_package_the_packaged_graph_runs() -> None:
     code = (
         "import sys, json; sys.modules['onnx'] = None\n"
         "from indexer.embed import Embedder\n"
-        "e = Embedder(workers=1); v = e.embed(['a note about postgres'])[0]\n"
+        "e = Embedder('minilm', workers=1); v = e.embed(['a note about postgres'])[0]\n"
         "print(json.dumps({'graph': e.graph, 'vector': v.tolist()}))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert "`onnx` package is not installed" in out["graph"]
-    here = Embedder(rewrite=False).embed(["a note about postgres"])[0]
+    here = Embedder("minilm", rewrite=False).embed(["a note about postgres"])[0]
     assert np.abs(np.array(out["vector"], dtype=np.float32) - here).max() < 1e-6
 
 
