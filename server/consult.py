@@ -34,7 +34,8 @@ def _sources(oracle: Oracle, query: str, doc_type: str) -> tuple[list[Source], l
         Source(
             id=h.id, type=h.type, title=h.title, heading=h.heading, source_file=h.source_file,
             line_start=h.line_start, line_end=h.line_end, content_hash=h.content_hash, score=h.score,
-            text=docs[h.id].content, superseded_by=h.superseded_by,
+            text=docs[h.id].content, superseded_by=h.superseded_by, stale=h.stale, stale_since=h.stale_since,
+            last_verified=h.last_verified,
         )
         for h in strong
         if h.id in docs
@@ -85,6 +86,8 @@ def _label(n: int, source: Source) -> str:
         f" sha256={source.content_hash}"
         + (f"\n    superseded by {_field(pointer.source_file)} (id {pointer.id or 'not indexed'})"
            if pointer else "")
+        + (f"\n    stale since {source.stale_since} (last verified {source.last_verified or 'never'})"
+           if source.stale else "")
     )
 
 
@@ -147,6 +150,14 @@ def _frame(head: str, sources: list[Source], budget_tokens: int, tag: str) -> tu
     return text, included, estimate_tokens(text)
 
 
+def _stale_warning(sources: list[Source]) -> list[str]:
+    stale = [s.source_file for s in sources if s.stale]
+    if not stale:
+        return []
+    return [f"{len(stale)} source(s) are past their freshness window (stale): {', '.join(stale)}; check them"
+            " before relying on them"]
+
+
 def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> ConsultResult:
     started = time.perf_counter()
     query = request.decision if not request.context else f"{request.decision}\n{request.context}"
@@ -164,7 +175,8 @@ def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> Con
         tokens_used=tokens,
         budget_tokens=request.budget_tokens,
         warnings=sorted(set(warn_p + warn_l))
-        + ([] if ranked else ["nothing in the knowledge base is a strong match for this decision; no sources given"]),
+        + ([] if ranked else ["nothing in the knowledge base is a strong match for this decision; no sources given"])
+        + _stale_warning(included),
     )
     oracle.logs.log_consult(
         client=client,

@@ -42,8 +42,16 @@ def search_text(request: Any, result: SearchResult) -> str:
             lines.append("   same content in: " + ", ".join(d.source_file for d in hit.duplicates))
         if hit.superseded_by:
             lines.append(f"   SUPERSEDED by {hit.superseded_by.source_file} (id {hit.superseded_by.id or 'not indexed'})")
+        if hit.stale:
+            lines.append(f"   {stale_text(hit.stale_since, hit.last_verified)}")
         lines += [f"   relation: {t.subject} — {t.predicate} — {t.object}" for t in hit.relations]
     return "\n".join(lines)
+
+
+def stale_text(since: str | None, verified: str | None) -> str:
+    """One line for a stale note: since when, and when it was last verified."""
+    return (f"STALE since {since} (last verified {verified or 'never'}): check it, then oracle_verify "
+            "mark_verified")
 
 
 def consult_text(request: Any, result: ConsultResult) -> str:
@@ -80,6 +88,8 @@ def stats_text(request: Any, result: Stats) -> str:
         f"embeddings {result.embeddings.coverage:.1%}; vector store {'ok' if result.vector_store.ok else 'DOWN'}; "
         f"drift: {'none' if result.drift.in_sync else 'yes, run oracle index'}; "
         f"{result.usage.searches} searches, {result.usage.consultations} consultations, {result.usage.learnings} learnings"
+        + (f"; stale notes: {result.freshness.stale} ({', '.join(f'{k}: {v}' for k, v in result.freshness.stale_by_type.items())})"
+           if result.freshness and result.freshness.stale else "")
         + (f"; served by: {serving_text(result.serving.model_dump())}" if result.serving else "")
     )
 
@@ -110,13 +120,17 @@ def read_text(request: ReadRequest, result: ReadResult) -> str:
     head = f"{result.source_file}:{result.line_start}-{result.line_end}"
     if result.superseded_by:
         head += f" (SUPERSEDED by {result.superseded_by.source_file})"
+    if result.stale:
+        head += f" ({stale_text(result.stale_since, result.last_verified)})"
     if result.truncated:
         head += f" (truncated to {request.max_chars} characters)"
     return f"{head}\n\n{result.content}"
 
 
 def verify_text(request: Any, result: VerifyResult) -> str:
-    lines = [f"{result.unchanged} unchanged, {result.changed} changed, {result.gone} gone"]
+    lines = [f"{result.unchanged} unchanged, {result.changed} changed, {result.gone} gone"] if result.results else []
     lines += [f"- {r.id}: {r.status}" + (f" (now {r.current_hash})" if r.status == "changed" else "")
               for r in result.results]
+    lines += [f"verified {v.source_file}: last_verified {v.last_verified}"
+              + ("" if v.changed else " (already)") for v in result.verified]
     return "\n".join(lines)

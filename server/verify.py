@@ -3,15 +3,20 @@
 Every hit and consult source carries its chunk's sha256. Given (id, hash) pairs this says, per citation,
 whether the chunk is unchanged, changed (with the current hash and line span) or gone, and which chunks
 now hold exactly the cited text (a renamed heading changes the id but not the content).
+
+`mark_verified` names notes the caller checked and found still true: each is stamped `last_verified: <today>`
+(server/freshness.py) and so is fresh again.
 """
 
 from __future__ import annotations
 
 from server.app import Oracle
+from server.freshness import mark_verified
 from server.models import CitationStatus, VerifyRequest, VerifyResult
 
 
 def verify(oracle: Oracle, request: VerifyRequest) -> VerifyResult:
+    verified = mark_verified(oracle, request.mark_verified) if request.mark_verified else []
     docs = oracle.store.sections_by_id(list(dict.fromkeys(c.id for c in request.citations)))
     results: list[CitationStatus] = []
     for citation in request.citations:
@@ -32,4 +37,4 @@ def verify(oracle: Oracle, request: VerifyRequest) -> VerifyResult:
             results.append(CitationStatus(id=citation.id, content_hash=citation.content_hash, status="gone",
                                           same_content_in=elsewhere))
     counts = {s: sum(r.status == s for r in results) for s in ("unchanged", "changed", "gone")}
-    return VerifyResult(results=results, **counts)
+    return VerifyResult(results=results, verified=verified, **counts)

@@ -265,6 +265,18 @@ class Reads:
         rows = self.fetch(f"SELECT {_NOTE_COLUMNS} FROM files WHERE path = ?", (rel,))
         return _note(rows[0]) if rows else None
 
+    def note_dates(self, files: Sequence[str] | None = None) -> dict[str, tuple[str, str | None, str | None, str | None]]:
+        """note path -> (type, date, last_verified, review_after): what freshness is judged on (every note when
+        `files` is None). The date is the note's (the same on each of its sections)."""
+        sql = ("SELECT f.path, f.type, (SELECT d.date FROM documents d WHERE d.file = f.path ORDER BY d.position"
+               " LIMIT 1), f.last_verified, f.review_after FROM files f")
+        if files is None:
+            return {r[0]: tuple(r[1:]) for r in self.fetch(sql + " ORDER BY f.path")}  # type: ignore[misc]
+        out: dict = {}
+        for part in batched(sorted(set(files))):
+            out.update({r[0]: tuple(r[1:]) for r in self.fetch(sql + f" WHERE f.path IN ({marks(len(part))})", part)})
+        return out
+
     def notes_after(self, after: str, limit: int) -> list[IndexedNote]:
         """Up to `limit` notes whose path sorts after `after`, in path order (a page of a listing)."""
         return [_note(r) for r in self.fetch(f"SELECT {_NOTE_COLUMNS} FROM files WHERE path > ? ORDER BY path LIMIT ?",

@@ -181,6 +181,14 @@
     typeList($('#files-by-type'), st.files.by_type, 'files.by_type');
     setStat('concepts', String(st.concepts), st.concepts);
 
+    const fr = st.freshness || { stale: 0, stale_by_type: {}, window_days: {} };
+    setStat('freshness.stale', String(fr.stale), fr.stale);
+    typeList($('#stale-by-type'), fr.stale_by_type, 'freshness.stale_by_type');
+    const windows = Object.entries(fr.window_days || {}).map(([t, n]) => t + ' ' + n + ' d');
+    $('#stale-sub').textContent = windows.length ? 'past their window: ' + windows.join(', ')
+      : 'no [freshness] days in oracle.toml; review_after dates only';
+    tileState('tile-stale', fr.stale ? 'warn' : 'good');
+
     const cov = num(st.embeddings.coverage);
     setStat('embeddings.coverage', (cov * 100).toFixed(1) + '%', cov);
     $('#coverage-meter').style.width = Math.max(0, Math.min(100, cov * 100)) + '%';
@@ -459,6 +467,8 @@
       hit.superseded_by ? h('div', { class: 'superseded', 'data-superseded-by': hit.superseded_by.source_file },
         'Superseded by ', h('code', { text: hit.superseded_by.source_file }),
         hit.superseded_by.reason ? ' — ' + hit.superseded_by.reason : '') : null,
+      hit.stale ? h('div', { class: 'superseded stale', 'data-stale-since': hit.stale_since || '' },
+        'Stale since ' + (hit.stale_since || '?') + ' — last verified ' + (hit.last_verified || 'never')) : null,
       (hit.relations || []).length ? h('div', { class: 'relations' }, hit.relations.map((t) =>
         h('span', { class: 'chip relation', text: t.subject + ' — ' + t.predicate + ' — ' + t.object }))) : null,
       h('p', { class: 'snippet', text: hit.snippet || '' }),
