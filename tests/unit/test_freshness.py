@@ -302,3 +302,33 @@ def test_mark_verified_writes_one_line_and_the_note_is_fresh(tmp_path: Path) -> 
         assert (root / V1).read_bytes() == before[V1].replace(b"\n---\n", b"\nlast_verified: 2027-02-01\n---\n", 1)
     finally:
         oracle.close()
+
+
+def test_http_and_cli_take_the_new_parameters(oracle, tmp_path: Path) -> None:
+    """The registry generates them: GET /api/search?fresh_only=true, POST /api/verify {"mark_verified"}, and
+    `oracle search --fresh-only`; nothing was written for any adapter."""
+    import argparse
+
+    from starlette.testclient import TestClient
+
+    from server import clispec
+    from server.cli import add_tool_command, tool_values
+    from server.http import build_app
+
+    with TestClient(build_app(oracle), base_url="http://127.0.0.1:37778") as client:
+        got = client.get("/api/search", params={"query": "gizmo api", "mode": "fts", "limit": 20,
+                                                 "fresh_only": "true"})
+        assert got.status_code == 200, got.text
+        assert {h["source_file"] for h in got.json()["hits"]} == set(NOTES) - set(STALE)
+        refused = client.post("/api/verify", json={"mark_verified": ["learnings/none.md"]})
+        assert refused.status_code == 404, refused.text
+        empty = client.post("/api/verify", json={})
+        assert empty.status_code in (400, 422)
+        assert client.get("/api/stats").json()["freshness"]["stale_by_type"]["learning"] == 2
+    parser = argparse.ArgumentParser(prog="oracle", exit_on_error=False)
+    sub = parser.add_subparsers(dest="command", required=True)
+    specs = clispec.derive()
+    add_tool_command(sub, "search", specs["search"])
+    args = parser.parse_args(["search", "gizmo", "api", "--fresh-only", "--prefer-fresh", "--mode", "fts"])
+    request = BY_NAME["oracle_search"].parse(tool_values(args, specs["search"]))
+    assert request.fresh_only and request.prefer_fresh
