@@ -14,6 +14,8 @@ from server.app import Oracle
 from server.boundary import defuse, tag_for
 from server.models import ConsultRequest, ConsultResult, SearchRequest, Source
 from server.search import run_search
+from server.working_set import build as build_working_set
+from server.working_set import canonical_json, working_set_id
 
 PER_TYPE = 5
 CHARS_PER_TOKEN = 4  # a conservative estimate for English prose; no model tokenizer is needed
@@ -158,14 +160,16 @@ def _stale_warning(sources: list[Source]) -> list[str]:
             " before relying on them"]
 
 
-def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> ConsultResult:
-    started = time.perf_counter()
+def run_consult(oracle: Oracle, request: ConsultRequest) -> tuple[ConsultResult, dict]:
+    """The consultation, unlogged, and its working set (server/working_set.py): consult and verify build on it."""
     query = request.decision if not request.context else f"{request.decision}\n{request.context}"
+    state = oracle.store.index_state()  # read first: a change during the consultation makes it not reproduce
     principles, warn_p = _sources(oracle, query, "principle")
     learnings, warn_l = _sources(oracle, query, "learning")
     # Interleave by score so the budget goes to the strongest sources of either kind.
     ranked = _distinct(sorted(principles + learnings, key=lambda s: (-s.score, s.id)))
     guidance, included, tokens = build_guidance(request.decision, ranked, request.budget_tokens)
+    working_set = build_working_set(request, included, guidance, boundary_tag(ranked), state)
     kept = {s.id: s for s in included}
     result = ConsultResult(
         decision=request.decision,
@@ -177,14 +181,26 @@ def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> Con
         warnings=sorted(set(warn_p + warn_l))
         + ([] if ranked else ["nothing in the knowledge base is a strong match for this decision; no sources given"])
         + _stale_warning(included),
+        working_set_id=working_set_id(working_set),
     )
+    return result, working_set
+
+
+def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> ConsultResult:
+    started = time.perf_counter()
+    result, working_set = run_consult(oracle, request)
+    included = result.principles + result.learnings
+    order = {source_id: n for n, (source_id, _) in enumerate(working_set["sources"])}
+    included.sort(key=lambda s: order[s.id])
     oracle.logs.log_consult(
         client=client,
         decision=request.decision,
         context=request.context,
         found=[{"id": s.id, "type": s.type, "score": s.score, "content_hash": s.content_hash} for s in included],
-        guidance=guidance,
-        tokens=tokens,
+        guidance=result.guidance,
+        tokens=result.tokens_used,
         latency_ms=round((time.perf_counter() - started) * 1000, 2),
+        working_set_id=result.working_set_id,
+        working_set=canonical_json(working_set).decode("utf-8"),
     )
     return result

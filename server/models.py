@@ -396,6 +396,9 @@ class ConsultResult(BaseModel):
     tokens_used: int
     budget_tokens: int
     warnings: list[str] = Field(default_factory=list)
+    working_set_id: str = Field(default="", description="SHA-256 of the canonical JSON of what this consultation used"
+                                " (decision, context, budget, sources' ids and hashes in order, guidance, index state);"
+                                " oracle_verify(working_set_id=...) says later whether it still reproduces.")
 
 
 class Document(BaseModel):
@@ -620,6 +623,8 @@ class VerifyRequest(BaseModel):
         default_factory=list, max_length=100,
         description="Notes (a hit's id or a path relative to the root) you checked and found still true: each gets "
         "last_verified: <today> in its frontmatter (every other byte kept) and is re-indexed as fresh.")
+    working_set_id: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$",
+                                       description="A consult's working_set_id: does that consultation still reproduce?")
 
     @field_validator("mark_verified")
     @classmethod
@@ -631,8 +636,8 @@ class VerifyRequest(BaseModel):
 
     @model_validator(mode="after")
     def _something(self) -> "VerifyRequest":
-        if not self.citations and not self.mark_verified:
-            raise ValueError("give citations to check, or notes to mark_verified")
+        if not self.citations and not self.mark_verified and not self.working_set_id:
+            raise ValueError("give citations to check, a consult's working_set_id, or notes to mark_verified")
         return self
 
 
@@ -645,6 +650,20 @@ class CitationStatus(BaseModel):
     line_start: int | None = None
     line_end: int | None = None
     same_content_in: list[str] = Field(default_factory=list, description="Chunks that now hold exactly the cited text.")
+
+
+class WorkingSetCheck(BaseModel):
+    working_set_id: str
+    status: Literal["reproduces", "changed"]
+    current_id: str = Field(description="The working set id the same consultation gives now.")
+    sources: list[CitationStatus] = Field(description="Each source the logged consultation used, checked now.")
+    changed_sources: list[str] = Field(default_factory=list)
+    vanished_sources: list[str] = Field(default_factory=list)
+    added_sources: list[str] = Field(default_factory=list, description="Sources the consultation now uses that it did not.")
+    dropped_sources: list[str] = Field(default_factory=list, description="Sources it used that it no longer does.")
+    reordered: bool = False
+    guidance_changed: bool = False
+    index_changed: bool = Field(default=False, description="Some note in the index changed, appeared or vanished.")
 
 
 class VerifiedNote(BaseModel):
@@ -661,3 +680,4 @@ class VerifyResult(BaseModel):
     changed: int
     gone: int
     verified: list[VerifiedNote] = Field(default_factory=list, description="The notes marked verified today.")
+    working_set: WorkingSetCheck | None = None

@@ -55,7 +55,7 @@ def stale_text(since: str | None, verified: str | None) -> str:
 
 
 def consult_text(request: Any, result: ConsultResult) -> str:
-    return result.guidance
+    return result.guidance + (f"working_set_id={result.working_set_id}\n" if result.working_set_id else "")
 
 
 def reflect_text(request: Any, doc: Document) -> str:
@@ -131,6 +131,15 @@ def verify_text(request: Any, result: VerifyResult) -> str:
     lines = [f"{result.unchanged} unchanged, {result.changed} changed, {result.gone} gone"] if result.results else []
     lines += [f"- {r.id}: {r.status}" + (f" (now {r.current_hash})" if r.status == "changed" else "")
               for r in result.results]
+    ws = result.working_set
+    if ws is not None:
+        lines.append(f"working set {ws.working_set_id[:12]}…: {ws.status.upper()}" + ("" if ws.status == "reproduces" else (
+            f" (now {ws.current_id[:12]}…)" + "".join(
+                f"; {label}: {', '.join(ids)}" for label, ids in (
+                    ("changed", ws.changed_sources), ("vanished", ws.vanished_sources),
+                    ("added", ws.added_sources), ("dropped", ws.dropped_sources)) if ids)
+            + ("; order changed" if ws.reordered else "") + ("; other notes in the index changed" if ws.index_changed
+                                                             else ""))))
     lines += [f"verified {v.source_file}: last_verified {v.last_verified}"
               + ("" if v.changed else " (already)") for v in result.verified]
     return "\n".join(lines)

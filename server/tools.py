@@ -241,8 +241,9 @@ TOOLS: tuple[Tool, ...] = (
         description=(
             "Check cited evidence: for each (id, content_hash) taken from a hit or consult source, say whether the "
             "note is unchanged, changed (with the current hash) or gone, and where the same text now lives. "
-            "mark_verified: notes (ids or paths) you checked and found still true are stamped last_verified: "
-            "today in their frontmatter (nothing else in the file changes) and stop being stale."
+            "working_set_id: a consult's id; says whether that consultation reproduces now, or which sources "
+            "changed or vanished. mark_verified: notes (ids or paths) you checked and found still true are stamped "
+            "last_verified: today in their frontmatter (nothing else in the file changes) and stop being stale."
         ),
         request=m.VerifyRequest, result=m.VerifyResult,
         service=lambda o, r, c: verify(o, r),

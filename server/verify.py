@@ -12,14 +12,24 @@ from __future__ import annotations
 
 from server.app import Oracle
 from server.freshness import mark_verified
-from server.models import CitationStatus, VerifyRequest, VerifyResult
+from server.models import Citation, CitationStatus, VerifyRequest, VerifyResult
 
 
 def verify(oracle: Oracle, request: VerifyRequest) -> VerifyResult:
+    from server.working_set import check
+
+    # checks first, then marks: a note marked verified here must not show as a change in this same answer
+    working_set = check(oracle, request.working_set_id.lower()) if request.working_set_id else None
+    results = check_citations(oracle, request.citations)
     verified = mark_verified(oracle, request.mark_verified) if request.mark_verified else []
-    docs = oracle.store.sections_by_id(list(dict.fromkeys(c.id for c in request.citations)))
+    counts = {s: sum(r.status == s for r in results) for s in ("unchanged", "changed", "gone")}
+    return VerifyResult(results=results, verified=verified, working_set=working_set, **counts)
+
+
+def check_citations(oracle: Oracle, citations: list[Citation]) -> list[CitationStatus]:
+    docs = oracle.store.sections_by_id(list(dict.fromkeys(c.id for c in citations)))
     results: list[CitationStatus] = []
-    for citation in request.citations:
+    for citation in citations:
         cited = citation.content_hash.lower()
         doc = docs.get(citation.id)
         if doc is not None and doc.content_hash.startswith(cited):
@@ -36,5 +46,4 @@ def verify(oracle: Oracle, request: VerifyRequest) -> VerifyResult:
         else:
             results.append(CitationStatus(id=citation.id, content_hash=citation.content_hash, status="gone",
                                           same_content_in=elsewhere))
-    counts = {s: sum(r.status == s for r in results) for s in ("unchanged", "changed", "gone")}
-    return VerifyResult(results=results, verified=verified, **counts)
+    return results

@@ -8,6 +8,7 @@ and its `query` wraps each read in a SAVEPOINT (a write, refused on a `query_onl
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -74,6 +75,14 @@ class Reads:
     def file_states(self) -> dict[str, FileState]:
         rows = self.fetch("SELECT path, mtime_ns, size, file_hash FROM files")
         return {path: FileState(mtime_ns or 0, size or 0, file_hash or "") for path, mtime_ns, size, file_hash in rows}
+
+    def index_state(self) -> str:
+        """SHA-256 of every indexed note's path and file hash, in path order: equal for two indexes of the same
+        files (however and whenever they were built), different once any note changes, appears or vanishes."""
+        digest = hashlib.sha256()
+        for path, file_hash in self.fetch("SELECT path, coalesce(file_hash, '') FROM files ORDER BY path"):
+            digest.update(f"{path}\x00{file_hash}\n".encode())
+        return digest.hexdigest()
 
     def file_chunk_ids(self, rel: str) -> list[str]:
         return [r[0] for r in self.fetch("SELECT id FROM documents WHERE file = ? ORDER BY position", (rel,))]

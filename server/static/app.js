@@ -413,6 +413,8 @@
             (r.client ? ' · ' + r.client : ''))),
         h('div', { class: 'body' },
           r.context ? h('p', { class: 'muted' }, 'Context: ', r.context) : null,
+          r.working_set_id ? h('p', { class: 'muted working-set', 'data-working-set': r.working_set_id },
+            'Working set ', h('code', { text: r.working_set_id })) : null,
           found.length ? h('div', { class: 'sources' }, found.map((f) =>
             h('span', { class: 'chip', title: 'sha256 ' + (f.content_hash || '') },
               h('i', { class: 'dot ' + typeClass(f.type) }), h('b', { text: f.id }),
