@@ -349,7 +349,8 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
         for key in data:
             if key not in _TOP_KEYS:
                 raise ConfigError(f"{_where(path, text, key, None)}: unknown section or key {key!r}; "
-                                  f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}), [types] and [freshness]")
+                                  f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}), [types]"
+                                  " and [freshness]")
         index = data.get("index", {})
         if not isinstance(index, dict):
             raise ConfigError(f"{_where(path, text, 'index', None)}: `index` must be a table ([index])")

@@ -624,7 +624,7 @@ class VerifyRequest(BaseModel):
         description="Notes (a hit's id or a path relative to the root) you checked and found still true: each gets "
         "last_verified: <today> in its frontmatter (every other byte kept) and is re-indexed as fresh.")
     working_set_id: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$",
-                                       description="A consult's working_set_id: does that consultation still reproduce?")
+                                       description="A consult's working_set_id: does it still reproduce?")
 
     @field_validator("mark_verified")
     @classmethod
@@ -659,7 +659,8 @@ class WorkingSetCheck(BaseModel):
     sources: list[CitationStatus] = Field(description="Each source the logged consultation used, checked now.")
     changed_sources: list[str] = Field(default_factory=list)
     vanished_sources: list[str] = Field(default_factory=list)
-    added_sources: list[str] = Field(default_factory=list, description="Sources the consultation now uses that it did not.")
+    added_sources: list[str] = Field(default_factory=list,
+                                     description="Sources the consultation now uses that it did not.")
     dropped_sources: list[str] = Field(default_factory=list, description="Sources it used that it no longer does.")
     reordered: bool = False
     guidance_changed: bool = False

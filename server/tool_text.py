@@ -20,6 +20,7 @@ from server.models import (
     SearchResult,
     SupersedeResult,
     VerifyResult,
+    WorkingSetCheck,
 )
 from server.render import result_count, serving_text
 from server.stats import Stats
@@ -81,6 +82,10 @@ def list_text(request: ListRequest, result: ListResult) -> str:
     return "\n".join(lines)
 
 
+def _counts(by_type: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in by_type.items())
+
+
 def stats_text(request: Any, result: Stats) -> str:
     docs = result.documents
     return (
@@ -88,7 +93,7 @@ def stats_text(request: Any, result: Stats) -> str:
         f"embeddings {result.embeddings.coverage:.1%}; vector store {'ok' if result.vector_store.ok else 'DOWN'}; "
         f"drift: {'none' if result.drift.in_sync else 'yes, run oracle index'}; "
         f"{result.usage.searches} searches, {result.usage.consultations} consultations, {result.usage.learnings} learnings"
-        + (f"; stale notes: {result.freshness.stale} ({', '.join(f'{k}: {v}' for k, v in result.freshness.stale_by_type.items())})"
+        + (f"; stale notes: {result.freshness.stale} ({_counts(result.freshness.stale_by_type)})"
            if result.freshness and result.freshness.stale else "")
         + (f"; served by: {serving_text(result.serving.model_dump())}" if result.serving else "")
     )
@@ -127,19 +132,26 @@ def read_text(request: ReadRequest, result: ReadResult) -> str:
     return f"{head}\n\n{result.content}"
 
 
+def working_set_text(ws: WorkingSetCheck) -> str:
+    """One line: does a logged consultation reproduce, and if not, what moved."""
+    head = f"working set {ws.working_set_id[:12]}…: {ws.status.upper()}"
+    if ws.status == "reproduces":
+        return head
+    parts = [f"now {ws.current_id[:12]}…"]
+    parts += [f"{label}: {', '.join(ids)}" for label, ids in (
+        ("changed", ws.changed_sources), ("vanished", ws.vanished_sources), ("added", ws.added_sources),
+        ("dropped", ws.dropped_sources)) if ids]
+    parts += ["order changed"] if ws.reordered else []
+    parts += ["other notes in the index changed"] if ws.index_changed else []
+    return f"{head} ({'; '.join(parts)})"
+
+
 def verify_text(request: Any, result: VerifyResult) -> str:
     lines = [f"{result.unchanged} unchanged, {result.changed} changed, {result.gone} gone"] if result.results else []
     lines += [f"- {r.id}: {r.status}" + (f" (now {r.current_hash})" if r.status == "changed" else "")
               for r in result.results]
-    ws = result.working_set
-    if ws is not None:
-        lines.append(f"working set {ws.working_set_id[:12]}…: {ws.status.upper()}" + ("" if ws.status == "reproduces" else (
-            f" (now {ws.current_id[:12]}…)" + "".join(
-                f"; {label}: {', '.join(ids)}" for label, ids in (
-                    ("changed", ws.changed_sources), ("vanished", ws.vanished_sources),
-                    ("added", ws.added_sources), ("dropped", ws.dropped_sources)) if ids)
-            + ("; order changed" if ws.reordered else "") + ("; other notes in the index changed" if ws.index_changed
-                                                             else ""))))
+    if result.working_set is not None:
+        lines.append(working_set_text(result.working_set))
     lines += [f"verified {v.source_file}: last_verified {v.last_verified}"
               + ("" if v.changed else " (already)") for v in result.verified]
     return "\n".join(lines)

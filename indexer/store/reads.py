@@ -274,7 +274,8 @@ class Reads:
         rows = self.fetch(f"SELECT {_NOTE_COLUMNS} FROM files WHERE path = ?", (rel,))
         return _note(rows[0]) if rows else None
 
-    def note_dates(self, files: Sequence[str] | None = None) -> dict[str, tuple[str, str | None, str | None, str | None]]:
+    def note_dates(self, files: Sequence[str] | None = None
+                   ) -> dict[str, tuple[str, str | None, str | None, str | None]]:
         """note path -> (type, date, last_verified, review_after): what freshness is judged on (every note when
         `files` is None). The date is the note's (the same on each of its sections)."""
         sql = ("SELECT f.path, f.type, (SELECT d.date FROM documents d WHERE d.file = f.path ORDER BY d.position"
