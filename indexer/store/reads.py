@@ -78,11 +78,18 @@ class Reads:
 
     def index_state(self) -> str:
         """SHA-256 of every indexed note's path and file hash, in path order: equal for two indexes of the same
-        files (however and whenever they were built), different once any note changes, appears or vanishes."""
+        files (however and whenever they were built), different once any note changes, appears or vanishes.
+        Kept while `change_fingerprint` stays put, so a consult does not read every note's row each time."""
+        fingerprint = self.change_fingerprint()
+        cached = getattr(self, "_index_state", None)
+        if cached is not None and cached[0] == fingerprint:
+            return cached[1]
         digest = hashlib.sha256()
         for path, file_hash in self.fetch("SELECT path, coalesce(file_hash, '') FROM files ORDER BY path"):
             digest.update(f"{path}\x00{file_hash}\n".encode())
-        return digest.hexdigest()
+        state = digest.hexdigest()
+        self._index_state = (fingerprint, state)
+        return state
 
     def file_chunk_ids(self, rel: str) -> list[str]:
         return [r[0] for r in self.fetch("SELECT id FROM documents WHERE file = ? ORDER BY position", (rel,))]

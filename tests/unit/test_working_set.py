@@ -126,3 +126,31 @@ def test_an_unknown_or_malformed_working_set_id_is_refused(oracle) -> None:
     assert info.value.kind == "not_found"
     with pytest.raises(ValidationError):
         VerifyRequest(working_set_id="abc")
+
+
+def test_over_mcp_consult_gives_an_id_that_verify_reproduces(oracle) -> None:
+    """The real MCP server object through an in-process client: the new result field and argument come from
+    the registry's models, nothing written for MCP."""
+    import anyio
+    from mcp import Client
+
+    from server.mcp_server import OracleMCP
+    from server.slots import ServiceSlots
+
+    server = OracleMCP(oracle, ServiceSlots(), name="t")
+    for name in ("oracle_consult", "oracle_verify", "oracle_search"):
+        server.register(BY_NAME[name])
+
+    async def run():
+        async with Client(server) as client:
+            consulted = await client.call_tool("oracle_consult", {"decision": DECISION})
+            wsid = consulted.structured_content["working_set_id"]
+            checked = await client.call_tool("oracle_verify", {"working_set_id": wsid})
+            fresh = await client.call_tool("oracle_search", {"query": "otter queue", "fresh_only": True})
+            return wsid, checked, fresh
+
+    wsid, checked, fresh = anyio.run(run)
+    assert len(wsid) == 64
+    assert not checked.is_error and checked.structured_content["working_set"]["status"] == "reproduces"
+    assert "REPRODUCES" in checked.content[0].text
+    assert not fresh.is_error and all(not h["stale"] for h in fresh.structured_content["hits"])
