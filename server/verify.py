@@ -5,7 +5,8 @@ whether the chunk is unchanged, changed (with the current hash and line span) or
 now hold exactly the cited text (a renamed heading changes the id but not the content).
 
 `mark_verified` names notes the caller checked and found still true: each is stamped `last_verified: <today>`
-(server/freshness.py) and so is fresh again.
+(server/freshness.py) and so is fresh again. `working_set_id` names a logged consultation: does it still
+reproduce on the index as it is now (server/working_set.py)?
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from __future__ import annotations
 from server.app import Oracle
 from server.freshness import mark_verified
 from server.models import Citation, CitationStatus, VerifyRequest, VerifyResult
+from server.working_set import check
 
 
 def verify(oracle: Oracle, request: VerifyRequest) -> VerifyResult:
-    from server.working_set import check
-
     # checks first, then marks: a note marked verified here must not show as a change in this same answer
     working_set = check(oracle, request.working_set_id.lower()) if request.working_set_id else None
     results = check_citations(oracle, request.citations)
