@@ -123,7 +123,7 @@ def staleness(doc_type: str, date: str | None, last_verified: str | None, review
 
 
 # -- writing last_verified into a note, every other byte kept --------------------------------------------
-_KEY_LINE = re.compile(r"^" + VERIFIED_KEY + r"[ \t]*:")
+_KEY_LINE = re.compile(r"^([\"']?)" + VERIFIED_KEY + r"\1[ \t]*:")  # `last_verified:`, quoted or not
 
 
 class StampRefused(ValueError):

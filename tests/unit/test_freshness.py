@@ -91,14 +91,6 @@ def test_staleness_rule() -> None:
 
 
 # -- pure: writing last_verified, every other byte kept ------------------------------------------------
-def _only_line_changed(before: str, after: str, line: str) -> None:
-    b, a = before.split("\n"), after.split("\n")
-    extra = [x for x in a if x not in b]
-    assert [x.rstrip("\r") for x in extra] == [line]
-    assert [x for x in a if x != extra[0]] == [x for x in b if x.rstrip("\r") not in (line,)
-                                                 and not x.startswith("last_verified")]
-
-
 def test_stamp_inserts_a_line_before_the_closing_marker() -> None:
     text = "---\ntitle: A  # spaced\ntags: [x, y]\n---\n\n# A\n\nbody\n"
     out = stamp_verified(text, "2027-01-15")
@@ -110,6 +102,10 @@ def test_stamp_replaces_the_existing_line_and_its_continuation() -> None:
     assert stamp_verified(text, "2027-01-15") == "---\ntitle: A\nlast_verified: 2027-01-15\nz: 1\n---\nbody\n"
     folded = "---\nlast_verified:\n  2020-01-01\nz: 1\n---\nbody\n"
     assert stamp_verified(folded, "2027-01-15") == "---\nlast_verified: 2027-01-15\nz: 1\n---\nbody\n"
+    quoted = "---\n\"last_verified\": '2020-01-01'\n---\nbody\n"
+    assert stamp_verified(quoted, "2027-01-15") == "---\nlast_verified: 2027-01-15\n---\nbody\n"
+    empty = "---\n---\nbody\n"
+    assert stamp_verified(empty, "2027-01-15") == "---\nlast_verified: 2027-01-15\n---\nbody\n"
     nested = "---\nmeta:\n  last_verified: 2020-01-01\n---\nbody\n"  # not top level: a new line is added
     assert stamp_verified(nested, "2027-01-15") == "---\nmeta:\n  last_verified: 2020-01-01\nlast_verified: 2027-01-15\n---\nbody\n"
 
