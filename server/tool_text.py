@@ -142,6 +142,8 @@ def working_set_text(ws: WorkingSetCheck) -> str:
         ("changed", ws.changed_sources), ("vanished", ws.vanished_sources), ("added", ws.added_sources),
         ("dropped", ws.dropped_sources)) if ids]
     parts += ["order changed"] if ws.reordered else []
+    parts += ["guidance changed"] if ws.guidance_changed and not (ws.changed_sources or ws.added_sources
+                                                                   or ws.dropped_sources) else []
     parts += ["other notes in the index changed"] if ws.index_changed else []
     return f"{head} ({'; '.join(parts)})"
 

@@ -249,7 +249,9 @@ TOOLS: tuple[Tool, ...] = (
         service=lambda o, r, c: verify(o, r),
         text=text.verify_text, annotations=MARKS,
         http=Http("POST", "/api/verify"),
-        cli=None,  # a list of {id, content_hash} objects: an HTTP body or MCP arguments, not command-line words
+        # --working-set-id and --mark-verified (repeated) on the command line; citations, a list of {id, content_hash}
+        # objects, are an HTTP body or MCP arguments
+        cli=Cli("verify", "does a consult's working set reproduce; mark notes verified today"),
     ),
 )
 BY_NAME: dict[str, Tool] = {t.name: t for t in TOOLS}

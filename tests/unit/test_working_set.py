@@ -154,3 +154,22 @@ def test_over_mcp_consult_gives_an_id_that_verify_reproduces(oracle) -> None:
     assert not checked.is_error and checked.structured_content["working_set"]["status"] == "reproduces"
     assert "REPRODUCES" in checked.content[0].text
     assert not fresh.is_error and all(not h["stale"] for h in fresh.structured_content["hits"])
+
+
+def test_the_cli_verify_command_takes_the_working_set_id_and_notes(oracle) -> None:
+    import argparse
+
+    from server import clispec
+    from server.cli import add_tool_command, tool_values
+    from server.tools import Caller
+
+    wsid = _consult(oracle).working_set_id
+    parser = argparse.ArgumentParser(prog="oracle", exit_on_error=False)
+    sub = parser.add_subparsers(dest="command", required=True)
+    spec = clispec.derive()["verify"]
+    add_tool_command(sub, "verify", spec)
+    tool = BY_NAME["oracle_verify"]
+    args = parser.parse_args(["verify", "--working-set-id", wsid, "--mark-verified", IDEMPOTENT])
+    request = tool.parse(tool_values(args, spec))
+    result = tool.service(oracle, request, Caller("cli", "cli"))
+    assert result.working_set.status == "reproduces" and [v.source_file for v in result.verified] == [IDEMPOTENT]
