@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from indexer.freshness import FreshnessPolicy
+
 CONFIG_NAME = "oracle.toml"
 DOC_TYPES = ("principle", "learning", "retro")
 
@@ -40,7 +42,7 @@ DEFAULT_EXCLUDED_DIRS = frozenset({"node_modules", "__pycache__", "_site", "site
 
 _INDEX_KEYS = {"include", "exclude", "default_type", "gitignore"}
 _EMBEDDING_KEYS = {"model", "query_prefix", "passage_prefix"}
-_TOP_KEYS = {"index", "types", "embedding"}
+_TOP_KEYS = {"index", "types", "embedding", "freshness"}
 
 
 class ConfigError(ValueError):
@@ -176,6 +178,7 @@ class Layout:
     embedding_model: str | None = None
     query_prefix: str | None = None
     passage_prefix: str | None = None
+    freshness: FreshnessPolicy = FreshnessPolicy()  # [freshness]: days a note of each type stays fresh
     # key -> (precedence, type); precedence: where it was written (environment 2 > oracle.toml 1 > built-in 0),
     # then a path over a bare name
     _by_path: dict[str, tuple[int, str]] = field(default_factory=dict, compare=False, repr=False)
@@ -336,6 +339,7 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
     embedding_model: str | None = None
     query_prefix: str | None = None
     passage_prefix: str | None = None
+    freshness = FreshnessPolicy()
     if path.is_symlink():  # a repository could point it at any file of the person indexing; `oracle init` refuses it too
         raise ConfigError(f"{path} is a symlink; oracle.toml must be a regular file in the root (replace the link with"
                           " a copy)")
@@ -353,8 +357,8 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
         for key in data:
             if key not in _TOP_KEYS:
                 raise ConfigError(f"{_where(path, text, key, None)}: unknown section or key {key!r}; "
-                                  f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}), [types] and"
-                                  f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))})")
+                                  f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}), [types],"
+                                  f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))}) and [freshness]")
         index = data.get("index", {})
         if not isinstance(index, dict):
             raise ConfigError(f"{_where(path, text, 'index', None)}: `index` must be a table ([index])")
@@ -401,6 +405,11 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
                                   f" with dots or slashes (\"{raw}.x\" made a table)")
             key, is_path = _folder_key(raw, where, bare_is_name=False)
             folders.append(FolderKey(key, _check_type(value, where, f"[types] {raw!r}"), where, is_path))
+        if "freshness" in data:
+            try:
+                freshness = FreshnessPolicy.parse(data["freshness"], _where(path, text, "freshness", None))
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
     for key, is_path, doc_type in parse_env_folder_types(env.get("ORACLE_FOLDER_TYPES", "")):
         folders.append(FolderKey(key, doc_type, "ORACLE_FOLDER_TYPES", is_path))
     env_default = env.get("ORACLE_DEFAULT_TYPE")
@@ -421,4 +430,5 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
         embedding_model=embedding_model,
         query_prefix=query_prefix,
         passage_prefix=passage_prefix,
+        freshness=freshness,
     )

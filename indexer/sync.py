@@ -467,6 +467,7 @@ class Indexer:
             stale += self.store.replace_file(
                 item.rel, item.type, result.title, state, result.chunks, result.warnings,
                 relations=result.relations, superseded_by=result.superseded_by, language=result.language,
+                verified=(result.last_verified, result.review_after),
             )
             report.chunks_written += len(result.chunks)
             if item.rel in known:

@@ -14,6 +14,8 @@ from server.app import Oracle
 from server.boundary import defuse, tag_for
 from server.models import ConsultRequest, ConsultResult, SearchRequest, Source
 from server.search import run_search
+from server.working_set import build as build_working_set
+from server.working_set import canonical_json, working_set_id
 
 PER_TYPE = 5
 CHARS_PER_TOKEN = 4  # a conservative estimate for English prose; no model tokenizer is needed
@@ -34,7 +36,8 @@ def _sources(oracle: Oracle, query: str, doc_type: str) -> tuple[list[Source], l
         Source(
             id=h.id, type=h.type, title=h.title, heading=h.heading, source_file=h.source_file,
             line_start=h.line_start, line_end=h.line_end, content_hash=h.content_hash, score=h.score,
-            text=docs[h.id].content, superseded_by=h.superseded_by,
+            text=docs[h.id].content, superseded_by=h.superseded_by, stale=h.stale, stale_since=h.stale_since,
+            last_verified=h.last_verified,
         )
         for h in strong
         if h.id in docs
@@ -85,6 +88,8 @@ def _label(n: int, source: Source) -> str:
         f" sha256={source.content_hash}"
         + (f"\n    superseded by {_field(pointer.source_file)} (id {pointer.id or 'not indexed'})"
            if pointer else "")
+        + (f"\n    stale since {source.stale_since} (last verified {source.last_verified or 'never'})"
+           if source.stale else "")
     )
 
 
@@ -162,14 +167,24 @@ def _budget_warnings(decision: str, ranked: list[Source], included: list[Source]
             f" of {budget} tokens (raise budget_tokens for more)"]
 
 
-def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> ConsultResult:
-    started = time.perf_counter()
+def _stale_warning(sources: list[Source]) -> list[str]:
+    stale = [s.source_file for s in sources if s.stale]
+    if not stale:
+        return []
+    return [f"{len(stale)} source(s) are past their freshness window (stale): {', '.join(stale)}; check them"
+            " before relying on them"]
+
+
+def run_consult(oracle: Oracle, request: ConsultRequest) -> tuple[ConsultResult, dict]:
+    """The consultation, unlogged, and its working set (server/working_set.py): consult and verify build on it."""
     query = request.decision if not request.context else f"{request.decision}\n{request.context}"
+    state = oracle.store.index_state()  # read first: a change during the consultation makes it not reproduce
     principles, warn_p = _sources(oracle, query, "principle")
     learnings, warn_l = _sources(oracle, query, "learning")
     # Interleave by score so the budget goes to the strongest sources of either kind.
     ranked = _distinct(sorted(principles + learnings, key=lambda s: (-s.score, s.id)))
     guidance, included, tokens = build_guidance(request.decision, ranked, request.budget_tokens)
+    working_set = build_working_set(request, included, guidance, boundary_tag(ranked), state)
     kept = {s.id: s for s in included}
     budget_warnings = _budget_warnings(request.decision, ranked, included, request.budget_tokens)
     result = ConsultResult(
@@ -181,15 +196,28 @@ def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> Con
         budget_tokens=request.budget_tokens,
         warnings=sorted(set(warn_p + warn_l))
         + ([] if ranked else ["nothing in the knowledge base is a strong match for this decision; no sources given"])
-        + budget_warnings,
+        + budget_warnings
+        + _stale_warning(included),
+        working_set_id=working_set_id(working_set),
     )
+    return result, working_set
+
+
+def consult(oracle: Oracle, request: ConsultRequest, client: str = "cli") -> ConsultResult:
+    started = time.perf_counter()
+    result, working_set = run_consult(oracle, request)
+    included = result.principles + result.learnings
+    order = {source_id: n for n, (source_id, _) in enumerate(working_set["sources"])}
+    included.sort(key=lambda s: order[s.id])
     oracle.logs.log_consult(
         client=client,
         decision=request.decision,
         context=request.context,
         found=[{"id": s.id, "type": s.type, "score": s.score, "content_hash": s.content_hash} for s in included],
-        guidance=guidance,
-        tokens=tokens,
+        guidance=result.guidance,
+        tokens=result.tokens_used,
         latency_ms=round((time.perf_counter() - started) * 1000, 2),
+        working_set_id=result.working_set_id,
+        working_set=canonical_json(working_set).decode("utf-8"),
     )
     return result

@@ -133,6 +133,9 @@ class SearchRequest(BaseModel):
     object: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this object.")
     lang: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}([-_][A-Za-z0-9]{2,4})?$",
                              description="Only notes in this language (ISO 639-1 code: en, th, de, zh-TW ...).")
+    prefer_fresh: bool = Field(default=False, description="Fresh notes first: notes past their freshness window "
+                               "(stale) come after every fresh one.")
+    fresh_only: bool = Field(default=False, description="Leave out notes past their freshness window (stale).")
 
     @field_validator("lang")
     @classmethod
@@ -262,6 +265,10 @@ class Hit(BaseModel):
     superseded_by: SupersededBy | None = None
     relations: list[Triplet] = Field(default_factory=list, description="Relations of this note that matched the search's triplet.")
     lang: str | None = Field(default=None, description="The note's language (ISO 639-1), when known.")
+    stale: bool = Field(default=False, description="Past its freshness window (last_verified / review_after, "
+                        "[freshness] in oracle.toml): check it before relying on it.")
+    stale_since: str | None = Field(default=None, description="When stale: YYYY-MM-DD the note fell due for review.")
+    last_verified: str | None = Field(default=None, description="YYYY-MM-DD the note was last verified, if it says.")
     translations: list[TranslationRef] = Field(
         default_factory=list, description="The same page in other languages, folded into this one."
     )
@@ -392,6 +399,10 @@ class Source(BaseModel):
     text: NoteText
     truncated: bool = False
     superseded_by: SupersededBy | None = None
+    stale: bool = Field(default=False, description="Past its freshness window (last_verified / review_after, "
+                        "[freshness] in oracle.toml): check it before relying on it.")
+    stale_since: str | None = Field(default=None, description="When stale: YYYY-MM-DD the note fell due for review.")
+    last_verified: str | None = Field(default=None, description="YYYY-MM-DD the note was last verified, if it says.")
 
 
 class ConsultResult(BaseModel):
@@ -402,6 +413,9 @@ class ConsultResult(BaseModel):
     tokens_used: int
     budget_tokens: int
     warnings: list[str] = Field(default_factory=list)
+    working_set_id: str = Field(default="", description="SHA-256 of the canonical JSON of what this consultation used"
+                                " (decision, context, budget, sources' ids and hashes in order, guidance, index state);"
+                                " oracle_verify(working_set_id=...) says later whether it still reproduces.")
 
 
 class Document(BaseModel):
@@ -624,6 +638,10 @@ class ReadResult(BaseModel):
     sections: list[SectionRef]
     relations: list[Triplet]
     superseded_by: SupersededBy | None = None
+    stale: bool = Field(default=False, description="Past its freshness window (last_verified / review_after, "
+                        "[freshness] in oracle.toml): check it before relying on it.")
+    stale_since: str | None = Field(default=None, description="When stale: YYYY-MM-DD the note fell due for review.")
+    last_verified: str | None = Field(default=None, description="YYYY-MM-DD the note was last verified, if it says.")
 
 
 class Citation(BaseModel):
@@ -637,7 +655,28 @@ class Citation(BaseModel):
 class VerifyRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    citations: list[Citation] = Field(min_length=1, max_length=500, description="[{id, content_hash}] taken from hits or consult sources.")
+    citations: list[Citation] = Field(default_factory=list, max_length=500,
+                                      description="[{id, content_hash}] taken from hits or consult sources.")
+    mark_verified: list[str] = Field(
+        default_factory=list, max_length=100,
+        description="Notes (a hit's id or a path relative to the root) you checked and found still true: each gets "
+        "last_verified: <today> in its frontmatter (every other byte kept) and is re-indexed as fresh.")
+    working_set_id: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$",
+                                       description="A consult's working_set_id: does it still reproduce?")
+
+    @field_validator("mark_verified")
+    @classmethod
+    def _refs(cls, value: list[str]) -> list[str]:
+        for ref in value:
+            if not ref.strip() or len(ref) > 1000:
+                raise ValueError("each entry is a chunk id or a note's path relative to the root (1-1000 characters)")
+        return value
+
+    @model_validator(mode="after")
+    def _something(self) -> "VerifyRequest":
+        if not self.citations and not self.mark_verified and not self.working_set_id:
+            raise ValueError("give citations to check, a consult's working_set_id, or notes to mark_verified")
+        return self
 
 
 class CitationStatus(BaseModel):
@@ -651,8 +690,33 @@ class CitationStatus(BaseModel):
     same_content_in: list[str] = Field(default_factory=list, description="Chunks that now hold exactly the cited text.")
 
 
+class WorkingSetCheck(BaseModel):
+    working_set_id: str
+    status: Literal["reproduces", "changed"]
+    current_id: str = Field(description="The working set id the same consultation gives now.")
+    sources: list[CitationStatus] = Field(description="Each source the logged consultation used, checked now.")
+    changed_sources: list[str] = Field(default_factory=list)
+    vanished_sources: list[str] = Field(default_factory=list)
+    added_sources: list[str] = Field(default_factory=list,
+                                     description="Sources the consultation now uses that it did not.")
+    dropped_sources: list[str] = Field(default_factory=list, description="Sources it used that it no longer does.")
+    reordered: bool = False
+    guidance_changed: bool = False
+    index_changed: bool = Field(default=False, description="Some note in the index changed, appeared or vanished.")
+
+
+class VerifiedNote(BaseModel):
+    ref: str  # as given
+    source_file: str
+    last_verified: str  # the day written (today)
+    previous: str | None = Field(default=None, description="The last_verified the note carried before, if any.")
+    changed: bool = Field(description="False when the note already said it was verified today: nothing was written.")
+
+
 class VerifyResult(BaseModel):
     results: list[CitationStatus]
     unchanged: int
     changed: int
     gone: int
+    verified: list[VerifiedNote] = Field(default_factory=list, description="The notes marked verified today.")
+    working_set: WorkingSetCheck | None = None

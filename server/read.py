@@ -13,6 +13,8 @@ from indexer.parse import split_frontmatter
 from indexer.sync import decode_markdown, file_hash
 from server.app import Oracle
 from server.browse import NotFound
+from server.freshness import fields as freshness_fields
+from server.freshness import note_staleness
 from server.files import MAX_READ_BYTES, FileNotInRoot, read_bytes
 from server.models import ReadRequest, ReadResult, SectionRef
 from server.relations import stating_files
@@ -78,4 +80,5 @@ def read_note(oracle: Oracle, request: ReadRequest, client: str = "cli") -> Read
         relations=[t for ts in stating_files(oracle, (None, None, None), files=[rel]).values() for t in ts]
         if sections else [],
         superseded_by=pointer,
+        **freshness_fields(note_staleness(oracle, [rel]).get(rel)),
     )

@@ -69,11 +69,14 @@ def search(data: dict) -> tuple[list[str], list[str]]:
                        f"  id={section['id']}")
         for duplicate in hit.get("duplicates", []):
             out.append(f"   same content: {duplicate['source_file']}")
+        if hit.get("stale"):
+            out.append(f"   STALE since {hit['stale_since']} (last verified {hit.get('last_verified') or 'never'})")
     return out, [f"warning: {w}" for w in meta.get("warnings", [])]
 
 
 def consult(data: dict) -> tuple[list[str], list[str]]:
-    return [data["guidance"]], [f"warning: {w}" for w in data.get("warnings", [])]
+    out = [data["guidance"]] + ([f"working_set_id={data['working_set_id']}"] if data.get("working_set_id") else [])
+    return out, [f"warning: {w}" for w in data.get("warnings", [])]
 
 
 def learn(data: dict) -> tuple[list[str], list[str]]:
@@ -136,6 +139,11 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
     out += summary_lines(drift["unmapped_folders"], {}, drift.get("excluded", {}), {})
     if drift.get("symlink_aliases"):
         out.append(f"symlinks to notes indexed under their real name: {drift['symlink_aliases']}")
+    fresh = data.get("freshness")
+    if fresh:
+        windows = ", ".join(f"{k} {v} d" for k, v in fresh["window_days"].items()) or "none ([freshness] days)"
+        out.append(f"stale notes: {fresh['stale']}  " + "  ".join(f"{k}: {v}" for k, v in fresh["stale_by_type"].items())
+                   + f"  (windows: {windows})")
     out.append(f"notes with warnings: {files['with_warnings']}" + (" (see `oracle index` output)" if files["with_warnings"] else ""))
     if skipped:
         out.append(f"skipped: {len(skipped)} files: " + _names([f"{k} ({v})" for k, v in skipped.items()], len(skipped)))

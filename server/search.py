@@ -49,6 +49,8 @@ from server.models import (
     past_the_end,
 )
 from server.feedback import note_feedback
+from server.freshness import fields as freshness_fields
+from server.freshness import note_staleness, order_by_freshness
 from server.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
 from server.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
 from server.relations import entry_chunks, stating_files
@@ -367,8 +369,10 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
             added_notes = note_feedback(oracle, (facts[i].file for i in added))
             feedback.update({i: added_notes[facts[i].file] for i in added if facts[i].file in added_notes})
     entries = _entries(fused, facts, request.by_note, languages)
+    entries, dropped = order_by_freshness(oracle, entries, lambda e: facts[e.lead.id].file,
+                                          prefer=request.prefer_fresh, only=request.fresh_only)
     # Notes: the distinct notes among the candidates of both legs. Sections: every match (see _total).
-    total = len(entries) if request.by_note else _total(oracle, kq, mode, legs, filters) + len(added)
+    total = len(entries) if request.by_note else _total(oracle, kq, mode, legs, filters) + len(added) - dropped
     return _Ranked(legs, mode, method, weight, facts, entries, total, use)
 
 
@@ -441,6 +445,8 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     complete = _well_covered(oracle, kq, page, bar)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], kq, ranked.use, e.others, e.duplicates, ranked.facts,
                  e.lead.id in complete, bar, e.translations) for e in page]
+    fresh = note_staleness(oracle, {h.source_file for h in hits})
+    hits = [h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits]
     weak = not hits or all(h.weak for h in hits)
     warnings = ranked.legs.warnings
     if (ranked.mode in ("hybrid", "vector") and wants_multilingual(query) and ranked.legs.vector_ok

@@ -11,6 +11,7 @@ from indexer.discover import discover
 from indexer.vectors import VectorStoreUnavailable
 from server import __version__
 from server.app import Oracle
+from server.freshness import stale_by_type
 
 
 class Drift(BaseModel):
@@ -39,6 +40,15 @@ class FileCounts(BaseModel):
     by_type: dict[str, int]
     skipped: dict[str, str]
     with_warnings: int
+
+
+class Freshness(BaseModel):
+    """Notes past their freshness window today (server/freshness.py), by type, and the windows in force."""
+
+    stale: int
+    stale_by_type: dict[str, int]
+    window_days: dict[str, int] = Field(description="[freshness] days in oracle.toml per type; a type not listed has"
+                                        " no window (only its notes' own review_after dates apply).")
 
 
 class EmbeddingCounts(BaseModel):
@@ -89,6 +99,7 @@ class Stats(BaseModel):
     vector_store: VectorHealth
     drift: Drift
     usage: Usage
+    freshness: Freshness | None = None
     serving: Serving | None = None
 
 
@@ -194,4 +205,11 @@ def stats(oracle: Oracle) -> Stats:
             search_latency_by_process=oracle.logs.search_latency_by_process(),
         ),
         serving=Serving(pid=os.getpid(), **oracle.serving),
+        freshness=_freshness(oracle),
     )
+
+
+def _freshness(oracle: Oracle) -> Freshness:
+    by_type = stale_by_type(oracle)
+    return Freshness(stale=sum(by_type.values()), stale_by_type=by_type,
+                     window_days=dict(oracle.settings.layout.freshness.days))

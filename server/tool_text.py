@@ -20,6 +20,7 @@ from server.models import (
     SearchResult,
     SupersedeResult,
     VerifyResult,
+    WorkingSetCheck,
 )
 from server.render import result_count, serving_text
 from server.stats import Stats
@@ -46,12 +47,21 @@ def search_text(request: Any, result: SearchResult) -> str:
             lines.append("   same content in: " + ", ".join(d.source_file for d in hit.duplicates))
         if hit.superseded_by:
             lines.append(f"   SUPERSEDED by {hit.superseded_by.source_file} (id {hit.superseded_by.id or 'not indexed'})")
+        if hit.stale:
+            lines.append(f"   {stale_text(hit.stale_since, hit.last_verified)}")
         lines += [f"   relation: {t.subject} — {t.predicate} — {t.object}" for t in hit.relations]
     return "\n".join(lines)
 
 
+def stale_text(since: str | None, verified: str | None) -> str:
+    """One line for a stale note: since when, and when it was last verified."""
+    return (f"STALE since {since} (last verified {verified or 'never'}): check it, then oracle_verify "
+            "mark_verified")
+
+
 def consult_text(request: Any, result: ConsultResult) -> str:
-    return result.guidance + "".join(f"warning: {w}\n" for w in result.warnings)
+    return (result.guidance + "".join(f"warning: {w}\n" for w in result.warnings)
+            + (f"working_set_id={result.working_set_id}\n" if result.working_set_id else ""))
 
 
 def reflect_text(request: Any, doc: Document) -> str:
@@ -77,6 +87,10 @@ def list_text(request: ListRequest, result: ListResult) -> str:
     return "\n".join(lines)
 
 
+def _counts(by_type: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in by_type.items())
+
+
 def stats_text(request: Any, result: Stats) -> str:
     docs = result.documents
     return (
@@ -85,6 +99,8 @@ def stats_text(request: Any, result: Stats) -> str:
         f"embeddings {result.embeddings.coverage:.1%}; vector store {'ok' if result.vector_store.ok else 'DOWN'}; "
         f"drift: {'none' if result.drift.in_sync else 'yes, run oracle index'}; "
         f"{result.usage.searches} searches, {result.usage.consultations} consultations, {result.usage.learnings} learnings"
+        + (f"; stale notes: {result.freshness.stale} ({_counts(result.freshness.stale_by_type)})"
+           if result.freshness and result.freshness.stale else "")
         + (f"; served by: {serving_text(result.serving.model_dump())}" if result.serving else "")
     )
 
@@ -117,13 +133,35 @@ def read_text(request: ReadRequest, result: ReadResult) -> str:
     head = f"{result.source_file}:{result.line_start}-{result.line_end}"
     if result.superseded_by:
         head += f" (SUPERSEDED by {result.superseded_by.source_file})"
+    if result.stale:
+        head += f" ({stale_text(result.stale_since, result.last_verified)})"
     if result.truncated:
         head += f" (truncated to {request.max_chars} characters)"
     return f"{head}\n\n{result.content}"
 
 
+def working_set_text(ws: WorkingSetCheck) -> str:
+    """One line: does a logged consultation reproduce, and if not, what moved."""
+    head = f"working set {ws.working_set_id[:12]}…: {ws.status.upper()}"
+    if ws.status == "reproduces":
+        return head
+    parts = [f"now {ws.current_id[:12]}…"]
+    parts += [f"{label}: {', '.join(ids)}" for label, ids in (
+        ("changed", ws.changed_sources), ("vanished", ws.vanished_sources), ("added", ws.added_sources),
+        ("dropped", ws.dropped_sources)) if ids]
+    parts += ["order changed"] if ws.reordered else []
+    parts += ["guidance changed"] if ws.guidance_changed and not (ws.changed_sources or ws.added_sources
+                                                                   or ws.dropped_sources) else []
+    parts += ["other notes in the index changed"] if ws.index_changed else []
+    return f"{head} ({'; '.join(parts)})"
+
+
 def verify_text(request: Any, result: VerifyResult) -> str:
-    lines = [f"{result.unchanged} unchanged, {result.changed} changed, {result.gone} gone"]
+    lines = [f"{result.unchanged} unchanged, {result.changed} changed, {result.gone} gone"] if result.results else []
     lines += [f"- {r.id}: {r.status}" + (f" (now {r.current_hash})" if r.status == "changed" else "")
               for r in result.results]
+    if result.working_set is not None:
+        lines.append(working_set_text(result.working_set))
+    lines += [f"verified {v.source_file}: last_verified {v.last_verified}"
+              + ("" if v.changed else " (already)") for v in result.verified]
     return "\n".join(lines)

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 Surface = Literal["mcp", "http", "cli"]
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+# verify: writes only when asked to mark notes verified, and marking twice on one day changes nothing
+MARKS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 RANDOM_READ = ToolAnnotations(readOnlyHint=True, openWorldHint=False)  # reflect: read-only, not idempotent
 
 
@@ -239,13 +241,18 @@ TOOLS: tuple[Tool, ...] = (
         name="oracle_verify",
         description=(
             "Check cited evidence: for each (id, content_hash) taken from a hit or consult source, say whether the "
-            "note is unchanged, changed (with the current hash) or gone, and where the same text now lives."
+            "note is unchanged, changed (with the current hash) or gone, and where the same text now lives. "
+            "working_set_id: a consult's id; says whether that consultation reproduces now, or which sources "
+            "changed or vanished. mark_verified: notes (ids or paths) you checked and found still true are stamped "
+            "last_verified: today in their frontmatter (nothing else in the file changes) and stop being stale."
         ),
         request=m.VerifyRequest, result=m.VerifyResult,
         service=lambda o, r, c: verify(o, r),
-        text=text.verify_text, annotations=READ_ONLY,
+        text=text.verify_text, annotations=MARKS,
         http=Http("POST", "/api/verify"),
-        cli=None,  # a list of {id, content_hash} objects: an HTTP body or MCP arguments, not command-line words
+        # --working-set-id and --mark-verified (repeated) on the command line; citations, a list of {id, content_hash}
+        # objects, are an HTTP body or MCP arguments
+        cli=Cli("verify", "does a consult's working set reproduce; mark notes verified today"),
     ),
 )
 BY_NAME: dict[str, Tool] = {t.name: t for t in TOOLS}

@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS search_log (
 );
 CREATE TABLE IF NOT EXISTS consult_log (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, decision TEXT, context TEXT, found TEXT,
-    guidance TEXT, tokens INTEGER, latency_ms REAL
+    guidance TEXT, tokens INTEGER, latency_ms REAL, working_set_id TEXT, working_set TEXT
 );
 CREATE TABLE IF NOT EXISTS learn_log (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, file TEXT, title TEXT, concepts TEXT,
@@ -130,6 +130,11 @@ class Logs:
                 # 1: the search loaded the embedding model first (a process's first search), 0: warm,
                 # NULL: logged before this column (counted as warm).
                 conn.execute("ALTER TABLE search_log ADD COLUMN cold INTEGER")
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(consult_log)")}
+            for column in ("working_set_id", "working_set"):  # logs from before reproducible consults (issue 28)
+                if column not in columns:
+                    conn.execute(f"ALTER TABLE consult_log ADD COLUMN {column} TEXT")
+            conn.execute("CREATE INDEX IF NOT EXISTS consult_log_working_set ON consult_log(working_set_id)")
         except BaseException:
             conn.close()
             raise
@@ -241,12 +246,15 @@ class Logs:
         self._enqueue(*self._access_rows(client, tool, [doc_id for doc_id, _ in results], now))
 
     def log_consult(self, client: str, decision: str, context: str | None, found: list[dict], guidance: str,
-                    tokens: int, latency_ms: float) -> None:
+                    tokens: int, latency_ms: float, working_set_id: str | None = None,
+                    working_set: str | None = None) -> None:
+        """`working_set` is the consult's canonical JSON (server/working_set.py), `working_set_id` its SHA-256."""
         now = time.time()
         self._enqueue(
-            "INSERT INTO consult_log (at, client, decision, context, found, guidance, tokens, latency_ms)"
-            " VALUES (?,?,?,?,?,?,?,?)",
-            [(now, client, _cut(decision), _cut(context), _json(found), _cut(guidance), tokens, latency_ms)],
+            "INSERT INTO consult_log (at, client, decision, context, found, guidance, tokens, latency_ms,"
+            " working_set_id, working_set) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [(now, client, _cut(decision), _cut(context), _json(found), _cut(guidance), tokens, latency_ms,
+              working_set_id, working_set)],
         )
         self._enqueue(*self._access_rows(client, "consult", [f["id"] for f in found], now))
 
@@ -413,6 +421,14 @@ class Logs:
                     item[key] = json.loads(item[key])
             out.append(item)
         return out
+
+    def consult_by_working_set(self, working_set_id: str) -> dict | None:
+        """The latest logged consultation with this working set id (its canonical JSON under `working_set`)."""
+        self.flush()
+        rows = self._readers.fetch_dicts(
+            "SELECT id, at, client, working_set_id, working_set FROM consult_log WHERE working_set_id = ?"
+            " ORDER BY id DESC LIMIT 1", (working_set_id,))
+        return rows[0] if rows else None
 
     def per_day(self, table: str, days: int = 30) -> list[dict]:
         self.flush()

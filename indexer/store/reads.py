@@ -8,6 +8,7 @@ and its `query` wraps each read in a SAVEPOINT (a write, refused on a `query_onl
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -74,6 +75,21 @@ class Reads:
     def file_states(self) -> dict[str, FileState]:
         rows = self.fetch("SELECT path, mtime_ns, size, file_hash FROM files")
         return {path: FileState(mtime_ns or 0, size or 0, file_hash or "") for path, mtime_ns, size, file_hash in rows}
+
+    def index_state(self) -> str:
+        """SHA-256 of every indexed note's path and file hash, in path order: equal for two indexes of the same
+        files (however and whenever they were built), different once any note changes, appears or vanishes.
+        Kept while `change_fingerprint` stays put, so a consult does not read every note's row each time."""
+        fingerprint = self.change_fingerprint()
+        cached = getattr(self, "_index_state", None)
+        if cached is not None and cached[0] == fingerprint:
+            return cached[1]
+        digest = hashlib.sha256()
+        for path, file_hash in self.fetch("SELECT path, coalesce(file_hash, '') FROM files ORDER BY path"):
+            digest.update(f"{path}\x00{file_hash}\n".encode())
+        state = digest.hexdigest()
+        self._index_state = (fingerprint, state)
+        return state
 
     def file_chunk_ids(self, rel: str) -> list[str]:
         return [r[0] for r in self.fetch("SELECT id FROM documents WHERE file = ? ORDER BY position", (rel,))]
@@ -265,6 +281,19 @@ class Reads:
     def note(self, rel: str) -> IndexedNote | None:
         rows = self.fetch(f"SELECT {_NOTE_COLUMNS} FROM files WHERE path = ?", (rel,))
         return _note(rows[0]) if rows else None
+
+    def note_dates(self, files: Sequence[str] | None = None
+                   ) -> dict[str, tuple[str, str | None, str | None, str | None]]:
+        """note path -> (type, date, last_verified, review_after): what freshness is judged on (every note when
+        `files` is None). The date is the note's (the same on each of its sections)."""
+        sql = ("SELECT f.path, f.type, (SELECT d.date FROM documents d WHERE d.file = f.path ORDER BY d.position"
+               " LIMIT 1), f.last_verified, f.review_after FROM files f")
+        if files is None:
+            return {r[0]: tuple(r[1:]) for r in self.fetch(sql + " ORDER BY f.path")}  # type: ignore[misc]
+        out: dict = {}
+        for part in batched(sorted(set(files))):
+            out.update({r[0]: tuple(r[1:]) for r in self.fetch(sql + f" WHERE f.path IN ({marks(len(part))})", part)})
+        return out
 
     def notes_after(self, after: str, limit: int) -> list[IndexedNote]:
         """Up to `limit` notes whose path sorts after `after`, in path order (a page of a listing)."""

@@ -39,7 +39,8 @@ from indexer.segment import THAI_MARKS
 # 5: notes_fts, a word table of whole notes (the re-parse fills it).
 # 6: each note's language, where it came from and its translations' key (files.lang, lang_from, translation_key).
 # 7: Chinese and Japanese runs indexed as overlapping character pairs in the word tables (re-parse only).
-SCHEMA_VERSION = "7"
+# 8: each note's last_verified and review_after from frontmatter (files; indexer/freshness.py; re-parse only).
+SCHEMA_VERSION = "8"
 # Tables whose definition changed at a schema version: dropped and rebuilt from the markdown.
 _REBUILT_AT = {"3": ("documents_fts",)}
 BUSY_TIMEOUT_MS = 10_000
@@ -49,7 +50,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, type TEXT NOT NULL, title TEXT, mtime_ns INTEGER, size INTEGER,
     file_hash TEXT, chunk_count INTEGER, warnings TEXT, indexed_at REAL, body_hash TEXT,
-    lang TEXT, lang_from TEXT, translation_key TEXT
+    lang TEXT, lang_from TEXT, translation_key TEXT, last_verified TEXT, review_after TEXT
 );
 CREATE TABLE IF NOT EXISTS documents (
     id TEXT PRIMARY KEY, file TEXT NOT NULL, type TEXT NOT NULL, kind TEXT NOT NULL, title TEXT,
@@ -248,7 +249,8 @@ def create_or_migrate(conn: sqlite3.Connection) -> tuple[bool, bool]:
     reparse = False
     if "body_hash" not in _columns(conn, "files"):  # an index from before schema version 3
         _add_column(conn, "files", "body_hash")
-    for column in ("lang", "lang_from", "translation_key"):  # before schema version 6 (the re-parse fills them)
+    # lang...: before schema version 6; last_verified, review_after: before 8 (the re-parse fills them)
+    for column in ("lang", "lang_from", "translation_key", "last_verified", "review_after"):
         if column not in _columns(conn, "files"):
             _add_column(conn, "files", column)
     conn.execute("CREATE INDEX IF NOT EXISTS files_lang ON files(lang_from, lang)")  # after the columns exist

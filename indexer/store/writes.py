@@ -62,6 +62,7 @@ class Writes:
         relations: Sequence[Relation] = (),
         superseded_by: str | None = None,
         language: NoteLanguage = NoteLanguage(),
+        verified: tuple[str | None, str | None] = (None, None),
     ) -> list[str]:
         """Swap a file's chunks in one transaction; return the chunk ids that disappeared.
 
@@ -103,15 +104,17 @@ class Writes:
                 )
             conn.execute(
                 "INSERT INTO files (path, type, title, mtime_ns, size, file_hash, chunk_count, warnings, indexed_at,"
-                " body_hash, lang, lang_from, translation_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " body_hash, lang, lang_from, translation_key, last_verified, review_after)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
                 " ON CONFLICT(path) DO UPDATE SET type=excluded.type,"
                 " title=excluded.title, mtime_ns=excluded.mtime_ns, size=excluded.size, file_hash=excluded.file_hash,"
                 " chunk_count=excluded.chunk_count, warnings=excluded.warnings, indexed_at=excluded.indexed_at,"
                 " body_hash=excluded.body_hash, lang=excluded.lang, lang_from=excluded.lang_from,"
-                " translation_key=excluded.translation_key",
+                " translation_key=excluded.translation_key, last_verified=excluded.last_verified,"
+                " review_after=excluded.review_after",
                 (rel, doc_type, title, state.mtime_ns, state.size, state.file_hash, len(chunks),
                  json.dumps(list(warnings), ensure_ascii=False), time.time(), body_hash(title, chunks),
-                 language.lang, language.source, language.translation_key),
+                 language.lang, language.source, language.translation_key, *verified),
             )
             _write_note_text(conn, rel, title, chunks)
             conn.executemany(

@@ -181,6 +181,14 @@
     typeList($('#files-by-type'), st.files.by_type, 'files.by_type');
     setStat('concepts', String(st.concepts), st.concepts);
 
+    const fr = st.freshness || { stale: 0, stale_by_type: {}, window_days: {} };
+    setStat('freshness.stale', String(fr.stale), fr.stale);
+    typeList($('#stale-by-type'), fr.stale_by_type, 'freshness.stale_by_type');
+    const windows = Object.entries(fr.window_days || {}).map(([t, n]) => t + ' ' + n + ' d');
+    $('#stale-sub').textContent = windows.length ? 'past their window: ' + windows.join(', ')
+      : 'no [freshness] days in oracle.toml; review_after dates only';
+    tileState('tile-stale', fr.stale ? 'warn' : 'good');
+
     const cov = num(st.embeddings.coverage);
     setStat('embeddings.coverage', (cov * 100).toFixed(1) + '%', cov);
     $('#coverage-meter').style.width = Math.max(0, Math.min(100, cov * 100)) + '%';
@@ -409,6 +417,8 @@
             (r.client ? ' · ' + r.client : ''))),
         h('div', { class: 'body' },
           r.context ? h('p', { class: 'muted' }, 'Context: ', r.context) : null,
+          r.working_set_id ? h('p', { class: 'muted working-set', 'data-working-set': r.working_set_id },
+            'Working set ', h('code', { text: r.working_set_id })) : null,
           found.length ? h('div', { class: 'sources' }, found.map((f) =>
             h('span', { class: 'chip', title: 'sha256 ' + (f.content_hash || '') },
               h('i', { class: 'dot ' + typeClass(f.type) }), h('b', { text: f.id }),
@@ -463,6 +473,8 @@
       hit.superseded_by ? h('div', { class: 'superseded', 'data-superseded-by': hit.superseded_by.source_file },
         'Superseded by ', h('code', { text: hit.superseded_by.source_file }),
         hit.superseded_by.reason ? ' — ' + hit.superseded_by.reason : '') : null,
+      hit.stale ? h('div', { class: 'superseded stale', 'data-stale-since': hit.stale_since || '' },
+        'Stale since ' + (hit.stale_since || '?') + ' — last verified ' + (hit.last_verified || 'never')) : null,
       (hit.relations || []).length ? h('div', { class: 'relations' }, hit.relations.map((t) =>
         h('span', { class: 'chip relation', text: t.subject + ' — ' + t.predicate + ' — ' + t.object }))) : null,
       h('p', { class: 'snippet', text: hit.snippet || '' }),

@@ -246,6 +246,10 @@ def test_tiles_equal_api_stats(browser: Browser, server: Server) -> None:
         assert set(shown) == set(stats[group]["by_type"]), group
         for doc_type, n in stats[group]["by_type"].items():
             assert shown[doc_type] == (str(n), str(n)), (group, doc_type)
+    fresh = stats["freshness"]  # the stale-notes tile (issue 28)
+    assert tiles["freshness.stale"] == (str(fresh["stale"]), str(fresh["stale"]))
+    shown = {k.split(".", 2)[2]: v for k, v in tiles.items() if k.startswith("freshness.stale_by_type.")}
+    assert shown == {t: (str(n), str(n)) for t, n in fresh["stale_by_type"].items()}
     coverage = stats["embeddings"]["coverage"]
     text, value = tiles["embeddings.coverage"]
     assert float(value) == coverage and text.endswith("%") and abs(float(text[:-1]) - coverage * 100) <= 0.051
