@@ -161,7 +161,7 @@ def test_a_short_stdio_session_exits_before_the_client_signals_and_keeps_its_log
         before = _searches_logged(data)
         log = tmp_path / f"serve-{session}.log"
         with open(log, "w", encoding="utf-8") as errlog:
-            proc = subprocess.Popen([*oracle_cmd(), "serve"], env=bundled_kb, stdin=subprocess.PIPE,
+            proc = subprocess.Popen([*oracle_cmd(), "serve", "--standalone"], env=bundled_kb, stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=errlog, text=True, encoding="utf-8")
         try:
             _rpc(proc, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {

@@ -151,12 +151,18 @@ def fresh_oracle(root: Path, data: Path) -> Oracle:
 
 
 
-def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
+def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 15,
+                 dump_stacks: bool = False) -> int:
+    """Signal and wait; kill after `timeout`. `dump_stacks`: first ask for every thread's stack (SIGUSR1,
+    registered by `oracle watch`), so a process that did not stop says what it was waiting on."""
     if proc.poll() is None:
         proc.send_signal(sig)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            if dump_stacks:
+                proc.send_signal(signal.SIGUSR1)
+                time.sleep(2)
             proc.kill()
             proc.wait(timeout=timeout)
     return proc.returncode
@@ -696,7 +702,7 @@ def test_oracle_watch_subprocess_keeps_a_separate_reader_current(tmp_path: Path)
             reader.close()
         # Bounded by what is checked (a clean exit), not by a wall clock: on a busy machine the worker may be
         # finishing an embedding batch when Ctrl-C arrives; pytest's own timeout still catches a real hang.
-        code = stop_process(proc, signal.SIGINT, timeout=240)
+        code = stop_process(proc, signal.SIGINT, timeout=240, dump_stacks=True)
     output = out_path.read_text()
     assert code == 0, output
     assert "Traceback" not in output, output
@@ -1270,3 +1276,20 @@ def test_second_reader_in_one_process_sees_writes_of_another_process(tmp_path: P
         assert "learnings/pelican.md" in vector_files(second, embed_query(title, body))  # Chroma: stale
     finally:
         second.close()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_oracle_watch_stops_on_a_signal_even_when_it_inherited_sigint_ignored(tmp_path: Path, sig: int) -> None:
+    """A process started in the background by a non-interactive shell (CI, `cmd &`) inherits SIGINT as ignored;
+    `oracle watch` installs its own handlers, so Ctrl-C and SIGTERM both stop it cleanly."""
+    root, data = tmp_path / "root", tmp_path / "data"
+    write_seed(root)
+    out_path = tmp_path / "watch.out"
+    with open(out_path, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen([*oracle_cmd(), "watch"], env=oracle_env(root, data), cwd=PROJECT,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    wait_for(lambda: proc.poll() is not None or "watching" in out_path.read_text(), "`oracle watch` started", 60)
+    code = stop_process(proc, sig, timeout=120, dump_stacks=True)
+    assert code == 0, out_path.read_text()
+    assert "Traceback" not in out_path.read_text()
