@@ -82,16 +82,6 @@ def forget(data_dir: str | os.PathLike) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def find(data_dir: str | os.PathLike, root: str | os.PathLike) -> Endpoint | None:
     """The running server for this root, if its record is there and its process lives."""
     try:
@@ -100,7 +90,7 @@ def find(data_dir: str | os.PathLike, root: str | os.PathLike) -> Endpoint | Non
         secret = bytes.fromhex(info["secret"])
     except (OSError, ValueError, KeyError, TypeError, engine_channel.ChannelError):
         return None  # none, unreadable, open to others, or from a version without a secret: work alone
-    if info.get("root") != str(root) or pid == os.getpid() or not _alive(pid):
+    if info.get("root") != str(root) or pid == os.getpid() or not engine_channel.alive(pid):
         return None
     if host in ("0.0.0.0", "::", "", "localhost"):
         host = "127.0.0.1"  # a wildcard bind answers on loopback
