@@ -301,6 +301,74 @@ def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
     return 0  # run_local closes the Oracle, which stops the worker
 
 
+def engine_enabled() -> bool:
+    """ORACLE_ENGINE=0 makes every `oracle serve` standalone, as `--standalone` does one."""
+    import os
+
+    return os.environ.get("ORACLE_ENGINE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _serve_flags(args: argparse.Namespace) -> list[str]:
+    return [flag for flag, on in (("--no-index", args.no_index), ("--no-watch", args.no_watch)) if on]
+
+
+def serve_through_engine(args: argparse.Namespace) -> int:
+    """`oracle serve` (stdio): relay to the engine of this root, starting it if needed; in-process if not."""
+    from server import relay
+
+    root = locate.resolve_root(args.root)
+    data_dir = locate.resolve_data_dir(args.data_dir, root)
+
+    def in_process(front, reason: str) -> int:
+        from indexer.config import ConfigError, Settings
+
+        try:
+            settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
+        except ConfigError as exc:
+            print(f"oracle: configuration error: {exc}", file=sys.stderr)
+            return 2
+        args.stdio_front, args.serving = front, {"mode": "fallback", "detail": reason}
+        return run_local(args, settings)
+
+    return relay.serve(root, data_dir, _serve_flags(args), in_process)
+
+
+def cmd_engine(args: argparse.Namespace) -> int:
+    from server import engine
+
+    if args.action == "run":
+        from indexer.config import ConfigError, Settings
+
+        if not args.key:
+            print("oracle: `oracle engine run` is started by `oracle serve`; use status or stop", file=sys.stderr)
+            return 2
+        try:
+            settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
+        except ConfigError as exc:
+            print(f"oracle: configuration error: {exc}", file=sys.stderr)
+            return 2
+        return engine.run(settings, args.key, watch=not args.no_watch, index=not args.no_index)
+    root = locate.resolve_root(args.root)
+    data_dir = locate.resolve_data_dir(args.data_dir, root)
+    answers = engine.control(args.action, None if args.all else root, None if args.all else data_dir)
+    if args.json:
+        _dump(answers)
+        return 0
+    if not answers:
+        print(f"no engine running for {root}" if not args.all else "no engine running")
+        return 0
+    for a in answers:
+        if "error" in a:
+            print(f"engine pid {a.get('pid')}: does not answer ({a['error']})")
+        elif args.action == "stop":
+            print(f"engine pid {a.get('pid')} for {a.get('root')}: {'stopped' if a.get('stopped') else 'still running'}")
+        else:
+            idle = "" if a.get("sessions") else f", idle {a.get('idle_for_seconds')} s of {a.get('idle_seconds'):.0f}"
+            print(f"engine pid {a['pid']} for {a['root']} (index {a['data_dir']}): {a['sessions']} session(s){idle},"
+                  f" up {a['uptime_seconds']} s, {a.get('rss_mb')} MB, watching: {a['watching']}, socket {a['socket']}")
+    return 0
+
+
 def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) -> None:
     """One registry tool as a subcommand: its free words, then one option per request field."""
     p = sub.add_parser(command, help=spec["help"])

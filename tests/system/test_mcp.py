@@ -311,7 +311,9 @@ def test_consult_principles_and_learnings(mcp: Session, kb: KB) -> None:
     result = mcp.call("oracle_consult", {"decision": decision})
     assert not result.is_error
     data = result.structured_content
-    assert result.content[0].text == data["guidance"]
+    # the text an agent reads: the guidance, its warnings, and the id that checks it later (issue 28)
+    assert result.content[0].text == (data["guidance"] + "".join(f"warning: {w}\n" for w in data["warnings"])
+                                      + f"working_set_id={data['working_set_id']}\n")
     assert data["decision"] == decision and data["budget_tokens"] == 1200
     assert data["principles"] and data["learnings"]
     assert {s["type"] for s in data["principles"]} == {"principle"}
