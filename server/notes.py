@@ -16,6 +16,7 @@ held 4.5 notes on average. So search groups the candidates by note:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from indexer.store import SectionFacts
@@ -60,35 +61,33 @@ def group_notes(fused: list[Fused], facts: dict[str, SectionFacts]) -> list[Note
     return groups
 
 
-def fold_duplicate_notes(groups: list[NoteGroup], facts: dict[str, SectionFacts]) -> list[NoteGroup]:
-    """Keep the first of notes with the same content; list the others on it."""
+def _fold(groups: list[NoteGroup], key_of: Callable[[NoteGroup], str | None],
+          into: Callable[[NoteGroup], list[Fused]]) -> list[NoteGroup]:
+    """Keep the first group of each key; the later ones' leads go into `into(first)`. A None key folds nothing."""
     first: dict[str, NoteGroup] = {}
     out: list[NoteGroup] = []
     for group in groups:
-        key = facts[group.lead.id].body_hash or f"file:{facts[group.lead.id].file}"
-        if key in first:
-            first[key].duplicates.append(group.lead)
+        key = key_of(group)
+        if key is not None and key in first:
+            into(first[key]).append(group.lead)
             continue
-        first[key] = group
+        if key is not None:
+            first[key] = group
         out.append(group)
     return out
+
+
+def fold_duplicate_notes(groups: list[NoteGroup], facts: dict[str, SectionFacts]) -> list[NoteGroup]:
+    """Keep the first of notes with the same content; list the others on it."""
+    return _fold(groups, lambda g: facts[g.lead.id].body_hash or f"file:{facts[g.lead.id].file}",
+                 lambda g: g.duplicates)
 
 
 def fold_translations(groups: list[NoteGroup], facts: dict[str, SectionFacts]) -> list[NoteGroup]:
     """Keep the best-placed copy of a page that exists in several languages (the same translation key,
     indexer/language.py); list the others on it. Run after the language preference, the kept copy is the
     one in the asker's language whenever it is among the candidates."""
-    first: dict[str, NoteGroup] = {}
-    out: list[NoteGroup] = []
-    for group in groups:
-        key = facts[group.lead.id].translation_key
-        if key is not None and key in first:
-            first[key].translations.append(group.lead)
-            continue
-        if key is not None:
-            first[key] = group
-        out.append(group)
-    return out
+    return _fold(groups, lambda g: facts[g.lead.id].translation_key, lambda g: g.translations)
 
 
 def fold_duplicate_sections(fused: list[Fused], facts: dict[str, SectionFacts]) -> tuple[list[Fused], dict[str, list[Fused]]]:

@@ -181,9 +181,14 @@ def _apply_use(
     stated bounds (server/scoring.py). Returns the re-ranked list, the verdict counts per candidate section
     (its note's) and the supersession pointers of its hits."""
     successors, pointers = successors_for(oracle, facts)
-    by_note = note_feedback(oracle, (facts[f.id].file for f in fused))
-    feedback = {f.id: by_note[facts[f.id].file] for f in fused if facts[f.id].file in by_note}
+    feedback = _note_verdicts(oracle, [f.id for f in fused], facts)
     return scoring.adjust(fused, feedback, successors), feedback, pointers
+
+
+def _note_verdicts(oracle: Oracle, ids: list[str], facts: dict[str, SectionFacts]) -> dict[str, tuple[int, int]]:
+    """(helpful, misleading) for each of these sections that has any: its note's, a verdict counting for the note."""
+    by_note = note_feedback(oracle, (facts[i].file for i in ids))
+    return {i: by_note[facts[i].file] for i in ids if facts[i].file in by_note}
 
 
 def _start_from_relations(
@@ -366,8 +371,7 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
         fused, use.stating, added = _start_from_relations(oracle, request, fused, facts, filters, legs.warnings)
         if added:  # notes that only the relation found: their pointers and verdicts too
             pointers.update(successors_for(oracle, {i: facts[i] for i in added})[1])
-            added_notes = note_feedback(oracle, (facts[i].file for i in added))
-            feedback.update({i: added_notes[facts[i].file] for i in added if facts[i].file in added_notes})
+            feedback.update(_note_verdicts(oracle, added, facts))
     entries = _entries(fused, facts, request.by_note, languages)
     entries, dropped = order_by_freshness(oracle, entries, lambda e: facts[e.lead.id].file,
                                           prefer=request.prefer_fresh, only=request.fresh_only)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -141,3 +142,16 @@ def write_search_corpus(root: Path) -> None:
         "---\ntitle: Island season retrospective\ntags: [retro]\n---\n"
         "# Island season retrospective\n\n## What happened\n\nWe met our first quokka on the third day.\n"
     ))
+
+
+def two_note_oracle(base: Path):
+    """An Oracle over two bundled learnings in `base/root`, indexed into `base/data` (vectors included): the small
+    index the HTTP hardening tests serve."""
+    root = base / "root"
+    (root / "learnings").mkdir(parents=True)
+    for name in ("2026-01-14_quote-fts5-search-terms.md", "2026-06-02_sort-before-you-serialise.md"):
+        shutil.copy(BUNDLED / "learnings" / name, root / "learnings" / name)
+    oracle = open_oracle(root, base / "data")
+    report = oracle.indexer.sync()
+    assert not report.vector_failed, report.warnings
+    return oracle

@@ -17,6 +17,14 @@ def oracle_cmd() -> list[str]:
     return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "server.cli"]
 
 
+def rss_mb(pid: int) -> float:
+    """A process's resident memory now, in MB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
 def free_port() -> int:
     """A loopback port nothing listens on right now."""
     with socket.socket() as sock:

@@ -3,24 +3,16 @@ real app over a real index) and the MCP tools and prompts (an in-process MCP cli
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
-from _corpus import BUNDLED, open_oracle
+from _corpus import two_note_oracle
 from _procs import free_port
 
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory):
-    base = tmp_path_factory.mktemp("hardening3-http")
-    root = base / "root"
-    (root / "learnings").mkdir(parents=True)
-    for name in ("2026-01-14_quote-fts5-search-terms.md", "2026-06-02_sort-before-you-serialise.md"):
-        shutil.copy(BUNDLED / "learnings" / name, root / "learnings" / name)
-    oracle = open_oracle(root, base / "data")
-    report = oracle.indexer.sync()
-    assert not report.vector_failed, report.warnings
+    oracle = two_note_oracle(tmp_path_factory.mktemp("hardening3-http"))
     yield oracle
     oracle.close()
 

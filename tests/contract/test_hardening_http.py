@@ -5,16 +5,15 @@ app); what only a real server shows (a slow client, a 200 MB upload) runs agains
 
 from __future__ import annotations
 
-import shutil
 import socket
 import time
 from pathlib import Path
 
 import pytest
 
-from _corpus import BUNDLED, open_oracle, write
+from _corpus import two_note_oracle, write
 from _hostile import delete_before_indexing
-from _procs import free_port
+from _procs import free_port, rss_mb
 
 TOKEN = "correct-horse-battery-staple-42"
 GOOD = {"Authorization": f"Bearer {TOKEN}"}
@@ -22,14 +21,7 @@ GOOD = {"Authorization": f"Bearer {TOKEN}"}
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory):
-    base = tmp_path_factory.mktemp("hardening-http")
-    root = base / "root"
-    (root / "learnings").mkdir(parents=True)
-    for name in ("2026-01-14_quote-fts5-search-terms.md", "2026-06-02_sort-before-you-serialise.md"):
-        shutil.copy(BUNDLED / "learnings" / name, root / "learnings" / name)
-    oracle = open_oracle(root, base / "data")
-    report = oracle.indexer.sync()
-    assert not report.vector_failed, report.warnings
+    oracle = two_note_oracle(tmp_path_factory.mktemp("hardening-http"))
     yield oracle
     oracle.close()
 
@@ -219,13 +211,6 @@ def live(tmp_path_factory: pytest.TempPathFactory):
     stop_process(proc)
 
 
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
-
-
 def _raw(url: str) -> socket.socket:
     host, port = url.removeprefix("http://").split(":")
     return socket.create_connection((host, int(port)), timeout=30)
@@ -236,7 +221,7 @@ def test_a_200_mb_upload_is_cut_off_and_health_stays_quick(live) -> None:
     import httpx
 
     proc, url = live
-    before = _rss_mb(proc.pid)
+    before = rss_mb(proc.pid)
     host = url.removeprefix("http://")
     with _raw(url) as sock:  # declared: refused before a byte of the body is read
         sock.sendall(f"POST /api/learn HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
@@ -261,7 +246,7 @@ def test_a_200_mb_upload_is_cut_off_and_health_stays_quick(live) -> None:
         except OSError:
             pass
         assert answer.startswith(b"HTTP/1.1 413"), answer[:100]
-    assert _rss_mb(proc.pid) - before < 100  # it took 1.8 GB before
+    assert rss_mb(proc.pid) - before < 100  # it took 1.8 GB before
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from _corpus import write
-from _procs import serve_http, stop_process
+from _procs import rss_mb, serve_http, stop_process
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "h3", "version": "1"}}}
@@ -28,13 +28,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
     proc, url = serve_http(env, base, base / "serve.log", "--no-watch")
     yield proc, url, base
     stop_process(proc)
-
-
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
 
 
 def _handshake(client: httpx.Client) -> str:
@@ -57,7 +50,7 @@ def test_abandoned_initializes_expire_in_seconds_and_never_lock_new_clients_out(
     proc, url, _ = live
     assert httpx.get(url + "/api/search", params={"query": "seed note"}, timeout=120).status_code == 200
     time.sleep(2)  # the model is loaded and warmed: what grows from here is the sessions
-    before = _rss_mb(proc.pid)
+    before = rss_mb(proc.pid)
     admitted: list[str] = []
     refused: list[str] = []
     started = time.monotonic()
@@ -71,7 +64,7 @@ def test_abandoned_initializes_expire_in_seconds_and_never_lock_new_clients_out(
                 assert resp.status_code == 503 and "Too many open sessions from this client" in resp.text, resp.text
                 refused.append(resp.text)
         flood = time.monotonic() - started
-        grown = _rss_mb(proc.pid) - before
+        grown = rss_mb(proc.pid) - before
         print(f"\n1000 abandoned initializes in {flood:.1f} s: {len(admitted)} admitted, {len(refused)} refused,"
               f" RSS +{grown:.1f} MB")
         assert len(admitted) <= PER_CLIENT - 1 and len(refused) >= 1000 - PER_CLIENT
