@@ -204,6 +204,7 @@ class ScoreBreakdown(BaseModel):
     feedback_factor: float = 1.0
     superseded_factor: float = 1.0
     language_factor: float = 1.0  # below 1 for a note in another language than the query's (scoring.prefer_languages)
+    expansion_score: float | None = None  # bm25 for the query expanded with words of the best notes (server/expansion.py)
 
 
 class SupersededBy(BaseModel):
@@ -289,6 +290,9 @@ class SearchMeta(BaseModel):
     languages: list[str] | None = Field(
         default=None, description="The query's language(s), preferred over the others' notes in a base translated "
         "into several languages (null: no preference).")
+    expanded_with: list[str] = Field(
+        default_factory=list, description="Words of the first ranking's best notes added to a second keyword "
+        "query (hybrid search): how the answer's own vocabulary was found for a question phrased otherwise.")
     warnings: list[str] = Field(default_factory=list)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
 # import it on first use, and two search threads doing that at once met a partially initialised numpy (ImportError
@@ -30,10 +30,11 @@ from indexer.store import (
     keyword_matching_ids,
     keyword_search,
     note_keyword_scores,
+    section_counts,
     terms_matched,
 )
 from indexer.vectors import VectorStoreUnavailable
-from server import scoring
+from server import expansion, scoring
 from server.app import Oracle
 from server.models import (
     DuplicateRef,
@@ -72,6 +73,7 @@ class _Legs:
     vector_ok: bool
     multilingual: bool = False  # the vector leg ranked with the multilingual model (indexer/multilingual.py)
     main_share: float = 1.0  # the English model's share of the vector leg's similarities (covered_share)
+    expanded_with: list[str] = field(default_factory=list)  # words query expansion added (_expand)
 
 
 def filters_for(request: SearchRequest) -> Filters:
@@ -156,7 +158,30 @@ def _fuse(request: SearchRequest, legs: _Legs, bm25_bar: float) -> tuple[list[sc
         return scoring.single_leg(legs.vector, "vector"), "vector", None, None
     method = request.fusion or scoring.DEFAULT_FUSION
     weight = scoring.semantic_weight(method, legs.multilingual, legs.fts, bm25_bar)
-    return scoring.fuse(legs.fts, legs.vector, method=method, semantic_weight=weight), "hybrid", method, weight
+    fused = scoring.fuse(legs.fts, legs.vector, method=method, semantic_weight=weight,
+                         keyword_floor=scoring.keyword_floor(bm25_bar))
+    return fused, "hybrid", method, weight
+
+
+def _expand(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int, fused: list[scoring.Fused],
+            semantic_weight: float, legs: _Legs) -> list[scoring.Fused]:
+    """Weighted hybrid only: the words of the first ranking's best sections that are rare in the index
+    (server/expansion.py) join the question's in a second keyword query, whose ranking is mixed into the
+    keyword part of the fused scores. The words used are kept in `legs.expanded_with` for the meta."""
+    best = [f.id for f in fused[: expansion.EXPANSION_SOURCES]]
+    sources = oracle.store.sections_by_id(best)
+    texts = [f"{s.title} {s.heading} {s.content}" for s in (sources.get(i) for i in best) if s]
+    weight = expansion.word_weights(texts, frozenset(kq.terms))
+    candidates = expansion.candidate_words(weight)
+    counts = section_counts(oracle.store, [quote(w) for w in candidates])
+    words = expansion.expansion_terms(weight, {w: counts[quote(w)] for w in candidates}, oracle.store.chunk_count())
+    if not words:
+        return fused
+    expanded = KeywordQuery(terms=kq.terms + words, unsegmented=())
+    rows, _ = keyword_search(oracle.store, expanded.fts_match, None, (), filters, pool, count=False)
+    legs.expanded_with = list(words)
+    return scoring.with_expansion(fused, [scoring.LegHit(i, s) for i, s in rows], semantic_weight,
+                                  expansion.EXPANSION_SHARE)
 
 
 def _total(oracle: Oracle, kq: KeywordQuery, mode: str, legs: _Legs, filters: Filters) -> int:
@@ -260,6 +285,7 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
             feedback_factor=item.feedback_factor,
             superseded_factor=item.superseded_factor,
             language_factor=item.language_factor,
+            expansion_score=item.expansion_score,
         ),
         also_in_file=[o.id for o in others],
         sections=[
@@ -357,6 +383,8 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
     language, relations) -> entries."""
     legs = _run_legs(oracle, request, query, kq, filters, pool)
     fused, mode, method, weight = _fuse(request, legs, bm25_bar)
+    if method == "weighted" and fused:
+        fused = _expand(oracle, kq, filters, pool, fused, weight, legs)
     facts = oracle.store.section_facts([f.id for f in fused])
     fused = [f for f in fused if f.id in facts]  # a vector whose chunk vanished is not a result
     if mode == "hybrid" and kq.fts_match and not legs.multilingual:
@@ -376,7 +404,9 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
     entries, dropped = order_by_freshness(oracle, entries, lambda e: facts[e.lead.id].file,
                                           prefer=request.prefer_fresh, only=request.fresh_only)
     # Notes: the distinct notes among the candidates of both legs. Sections: every match (see _total).
-    total = len(entries) if request.by_note else _total(oracle, kq, mode, legs, filters) + len(added) - dropped
+    expansion_only = sum(1 for f in fused if f.found_by == ["expansion"])  # in the pool; beyond it, uncounted
+    total = (len(entries) if request.by_note
+             else _total(oracle, kq, mode, legs, filters) + expansion_only + len(added) - dropped)
     return _Ranked(legs, mode, method, weight, facts, entries, total, use)
 
 
@@ -480,6 +510,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
             if ranked.mode != "fts" else None,
             weak=weak,
             languages=sorted(languages) if languages else None,
+            expanded_with=ranked.legs.expanded_with,
             warnings=warnings,
         ),
     )

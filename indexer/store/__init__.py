@@ -30,6 +30,7 @@ from indexer.store.keyword import (
     keyword_matching_ids,
     keyword_search,
     note_keyword_scores,
+    section_counts,
     terms_matched,
 )
 from indexer.store.reads import Pattern, Reads
@@ -49,7 +50,7 @@ from indexer.store.writes import Writes, body_hash
 __all__ = [
     "BM25_WEIGHTS", "BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "TIE_SLACK", "FileState", "Filters", "IndexedNote", "Pattern",
     "RelationRow", "Section", "SectionFacts", "Store", "StoreClosed", "batched", "body_hash", "count_embedded",
-    "filtered_ids", "keyword_matching_ids", "keyword_search", "note_keyword_scores", "set_aside", "terms_matched",
+    "filtered_ids", "keyword_matching_ids", "keyword_search", "note_keyword_scores", "section_counts", "set_aside", "terms_matched",
 ]
 
 class Store(Reads, Writes):

@@ -154,8 +154,10 @@ def keyword_search(
     like_terms: Sequence[str],
     filters: Filters,
     limit: int,
+    count: bool = True,
 ) -> tuple[list[tuple[str, float]], int]:
-    """Top `limit` (id, score) by summed keyword score across sources, and the true number of matches."""
+    """Top `limit` (id, score) by summed keyword score across sources, and the true number of matches (0 with
+    `count=False`, which skips counting them: query expansion's second query needs the ranking only)."""
     sources = _keyword_sources(fts_match, trigram_match, like_terms)
     if not sources:
         return [], 0
@@ -171,6 +173,8 @@ def keyword_search(
         for doc_id, value in rows:
             scores[doc_id] = scores.get(doc_id, 0.0) + float(value)
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    if not count:
+        return ranked, 0
     union, union_args = _matching_rowids_sql(sources)
     if filters.active:
         sql = f"SELECT count(*) FROM documents d WHERE d.rowid IN ({union}) AND {where}"
@@ -220,6 +224,14 @@ def terms_matched(store: Store, terms: Sequence[str], ids: Sequence[str]) -> dic
         for (rowid,) in store.fetch(sql, [term, *id_of]):
             counts[id_of[rowid]] += 1
     return counts
+
+
+def section_counts(store: Store, terms: Sequence[str]) -> dict[str, int]:
+    """How many sections hold each of `terms` (quoted FTS5 strings) in the word table, stemmed as the index is
+    ("buffers" counts the sections holding "buffer"): the document frequencies query expansion weighs words
+    by. One MATCH per term; a word of a few hundred sections costs well under a millisecond."""
+    sql = "SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?"
+    return {term: int(store.fetch(sql, [term])[0][0]) for term in terms}
 
 
 def note_keyword_scores(store: Store, fts_match: str | None, files: Sequence[str]) -> dict[str, float]:
