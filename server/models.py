@@ -437,7 +437,13 @@ class ConsultRequest(BaseModel):
 
     decision: str = Field(min_length=1, max_length=2_000, description="The decision you are about to make.")
     context: str | None = Field(default=None, max_length=10_000, description="What you know about the situation.")
-    budget_tokens: int = Field(default=1200, ge=100, le=8000, description="Guidance size limit in tokens.")
+    budget_tokens: int | None = Field(default=None, ge=100, le=8000, description="Guidance size limit in tokens "
+                                      "(default: 15% of context_window when given, else 1200).")
+    context_window: int | None = Field(
+        default=None, ge=1_000, le=10_000_000,
+        description="Your context window in tokens: the budget becomes 15% of it (at most 8000), and under 30,000 "
+        "only principles, the core, are consulted (mode core); the result says which mode it used.")
+    where: Where = None
 
     @field_validator("decision")
     @classmethod
@@ -472,7 +478,12 @@ class ConsultResult(BaseModel):
     learnings: list[Source]
     guidance: str
     tokens_used: int
-    budget_tokens: int
+    budget_tokens: int = Field(description="The budget the guidance was built within.")
+    budget_from: Literal["budget_tokens", "context_window", "default"] = Field(
+        default="default", description="Where the budget came from: given, 15% of context_window, or the default.")
+    mode: Literal["full", "core"] = Field(
+        default="full", description="full: principles and learnings; core: principles only (context_window under "
+        "30,000 tokens).")
     warnings: list[str] = Field(default_factory=list)
     working_set_id: str = Field(default="", description="SHA-256 of the canonical JSON of what this consultation used"
                                 " (decision, context, budget, sources' ids and hashes in order, guidance, index state);"
