@@ -96,7 +96,7 @@ def note_fields(meta: Mapping[str, object]) -> tuple[list[FieldValue], list[str]
             texts = [t for t in map(value_text, items) if t is not None]
             if not texts:
                 continue
-            if len(names) == MAX_NOTE_FIELDS:
+            if len(names) >= MAX_NOTE_FIELDS:
                 names.append(name)  # counted, not stored
                 continue
             names.append(name)
