@@ -22,7 +22,7 @@ from server.models import (
     VerifyResult,
     WorkingSetCheck,
 )
-from server.render import result_count, serving_text
+from server.render import budget_line, result_count, serving_text
 from server.stats import Stats
 
 
@@ -59,18 +59,9 @@ def stale_text(since: str | None, verified: str | None) -> str:
             "mark_verified")
 
 
-def _budget_line(result: ConsultResult) -> str:
-    """Which budget and mode a consultation used, when the caller's context window decided them."""
-    if result.budget_from != "context_window" and result.mode == "full":
-        return ""
-    source = {"context_window": "15% of the context window", "budget_tokens": "as given"}.get(result.budget_from,
-                                                                                              "the default")
-    mode = "core (principles only: the context window is under 30,000 tokens)" if result.mode == "core" else "full"
-    return f"budget: {result.budget_tokens} tokens ({source}); mode: {mode}\n"
-
-
 def consult_text(request: Any, result: ConsultResult) -> str:
-    return (result.guidance + _budget_line(result) + "".join(f"warning: {w}\n" for w in result.warnings)
+    budget = budget_line(result.budget_tokens, result.budget_from, result.mode)
+    return (result.guidance + (budget + "\n" if budget else "") + "".join(f"warning: {w}\n" for w in result.warnings)
             + (f"working_set_id={result.working_set_id}\n" if result.working_set_id else ""))
 
 
