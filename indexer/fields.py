@@ -200,6 +200,9 @@ def _condition(field_name: object, spec: object) -> FieldCondition:
         raise WhereError(f"where[{name!r}]['exists']: true or false")
     after = _day(name, "after", spec["after"]) if spec.get("after") is not None else None
     before = _day(name, "before", spec["before"]) if spec.get("before") is not None else None
+    if not any_of and exists is None and not after and not before:
+        raise WhereError(f"where[{name!r}]: every operator given is null; give a value to one of"
+                         f" {', '.join(OPERATORS)}")
     if exists is False and (any_of or after or before):
         raise WhereError(f"where[{name!r}]: exists false means the note has no value, so no other operator can hold")
     if after and before and after >= before:

@@ -96,6 +96,7 @@ def test_the_shorthands_and_the_operator_form_mean_the_same() -> None:
     ({"a": ""}, "an empty value matches nothing"),
     ({"a": None}, "values must be strings"),
     ({"a": {}}, "give an operator"),
+    ({"a": {"exists": None, "after": None}}, "every operator given is null"),
     ({"a": {"exists": "yes"}}, "true or false"),
     ({"a": {"exists": False, "eq": "x"}}, "exists false means the note has no value"),
     ({"a": {"after": "2026-02-30"}}, "a calendar date YYYY-MM-DD"),
