@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from indexer.concepts import tag_parts
+from indexer.fields import FieldCondition, WhereError, canonical_where, parse_where
 from indexer.parse import MAX_TERM_CHARS, relation_term
 from server.boundary import defuse_markers
 from server.query import MAX_QUERY_CHARS
@@ -98,6 +99,65 @@ class Triplet(BaseModel):
         return term
 
 
+_WHERE_SCALAR: dict = {"type": ["string", "number", "boolean"]}
+_WHERE_SCHEMA: dict = {
+    "anyOf": [
+        {
+            "type": "object",
+            "maxProperties": 20,
+            "additionalProperties": {
+                "anyOf": [
+                    _WHERE_SCALAR,
+                    {"type": "array", "items": _WHERE_SCALAR, "minItems": 1, "maxItems": 100},
+                    {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "eq": _WHERE_SCALAR,
+                            "in": {"type": "array", "items": _WHERE_SCALAR, "minItems": 1, "maxItems": 100},
+                            "exists": {"type": "boolean"},
+                            "before": {"type": "string", "format": "date"},
+                            "after": {"type": "string", "format": "date"},
+                        },
+                    },
+                ]
+            },
+        },
+        {"type": "string", "maxLength": 10_000},
+        {"type": "null"},
+    ],
+    "default": None,
+    "description": (
+        "Frontmatter fields the notes must have (every field named must match): a value (equals), a list (any "
+        'of), or operators {"eq", "in", "exists", "before", "after"} (dates YYYY-MM-DD, strict). Values compare '
+        'case-insensitively; a list field holding "*" matches every value. Also as JSON text, e.g. '
+        '{"status": "draft", "industries": ["finance"], "reviewed": {"after": "2026-01-01"}}.'
+    ),
+}
+
+
+def _where(value: object) -> dict | None:
+    """A where filter (mapping or JSON text) in its canonical form: {field: {in, exists, after, before}},
+    sorted by field, so equal filters are equal requests (logs, working sets) and the service reads it back
+    with `where_conditions` without checking again."""
+    if value is None:
+        return None
+    try:
+        conditions = parse_where(value)
+    except WhereError as exc:
+        raise ValueError(str(exc)) from None
+    return canonical_where(conditions) or None
+
+
+# A dict to Python, any JSON to a client: FastAPI's query-string models take it as one string parameter.
+Where = Annotated[Any, BeforeValidator(_where), WithJsonSchema(_WHERE_SCHEMA)]
+
+
+def where_conditions(where: dict | None) -> tuple[FieldCondition, ...]:
+    """The validated (canonical) where filter of a request as conditions for the store."""
+    return parse_where(where) if where else ()
+
+
 def past_the_end(offset: int, total: int, limit: int) -> str:
     """Why a page is empty when there are results: the offset is past the last of them."""
     last = (total - 1) // limit * limit
@@ -136,6 +196,7 @@ class SearchRequest(BaseModel):
     prefer_fresh: bool = Field(default=False, description="Fresh notes first: notes past their freshness window "
                                "(stale) come after every fresh one.")
     fresh_only: bool = Field(default=False, description="Leave out notes past their freshness window (stale).")
+    where: Where = None
 
     @field_validator("lang")
     @classmethod
@@ -380,7 +441,13 @@ class ConsultRequest(BaseModel):
 
     decision: str = Field(min_length=1, max_length=2_000, description="The decision you are about to make.")
     context: str | None = Field(default=None, max_length=10_000, description="What you know about the situation.")
-    budget_tokens: int = Field(default=1200, ge=100, le=8000, description="Guidance size limit in tokens.")
+    budget_tokens: int | None = Field(default=None, ge=100, le=8000, description="Guidance size limit in tokens "
+                                      "(default: 15% of context_window when given, else 1200).")
+    context_window: int | None = Field(
+        default=None, ge=1_000, le=10_000_000,
+        description="Your context window in tokens: the budget becomes 15% of it (at most 8000), and under 30,000 "
+        "only principles, the core, are consulted (mode core); the result says which mode it used.")
+    where: Where = None
 
     @field_validator("decision")
     @classmethod
@@ -415,7 +482,12 @@ class ConsultResult(BaseModel):
     learnings: list[Source]
     guidance: str
     tokens_used: int
-    budget_tokens: int
+    budget_tokens: int = Field(description="The budget the guidance was built within.")
+    budget_from: Literal["budget_tokens", "context_window", "default"] = Field(
+        default="default", description="Where the budget came from: given, 15% of context_window, or the default.")
+    mode: Literal["full", "core"] = Field(
+        default="full", description="full: principles and learnings; core: principles only (context_window under "
+        "30,000 tokens).")
     warnings: list[str] = Field(default_factory=list)
     working_set_id: str = Field(default="", description="SHA-256 of the canonical JSON of what this consultation used"
                                 " (decision, context, budget, sources' ids and hashes in order, guidance, index state);"

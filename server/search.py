@@ -18,6 +18,7 @@ import numpy  # noqa: F401
 
 from indexer.embed import MODEL_ID as MINILM_ID
 from indexer.embed import EmbeddingUnavailable
+from indexer.fields import NoteSelection
 from indexer.language import STRUCTURAL, query_languages
 from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from indexer.multilingual import covered_share, wants_multilingual
@@ -48,6 +49,7 @@ from server.models import (
     TranslationRef,
     Triplet,
     past_the_end,
+    where_conditions,
 )
 from server.feedback import note_feedback
 from server.freshness import fields as freshness_fields
@@ -56,6 +58,7 @@ from server.notes import fold_duplicate_notes, fold_duplicate_sections, fold_tra
 from server.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
 from server.relations import entry_chunks, stating_files
 from server.supersede import successors_for
+from server.where import resolve_where
 
 POOL = 100  # candidates taken from each leg before fusion
 NOTE_POOL_FACTOR = 3  # how much the pool widens when a page of notes needs more sections
@@ -76,7 +79,8 @@ class _Legs:
     expanded_with: list[str] = field(default_factory=list)  # words query expansion added (_expand)
 
 
-def filters_for(request: SearchRequest) -> Filters:
+def filters_for(request: SearchRequest, notes: NoteSelection = NoteSelection()) -> Filters:
+    """The store's filters for a request; `notes` is its `where` filter resolved (server/where.py)."""
     return Filters(
         type=None if request.type == "all" else request.type,
         concepts=tuple(request.concepts),
@@ -84,6 +88,8 @@ def filters_for(request: SearchRequest) -> Filters:
         date_from=request.date_from,
         date_to=request.date_to,
         lang=request.lang,
+        only_notes=notes.only,
+        excluded_notes=notes.excluded,
     )
 
 
@@ -463,7 +469,8 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     started = time.perf_counter()
     query = validate_query(request.query)
     kq = build_keyword_query(query)
-    filters = filters_for(request)
+    notes, where_warnings = resolve_where(oracle, where_conditions(request.where))
+    filters = filters_for(request, notes)
     wanted = request.offset + request.limit
     pool = max(POOL, wanted)
     bm25_bar = scoring.weak_bm25(oracle.store.chunk_count())
@@ -482,7 +489,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     fresh = note_staleness(oracle, {h.source_file for h in hits})
     hits = [h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits]
     weak = not hits or all(h.weak for h in hits)
-    warnings = ranked.legs.warnings
+    warnings = where_warnings + ranked.legs.warnings
     if (ranked.mode in ("hybrid", "vector") and wants_multilingual(query) and ranked.legs.vector_ok
             and not oracle.embedder.multilingual):  # a multilingual main model reads the query as it is
         warnings.append(_script_note(ranked.legs.multilingual))

@@ -22,7 +22,7 @@ from server.models import (
     VerifyResult,
     WorkingSetCheck,
 )
-from server.render import result_count, serving_text
+from server.render import budget_line, result_count, serving_text
 from server.stats import Stats
 
 
@@ -60,7 +60,8 @@ def stale_text(since: str | None, verified: str | None) -> str:
 
 
 def consult_text(request: Any, result: ConsultResult) -> str:
-    return (result.guidance + "".join(f"warning: {w}\n" for w in result.warnings)
+    budget = budget_line(result.budget_tokens, result.budget_from, result.mode)
+    return (result.guidance + (budget + "\n" if budget else "") + "".join(f"warning: {w}\n" for w in result.warnings)
             + (f"working_set_id={result.working_set_id}\n" if result.working_set_id else ""))
 
 

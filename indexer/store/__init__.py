@@ -125,9 +125,7 @@ class Store(Reads, Writes):
             raise
         self.conn = conn  # the writer (tests read through it too; services never touch it)
         if reparse:
-            # Parsing gained fields: forget every file's stat and hash so the next sync re-parses it.
-            with self.transaction() as c:
-                c.execute("UPDATE files SET mtime_ns = 0, file_hash = ''")
+            self.forget_file_states()  # parsing gained fields: the next sync re-parses every note
         self.set_meta("schema_version", SCHEMA_VERSION)
         if fresh:
             # A new (or rebuilt) index knows nothing of the vectors already stored: compare them first.

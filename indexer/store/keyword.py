@@ -8,6 +8,7 @@ The lead tunes ranking through these functions: their results are kept byte-iden
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -41,13 +42,18 @@ class Filters:
     date_from: str | None = None
     date_to: str | None = None
     lang: str | None = None  # the note's language code (files.lang)
+    # A `where` filter on frontmatter fields, resolved to notes (indexer/fields.py select_notes): only these
+    # notes (None: any), and never these.
+    only_notes: frozenset[str] | None = None
+    excluded_notes: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "concepts", tuple(normalise_tags(list(self.concepts))))
 
     @property
     def active(self) -> bool:
-        return bool(self.type or self.concepts or self.project or self.date_from or self.date_to or self.lang)
+        return bool(self.type or self.concepts or self.project or self.date_from or self.date_to or self.lang
+                    or self.only_notes is not None or self.excluded_notes)
 
     def sql(self) -> tuple[str, list]:
         clauses: list[str] = []
@@ -71,6 +77,13 @@ class Filters:
         if self.lang:
             clauses.append("d.file IN (SELECT path FROM files WHERE lang = ?)")
             args.append(self.lang)
+        # one JSON array each, however many notes: no limit on bound parameters to meet
+        if self.only_notes is not None:
+            clauses.append("d.file IN (SELECT value FROM json_each(?))")
+            args.append(json.dumps(sorted(self.only_notes), ensure_ascii=False))
+        if self.excluded_notes:
+            clauses.append("d.file NOT IN (SELECT value FROM json_each(?))")
+            args.append(json.dumps(sorted(self.excluded_notes), ensure_ascii=False))
         return (" AND ".join(clauses) or "1"), args
 
 

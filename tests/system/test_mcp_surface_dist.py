@@ -147,7 +147,8 @@ def test_inspector_cli_sees_the_whole_surface(kb: KB) -> None:
     notes = {r["name"] for r in resources if r["uri"].startswith("oracle://note/")}
     assert notes == {p.relative_to(kb.root).as_posix() for p in kb.root.rglob("*.md") if p.name != "README.md"}
     templates = inspect(kb, "resources/templates/list")["resourceTemplates"]
-    assert {t["uriTemplate"] for t in templates} == {"oracle://note/{+path}", "oracle://chunk/{id}"}
+    assert {t["uriTemplate"] for t in templates} == {"oracle://note/{+path}", "oracle://chunk/{id}",
+                                                    "oracle://field/{name}/{value}"}
     uri = "oracle://note/principles/prefer-real-components-over-mocks.md"
     read = inspect(kb, "resources/read", "--uri", uri)["contents"][0]
     assert read["text"] == (kb.root / "principles/prefer-real-components-over-mocks.md").read_text(encoding="utf-8")
