@@ -322,7 +322,10 @@ class Supersessions(BaseModel):
 class LogsResult(BaseModel):
     searches: list[dict]
     consultations: list[dict]
-    learnings: list[dict]
+    learnings: list[dict]  # each with `author`: the named token that wrote it (team mode), else null
+    feedback: list[dict] = []
+    supersessions: list[dict] = []
+    edits: list[dict] = []  # edits and archives (server/edit.py), with author, hashes and where an archive went
     per_day: dict[str, list[dict]]
     per_hour: dict[str, list[dict]]  # the last 48 hours, "YYYY-MM-DDTHH" (UTC)
 
