@@ -195,7 +195,7 @@ class _Note:
     path: Path
 
 
-def _target(oracle: Oracle, file: str | None, chunk_id: str | None, what: str) -> _Note:
+def note_target(oracle: Oracle, file: str | None, chunk_id: str | None, what: str) -> _Note:
     """The indexed note a request names, as a regular file inside the root reached without a symlink."""
     if chunk_id is not None:
         section = oracle.store.sections_by_id([chunk_id]).get(chunk_id)
@@ -233,7 +233,7 @@ def _read(oracle: Oracle, note: _Note) -> bytes:
         raise OracleError("not_found" if isinstance(exc, FileNotInRoot) else "invalid", str(exc)) from None
 
 
-def _check_hash(rel: str, data: bytes, expected: str) -> str:
+def check_hash(rel: str, data: bytes, expected: str) -> str:
     """The note's current hash; a conflict when it is not the one the caller read."""
     current = file_digest(data)
     if not current.startswith(expected.lower()):
@@ -243,12 +243,21 @@ def _check_hash(rel: str, data: bytes, expected: str) -> str:
     return current
 
 
+def expect_unchanged(oracle: Oracle, ref: str, expected: str, what: str) -> str:
+    """The path of the indexed note `ref` (a path or a chunk id) names, if it is still the version whose hash
+    the caller read; a conflict otherwise. For a learn that revises a note (server/learn.py)."""
+    chunk = ref.strip() if re.fullmatch(r"c_[0-9a-f]{20}", ref.strip()) else None
+    note = note_target(oracle, None if chunk else ref, chunk, what)
+    check_hash(note.rel, _read(oracle, note), expected)
+    return note.rel
+
+
 def edit(oracle: Oracle, request: EditRequest, client: str = "cli", author: str | None = None) -> EditResult:
     """Apply one edit to a note's body if the note is still what the caller read; indexed before returning."""
-    note = _target(oracle, request.file, request.id, "edit")
+    note = note_target(oracle, request.file, request.id, "edit")
     with oracle.indexer.lock:  # one writer across processes: the check and the write see the same file
         data = _read(oracle, note)
-        previous = _check_hash(note.rel, data, request.expected_hash)
+        previous = check_hash(note.rel, data, request.expected_hash)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -307,12 +316,12 @@ def archive(oracle: Oracle, request: ArchiveRequest, client: str = "cli", author
     The file is hard-linked to its archive name (which fails rather than replace anything), checked to be
     the very file whose hash was checked, and only then unlinked from the knowledge base; a file swapped
     in meanwhile is left where it is, and the caller gets a conflict."""
-    note = _target(oracle, request.file, request.id, "archive")
+    note = note_target(oracle, request.file, request.id, "archive")
     root = oracle.settings.root.resolve()
     removed = len(oracle.store.file_chunk_ids(note.rel))
     with oracle.indexer.lock:
         data = _read(oracle, note)
-        digest = _check_hash(note.rel, data, request.expected_hash)
+        digest = check_hash(note.rel, data, request.expected_hash)
         inode = os.lstat(note.path).st_ino
         base = _archive_name(root, note.rel)
         dest: Path | None = None

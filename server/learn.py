@@ -4,6 +4,9 @@ The file is the record; the index follows from it through the same indexer as ev
 learning gets the same chunk ids whether it was written here or saved by hand. Writes are atomic and
 never overwrite: the text goes to a hidden temporary file that is hard-linked to its final name, and
 a name that is taken gets a numeric suffix.
+
+A learning may revise a note the caller read (`revises` + `expected_hash`): if that note changed since, nothing
+is saved and the caller gets a conflict; otherwise the new learning supersedes it (server/supersede.py).
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ from indexer.discover import is_within
 from indexer.parse import bare_title, parse_markdown
 from indexer.safe_write import SHARED, create_new
 from server.app import Oracle
-from server.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest
+from server.edit import expect_unchanged
+from server.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest, SupersedeRequest
 from server.search import run_search
+from server.supersede import supersede
 
 SLUG_MAX = 60
 SLUG_MAX_BYTES = 180  # 60 three-byte letters (Thai, CJK); four-byte letters get fewer: names stay < 255 bytes
@@ -294,6 +299,9 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
     root = oracle.settings.root
     if not is_within(folder, root):
         raise LearnError(f"the learnings folder {folder} is outside the knowledge root {root}")
+    # a learning that revises a note is refused before anything is written if that note changed since read
+    revised = expect_unchanged(oracle, request.revises, request.expected_hash, "revises") \
+        if request.revises and request.expected_hash else None
     base = f"{today.isoformat()}_{slugify(title)}"
     text = render(request, title, today, author)
     lost = metadata_problems(text, request, title, today, author)
@@ -318,6 +326,15 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
             duplicates = near_duplicates(oracle, request, rel)
     except Exception as exc:  # noqa: BLE001 - advice only: the learning is saved and indexed
         warnings.append(f"near-duplicate check skipped ({type(exc).__name__}: {exc}); the learning is saved")
+    superseded = None
+    if revised is not None:
+        try:
+            supersede(oracle, SupersedeRequest(old_id=revised, new_id=rel, reason="revised by a learning"), client,
+                      author)
+            superseded = revised
+        except Exception as exc:  # noqa: BLE001 - the learning is saved; say what is left to do
+            warnings.append(f"the learning is saved, but it could not be marked as superseding {revised}"
+                            f" ({exc}); call oracle_supersede")
     try:
         oracle.logs.log_learn(client, rel, title, list(request.concepts), request.project, request.source, chunk_ids,
                               embedded, author=author)
@@ -333,5 +350,6 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
         warnings=warnings,
         near_duplicates=duplicates,
         author=author,
+        supersedes=superseded,
     )
 

@@ -327,6 +327,14 @@ class LearnRequest(BaseModel):
         description="Any unique string (a UUID) of 8-200 printable ASCII characters: a retry of the same learn with"
         " the same key returns the learning saved the first time instead of saving it twice.",
     )
+    revises: str | None = Field(
+        default=None, min_length=1, max_length=1000,
+        description="An existing note this learning replaces (its path, or a chunk id of it): once saved, the new"
+        " learning supersedes it. Needs expected_hash.")
+    expected_hash: str | None = Field(
+        default=None, min_length=12, max_length=64, pattern=r"^[0-9a-fA-F]+$",
+        description="With revises: that note's file_hash as you last read it (oracle_read); nothing is saved, and"
+        " you get a conflict, if it changed since.")
 
     @field_validator("concepts", mode="before")
     @classmethod
@@ -350,6 +358,13 @@ class LearnRequest(BaseModel):
     def _one_line(cls, value: str | None) -> str | None:
         return one_line(value)
 
+    @model_validator(mode="after")
+    def _revision(self) -> "LearnRequest":
+        if (self.revises is None) != (self.expected_hash is None):
+            raise ValueError("revises and expected_hash go together: the note this learning replaces, and its"
+                             " file_hash as you read it (oracle_read)")
+        return self
+
 
 class NearDuplicate(BaseModel):
     id: str
@@ -371,6 +386,7 @@ class LearnResult(BaseModel):
                            " nothing new was written.")
     author: str | None = Field(default=None, description="The named token that wrote it (team mode), as its"
                                " frontmatter's author: says.")
+    supersedes: str | None = Field(default=None, description="With revises: the note this learning now supersedes.")
 
 
 class ConsultRequest(BaseModel):

@@ -73,6 +73,8 @@ def reflect_text(request: Any, doc: Document) -> str:
 
 def learn_text(request: Any, result: LearnResult) -> str:
     text = f"Saved {result.file}{_by(result.author)} (id {result.id}, embedded: {result.embedded})."
+    if result.supersedes:
+        text += f" It supersedes {result.supersedes}."
     if result.near_duplicates:
         text += " Similar existing learnings: " + "; ".join(
             f"{d.title} ({d.source_file}, similarity {d.similarity:.2f})" for d in result.near_duplicates

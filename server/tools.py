@@ -180,7 +180,8 @@ TOOLS: tuple[Tool, ...] = (
         description=(
             "Save a new learning (a pattern or lesson worth remembering) as a markdown file in the knowledge "
             "base. It is searchable as soon as this returns. Existing learnings that look like near-duplicates "
-            "are listed as advice; the learning is saved regardless."
+            "are listed as advice; the learning is saved regardless. To replace a note you read, pass revises (its "
+            "path) and expected_hash (its file_hash): refused as a conflict if it changed since."
         ),
         request=m.LearnRequest, result=m.LearnResult,
         service=lambda o, r, c: learn(o, r, client=c.client, author=c.author),

@@ -333,3 +333,24 @@ def test_the_cli_edits_archives_and_manages_tokens(kb: Any, capsys: pytest.Captu
     assert cmd_token(parser.parse_args(["token", "revoke", "ci-bot", "--data-dir", data])) == 0
     assert cmd_token(parser.parse_args(["token", "revoke", "ci-bot", "--data-dir", data])) == 3
     assert os.stat(kb.settings.data_dir / "tokens.json").st_mode & 0o777 == 0o600
+
+
+def test_a_learning_that_revises_a_note_is_refused_when_the_note_changed(kb: Any) -> None:
+    root = kb.settings.root
+    learnings = root / "learnings"
+    with client_for(kb) as client:
+        h = client.get("/api/read", params={"file": NOTE_REL}).json()["file_hash"]
+        (root / NOTE_REL).write_bytes(NOTE + b"\r\nA person's edit.\r\n")
+        before = sorted(p.name for p in learnings.iterdir())
+        stale = client.post("/api/learn", json={"pattern": "Burrows have three exits.", "revises": NOTE_REL,
+                                                "expected_hash": h})
+        assert stale.status_code == 409 and "changed since you read it" in stale.json()["error"], stale.text
+        assert sorted(p.name for p in learnings.iterdir()) == before  # nothing was saved
+        half = client.post("/api/learn", json={"pattern": "x", "revises": NOTE_REL})
+        assert half.status_code == 422 and "go together" in half.json()["error"]
+        fresh = client.post("/api/learn", json={"pattern": "Burrows have three exits.", "title": "Three exits",
+                                                "revises": NOTE_REL, "expected_hash": digest(root / NOTE_REL)})
+        assert fresh.status_code == 201, fresh.text
+        assert fresh.json()["supersedes"] == NOTE_REL
+        sup = client.get("/api/supersessions").json()["supersessions"]
+        assert [(s["old"], s["new"]) for s in sup] == [(NOTE_REL, fresh.json()["file"])]
