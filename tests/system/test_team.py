@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from _procs import oracle_cmd, serve_http, stop_process
+from test_dashboard import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
 
 PROJECT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120.0
@@ -47,6 +48,25 @@ def mcp_calls(url: str, token: str, calls: list[tuple[str, dict]]) -> list[Any]:
                 return [await client.call_tool(name, args) for name, args in calls]
 
     return anyio.run(session)
+
+
+def recent_writes_on_dashboard(url: str, token: str) -> list[str]:
+    """The titles of the dashboard's *Recent writes* rows, in a real Chromium given `token`."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = chromium.new_context(viewport={"width": 1280, "height": 800}, service_workers="block").new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(url + "/", wait_until="load")
+            page.fill("#token-input", token)
+            page.press("#token-input", "Enter")
+            page.wait_for_selector("body[data-ready='1']")
+            page.wait_for_selector("#writes li.note")
+            return page.eval_on_selector_all("#writes li.note .title", "els => els.map(e => e.textContent)")
+        finally:
+            chromium.close()
 
 
 def test_a_team_server_with_named_tokens(tmp_path: Path) -> None:
@@ -118,6 +138,11 @@ def test_a_team_server_with_named_tokens(tmp_path: Path) -> None:
         logs = httpx.get(url + "/api/logs", headers={"Authorization": f"Bearer {alice}"}, timeout=TIMEOUT).json()
         assert [(e["action"], e["author"]) for e in logs["edits"]] == [("archive", "alice"), ("edit:append", "alice")]
         assert logs["learnings"][0]["author"] == "alice"
+
+        if CHROMIUM.exists():  # the dashboard says who wrote what
+            assert recent_writes_on_dashboard(url, alice)[:3] == [
+                f"alice archived {note} → .archive/{note}", f"alice edited (append) {note}",
+                f"alice learned {learned.structured_content['title']}"]
 
         assert oracle(env, "token", "revoke", "bob").returncode == 0
         assert httpx.get(url + "/api/stats", headers={"Authorization": f"Bearer {bob}"},
