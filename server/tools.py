@@ -129,7 +129,6 @@ class Tool:
 
     def run(self, oracle: Oracle, request: BaseModel, caller: Caller) -> BaseModel:
         """`call`, once the start-up sync has the keyword index ready (a served Oracle)."""
-        self.authorize(request, caller)
         oracle.wait_ready()
         return self.call(oracle, request, caller)
 

@@ -126,7 +126,11 @@ def test_a_team_server_with_named_tokens(tmp_path: Path) -> None:
                             headers={"Authorization": f"Bearer {bob}"}, timeout=TIMEOUT)
         assert as_bob.status_code == 403, as_bob.text
 
-        # the CLI answers through the server, with the named token from ORACLE_TOKEN: attributed to alice
+        # the CLI answers through the server with the named token in ORACLE_TOKEN: bob is refused (exit 7, not
+        # a local write behind the server's back), alice's archive is attributed to her
+        refused = oracle({**env, "ORACLE_TOKEN": bob}, "archive", note, "--expected-hash", current)
+        assert refused.returncode == 7 and "read-only" in refused.stderr, (refused.returncode, refused.stderr)
+        assert (root / note).exists()
         via_cli = oracle({**env, "ORACLE_TOKEN": alice}, "archive", note, "--expected-hash", current, "--json")
         assert via_cli.returncode == 0, via_cli.stderr
         assert json.loads(via_cli.stdout)["author"] == "alice"
