@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from indexer.discover import is_within
 from indexer.safe_write import SHARED, write_atomic
 from server.app import Oracle
-from server.errors import OracleError
+from server.errors import WRITE_ERRNO_KIND, OracleError
 from server.files import MAX_READ_BYTES, FileNotInRoot, PathRefused, read_bytes, safe_path
 from server.models import ArchiveRequest, ArchiveResult, EditRequest, EditResult
 
@@ -272,9 +272,12 @@ def edit(oracle: Oracle, request: EditRequest, client: str = "cli", author: str 
         if new == data:
             warnings.append("the edit changes nothing; nothing was written")
         else:
-            mode = note.path.stat().st_mode & 0o777
-            write_atomic(note.path, new, SHARED, refuse_symlink=True, fsync=True)
-            note.path.chmod(mode)  # the note keeps its permissions
+            try:
+                mode = note.path.stat().st_mode & 0o777
+                write_atomic(note.path, new, SHARED, refuse_symlink=True, fsync=True)
+                note.path.chmod(mode)  # the note keeps its permissions
+            except OSError as exc:
+                raise _write_failed("edit", note.rel, exc) from None
     current = file_digest(new)
     report = oracle.indexer.sync_paths([note.rel], embed_limit=None)
     warnings += report.warnings
@@ -291,12 +294,20 @@ def edit(oracle: Oracle, request: EditRequest, client: str = "cli", author: str 
                       chunk_ids=chunk_ids, author=author, warnings=warnings)
 
 
+def _write_failed(what: str, rel: str, exc: OSError) -> OracleError:
+    """A failed write as the kind a caller can act on (a full disk is out of storage, a read-only file system
+    unavailable); the file is as it was (write_atomic and link leave nothing half done)."""
+    reason = exc.strerror or str(exc)
+    return OracleError(WRITE_ERRNO_KIND.get(exc.errno or 0, "unavailable"),
+                       f"{what}: could not write {rel} ({reason}); nothing was changed")
+
+
 def _archive_folder(root: Path) -> Path:
     """`<root>/.archive`, made if missing; never a symlink (a planted link must not carry notes elsewhere)."""
     folder = root / ARCHIVE_FOLDER
-    if folder.is_symlink():
-        raise OracleError("invalid", f"archive: {ARCHIVE_FOLDER}/ under the root is a symlink; make it a folder")
-    folder.mkdir(exist_ok=True)
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise OracleError("invalid", f"archive: {ARCHIVE_FOLDER} under the root is a symlink or a file; make it a"
+                          " folder")
     return folder
 
 
@@ -304,7 +315,10 @@ def _archive_name(root: Path, rel: str) -> Path:
     """Where `rel` goes: `.archive/<rel>`, or `<stem>_2.md`, ... when that name is taken (never replaced)."""
     folder = _archive_folder(root)
     dest = folder / rel
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file where a folder of the archive should be, a full disk
+        raise _write_failed("archive", f"{ARCHIVE_FOLDER}/{rel}", exc) from None
     if not is_within(dest.parent.resolve(), folder.resolve()):
         raise OracleError("invalid", f"archive: a folder under {ARCHIVE_FOLDER}/ is a symlink out of it; remove it")
     return dest
@@ -335,7 +349,7 @@ def archive(oracle: Oracle, request: ArchiveRequest, client: str = "cli", author
                 if exc.errno == errno.EXDEV:
                     raise OracleError("unavailable", f"archive: {ARCHIVE_FOLDER}/ is on another file system than"
                                       f" {note.rel}; nothing was moved") from None
-                raise
+                raise _write_failed("archive", note.rel, exc) from None
             dest = candidate
             break
         if dest is None:

@@ -123,8 +123,12 @@ class TokenStore:
         team mode off and open the server to anyone."""
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
-            return tuple(TokenEntry(name=e["name"], access=e["access"], salt=e["salt"], digest=e["digest"],
-                                    created=e["created"]) for e in raw["tokens"])
+            entries = tuple(TokenEntry(name=e["name"], access=e["access"], salt=e["salt"], digest=e["digest"],
+                                       created=e["created"]) for e in raw["tokens"])
+            for e in entries:  # every lookup decodes these: a bad one must fail here, not in the middle of a request
+                if e.access not in ("read", "write") or len(bytes.fromhex(e.digest)) != 32 or not bytes.fromhex(e.salt):
+                    raise ValueError(f"the entry for {e.name!r} is damaged")
+            return entries
         except FileNotFoundError:
             return ()
         except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -354,3 +354,13 @@ def test_a_learning_that_revises_a_note_is_refused_when_the_note_changed(kb: Any
         assert fresh.json()["supersedes"] == NOTE_REL
         sup = client.get("/api/supersessions").json()["supersessions"]
         assert [(s["old"], s["new"]) for s in sup] == [(NOTE_REL, fresh.json()["file"])]
+
+
+def test_a_file_where_the_archive_folder_goes_is_refused_not_a_500(kb: Any) -> None:
+    root = kb.settings.root
+    (root / ".archive").write_text("not a folder", encoding="utf-8")
+    with client_for(kb) as client:
+        resp = client.post("/api/archive", json={"file": NOTE_REL, "expected_hash": digest(root / NOTE_REL)})
+    assert resp.status_code == 400 and "make it a folder" in resp.json()["error"], resp.text
+    assert (root / NOTE_REL).exists()
+

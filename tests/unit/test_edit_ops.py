@@ -142,7 +142,12 @@ def test_tokens_are_stored_hashed_private_and_identify_their_owner(tmp_path: Pat
         store.revoke("alice")
 
 
-def test_an_unreadable_tokens_file_is_an_error_not_an_open_door(tmp_path: Path) -> None:
-    (tmp_path / "tokens.json").write_text("{not json")
+@pytest.mark.parametrize("content", ["{not json", '{"tokens": [{"name": "a"}]}', '{"tokens": 5}',
+                                     '{"tokens": [{"name": "a", "access": "admin", "salt": "00", "digest": "'
+                                     + "0" * 64 + '", "created": ""}]}',
+                                     '{"tokens": [{"name": "a", "access": "read", "salt": "zz", "digest": "00",'
+                                     ' "created": ""}]}'])
+def test_an_unreadable_tokens_file_is_an_error_not_an_open_door(tmp_path: Path, content: str) -> None:
+    (tmp_path / "tokens.json").write_text(content)
     with pytest.raises(TokenError, match="cannot be read"):
         TokenStore(tmp_path).enabled()
