@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from indexer.discover import is_within
+from indexer.parse import CHUNK_ID_RE
 from indexer.safe_write import SHARED, write_atomic
 from server.app import Oracle
 from server.errors import WRITE_ERRNO_KIND, OracleError
@@ -246,7 +247,7 @@ def check_hash(rel: str, data: bytes, expected: str) -> str:
 def expect_unchanged(oracle: Oracle, ref: str, expected: str, what: str) -> str:
     """The path of the indexed note `ref` (a path or a chunk id) names, if it is still the version whose hash
     the caller read; a conflict otherwise. For a learn that revises a note (server/learn.py)."""
-    chunk = ref.strip() if re.fullmatch(r"c_[0-9a-f]{20}", ref.strip()) else None
+    chunk = ref.strip() if CHUNK_ID_RE.fullmatch(ref.strip()) else None
     note = note_target(oracle, None if chunk else ref, chunk, what)
     check_hash(note.rel, _read(oracle, note), expected)
     return note.rel
