@@ -392,6 +392,14 @@ class LearnRequest(BaseModel):
         description="Any unique string (a UUID) of 8-200 printable ASCII characters: a retry of the same learn with"
         " the same key returns the learning saved the first time instead of saving it twice.",
     )
+    revises: str | None = Field(
+        default=None, min_length=1, max_length=1000,
+        description="An existing note this learning replaces (its path, or a chunk id of it): once saved, the new"
+        " learning supersedes it. Needs expected_hash.")
+    expected_hash: str | None = Field(
+        default=None, min_length=12, max_length=64, pattern=r"^[0-9a-fA-F]+$",
+        description="With revises: that note's file_hash as you last read it (oracle_read); nothing is saved, and"
+        " you get a conflict, if it changed since.")
 
     @field_validator("concepts", mode="before")
     @classmethod
@@ -415,6 +423,13 @@ class LearnRequest(BaseModel):
     def _one_line(cls, value: str | None) -> str | None:
         return one_line(value)
 
+    @model_validator(mode="after")
+    def _revision(self) -> "LearnRequest":
+        if (self.revises is None) != (self.expected_hash is None):
+            raise ValueError("revises and expected_hash go together: the note this learning replaces, and its"
+                             " file_hash as you read it (oracle_read)")
+        return self
+
 
 class NearDuplicate(BaseModel):
     id: str
@@ -434,6 +449,9 @@ class LearnResult(BaseModel):
     near_duplicates: list[NearDuplicate] = Field(default_factory=list)
     replayed: bool = Field(default=False, description="True when an idempotency key had already saved this learning:"
                            " nothing new was written.")
+    author: str | None = Field(default=None, description="The named token that wrote it (team mode), as its"
+                               " frontmatter's author: says.")
+    supersedes: str | None = Field(default=None, description="With revises: the note this learning now supersedes.")
 
 
 class ConsultRequest(BaseModel):
@@ -796,3 +814,91 @@ class VerifyResult(BaseModel):
     gone: int
     verified: list[VerifiedNote] = Field(default_factory=list, description="The notes marked verified today.")
     working_set: WorkingSetCheck | None = None
+
+
+# -- editing and retiring notes (server/edit.py) ---------------------------------------------------------
+EditOp = Literal["append", "prepend", "replace_section", "replace_text"]
+ExpectedHash = Annotated[str, Field(
+    min_length=12, max_length=64, pattern=r"^[0-9a-fA-F]+$",
+    description="The note's file_hash as you last read it (oracle_read returns it; at least 12 leading hex digits):"
+    " the write is refused with a conflict if the note changed since.")]
+
+
+class _NoteTarget(BaseModel):
+    """One existing note, by a chunk id of it or its path, with the hash the caller last read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str | None = Field(default=None, max_length=1000, description="The note's path relative to the knowledge root.")
+    id: str | None = Field(default=None, pattern=CHUNK_ID, description="Or a chunk id of the note (from a hit).")
+    expected_hash: ExpectedHash
+
+    @model_validator(mode="before")
+    @classmethod
+    def _an_id_where_a_path_goes(cls, data: object) -> object:
+        """`oracle archive c_...`: a chunk id given as the file is the id (a note's path ends in .md)."""
+        if isinstance(data, dict) and data.get("id") is None and isinstance(data.get("file"), str) \
+                and re.fullmatch(CHUNK_ID, data["file"].strip()):
+            data = {**{k: v for k, v in data.items() if k != "file"}, "id": data["file"].strip()}
+        return data
+
+    @model_validator(mode="after")
+    def _one_target(self) -> "_NoteTarget":
+        if (self.id is None) == (self.file is None):
+            raise ValueError("give exactly one of file (a note's path relative to the root) or id (a chunk id of it)")
+        return self
+
+
+class EditRequest(_NoteTarget):
+    op: EditOp = Field(description="append: at the end; prepend: after the frontmatter and the note's `# title`"
+                       " line; replace_section: the body under the heading `heading` (the heading line is kept);"
+                       " replace_text: the one occurrence of `find` in the body.")
+    text: str = Field(max_length=MAX_PATTERN_CHARS, description="The markdown to add, or to put in place.")
+    heading: str | None = Field(default=None, max_length=MAX_TITLE_CHARS,
+                                description="replace_section: the section's heading text, without the #s.")
+    find: str | None = Field(default=None, min_length=1, max_length=MAX_PATTERN_CHARS,
+                             description="replace_text: the exact text to replace; it must occur once in the body.")
+
+    @field_validator("text", "find")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            raise ValueError("contains NUL bytes; send plain text")
+        return value
+
+    @model_validator(mode="after")
+    def _op_arguments(self) -> "EditRequest":
+        if self.op == "replace_section" and not (self.heading and self.heading.strip()):
+            raise ValueError("replace_section needs heading: the text of the heading whose section to replace")
+        if self.op == "replace_text" and self.find is None:
+            raise ValueError("replace_text needs find: the exact text to replace")
+        if self.op in ("append", "prepend") and not self.text.strip():
+            raise ValueError(f"{self.op}: text is empty; give the markdown to add")
+        if self.op != "replace_section" and self.heading is not None:
+            raise ValueError("heading is only for op=replace_section")
+        if self.op != "replace_text" and self.find is not None:
+            raise ValueError("find is only for op=replace_text")
+        return self
+
+
+class EditResult(BaseModel):
+    source_file: str
+    op: str
+    previous_hash: str = Field(description="The note's file_hash before the edit.")
+    file_hash: str = Field(description="The note's file_hash now: pass it as expected_hash to edit it again.")
+    chunk_ids: list[str] = Field(description="The note's sections as indexed now (before this call returned).")
+    author: str | None = Field(default=None, description="The named token that made the edit (team mode).")
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ArchiveRequest(_NoteTarget):
+    reason: str | None = Field(default=None, max_length=MAX_NOTE_CHARS, description="Why it is retired.")
+
+
+class ArchiveResult(BaseModel):
+    source_file: str
+    archived_to: str = Field(description="Where the file is now, relative to the root (out of the index; never deleted).")
+    file_hash: str
+    removed_chunks: int = Field(description="How many sections left the index.")
+    author: str | None = None
+    reason: str | None = None

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from server.models import (
+    ArchiveResult,
     ConceptsResult,
+    EditResult,
     ConsultResult,
     Document,
     FeedbackResult,
@@ -71,7 +73,9 @@ def reflect_text(request: Any, doc: Document) -> str:
 
 
 def learn_text(request: Any, result: LearnResult) -> str:
-    text = f"Saved {result.file} (id {result.id}, embedded: {result.embedded})."
+    text = f"Saved {result.file}{_by(result.author)} (id {result.id}, embedded: {result.embedded})."
+    if result.supersedes:
+        text += f" It supersedes {result.supersedes}."
     if result.near_duplicates:
         text += " Similar existing learnings: " + "; ".join(
             f"{d.title} ({d.source_file}, similarity {d.similarity:.2f})" for d in result.near_duplicates
@@ -166,3 +170,18 @@ def verify_text(request: Any, result: VerifyResult) -> str:
     lines += [f"verified {v.source_file}: last_verified {v.last_verified}"
               + ("" if v.changed else " (already)") for v in result.verified]
     return "\n".join(lines)
+
+
+def _by(author: str | None) -> str:
+    return f" by {author}" if author else ""
+
+
+def edit_text(request: Any, result: EditResult) -> str:
+    lines = [f"edited {result.source_file} ({result.op}){_by(result.author)}: file_hash {result.previous_hash[:12]}…"
+             f" -> {result.file_hash} ({plural(len(result.chunk_ids), 'section')} indexed)"]
+    return "\n".join(lines + [f"warning: {w}" for w in result.warnings])
+
+
+def archive_text(request: Any, result: ArchiveResult) -> str:
+    return (f"archived {result.source_file}{_by(result.author)} to {result.archived_to} (out of the index:"
+            f" {plural(result.removed_chunks, 'section')} removed; the file is kept)")
