@@ -686,7 +686,9 @@ class ReadRequest(BaseModel):
     id: str | None = Field(default=None, pattern=CHUNK_ID, description="A chunk id from a hit.")
     file: str | None = Field(default=None, max_length=1000, description="A note's path relative to the knowledge root.")
     section: bool = Field(default=False, description="With id: only that chunk's section, not the whole note.")
-    max_chars: int = Field(default=100_000, ge=1000, le=2_000_000)
+    max_chars: int = Field(default=20_000, ge=1000, le=2_000_000, description=(
+        "At most this many characters of text (about a quarter as many tokens); `truncated` says when the note "
+        "is longer: ask again with more, or read one section by its id."))
 
     @model_validator(mode="before")
     @classmethod

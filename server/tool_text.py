@@ -141,7 +141,7 @@ def read_text(request: ReadRequest, result: ReadResult) -> str:
     if result.stale:
         head += f" ({stale_text(result.stale_since, result.last_verified)})"
     if result.truncated:
-        head += f" (truncated to {request.max_chars} characters)"
+        head += f" (truncated to {request.max_chars:,} characters: max_chars={request.max_chars * 4} reads more)"
     return f"{head}\n\n{result.content}"
 
 

@@ -23,6 +23,7 @@ from server.errors import OracleError, problems
 from server.feedback import record_feedback
 from server.learn import learn
 from server.mcp_surface import ALWAYS_LOAD
+from server.output_schema import lean_input_schema
 from server.read import read_note
 from server.relations import find_relations
 from server.search import search
@@ -319,9 +320,6 @@ BY_PATH: dict[str, Tool] = {t.http.path: t for t in TOOLS}
 
 
 def input_schema(tool: Tool) -> dict[str, Any]:
-    """The MCP input schema: the request model's own JSON schema, so it states every bound the model
-    enforces (minimum/maximum, lengths, enums, patterns) and refuses unknown names (additionalProperties)."""
-    schema = tool.request.model_json_schema()
-    schema.setdefault("properties", {})
-    schema["additionalProperties"] = False
-    return schema
+    """The MCP input schema: the request model's own JSON schema, lean (server/output_schema.py), so it states
+    every bound the model enforces (minimum/maximum, lengths, enums, patterns) and refuses unknown names."""
+    return lean_input_schema(tool.request)

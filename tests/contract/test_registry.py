@@ -305,3 +305,19 @@ def test_the_cli_spec_cache_follows_the_sources(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(clispec, "derive", lambda tools=None: pytest.fail("a cache hit must not derive"))
     assert clispec.load() == first
     clispec.load.cache_clear()
+
+
+def test_tools_list_stays_cheap_for_an_agents_context(oracle: Any) -> None:
+    """Issue 27 §14: `tools/list` was 41.7 KB (pydantic titles, `"default": null`, an `anyOf` with null per
+    optional field, output schemas with every field described) and the MCP Inspector flagged 27 type arrays.
+    The figures are in BENCHMARKS.md ("What Oracle costs an agent's context"; benchmarks/context.py)."""
+    import json
+
+    async def work(client: Any) -> dict:
+        return (await client.list_tools()).model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    listed = mcp_session(oracle, work)
+    text = json.dumps(listed, separators=(",", ":"))
+    assert len(text.encode()) < 31_000, len(text.encode())
+    assert '"type":[' not in text and '"title":"' not in text.replace('"title":"oracle', "")
+    assert {t["name"] for t in listed["tools"]} == set(BY_NAME)

@@ -59,15 +59,51 @@ def test_search_page_validates_and_a_wrong_shape_is_refused():
     assert list(validator.iter_errors(page))
 
 
-def test_a_hit_names_every_field_with_its_type():
+def test_a_hit_is_an_object_with_its_required_fields_and_nothing_an_agent_never_reads():
     hit = lean_schema(SearchResult)["properties"]["hits"]["items"]
     assert hit["type"] == "object" and "properties" not in hit  # no schema per field, re-checked for every hit
     assert set(hit["required"]) == {n for n, f in Hit.model_fields.items() if f.is_required()}
-    text = hit["description"]
-    for field in Hit.model_fields:
-        assert f"{field}: " in text or f"{field}?: " in text, field
-    assert "line_start: integer" in text and "project: string|null" in text and "concepts: string[]" in text
-    assert "sections?: [{id, heading, line_start, line_end, score}]" in text
-    assert "breakdown: {fused, bm25_rank?" in text and "superseded_by?: {id, source_file, title, reason?, via}|null" in text
-    # the result's own metadata keeps its full schema (it is one object, not one per hit)
-    assert lean_schema(SearchResult)["properties"]["meta"]["properties"]["took_ms"]["type"] == "number"
+    # the result's own metadata keeps its schema (it is one object, not one per hit), without descriptions
+    took = lean_schema(SearchResult)["properties"]["meta"]["properties"]["took_ms"]
+    assert took == {"type": "number"}
+
+
+def _keys(node: object) -> list[tuple[str, object]]:
+    if isinstance(node, dict):
+        return [(k, v) for k, v in node.items()] + [kv for v in node.values() for kv in _keys(v)]
+    if isinstance(node, list):
+        return [kv for v in node for kv in _keys(v)]
+    return []
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
+def test_published_schemas_have_no_type_arrays_titles_or_null_defaults(tool):
+    """The MCP Inspector flags `"type": [..., "null"]` as unportable (27 of them before); pydantic's titles and
+    `"default": null` are bytes in every agent's context that say nothing."""
+    from server.tools import input_schema
+
+    for schema in (lean_schema(tool.result), input_schema(tool)):
+        validator_for(schema).check_schema(schema)
+        pairs = _keys(schema)
+        assert not [v for k, v in pairs if k == "type" and isinstance(v, list)], tool.name
+        assert not _generated_titles(schema)
+        assert "$ref" not in json.dumps(schema)
+    inputs = input_schema(tool)
+    assert not [k for k, v in _keys(inputs) if k == "default" and v is None]
+    assert inputs["additionalProperties"] is False
+    assert set(inputs["properties"]) == set(tool.request.model_fields)
+    assert set(inputs.get("required", ())) == {n for n, f in tool.request.model_fields.items() if f.is_required()}
+
+
+def test_a_nullable_result_field_still_refuses_the_wrong_value():
+    """A nullable field without a type array still refuses a value of the wrong type (meta.fusion), and null
+    where the field is not nullable (meta.unit)."""
+    schema = lean_schema(SearchResult)
+    validator = validator_for(schema)(schema)
+    page = _page()
+    for field, good, bad in (("fusion", None, 3), ("fusion", "rrf", ["rrf"]), ("unit", "note", None)):
+        page["meta"][field] = good
+        assert not list(validator.iter_errors(page)), (field, good)
+        page["meta"][field] = bad
+        assert list(validator.iter_errors(page)), (field, bad)
+        page = _page()

@@ -1,0 +1,110 @@
+"""What Oracle costs an agent's context: the bytes (and tokens, bytes/4) of `tools/list` and of a typical call of
+each tool, as the MCP client receives them (the JSON-RPC result of an in-process client on the real server).
+
+    .venv/bin/python benchmarks/context.py [--json out.json]
+
+The knowledge base is the bundled `knowledge/` (copied, indexed keyword-only into a temporary data dir, so the
+figures do not depend on a model). Each call's result is split into what a client may put in the agent's
+context: `content` (the text blocks) and `structuredContent` (the JSON a client may show instead of, or beside,
+the text); `total` is the whole result. `tools/list` is split into descriptions, input schemas and output schemas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+CALLS: dict[str, dict[str, Any]] = {  # a typical call of each tool, as an agent makes it
+    "oracle_search": {"query": "why quote search terms"},
+    "oracle_consult": {"decision": "should the tests mock the database?"},
+    "oracle_reflect": {},
+    "oracle_list": {},
+    "oracle_stats": {},
+    "oracle_concepts": {},
+    "oracle_relations": {},
+    "oracle_read": {"file": "learnings/2026-01-14_quote-fts5-search-terms.md"},
+    "oracle_verify": {"citations": [{"id": "principles/cite-your-sources.md", "content_hash": "0" * 12}]},
+    "oracle_feedback": {"id": "principles/cite-your-sources.md", "verdict": "helpful"},
+    "oracle_learn": {"pattern": "Measure an agent's context cost in bytes before cutting descriptions.",
+                     "concepts": ["context"]},
+}
+
+
+def size(value: Any) -> int:
+    """Bytes of `value` as compact JSON (what travels; a client's own rendering is close to it)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def tokens(n_bytes: int) -> int:
+    return round(n_bytes / 4)
+
+
+async def measure(root: Path, data: Path) -> dict[str, Any]:
+    from mcp import Client
+
+    from indexer.config import Settings
+    from server.app import Oracle
+    from server.mcp_server import build_server
+
+    oracle = Oracle.open(Settings.from_env(root=root, data_dir=data))
+    oracle.indexer.sync(vectors=False)
+    try:
+        async with Client(build_server(oracle)) as client:
+            listed = (await client.list_tools()).model_dump(mode="json", by_alias=True, exclude_none=True)
+            tools = listed["tools"]
+            out: dict[str, Any] = {
+                "tools_list": {
+                    "total": size(listed),
+                    "descriptions": sum(len(t.get("description", "").encode()) for t in tools),
+                    "input_schemas": sum(size(t.get("inputSchema", {})) for t in tools),
+                    "output_schemas": sum(size(t.get("outputSchema", {})) for t in tools),
+                    "nullable_type_arrays": json.dumps(tools).count('"null"]'),
+                },
+                "calls": {},
+            }
+            for name, args in CALLS.items():
+                result = (await client.call_tool(name, args)).model_dump(mode="json", by_alias=True, exclude_none=True)
+                out["calls"][name] = {
+                    "total": size(result),
+                    "content": sum(len(b.get("text", "").encode()) for b in result.get("content", [])),
+                    "structured": size(result["structuredContent"]) if "structuredContent" in result else 0,
+                    "error": bool(result.get("isError")),
+                }
+    finally:
+        oracle.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "knowledge"
+        shutil.copytree(REPO / "knowledge", root)
+        figures = anyio.run(measure, root, Path(tmp) / "data")
+    listing = figures["tools_list"]
+    print(f"tools/list: {listing['total']:,} bytes (~{tokens(listing['total']):,} tokens): descriptions"
+          f" {listing['descriptions']:,}, input schemas {listing['input_schemas']:,}, output schemas"
+          f" {listing['output_schemas']:,}; nullable type arrays: {listing['nullable_type_arrays']}")
+    print(f"{'call':<18}{'total':>8}{'tokens':>8}{'content':>9}{'structured':>12}")
+    for name, row in figures["calls"].items():
+        flag = "  (error)" if row["error"] else ""
+        print(f"{name:<18}{row['total']:>8,}{tokens(row['total']):>8,}{row['content']:>9,}{row['structured']:>12,}{flag}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
