@@ -317,13 +317,16 @@ class Indexer:
         known = self.store.file_states()
         present = {f.rel for f in found.files}
         vanished = sorted(set(known) - present)
+        # The guard is for files that are gone (a mistyped or unmounted root); a file still on disk that the
+        # rules now leave out (an exclude added to oracle.toml, a folder no longer typed) is removed as asked.
+        gone = [rel for rel in vanished if not on_disk(root, rel).exists()]
         if (
             not force
             and len(known) >= DELETE_GUARD_MIN
-            and len(vanished) * 2 > len(known)
+            and len(gone) * 2 > len(known)
         ):
             raise SyncRefused(
-                f"refusing to remove {len(vanished)} of {len(known)} indexed files in one run: is ORACLE_ROOT"
+                f"refusing to remove {len(gone)} of {len(known)} indexed files in one run: is ORACLE_ROOT"
                 f" ({root}) the right folder? Run `oracle index --force` if the files really are gone."
             )
 

@@ -64,3 +64,42 @@ def build_obsidian_vault(root: Path) -> dict[str, int]:
     for day in ("2026-01-05", "2026-01-06", "2026-01-07"):
         write(root / "Daily" / f"{day}.md", f"# {day}\n\n## Log\n\nWorked on [[Gecko]] on {day}.\n")
     return {"notes": 7}
+
+
+# A translated help vault, shaped like Obsidian's own (one folder per language, the same pages in each, a
+# folder of release notes per language): English has every page, the translations most of them.
+TRANSLATED_PAGES = {
+    "en": {"Getting started.md": "# Getting started\n\nCreate a vault, then open the command palette.\n",
+           "Plugins/Daily notes.md": "# Daily notes\n\nThe daily notes plugin opens today's note.\n",
+           "Plugins/Graph view.md": "# Graph view\n\nThe graph view shows how notes link together.\n",
+           "Linking/Internal links.md": "# Internal links\n\nLink notes with [[double brackets]].\n",
+           "Sync/Set up sync.md": "# Set up sync\n\nSync keeps your vault on every device, encrypted end to end.\n"},
+    "th": {"Getting started.md": "# เริ่มต้นใช้งาน\n\nสร้างห้องนิรภัย แล้วเปิดชุดคำสั่ง\n",
+           "Plugins/Daily notes.md": "# บันทึกประจำวัน\n\nปลั๊กอินบันทึกประจำวันเปิดบันทึกของวันนี้\n",
+           "Plugins/Graph view.md": "# มุมมองกราฟ\n\nมุมมองกราฟแสดงว่าบันทึกเชื่อมโยงกันอย่างไร\n"},
+    "ja": {"Getting started.md": "# はじめに\n\n保管庫を作成し、コマンドパレットを開きます。\n",
+           "Plugins/Daily notes.md": "# デイリーノート\n\nデイリーノートプラグインは今日のノートを開きます。\n",
+           "Linking/Internal links.md": "# 内部リンク\n\n二重角括弧でノートをリンクします。\n"},
+    "de": {"Getting started.md": "# Erste Schritte\n\nErstelle einen Tresor und öffne die Befehlspalette.\n",
+           "Plugins/Daily notes.md": "# Tägliche Notizen\n\nDas Plugin öffnet die Notiz von heute.\n",
+           "Plugins/Graph view.md": "# Graphansicht\n\nDie Graphansicht zeigt, wie Notizen verknüpft sind.\n",
+           "Sync/Set up sync.md": "# Sync einrichten\n\nSync hält deinen Tresor auf jedem Gerät aktuell.\n"},
+    "zh-TW": {"Getting started.md": "# 開始使用\n\n建立一個儲存庫，然後開啟命令面板。\n"},
+}
+RELEASES = 6  # release notes per language (near-identical entries, as in the real vault)
+
+
+def build_translated_vault(root: Path) -> dict[str, int]:
+    """The translated vault; returns the markdown files in each language folder."""
+    write(root / ".obsidian/app.json", "{}\n")
+    write(root / "README.md", "# Help\n\nThe help vault, in several languages.\n")
+    counts: dict[str, int] = {}
+    for lang, pages in TRANSLATED_PAGES.items():
+        for rel, text in pages.items():
+            write(root / lang / rel, text)
+        releases = RELEASES if lang in ("en", "de") else 0
+        for n in range(releases):
+            write(root / lang / "Release notes" / f"v1.{n}.md",
+                  f"# v1.{n}\n\n## Fixes\n\n- Fixed a crash when opening a vault (v1.{n}).\n")
+        counts[lang] = len(pages) + releases
+    return counts

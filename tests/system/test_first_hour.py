@@ -29,8 +29,8 @@ def run(env: dict[str, str], *args: str, cwd: Path | None = None, check: bool = 
 
 
 def env_for(root: Path, data: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(data))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_") and k not in ("LANGUAGE", "LC_ALL")}
+    env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(data), LANG="en_US.UTF-8")  # init keeps the user's language
     return env
 
 
@@ -44,20 +44,23 @@ def test_an_adr_repository_indexes_with_init_and_index_each_note_once(tmp_path):
     assert len(before.stdout.splitlines()) <= 10
 
     init = run(env, "init", str(root))
-    assert f"will index {expected['notes']} notes ({expected['notes']} learning)" in init.stdout
-    assert "symlinks to notes indexed under their real name: 12" in init.stdout
+    # one language of locales/{en,fr,ja}: the user's (LANG=en_US), the others one deletable exclude line each
+    english = expected["notes"] - 2 * (1 + 3)
+    assert "languages in locales/: indexing en/, your language (en: from the environment)" in init.stdout
+    assert f"will index {english} notes ({english} learning)" in init.stdout
+    assert "symlinks to notes indexed under their real name: 4" in init.stdout
     assert (root / "oracle.toml").is_file() and 'default_type = "learning"' in (root / "oracle.toml").read_text()
     assert run(env, "init", str(root), check=False).returncode == 2  # never overwrites without --force
 
     after = run(env, "index")
-    assert f"notes: {expected['notes']} added" in after.stdout and len(after.stdout.splitlines()) <= 10
+    assert f"notes: {english} added" in after.stdout and len(after.stdout.splitlines()) <= 10
     listing = run(env, "search", "Kafka topic partitions", "--limit", "50", "--group-by-file", "--json").stdout
     files = [hit["source_file"] for hit in json.loads(listing)["hits"]]
     assert "locales/en/decisions/adopt-kafka/index.md" in files
     assert not any((root / f).is_symlink() for f in files)  # never a README.md -> index.md second copy
     stats = json.loads(run(env, "stats", "--json").stdout)
-    assert stats["files"]["total"] == expected["notes"] and stats["drift"]["in_sync"]
-    assert stats["drift"]["symlink_aliases"] == 12 and stats["drift"]["unmapped_folders"] == {}
+    assert stats["files"]["total"] == english and stats["drift"]["in_sync"]
+    assert stats["drift"]["symlink_aliases"] == 4 and stats["drift"]["unmapped_folders"] == {}
 
 
 def test_an_obsidian_vault_indexes_with_init_links_and_aliases(tmp_path):
