@@ -35,6 +35,7 @@ FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batch
 # note waits for at most one step (about a second on two cores), never for a whole big note.
 VECTOR_SLICE = 96
 SLICE_PAUSE = 0.01  # seconds between steps, so a thread or process waiting for the lock gets it
+EMBED_STEP = 32  # texts embedded and cached at a time inside a slice: what a stopped process keeps
 INLINE_EMBED_CHUNKS = 256  # sync_paths embeds files up to this many pending chunks at once; bigger ones queue
 DELETE_GUARD_MIN = 3  # an index smaller than this many files is not guarded
 
@@ -596,7 +597,7 @@ class Indexer:
                 rows = [r for r in self._pending(files, max_file_chunks) if r[0] not in tried][:VECTOR_SLICE]
                 taken.extend(r[0] for r in rows)
                 if rows:
-                    self._flush_slice(rows, report)
+                    self._flush_slice(rows, report, stop)
                 return report
 
             self._locked(one_slice)
@@ -621,7 +622,15 @@ class Indexer:
         pending.sort(key=lambda row: (counts[row[3]], row[3]))  # stable: a file's chunks keep their order
         return pending
 
-    def _flush_slice(self, pending: list[tuple[str, str, str, str, str | None]], report: SyncReport) -> None:
+    def _flush_slice(
+        self, pending: list[tuple[str, str, str, str, str | None]], report: SyncReport,
+        stop: Callable[[], bool] | None = None,
+    ) -> None:
+        """Embed what the cache lacks, EMBED_STEP texts at a time, each step's vectors committed to the cache as
+        soon as they exist; then upsert the rows that have a vector. When `stop()` says so (the process is
+        ending), the slice ends after the current step with what it has: a short `oracle serve` session used
+        to embed a whole slice, get stopped before storing any of it, and leave the next session (and the
+        next `oracle index`) to compute the same vectors again (issue 27 §11)."""
         t0 = time.perf_counter()
         try:
             keys = [row[1] for row in pending]
@@ -632,17 +641,25 @@ class Indexer:
                 unique: dict[str, str] = {}
                 for cid, key, *_ in missing:
                     unique.setdefault(key, texts[cid])
-                vectors = self.embedder.embed(list(unique.values()))
-                fresh = dict(zip(unique.keys(), vectors))
-                self.store.cache_vectors(fresh)
-                cached.update(fresh)
-                report.embedded += len(fresh)
-            report.embeddings_cached += len(pending) - sum(1 for row in missing)
+                order = sorted(unique, key=lambda k: len(unique[k]))  # steps of similar lengths pad least
+                for start in range(0, len(order), EMBED_STEP):
+                    step = order[start : start + EMBED_STEP]
+                    fresh = dict(zip(step, self.embedder.embed([unique[k] for k in step])))
+                    self.store.cache_vectors(fresh)
+                    cached.update(fresh)
+                    report.embedded += len(fresh)
+                    if stop and stop() and start + EMBED_STEP < len(order):
+                        break
+            ready = [row for row in pending if row[1] in cached]
+            computed = {row[0] for row in missing}
+            report.embeddings_cached += sum(1 for row in ready if row[0] not in computed)
+            if not ready:
+                return
             import numpy as np
 
-            matrix = np.stack([cached[row[1]] for row in pending])
-            metas = [{"type": t, "file": f, "project": p or ""} for _, _, t, f, p in pending]
-            ids = [row[0] for row in pending]
+            matrix = np.stack([cached[row[1]] for row in ready])
+            metas = [{"type": t, "file": f, "project": p or ""} for _, _, t, f, p in ready]
+            ids = [row[0] for row in ready]
             self.vectors.upsert(ids, matrix, metas)
             self.store.mark_in_vector(ids)
         except (EmbeddingUnavailable, VectorStoreUnavailable) as exc:

@@ -186,3 +186,29 @@ def test_the_index_check_and_the_initial_sync_wait_for_the_hold(tmp_path: Path) 
         assert len(oracle.store.file_states()) == 3  # rebuilt from the markdown
     finally:
         oracle.close()
+
+
+def test_a_stopped_session_keeps_the_vectors_it_computed(tmp_path: Path, make_oracle) -> None:
+    """Issue 27 §11: short `oracle serve` sessions on an unindexed root each embedded a slice, were stopped
+    before storing any of it, and the next `oracle index` computed every chunk again. Now each step of
+    EMBED_STEP texts is cached as it is computed and a stop ends the slice after the current step with what it
+    has: the next process (here a second Oracle on the same data dir) computes only the rest."""
+    from indexer.sync import EMBED_STEP
+
+    root, data = tmp_path / "root", tmp_path / "data"
+    small_notes(root, 3)
+    write(root / "principles/big.md", big_principle(2 * VECTOR_SLICE))
+    first = make_oracle(root, data)
+    first.indexer.sync(vectors=False)
+    total = first.store.pending_count()
+    assert total > VECTOR_SLICE
+    cached = lambda: first.store.fetch("SELECT count(*) FROM embeddings")[0][0]  # noqa: E731
+    report = first.indexer.flush_vectors(stop=lambda: cached() > 0)  # the session ends during the first slice
+    assert report.embedded == EMBED_STEP and cached() == EMBED_STEP
+    assert total - first.store.pending_count() == EMBED_STEP  # stored in the vector store too, not only cached
+    first.close()
+
+    second = make_oracle(root, data)
+    done = second.indexer.sync()
+    assert done.embedded == total - EMBED_STEP and not done.vector_failed
+    assert second.store.pending_count() == 0
