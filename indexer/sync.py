@@ -12,7 +12,6 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import hashlib
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -285,6 +284,7 @@ class Indexer:
         report = self._locked(lambda: self._sync_keyword(full, force, progress, keyword_ready, cancel))
         if vectors:
             self._flush_both(report, progress, stop=stop_vectors, prune=True)
+        self._mark_indexed(report)
         for rel, reason in self.store.skipped().items():
             report.skipped.setdefault(rel, reason)
         report.skipped = dict(sorted(report.skipped.items()))
@@ -346,10 +346,12 @@ class Indexer:
             self._requeue_lost_vectors()
 
         to_index: list[tuple[Found, FileState, str]] = []
-        for item in found.files:
+        for n, item in enumerate(found.files, 1):
             outcome = self._classify(item, known.get(item.rel), report)
             if outcome is not None:
                 to_index.append(outcome)
+            if progress and (n % FILE_BATCH == 0 or n == len(found.files)):
+                progress("files", n, len(found.files))  # a stat each, a hash when the mtime moved
 
         stale_vectors: list[str] = []
         for rel in vanished:
@@ -369,7 +371,6 @@ class Indexer:
             stale_vectors += self._index_batch(batch, known, report)
             if progress:
                 progress("keyword", min(start + FILE_BATCH, len(to_index)), len(to_index))
-        self.store.set_meta("last_indexed", f"{time.time():.3f}")
         if keyword_ready:
             keyword_ready()
 
@@ -390,6 +391,8 @@ class Indexer:
         report = self._locked(lambda: self._sync_paths_keyword(rels))
         self._flush_pending_vectors(report, files=set(rels), max_file_chunks=embed_limit)
         self._flush_multilingual(report, files=set(rels))
+        if report.added or report.changed or report.removed:
+            self._mark_indexed(report)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -518,8 +521,18 @@ class Indexer:
         report = SyncReport()
         started = time.perf_counter()
         self._flush_both(report, stop=stop)
+        if report.embedded or report.embeddings_cached:  # an idle worker calls this every second: not then
+            self._mark_indexed(report)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _mark_indexed(self, report: SyncReport) -> None:
+        """`last_indexed` (what `oracle stats` shows) is when everything was done, vectors included: set once
+        nothing is left pending, or when the vector side failed (nothing more can be done now; stats shows the
+        coverage). A keyword phase alone used to set it, minutes before the vectors of a first index were in."""
+        if report.vector_failed or self.store.pending_count() == 0:
+            with self.lock:
+                self.store.set_meta("last_indexed", f"{time.time():.3f}")
 
     def _flush_both(
         self, report: SyncReport, progress: Callable[[str, int, int], None] | None = None,
@@ -690,19 +703,6 @@ def cap_chunks(result: ParsedFile, cap: int) -> ParsedFile:
     warning = (f"{len(result.chunks)} chunks, more than ORACLE_MAX_CHUNKS_PER_FILE={cap}: only the first"
                f" {len(kept)} are indexed; split the note")
     return dataclasses.replace(result, chunks=kept, warnings=[*result.warnings, warning])
-
-
-def print_progress(phase: str, done: int, total: int) -> None:
-    """A one-line progress bar on stderr for long runs; silent when stderr is not a terminal."""
-    if not sys.stderr.isatty() or total < FILE_BATCH * 2:
-        return
-    width = 30
-    filled = int(width * done / total)
-    unit = "files" if phase == "keyword" else "chunks"
-    sys.stderr.write(f"\r{phase:>8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {unit}")
-    if done >= total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
 
 
 def open_indexer(settings: Settings | None = None) -> Indexer:

@@ -184,9 +184,9 @@ def _no_renderer(data: dict) -> tuple[list[str], list[str]]:
 
 # -- in-process commands --------------------------------------------------------------------------------
 def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
-    from indexer.sync import print_progress
+    from indexer.progress import Progress
 
-    report = oracle.indexer.sync(full=args.full, force=args.force, progress=print_progress)
+    report = oracle.indexer.sync(full=args.full, force=args.force, progress=Progress())
     return emit(args, report.as_dict(), render.index)
 
 
@@ -279,7 +279,7 @@ def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from indexer.sync import print_progress
+    from indexer.progress import Progress
 
     def report(result) -> None:
         if result.added or result.changed or result.removed or result.skipped:
@@ -293,7 +293,7 @@ def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     # `kill -USR1 <pid>` prints every thread's stack: what a watch that does not stop is waiting on.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    print(oracle.indexer.sync(progress=print_progress).summary(), flush=True)  # in the foreground: progress
+    print(oracle.indexer.sync(progress=Progress()).summary(), flush=True)  # in the foreground: progress
     oracle.start(watch=True, sync=False, on_batch=report)
     print(f"watching {oracle.settings.root} (Ctrl-C to stop)", flush=True)
     while not stop.wait(3600):
