@@ -539,7 +539,9 @@ def wikilinks(lines: list[str]) -> list[str]:
         toggled, fence = _is_fence_toggle(line, fence)
         if toggled or fence is not None or "[[" not in line:
             continue
-        for embed, target in _WIKILINK.findall(_INLINE_CODE.sub("", line)):
+        # Inside a table the alias's pipe is escaped (`[[Note\|alias]]`, `[[Note#h\|alias]]`): the backslash
+        # belongs to the table, not to the target (it was left in the relation's object: `Note\`).
+        for embed, target in _WIKILINK.findall(_INLINE_CODE.sub("", line).replace("\\|", "|")):
             target = target.strip()
             stem, dot, ext = target.rpartition(".")
             if dot and ext.lower() in ("md", "markdown"):

@@ -103,3 +103,29 @@ def build_translated_vault(root: Path) -> dict[str, int]:
                   f"# v1.{n}\n\n## Fixes\n\n- Fixed a crash when opening a vault (v1.{n}).\n")
         counts[lang] = len(pages) + releases
     return counts
+
+
+def build_big_vault(root: Path, notes: int = 300) -> dict[str, object]:
+    """A personal vault at the scale where the concept graph became a hairball (nat-brain: 571 notes, 1,081
+    links): notes in a few folders, each with two or three of the vault's own tags, three or four wikilinks
+    (some inside a table, where the alias's pipe is escaped: `[[Note\\|alias]]`), and prose full of the words
+    Oracle's built-in keyword list knows (agent, python, git, test, memory ...)."""
+    import random
+
+    rng = random.Random(27)
+    tags = [f"{a}-{b}" for a in ("kelp", "otter", "urchin", "tide", "reef", "gull") for b in
+            ("survey", "census", "diet", "map", "log", "gear", "site", "team", "grant", "report")]
+    folders = ("Field", "Lab", "Admin", "Reading")
+    names = [f"{folders[i % len(folders)]}/Note {i:03d}" for i in range(notes)]
+    links = 0
+    for i, name in enumerate(names):
+        mine = rng.sample(tags, rng.choice((2, 3)))
+        targets = rng.sample([n for n in names if n != name], rng.choice((3, 4)))
+        links += len(targets)
+        table = "| link | why |\n| --- | --- |\n" + "".join(
+            f"| [[{t}\\|{t.rsplit(' ', 1)[-1]}]] | related |\n" for t in targets[:2])
+        prose = " ".join(f"[[{t}]]" for t in targets[2:])
+        write(root / f"{name}.md",
+              f"---\ntags: [{', '.join(mine)}]\n---\n# {name.rsplit('/', 1)[-1]}\n\nThe agent ran a python test on "
+              f"the git memory of {mine[0]} and the database schema.\n\n{table}\nSee also {prose}.\n")
+    return {"notes": notes, "links": links, "tags": set(tags)}

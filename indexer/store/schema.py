@@ -41,7 +41,8 @@ from indexer.segment import THAI_MARKS
 # 7: Chinese and Japanese runs indexed as overlapping character pairs in the word tables (re-parse only).
 # 8: each note's last_verified and review_after from frontmatter (files; indexer/freshness.py; re-parse only).
 # 9: every frontmatter value in note_fields, for `where` filters (indexer/fields.py; re-parse only).
-SCHEMA_VERSION = "9"
+# 10: `[[Note\|alias]]` in a table links to Note, not `Note\` (relations; re-parse only).
+SCHEMA_VERSION = "10"
 # Tables whose definition changed at a schema version: dropped and rebuilt from the markdown.
 _REBUILT_AT = {"3": ("documents_fts",)}
 BUSY_TIMEOUT_MS = 10_000

@@ -12,8 +12,8 @@
   const DAYS = 30;
   const HOURS = 48;  // the logs API's per_hour span
   const SEARCH_LIMIT = 10;
-  const MAX_GRAPH_DOCUMENTS = 160;
-  const MAX_CONCEPT_EDGES = 160;
+  const MAX_GRAPH_DOCUMENTS = 160;  // the API draws at most 60 (server/browse.py); a guard for an older server
+  const MAX_CONCEPT_EDGES = 80;  // the heaviest co-occurrences only: 160 of 40 concepts were a hairball
   const REFRESH_MS = 60000;
 
   // -- DOM helpers (text only) --------------------------------------------------------------------
@@ -758,8 +758,10 @@
     const tagEdges = graphData.edges.filter((e) => e.kind === 'tagged' && keep.has(e.source) && keep.has(e.target));
     const relEdges = graphData.edges.filter((e) => e.kind === 'relation' && keep.has(e.source) && keep.has(e.target));
     const edges = [...coEdges, ...tagEdges, ...relEdges];
-    $('#graph-summary').textContent = plural(concepts.length, 'concept') +
-      (withDocs ? ' · ' + plural(documents.length, 'note') + (allDocuments > documents.length ? ' (of ' + allDocuments + ')' : '') : '') +
+    const carrying = Math.max(allDocuments, graphData.documents_total || 0);
+    const from = graphData.concepts_from ? ' (' + graphData.concepts_from + ')' : '';
+    $('#graph-summary').textContent = plural(concepts.length, 'concept') + from +
+      (withDocs ? ' · ' + plural(documents.length, 'note') + (carrying > documents.length ? ' (of ' + carrying + ' carrying them)' : '') : '') +
       ' · ' + plural(coEdges.length, 'co-occurrence link') +
       (withRelations ? ' · ' + plural(relEdges.length, 'relation') : '');
     if (!concepts.length && !entities.length) {
@@ -797,11 +799,14 @@
     }
     svg.appendChild(edgeLayer);
     const labelLayer = s('g', { class: 'edge-labels' });
-    for (const e of relEdges) {
+    const edgeLabels = relEdges.map((e) => {
       const [xa, ya] = pos.get(e.source), [xb, yb] = pos.get(e.target);
-      labelLayer.appendChild(s('text', { x: ((xa + xb) / 2).toFixed(1), y: ((ya + yb) / 2 - 3).toFixed(1),
-        'text-anchor': 'middle', class: 'edge-label' }, e.label.length > 28 ? e.label.slice(0, 27) + '…' : e.label));
-    }
+      const x = (xa + xb) / 2, y = (ya + yb) / 2 - 3;
+      const text = s('text', { x: x.toFixed(1), y: y.toFixed(1), 'text-anchor': 'middle', class: 'edge-label' },
+        e.label.length > 28 ? e.label.slice(0, 27) + '…' : e.label);
+      labelLayer.appendChild(text);
+      return { text, x, y };
+    });
     svg.appendChild(labelLayer);
     const nodeLayer = s('g', { class: 'nodes' });
     const nodeEls = new Map();
@@ -841,10 +846,17 @@
       nodeLayer.appendChild(g);
     }
     svg.appendChild(nodeLayer);
-    placeLabels([...concepts, ...entities].map((nd) => {
+    // Every drawn node is an obstacle, so no label covers a node; node labels first (in the API's order), then
+    // the relations' labels, each hidden where it would overlap anything placed (its tooltip keeps it).
+    const obstacles = nodes.map((nd) => {
+      const [x, y] = pos.get(nd.id), r = radius(nd);
+      return { x: x - r, y: y - r, w: 2 * r, h: 2 * r, id: nd.id };
+    });
+    const placed = placeLabels([...concepts, ...entities].map((nd) => {
       const [x, y] = pos.get(nd.id);
-      return { text: nodeEls.get(nd.id).querySelector('text'), x, y, r: radius(nd) };
-    }));
+      return { text: nodeEls.get(nd.id).querySelector('text'), x, y, r: radius(nd), own: nd.id };
+    }), obstacles);
+    placeEdgeLabels(edgeLabels, placed);
     const kept = focused && nodeEls.has(focused.id) ? focused : null;
     if (kept) focusGraph(kept, neighbours.get(kept.id), nodeEls, edgeEls);
     else unfocusGraph();
@@ -852,19 +864,34 @@
   }
 
   /** Labels in the API's order (most telling concept first): below the node, else above, right or left of
-   * it; a label that fits nowhere without overlapping a placed one is hidden (the tooltip keeps the name). */
-  function placeLabels(items) {
-    const placed = [];
-    const overlaps = (a) => placed.some((b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h);
-    for (const { text, x, y, r } of items) {
+   * it; a label that fits nowhere without overlapping a placed label or another node is hidden (the tooltip
+   * keeps the name). Returns every placed box, the obstacles included, for the edge labels. */
+  function placeLabels(items, obstacles) {
+    const placed = obstacles.slice();
+    const hit = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+    for (const { text, x, y, r, own } of items) {
       const w = text.getComputedTextLength();
-      const spots = [[0, r + 11, 'middle'], [0, -r - 4, 'middle'], [r + 3, 4, 'start'], [-r - 3, 4, 'end']];
+      const spots = [[0, r + 11, 'middle'], [0, -r - 4, 'middle'], [r + 3, 4, 'start'], [-r - 3, 4, 'end'],
+        [r + 2, r + 9, 'start'], [-r - 2, r + 9, 'end'], [r + 2, -r - 2, 'start'], [-r - 2, -r - 2, 'end'],
+        [0, r + 23, 'middle'], [0, -r - 16, 'middle']];
       const spot = spots.map(([dx, dy, anchor]) => ({ dx, dy, anchor,
         box: { x: x + dx - (anchor === 'middle' ? w / 2 : anchor === 'end' ? w : 0), y: y + dy - 10, w, h: 13 } }))
-        .find((c) => !overlaps(c.box));
+        .find((c) => !placed.some((b) => b.id !== own && hit(c.box, b)));
       if (!spot) { text.setAttribute('visibility', 'hidden'); continue; }
       setAttrs(text, { x: spot.dx, y: spot.dy.toFixed(1), 'text-anchor': spot.anchor });
       placed.push(spot.box);
+    }
+    return placed;
+  }
+
+  /** A relation's label at the middle of its line, hidden where it would overlap a label or a node. */
+  function placeEdgeLabels(items, placed) {
+    const hit = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+    for (const { text, x, y } of items) {
+      const w = text.getComputedTextLength();
+      const box = { x: x - w / 2, y: y - 9, w, h: 11 };
+      if (placed.some((b) => hit(box, b))) { text.setAttribute('visibility', 'hidden'); continue; }
+      placed.push(box);
     }
   }
 
