@@ -34,11 +34,24 @@ CALLS: dict[str, dict[str, Any]] = {  # a typical call of each tool, as an agent
     "oracle_concepts": {},
     "oracle_relations": {},
     "oracle_read": {"file": "learnings/2026-01-14_quote-fts5-search-terms.md"},
-    "oracle_verify": {"citations": [{"id": "principles/cite-your-sources.md", "content_hash": "0" * 12}]},
-    "oracle_feedback": {"id": "principles/cite-your-sources.md", "verdict": "helpful"},
+    "oracle_read (32 KB note)": {"file": "learnings/big-note.md"},
+    "oracle_verify": {"citations": [{"id": "HIT", "content_hash": "HASH"}]},
+    "oracle_feedback": {"id": "HIT", "verdict": "helpful"},
     "oracle_learn": {"pattern": "Measure an agent's context cost in bytes before cutting descriptions.",
                      "concepts": ["context"]},
 }
+
+
+def big_note(chars: int) -> str:
+    """A long learning (sections of prose) of about `chars` characters: what an agent reads whole."""
+    parts = ["---\ntitle: A long incident review\ntags: [incident]\n---\n# A long incident review\n"]
+    n = 0
+    while sum(map(len, parts)) < chars:
+        n += 1
+        parts.append(f"\n## Finding {n}\n\n" + " ".join(
+            f"The queue consumer {n} retried message {i} after the broker restarted, and the retry budget"
+            f" ran out before the lease expired." for i in range(6)) + "\n")
+    return "".join(parts)
 
 
 def size(value: Any) -> int:
@@ -73,9 +86,12 @@ async def measure(root: Path, data: Path) -> dict[str, Any]:
                 },
                 "calls": {},
             }
-            for name, args in CALLS.items():
+            first = (await client.call_tool("oracle_search", CALLS["oracle_search"])).structured_content["hits"][0]
+            for label, args in CALLS.items():
+                name = label.split(" ")[0]
+                args = json.loads(json.dumps(args).replace("HIT", first["id"]).replace("HASH", first["content_hash"]))
                 result = (await client.call_tool(name, args)).model_dump(mode="json", by_alias=True, exclude_none=True)
-                out["calls"][name] = {
+                out["calls"][label] = {
                     "total": size(result),
                     "content": sum(len(b.get("text", "").encode()) for b in result.get("content", [])),
                     "structured": size(result["structuredContent"]) if "structuredContent" in result else 0,
@@ -93,15 +109,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "knowledge"
         shutil.copytree(REPO / "knowledge", root)
+        (root / "learnings" / "big-note.md").write_text(big_note(32_000), encoding="utf-8")
         figures = anyio.run(measure, root, Path(tmp) / "data")
     listing = figures["tools_list"]
     print(f"tools/list: {listing['total']:,} bytes (~{tokens(listing['total']):,} tokens): descriptions"
           f" {listing['descriptions']:,}, input schemas {listing['input_schemas']:,}, output schemas"
           f" {listing['output_schemas']:,}; nullable type arrays: {listing['nullable_type_arrays']}")
-    print(f"{'call':<18}{'total':>8}{'tokens':>8}{'content':>9}{'structured':>12}")
+    print(f"{'call':<26}{'total':>8}{'tokens':>8}{'content':>9}{'structured':>12}")
     for name, row in figures["calls"].items():
         flag = "  (error)" if row["error"] else ""
-        print(f"{name:<18}{row['total']:>8,}{tokens(row['total']):>8,}{row['content']:>9,}{row['structured']:>12,}{flag}")
+        print(f"{name:<26}{row['total']:>8,}{tokens(row['total']):>8,}{row['content']:>9,}{row['structured']:>12,}{flag}")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 

@@ -95,6 +95,9 @@ def _portable(node: Any) -> Any:
             out["type"] = kinds[0]
         else:
             out["anyOf"] = [{"type": k} for k in kinds]
+    if isinstance(out.get("anyOf"), list):  # an option that is only an anyOf is its options
+        out["anyOf"] = [o for opt in out["anyOf"]
+                        for o in (opt["anyOf"] if isinstance(opt, dict) and set(opt) == {"anyOf"} else [opt])]
     return out
 
 
