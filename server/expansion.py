@@ -66,6 +66,11 @@ def candidate_words(weight: Counter[str], limit: int = EXPANSION_TERMS * CANDIDA
     return [word for word, _ in sorted(weight.items(), key=lambda p: (-p[1], p[0]))[:limit]]
 
 
+def most_sections(sections: int) -> int:
+    """The most sections (of `sections`) a word may be in and still expand a query (MAX_DOCUMENT_SHARE)."""
+    return int(MAX_DOCUMENT_SHARE * sections)
+
+
 def expansion_terms(weight: Counter[str], document_count: Mapping[str, int], sections: int,
                     limit: int = EXPANSION_TERMS) -> tuple[str, ...]:
     """The words to add to a query, best first: among the candidate words (frequent in the first ranking's best
@@ -75,6 +80,6 @@ def expansion_terms(weight: Counter[str], document_count: Mapping[str, int], sec
     scored = []
     for rank, word in enumerate(candidate_words(weight, limit * CANDIDATES_PER_TERM)):
         count = document_count.get(word, 0)
-        if 2 <= count <= MAX_DOCUMENT_SHARE * sections:
+        if 2 <= count <= most_sections(sections):
             scored.append((-weight[word] * math.log(sections / count), rank, word))
     return tuple(word for _, _, word in sorted(scored)[:limit])

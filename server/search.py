@@ -181,8 +181,9 @@ def _expand(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int, fused
     texts = [f"{s.title} {s.heading} {s.content}" for s in (sources.get(i) for i in best) if s]
     weight = expansion.word_weights(texts, frozenset(kq.terms))
     candidates = expansion.candidate_words(weight)
-    counts = section_counts(oracle.store, [quote(w) for w in candidates])
-    words = expansion.expansion_terms(weight, {w: counts[quote(w)] for w in candidates}, oracle.store.chunk_count())
+    sections = oracle.store.chunk_count()
+    counts = section_counts(oracle.store, [quote(w) for w in candidates], expansion.most_sections(sections))
+    words = expansion.expansion_terms(weight, {w: counts[quote(w)] for w in candidates}, sections)
     if not words:
         return fused
     expanded = KeywordQuery(terms=words, unsegmented=())
