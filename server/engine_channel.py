@@ -219,6 +219,9 @@ def connect(paths: Paths, op: str = "mcp", timeout: float = HANDSHAKE_TIMEOUT, e
         raise
 
 
+ENGINE_MALLOC_ARENAS = "2"
+
+
 def spawn(paths: Paths, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start an engine in the background, detached from this process's terminal, signals and pipes (a test
     harness or an MCP client waiting for the session's pipes to close must never wait for the engine). Its
@@ -226,6 +229,10 @@ def spawn(paths: Paths, argv: list[str], env: dict[str, str] | None = None) -> s
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     child_env = dict(os.environ if env is None else env)
     child_env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [child_env.get("PYTHONPATH")])])
+    # glibc gives each thread that allocates its own arena; the engine's search threads grew it by ~120 MB from
+    # one session to eight. Two arenas: 8 sessions 833 -> 795 MB in all, the engine 668 -> 632 MB, first search
+    # in a new session unchanged (benchmarks/engine.py, BENCHMARKS.md "One engine"). A user's own setting wins.
+    child_env.setdefault("MALLOC_ARENA_MAX", ENGINE_MALLOC_ARENAS)
     with contextlib.suppress(OSError):
         if os.path.getsize(paths.log) > 1 << 20:
             os.unlink(paths.log)

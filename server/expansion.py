@@ -8,13 +8,16 @@ question's meaning; a second keyword query with them finds the notes that share 
 session retrospective, the page a paraphrase missed.
 
 The search (server/search.py `_expand`) takes the top EXPANSION_SOURCES sections of the fused ranking, picks
-EXPANSION_TERMS words here, runs the keyword leg again with the question's words plus these, and mixes that
-ranking into the keyword part of the fused score (scoring.with_expansion).
+EXPANSION_TERMS words here, runs the keyword leg again with these words alone, and mixes that ranking into the
+keyword part of the fused score (scoring.with_expansion).
 
-Measured (benchmarks/sets.py, BENCHMARKS.md "Natural questions"): hybrid nDCG@10 on our natural-phrasing set
-0.570 -> 0.600 (31 wins, 7 losses of 67), the judged nat-brain set 0.827 -> 0.859 (Thai 0.733 -> 0.752),
-SciFact train 0.740 -> 0.739 (49 wins, 51 losses of 809). Taking the sources from the vector leg alone instead
-of the fused ranking cost SciFact 0.014; 2-5 sources and 5-20 terms lie on one plateau.
+Measured with the keyword floor (scoring.keyword_floor), hybrid nDCG@10 (benchmarks/sets.py, BENCHMARKS.md
+"Natural questions: expansion"): our natural-phrasing set 0.546 -> 0.604 (33 wins, 10 losses of 67; Thai 0.443
+-> 0.516), the judged nat-brain set 0.821 -> 0.865 (38 wins, 6 losses; Thai 0.700 -> 0.767), SciFact train
+0.741 -> 0.740 (63 wins, 70 losses of 809). Rejected on the same sets: sources from the vector leg alone
+(SciFact -0.014), the question's words repeated in the second query (SciFact -0.002, twice the cost), Thai
+words as expansion words (no change), a Rocchio step on the query vector (SciFact -0.005); 2-5 sources,
+5-20 words and a share of 0.35-0.65 lie on one plateau.
 """
 
 from __future__ import annotations
@@ -63,6 +66,11 @@ def candidate_words(weight: Counter[str], limit: int = EXPANSION_TERMS * CANDIDA
     return [word for word, _ in sorted(weight.items(), key=lambda p: (-p[1], p[0]))[:limit]]
 
 
+def most_sections(sections: int) -> int:
+    """The most sections (of `sections`) a word may be in and still expand a query (MAX_DOCUMENT_SHARE)."""
+    return int(MAX_DOCUMENT_SHARE * sections)
+
+
 def expansion_terms(weight: Counter[str], document_count: Mapping[str, int], sections: int,
                     limit: int = EXPANSION_TERMS) -> tuple[str, ...]:
     """The words to add to a query, best first: among the candidate words (frequent in the first ranking's best
@@ -72,6 +80,6 @@ def expansion_terms(weight: Counter[str], document_count: Mapping[str, int], sec
     scored = []
     for rank, word in enumerate(candidate_words(weight, limit * CANDIDATES_PER_TERM)):
         count = document_count.get(word, 0)
-        if 2 <= count <= MAX_DOCUMENT_SHARE * sections:
+        if 2 <= count <= most_sections(sections):
             scored.append((-weight[word] * math.log(sections / count), rank, word))
     return tuple(word for _, _, word in sorted(scored)[:limit])

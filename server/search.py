@@ -172,18 +172,21 @@ def _fuse(request: SearchRequest, legs: _Legs, bm25_bar: float) -> tuple[list[sc
 def _expand(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int, fused: list[scoring.Fused],
             semantic_weight: float, legs: _Legs) -> list[scoring.Fused]:
     """Weighted hybrid only: the words of the first ranking's best sections that are rare in the index
-    (server/expansion.py) join the question's in a second keyword query, whose ranking is mixed into the
-    keyword part of the fused scores. The words used are kept in `legs.expanded_with` for the meta."""
+    (server/expansion.py) make a second keyword query, whose ranking is mixed into the keyword part of the fused
+    scores. The question's own words are not repeated in it: the keyword leg has ranked them already, and
+    common question words made the second query cost as much as the first. The words used are kept in
+    `legs.expanded_with` for the meta."""
     best = [f.id for f in fused[: expansion.EXPANSION_SOURCES]]
     sources = oracle.store.sections_by_id(best)
     texts = [f"{s.title} {s.heading} {s.content}" for s in (sources.get(i) for i in best) if s]
     weight = expansion.word_weights(texts, frozenset(kq.terms))
     candidates = expansion.candidate_words(weight)
-    counts = section_counts(oracle.store, [quote(w) for w in candidates])
-    words = expansion.expansion_terms(weight, {w: counts[quote(w)] for w in candidates}, oracle.store.chunk_count())
+    sections = oracle.store.chunk_count()
+    counts = section_counts(oracle.store, [quote(w) for w in candidates], expansion.most_sections(sections))
+    words = expansion.expansion_terms(weight, {w: counts[quote(w)] for w in candidates}, sections)
     if not words:
         return fused
-    expanded = KeywordQuery(terms=kq.terms + words, unsegmented=())
+    expanded = KeywordQuery(terms=words, unsegmented=())
     rows, _ = keyword_search(oracle.store, expanded.fts_match, None, (), filters, pool, count=False)
     legs.expanded_with = list(words)
     return scoring.with_expansion(fused, [scoring.LegHit(i, s) for i, s in rows], semantic_weight,

@@ -156,6 +156,10 @@ def test_sessions_share_one_engine_and_see_each_others_learnings(kb: dict[str, s
         assert len({s["pid"] for s in served}) == 1  # one engine answers all three
         assert served[-1]["sessions"] == 3
         assert len(records(kb)) == 1 and engine_pids(kb) == [served[0]["pid"]]
+        # two malloc arenas unless the user chose (server/engine_channel.py spawn)
+        environ = Path(f"/proc/{served[0]['pid']}/environ").read_bytes().split(b"\0")
+        assert (b"MALLOC_ARENA_MAX=" + channel.ENGINE_MALLOC_ARENAS.encode() in environ
+                or "MALLOC_ARENA_MAX" in kb)
         status = json.loads(cli(kb, "engine", "status", "--json").stdout)
         assert len(status) == 1 and status[0]["sessions"] == 3 and status[0]["watching"] is True
 
