@@ -43,6 +43,7 @@ from server.errors import VALIDATION_STATUS, OracleError, classify, problem, pro
 from server.feedback import feedback_overview
 from server.files import FileContent, read_file
 from server.mcp_server import build_server
+from server.models import NoteData
 from server.mcp_sessions import MAX_SESSIONS, SessionGuard
 from server.slots import ServiceSlots
 from server.stats import stats
@@ -310,22 +311,24 @@ class Health(BaseModel):
     chunks: int
 
 
+# Rows of the logs and overviews quote note text (titles, paths, reasons, guidance, queries): NoteData defuses
+# every string in them, as the tools' results are (server/boundary.py).
 class FeedbackOverview(BaseModel):
-    helpful: list[dict]
-    misleading: list[dict]
+    helpful: list[NoteData]
+    misleading: list[NoteData]
 
 
 class Supersessions(BaseModel):
-    supersessions: list[dict]
+    supersessions: list[NoteData]
 
 
 class LogsResult(BaseModel):
-    searches: list[dict]
-    consultations: list[dict]
-    learnings: list[dict]  # each with `author`: the named token that wrote it (team mode), else null
-    feedback: list[dict] = []
-    supersessions: list[dict] = []
-    edits: list[dict] = []  # edits and archives (server/edit.py), with author, hashes and where an archive went
+    searches: list[NoteData]
+    consultations: list[NoteData]
+    learnings: list[NoteData]  # each with `author`: the named token that wrote it (team mode), else null
+    feedback: list[NoteData] = []
+    supersessions: list[NoteData] = []
+    edits: list[NoteData] = []  # edits and archives (server/edit.py), with author, hashes and where an archive went
     per_day: dict[str, list[dict]]
     per_hour: dict[str, list[dict]]  # the last 48 hours, "YYYY-MM-DDTHH" (UTC)
 

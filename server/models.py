@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from indexer.concepts import tag_parts
 from indexer.fields import FieldCondition, WhereError, canonical_where, parse_where
 from indexer.parse import MAX_TERM_CHARS, relation_term
-from server.boundary import defuse_markers
+from server.boundary import defuse_data, defuse_markers
 from server.query import MAX_QUERY_CHARS
 
 DocType = Literal["all", "principle", "learning", "retro"]
@@ -21,6 +21,8 @@ MAX_LIMIT = 100
 # Text a note's author wrote (titles, headings, snippets, bodies, paths from frontmatter), as every result
 # model returns it: nothing in it may read as a consult boundary marker (server/boundary.py).
 NoteText = Annotated[str, AfterValidator(defuse_markers)]
+# Objects holding such text (frontmatter, log rows): every string in them, keys included, at any depth, defused.
+NoteData = Annotated[dict, AfterValidator(defuse_data)]
 
 
 def _concepts_schema(max_items: int | None = None) -> WithJsonSchema:
@@ -70,9 +72,9 @@ class Triplet(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    subject: str = Field(min_length=1, max_length=MAX_TERM_CHARS)
-    predicate: str = Field(min_length=1, max_length=MAX_TERM_CHARS)
-    object: str = Field(min_length=1, max_length=MAX_TERM_CHARS)
+    subject: NoteText = Field(min_length=1, max_length=MAX_TERM_CHARS)
+    predicate: NoteText = Field(min_length=1, max_length=MAX_TERM_CHARS)
+    object: NoteText = Field(min_length=1, max_length=MAX_TERM_CHARS)
 
     @model_validator(mode="before")
     @classmethod
@@ -274,7 +276,7 @@ class SupersededBy(BaseModel):
     id: str
     source_file: NoteText
     title: NoteText
-    reason: str | None = None
+    reason: NoteText | None = None
     via: Literal["tool", "frontmatter"]
 
 
@@ -288,14 +290,14 @@ class MatchedSection(BaseModel):
 
 class DuplicateRef(BaseModel):
     id: str
-    source_file: str
+    source_file: NoteText
 
 
 class TranslationRef(BaseModel):
     """The same page in another language, folded under the hit in the asker's language."""
 
     id: str
-    source_file: str
+    source_file: NoteText
     lang: str | None = None
 
 
@@ -306,12 +308,12 @@ class Hit(BaseModel):
     title: NoteText
     heading: NoteText
     snippet: NoteText
-    source_file: str
+    source_file: NoteText
     line_start: int
     line_end: int
-    concepts: list[str]
-    project: str | None
-    date: str | None
+    concepts: list[NoteText]
+    project: NoteText | None
+    date: NoteText | None
     content_hash: str
     score: float
     found_by: list[str]
@@ -434,7 +436,7 @@ class LearnRequest(BaseModel):
 class NearDuplicate(BaseModel):
     id: str
     title: NoteText
-    source_file: str
+    source_file: NoteText
     similarity: float
 
 
@@ -480,7 +482,7 @@ class Source(BaseModel):
     type: str
     title: NoteText
     heading: NoteText
-    source_file: str
+    source_file: NoteText
     line_start: int
     line_end: int
     content_hash: str
@@ -519,12 +521,12 @@ class Document(BaseModel):
     title: NoteText
     heading: NoteText
     content: NoteText
-    source_file: str
+    source_file: NoteText
     line_start: int
     line_end: int
-    concepts: list[str]
-    project: str | None
-    date: str | None
+    concepts: list[NoteText]
+    project: NoteText | None
+    date: NoteText | None
     content_hash: str
 
 
@@ -562,9 +564,9 @@ class ListItem(BaseModel):
     type: str
     title: NoteText
     heading: NoteText
-    source_file: str
-    date: str | None
-    concepts: list[str]
+    source_file: NoteText
+    date: NoteText | None
+    concepts: list[NoteText]
     sections: int = Field(default=1, description="Sections in the note (unit=note), else 1.")
 
 
@@ -585,7 +587,7 @@ class ConceptsRequest(BaseModel):
 
 
 class ConceptCount(BaseModel):
-    concept: str
+    concept: NoteText
     count: int = Field(description="Notes carrying the concept (in any of their sections).")
 
 
@@ -611,7 +613,7 @@ class FeedbackResult(BaseModel):
     id: str
     verdict: str
     title: NoteText
-    source_file: str
+    source_file: NoteText
     helpful: int
     misleading: int
     feedback_factor: float
@@ -636,7 +638,7 @@ class NoteRef(BaseModel):
     ref: str  # what was given, normalised: a chunk id or a path
     scope: Literal["chunk", "note"]
     id: str  # the chunk id, or the note's first chunk id
-    source_file: str
+    source_file: NoteText
     title: NoteText
     chunks: int
 
@@ -645,7 +647,7 @@ class SupersedeResult(BaseModel):
     action: Literal["supersede", "undo"]
     old: NoteRef
     new: NoteRef | None
-    reason: str | None
+    reason: NoteText | None
 
 
 class RelationsRequest(BaseModel):
@@ -664,11 +666,11 @@ class RelationsRequest(BaseModel):
 
 
 class RelationHit(BaseModel):
-    subject: str
-    predicate: str
-    object: str
+    subject: NoteText
+    predicate: NoteText
+    object: NoteText
     id: str  # the stating note's first chunk
-    source_file: str
+    source_file: NoteText
     title: NoteText
     type: str
 
@@ -717,10 +719,10 @@ class SectionRef(BaseModel):
 
 
 class ReadResult(BaseModel):
-    source_file: str
+    source_file: NoteText
     type: str
     title: NoteText
-    frontmatter: dict
+    frontmatter: NoteData
     content: NoteText
     line_start: int
     line_end: int
@@ -778,7 +780,7 @@ class CitationStatus(BaseModel):
     content_hash: str
     status: Literal["unchanged", "changed", "gone"]
     current_hash: str | None = None
-    source_file: str | None = None
+    source_file: NoteText | None = None
     line_start: int | None = None
     line_end: int | None = None
     same_content_in: list[str] = Field(default_factory=list, description="Chunks that now hold exactly the cited text.")
@@ -801,7 +803,7 @@ class WorkingSetCheck(BaseModel):
 
 class VerifiedNote(BaseModel):
     ref: str  # as given
-    source_file: str
+    source_file: NoteText
     last_verified: str  # the day written (today)
     previous: str | None = Field(default=None, description="The last_verified the note carried before, if any.")
     changed: bool = Field(description="False when the note already said it was verified today: nothing was written.")
@@ -882,7 +884,7 @@ class EditRequest(_NoteTarget):
 
 
 class EditResult(BaseModel):
-    source_file: str
+    source_file: NoteText
     op: str
     previous_hash: str = Field(description="The note's file_hash before the edit.")
     file_hash: str = Field(description="The note's file_hash now: pass it as expected_hash to edit it again.")
@@ -896,8 +898,8 @@ class ArchiveRequest(_NoteTarget):
 
 
 class ArchiveResult(BaseModel):
-    source_file: str
-    archived_to: str = Field(description="Where the file is now, relative to the root (out of the index; never deleted).")
+    source_file: NoteText
+    archived_to: NoteText = Field(description="Where the file is now, relative to the root (out of the index; never deleted).")
     file_hash: str
     removed_chunks: int = Field(description="How many sections left the index.")
     author: str | None = None
