@@ -59,6 +59,26 @@ def _write_kind(exc: BaseException) -> Kind | None:
     return None
 
 
+def storage_kind(exc: BaseException) -> Kind | None:
+    """storage_full (or unavailable, for a read-only disk) when `exc` or what caused it is a write the disk
+    refused: an OSError's errno, or SQLite's own "database or disk is full" (SQLITE_FULL), which a log write or
+    a verdict meets on a full data dir. Before, those were 500s."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in WRITE_ERRNO_KIND:
+            return WRITE_ERRNO_KIND[seen.errno]
+        code = getattr(seen, "sqlite_errorcode", None)
+        if code == SQLITE_FULL or (code is None and "database or disk is full" in str(seen)):
+            return "storage_full"
+        if code == SQLITE_READONLY:
+            return "unavailable"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+SQLITE_FULL, SQLITE_READONLY = 13, 8  # sqlite3 result codes (the module is not imported here)
+
+
 def classify(exc: BaseException) -> OracleError | None:
     """The OracleError a service exception stands for, or None for a bug (which stays a 500 / crash).
 
@@ -85,6 +105,12 @@ def classify(exc: BaseException) -> OracleError | None:
         return OracleError("not_found", message)
     if isinstance(exc, (QueryError, PathRefused, SupersedeError, SyncRefused, ServerConfigError)):
         return OracleError("invalid", message)
+    full = storage_kind(exc)
+    if full == "storage_full":
+        return OracleError(full, f"the data dir's disk is full ({message}): nothing was recorded; free some space"
+                                 " and try again")
+    if full == "unavailable":
+        return OracleError(full, f"the data dir cannot be written ({message}): check its disk and permissions")
     return None
 
 
