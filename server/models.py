@@ -599,6 +599,7 @@ class ConceptsResult(BaseModel):
 # -- improving with use: feedback, supersede, relations, read, verify ------------------------------
 CHUNK_ID = r"^c_[0-9a-f]{20}$"
 MAX_NOTE_CHARS = 10_000
+MAX_VERDICT_NOTE_CHARS = 1_000  # a verdict's note is kept for ever (issue 26: 10,000 characters a verdict was 3.8 MB/s)
 
 
 class FeedbackRequest(BaseModel):
@@ -606,7 +607,8 @@ class FeedbackRequest(BaseModel):
 
     id: str = Field(pattern=CHUNK_ID, description="The id of a hit or consult source, e.g. c_0123456789abcdef0123.")
     verdict: Literal["helpful", "misleading"] = Field(description="Did the note help or mislead you?")
-    note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS, description="Why, in a sentence.")
+    note: str | None = Field(default=None, max_length=MAX_VERDICT_NOTE_CHARS,
+                             description=f"Why, in a sentence (at most {MAX_VERDICT_NOTE_CHARS} characters).")
 
 
 class FeedbackResult(BaseModel):

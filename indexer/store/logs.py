@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS feedback_log (
     note TEXT, content_hash TEXT
 );
 CREATE INDEX IF NOT EXISTS feedback_log_doc ON feedback_log(doc_id);
+CREATE INDEX IF NOT EXISTS feedback_log_at ON feedback_log(at);  -- a client's verdicts this hour (server/feedback.py)
 CREATE TABLE IF NOT EXISTS supersede_log (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, old_ref TEXT NOT NULL, new_ref TEXT,
     reason TEXT, action TEXT NOT NULL
@@ -354,13 +355,24 @@ class Logs:
             self._insert(*self._access_rows(client, tool, doc_ids, at or time.time()))
 
     def log_feedback(self, client: str, doc_id: str, verdict: str, note: str | None, content_hash: str | None,
-                     author: str | None = None) -> int:
-        """Append one verdict; return how many verdicts this document now has."""
-        self._insert(
+                     author: str | None = None, keep: int = 0) -> int:
+        """Append one verdict; return how many verdicts this document now has. `keep` > 0: the document keeps
+        only its newest `keep` verdicts (the oldest go in the same transaction), so no section's log grows
+        without bound however many clients judge it."""
+        self._maybe_prune()
+        batch: list[tuple[str, Sequence[tuple]]] = [(
             "INSERT INTO feedback_log (at, client, doc_id, verdict, note, content_hash, author) VALUES (?,?,?,?,?,?,?)",
-            [(time.time(), client, doc_id, verdict, _cut(note), content_hash, author)],
-        )
+            [(time.time(), client, doc_id, verdict, _cut(note), content_hash, author)])]
+        if keep > 0:
+            batch.append(("DELETE FROM feedback_log WHERE doc_id = ? AND id <= (SELECT id FROM feedback_log"
+                          " WHERE doc_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)", [(doc_id, doc_id, keep)]))
+        self._write(batch)
         return self._readers.fetch("SELECT count(*) FROM feedback_log WHERE doc_id = ?", (doc_id,))[0][0]
+
+    def verdicts_by(self, client: str, author: str | None, since: float) -> int:
+        """How many verdicts one client (its kind and named token) gave since `since` (epoch seconds)."""
+        return self._readers.fetch("SELECT count(*) FROM feedback_log WHERE client = ? AND coalesce(author, '') = ?"
+                                   " AND at >= ?", (client, author or "", since))[0][0]
 
     def log_supersede(self, client: str, old_ref: str, new_ref: str | None, reason: str | None, action: str,
                       author: str | None = None) -> None:
