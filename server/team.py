@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from indexer.locks import WriterLock
-from indexer.safe_write import PRIVATE, write_atomic
+from indexer.safe_write import PRIVATE, private_dir, write_atomic
 
 Access = Literal["read", "write"]
 TOKENS_FILE = "tokens.json"
@@ -205,7 +205,7 @@ class TokenStore:
         return gone[0]
 
     def _write(self, entries: list[TokenEntry]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         body = {"version": 1, "tokens": [e.__dict__ for e in sorted(entries, key=lambda e: e.name)]}
         write_atomic(self.path, json.dumps(body, indent=2) + "\n", PRIVATE, refuse_symlink=True, fsync=True)
         os.chmod(self.path, PRIVATE)  # an older file with wider permissions is narrowed too

@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from indexer.safe_write import private_file
 from indexer.store.rows import batched, marks
 from indexer.store.schema import StoreClosed, ThreadReaders, set_aside
 
@@ -131,6 +132,7 @@ class Logs:
             self._maybe_prune()
 
     def _connect(self) -> sqlite3.Connection:
+        private_file(self.path)  # logged queries and decisions: the owner's alone
         conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
