@@ -76,7 +76,7 @@ def storage_kind(exc: BaseException) -> Kind | None:
     return None
 
 
-SQLITE_FULL, SQLITE_READONLY = 13, 8  # sqlite3 result codes (the module is not imported here)
+SQLITE_FULL, SQLITE_READONLY = 13, 8  # SQLite result codes (its driver is not imported here)
 
 
 def classify(exc: BaseException) -> OracleError | None:
