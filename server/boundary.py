@@ -17,9 +17,11 @@ every character remembers where it came from, so only the brackets of a match ar
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import secrets
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,16 +30,13 @@ _OPEN_ONE = "<\uff1c\ufe64\u3008\u2329\u27e8\u276e\u276c\u02c2\u1438\u2039\u29fc
 _CLOSE_ONE = ">\uff1e\ufe65\u3009\u232a\u27e9\u276f\u276d\u02c3\u1433\u203a\u29fd\u2a7a\u227b"
 _OPEN_MANY = {"\u226a": 2, "\u27ea": 2, "\u300a": 2, "\u00ab": 2, "\u22d8": 3, "\u2aa1": 2, "\u2a7d": 1}
 _CLOSE_MANY = {"\u226b": 2, "\u27eb": 2, "\u300b": 2, "\u00bb": 2, "\u22d9": 3, "\u2aa2": 2, "\u2a7e": 1}
-# Characters that show nothing (or nothing a reader would notice) between brackets or letters.
-_INVISIBLE = ("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-              "\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff\u0300-\u036f")
 _ENTITY = r"&(?:lt|gt|#0*6[02]|#x0*3[ceCE]);?"
-_SEGMENT = re.compile(
-    rf"(?P<entity>{_ENTITY})|(?P<invisible>[{_INVISIBLE}]+)|(?P<many>[{''.join(_OPEN_MANY)}{''.join(_CLOSE_MANY)}])"
-    rf"|(?P<plain>(?:[^&{_INVISIBLE}{''.join(_OPEN_MANY)}{''.join(_CLOSE_MANY)}]|&(?!{_ENTITY[1:]}))+)",
-    re.IGNORECASE)
+# ASCII runs as they are; an entity; any other character alone (looked up, folded or dropped one by one).
+_SEGMENT = re.compile(rf"(?P<entity>{_ENTITY})|(?P<ascii>(?:[\x00-\x25\x27-\x7f]|&(?!{_ENTITY[1:]}))+)|(?P<other>[^\x00-\x7f]+)",
+                      re.IGNORECASE)
 # Worth a skeleton at all: some bracket-like character or an entity's ampersand.
 _SUSPECT = re.compile(f"[{_OPEN_ONE}{_CLOSE_ONE}{''.join(_OPEN_MANY)}{''.join(_CLOSE_MANY)}&]")
+_UNSEEN = ("Cf", "Mn", "Me")  # format characters (zero-width, bidi, soft hyphen, tags), combining marks, selectors
 
 _LETTERS = {  # Cyrillic and Greek capitals and small letters that look like the marker's Latin ones
     "А": "A", "В": "B", "С": "C", "Е": "E", "Н": "H", "К": "K", "М": "M", "О": "O", "Р": "P", "Т": "T", "Х": "X",
@@ -58,34 +57,71 @@ _MARKER_CLOSE = re.compile(r"(?<=DATA)[\w\s]*?(>(?:\s*>){2,})", re.IGNORECASE)
 _SALT = secrets.token_bytes(16)
 
 
+@functools.lru_cache(maxsize=4096)
+def _fold(c: str) -> str:
+    """One non-ASCII character as a reader takes it: "" (unseen), "<"/">" (one or more), or its NFKC form."""
+    if c in _OPEN_MANY or c in _CLOSE_MANY:
+        return ("<" if c in _OPEN_MANY else ">") * (_OPEN_MANY.get(c) or _CLOSE_MANY[c])
+    if unicodedata.category(c) in _UNSEEN:
+        return ""
+    folded = c.translate(_FOLD)
+    if folded != c:
+        return folded
+    return "".join(f for f in unicodedata.normalize("NFKC", c).translate(_FOLD) if unicodedata.category(f) not in _UNSEEN)
+
+
 def _skeleton(text: str) -> tuple[str, list[int], list[int]]:
     """(skeleton, start, end): the text as a reader takes it, each skeleton character with the span of the
-    original it stands for. Invisible characters vanish, entities and look-alikes become `<`/`>`, `≪` two."""
+    original it stands for. Format characters and combining marks vanish, entities and look-alikes become
+    `<`/`>` (`≪` two), other characters their compatibility form (NFKC: full-width and mathematical letters)."""
     chars: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
     for m in _SEGMENT.finditer(text):
         kind, s, e = m.lastgroup, m.start(), m.end()
-        if kind == "plain":
-            chars.append(m.group().translate(_FOLD))
+        if kind == "ascii":
+            chars.append(m.group())
             starts.extend(range(s, e))
             ends.extend(range(s + 1, e + 1))
-        elif kind == "entity":
-            entity = m.group().lower()
-            chars.append("<" if ("lt" in entity or "60" in entity or "3c" in entity) else ">")
+            continue
+        if kind == "entity":
+            chars.append(_entity(m))
             starts.append(s)
             ends.append(e)
-        elif kind == "many":
-            c = m.group()
-            n = _OPEN_MANY.get(c) or _CLOSE_MANY[c]
-            chars.append(("<" if c in _OPEN_MANY else ">") * n)
-            starts.extend([s] * n)
-            ends.extend([e] * n)
+            continue
+        for i, c in enumerate(m.group(), start=s):
+            folded = _fold(c)
+            if folded:
+                chars.append(folded)
+                starts.extend([i] * len(folded))
+                ends.extend([i + 1] * len(folded))
     return "".join(chars), starts, ends
+
+
+class _FoldTable(dict):
+    """`str.translate` table of `_fold`, filled as characters are met: the skeleton's text at C speed."""
+
+    def __missing__(self, code: int) -> str:
+        value = chr(code) if code < 0x80 else _fold(chr(code))
+        if len(self) < 65536:
+            self[code] = value
+        return value
+
+
+_TABLE = _FoldTable()
+_ENTITY_RE = re.compile(_ENTITY, re.IGNORECASE)
+
+
+def _entity(m: re.Match[str]) -> str:
+    entity = m.group().lower()
+    return "<" if ("lt" in entity or "60" in entity or "3c" in entity) else ">"
 
 
 def _defused(text: str, patterns: list[tuple[re.Pattern[str], int, str]]) -> str:
     if not _SUSPECT.search(text):
+        return text
+    quick = _ENTITY_RE.sub(_entity, text).translate(_TABLE)  # the skeleton without positions: usually no match
+    if not any(pattern.search(quick) for pattern, _, _ in patterns):
         return text
     skeleton, starts, ends = _skeleton(text)
     found = []

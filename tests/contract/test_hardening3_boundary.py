@@ -7,10 +7,8 @@ the real MCP server (an in-process client); each response is scanned for a marke
 
 from __future__ import annotations
 
-import html
 import json
 import re
-import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,21 +16,7 @@ import anyio
 import pytest
 
 from _corpus import open_oracle, write
-from _hostile import MARKER_VARIANTS
-
-# What a reader takes for a bracket: independent of server/boundary.py's tables, so the test does not grade its
-# own homework. NFKC folds full-width and small forms; these are the ones it leaves alone.
-LOOK_ALIKE = str.maketrans({"〈": "<", "⟨": "<", "❮": "<", "❬": "<", "〉": ">", "⟩": ">", "❯": ">", "❭": ">",
-                            "≪": "<<", "≫": ">>", "«": "<<", "»": ">>", "《": "<<", "》": ">>", "⋘": "<<<", "⋙": ">>>",
-                            "О": "O", "Е": "E", "А": "A", "С": "C"})
-MARKER = re.compile(r"<\s*<\s*<[\W_]*(END[\W_]*)?ORACLE[\W_]*REFERENCE[\W_]*DATA|DATA[\w\s]*>\s*>\s*>", re.IGNORECASE)
-
-
-def as_read(text: str) -> str:
-    """The text as a model reads it: entities decoded, invisible and combining characters gone, look-alikes folded."""
-    text = unicodedata.normalize("NFKC", html.unescape(text)).translate(LOOK_ALIKE)
-    return "".join(c for c in text if unicodedata.category(c) not in ("Cf", "Mn", "Me"))
-
+from _hostile import MARKER, MARKER_VARIANTS, as_read
 
 def strings(value: Any) -> Iterator[str]:
     if isinstance(value, str):
