@@ -152,7 +152,11 @@ class AuthFailures:
 def allowed_origins(allowed_hosts: set[str], cors: list[str]) -> set[str]:
     """Origins a write may come from: this server's own names (http, or https behind a TLS proxy) and the CORS
     allow-list, lower-cased (scheme and host are case-insensitive)."""
-    return {f"{scheme}://{h}" for h in allowed_hosts for scheme in ("http", "https")} | {o.lower() for o in cors}
+    origins = {f"{scheme}://{h}" for h in allowed_hosts for scheme in ("http", "https")}
+    # a browser leaves the scheme's default port out of Origin (a TLS proxy listed as `oracle.lan:443`)
+    origins |= {f"http://{h[:-3]}" for h in allowed_hosts if h.endswith(":80")}
+    origins |= {f"https://{h[:-4]}" for h in allowed_hosts if h.endswith(":443")}
+    return origins | {o.lower() for o in cors}
 
 
 class Guard:

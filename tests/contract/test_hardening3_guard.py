@@ -106,3 +106,17 @@ def test_host_case_is_the_same_on_every_route(small, host: str) -> None:
         evil = client.post("/mcp", json=INIT, headers={**MCP_HEADERS, "Host": f"EVIL.example:{port}"})
     assert rest.status_code == 200 and mcp.status_code == 200, (rest.text, mcp.text)
     assert evil.status_code == 421
+
+
+def test_a_tls_proxys_origin_is_its_own(small, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind a TLS proxy listed as `oracle.lan:443`, the browser's Origin `https://oracle.lan` may write."""
+    from server.http import build_app
+
+    monkeypatch.setenv("ORACLE_ALLOWED_HOSTS", "oracle.lan:443")
+    port = free_port()
+    with _client(build_app(small, port=port, token=None), port) as client:
+        ours = client.post("/api/feedback", json={"id": "c_" + "0" * 20, "verdict": "helpful"},
+                           headers={"Host": "oracle.lan:443", "Origin": "https://oracle.lan"})
+        theirs = client.post("/api/feedback", json={"id": "c_" + "0" * 20, "verdict": "helpful"},
+                             headers={"Host": "oracle.lan:443", "Origin": "https://oracle.lan.evil.example"})
+    assert ours.status_code == 404 and theirs.status_code == 403, (ours.text, theirs.text)
