@@ -353,10 +353,10 @@ class SearchMeta(BaseModel):
     languages: list[str] | None = Field(
         default=None, description="The query's language(s), preferred over the others' notes in a base translated "
         "into several languages (null: no preference).")
-    expanded_with: list[str] = Field(
+    expanded_with: list[NoteText] = Field(
         default_factory=list, description="Words of the first ranking's best notes added to a second keyword "
         "query (hybrid search): how the answer's own vocabulary was found for a question phrased otherwise.")
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[NoteText] = Field(default_factory=list)
 
 
 class SearchResult(BaseModel):
@@ -447,7 +447,7 @@ class LearnResult(BaseModel):
     title: str
     concepts: list[str]
     embedded: bool
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[NoteText] = Field(default_factory=list)
     near_duplicates: list[NearDuplicate] = Field(default_factory=list)
     replayed: bool = Field(default=False, description="True when an idempotency key had already saved this learning:"
                            " nothing new was written.")
@@ -508,7 +508,7 @@ class ConsultResult(BaseModel):
     mode: Literal["full", "core"] = Field(
         default="full", description="full: principles and learnings; core: principles only (context_window under "
         "30,000 tokens).")
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[NoteText] = Field(default_factory=list)
     working_set_id: str = Field(default="", description="SHA-256 of the canonical JSON of what this consultation used"
                                 " (decision, context, budget, sources' ids and hashes in order, guidance, index state);"
                                 " oracle_verify(working_set_id=...) says later whether it still reproduces.")
@@ -576,7 +576,7 @@ class ListResult(BaseModel):
     limit: int
     offset: int
     unit: Literal["note", "section"] = "note"
-    warnings: list[str] = Field(default_factory=list, description="Why the page is empty, when it is.")
+    warnings: list[NoteText] = Field(default_factory=list, description="Why the page is empty, when it is.")
 
 
 class ConceptsRequest(BaseModel):
@@ -892,7 +892,7 @@ class EditResult(BaseModel):
     file_hash: str = Field(description="The note's file_hash now: pass it as expected_hash to edit it again.")
     chunk_ids: list[str] = Field(description="The note's sections as indexed now (before this call returned).")
     author: str | None = Field(default=None, description="The named token that made the edit (team mode).")
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[NoteText] = Field(default_factory=list)
 
 
 class ArchiveRequest(_NoteTarget):

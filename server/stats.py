@@ -26,7 +26,7 @@ class Drift(BaseModel):
     unmapped_folders: dict[NoteText, int]  # top-level folder ("." = root files) -> markdown files with no type
     symlink_aliases: int = 0  # symlinks to notes indexed under their real name (one note, not two)
     excluded: dict[str, int] = {}  # rule (exclude, .gitignore, include) -> markdown files it leaves out
-    config_warnings: list[str] = []  # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder
+    config_warnings: list[NoteText] = []  # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder
     # names two or more files spell in different Unicode normal forms (NFC/NFD): none of them is indexed
     name_collisions: list[NoteText] = []
 
