@@ -31,7 +31,7 @@ _CLOSE_ONE = ">\uff1e\ufe65\u3009\u232a\u27e9\u276f\u276d\u02c3\u1433\u203a\u29f
 _OPEN_MANY = {"\u226a": 2, "\u27ea": 2, "\u300a": 2, "\u00ab": 2, "\u22d8": 3, "\u2aa1": 2, "\u2a7d": 1}
 _CLOSE_MANY = {"\u226b": 2, "\u27eb": 2, "\u300b": 2, "\u00bb": 2, "\u22d9": 3, "\u2aa2": 2, "\u2a7e": 1}
 _ENTITY = r"&(?:lt|gt|#0*6[02]|#x0*3[ceCE]);?"
-# ASCII runs as they are; an entity; any other character alone (looked up, folded or dropped one by one).
+# ASCII runs as they are; an entity; runs of other characters, each folded or dropped one by one (`_fold`).
 _SEGMENT = re.compile(rf"(?P<entity>{_ENTITY})|(?P<ascii>(?:[\x00-\x25\x27-\x7f]|&(?!{_ENTITY[1:]}))+)|(?P<other>[^\x00-\x7f]+)",
                       re.IGNORECASE)
 # Worth a skeleton at all: some bracket-like character or an entity's ampersand.
