@@ -17,6 +17,7 @@ from pathlib import Path
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 PRIVATE = 0o600  # the data dir's files: indexes, logs, the server record
+PRIVATE_DIR = 0o700  # the data dir itself: what the notes hold, and every logged query, is the user's alone
 SHARED = 0o666  # a file in the user's own folder (oracle.toml, a learning): the umask decides
 
 
@@ -62,3 +63,33 @@ def write_atomic(target: Path, data: bytes | str, mode: int = PRIVATE, *, refuse
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def private_dir(path: Path, *, narrow: bool = False) -> Path:
+    """`path` as a folder only its owner can enter: created 0700 (with any missing parents), and with `narrow`,
+    an existing one of ours that others can read is narrowed to 0700. Before, the data dir and its databases were
+    created world-readable, so any local user could read every note's text and every logged query."""
+    path.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    if narrow:
+        st = path.stat()
+        if st.st_uid == os.getuid() and st.st_mode & 0o077:
+            os.chmod(path, PRIVATE_DIR)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """A database file that only its owner can read, before SQLite opens it: created empty 0600 (exclusively,
+    never through a symlink) when missing, narrowed to 0600 when ours and wider. SQLite gives its -wal and -shm
+    files the database's permissions; older ones are narrowed here too."""
+    try:
+        os.close(os.open(path, _NEW_FILE, PRIVATE))
+    except FileExistsError:
+        pass
+    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            st = os.lstat(name)
+        except FileNotFoundError:
+            continue
+        if st.st_uid == os.getuid() and st.st_mode & 0o077 and not os.path.islink(name):
+            os.chmod(name, PRIVATE)
+    return path

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from indexer.config import Settings
 from indexer.embed import Embedder
 from indexer.maintenance import SWEEP_SECONDS, Maintenance, Reporter
+from indexer.safe_write import private_dir
 from indexer.store import Store
 from indexer.sync import Indexer
 from indexer.vectors import VectorStore
@@ -57,6 +58,7 @@ class Oracle:
         """`check=False` (a server) leaves the index's integrity check (it reads the whole file: Store.verify)
         and the usage logs' retention to the maintenance worker, after the handshake."""
         settings = settings or Settings.from_env()
+        private_dir(settings.data_dir, narrow=settings.db_path.exists())  # 0700; an existing index's dir narrowed
         store = Store(settings.db_path, check=check)
         vectors = VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
         embedder = Embedder(settings.embedding)

@@ -21,6 +21,7 @@ from server.models import (
     ListItem,
     ListRequest,
     ListResult,
+    NoteText,
     ReflectRequest,
     past_the_end,
 )
@@ -83,21 +84,21 @@ def concepts(oracle: Oracle, request: ConceptsRequest) -> ConceptsResult:
 
 
 class GraphNode(BaseModel):
-    id: str
-    label: str
+    id: NoteText  # concept, document path or relation term: all written by notes
+    label: NoteText
     kind: str  # "concept" | "document" | "entity" (a subject or object of a relation)
     count: int
     type: str | None = None
 
 
 class GraphEdge(BaseModel):
-    source: str
-    target: str
+    source: NoteText
+    target: NoteText
     weight: int
     # "co-occurs" (concept-concept, weight = files with both) | "tagged" (document-concept) |
     # "relation" (entity-entity, label = predicate, weight = notes stating it)
     kind: str
-    label: str | None = None
+    label: NoteText | None = None
 
 
 class Graph(BaseModel):

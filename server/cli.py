@@ -36,8 +36,16 @@ def _safe(text: object) -> str:
                         str(text))
 
 
+# json.dumps escapes C0 controls but writes DEL, the C1 controls (U+0080-U+009F: U+009B is a terminal's CSI, as
+# ESC [ is) and bidi overrides raw; outside the ASCII structure of JSON they can only sit inside strings, where a
+# \uXXXX escape is the same character to any JSON reader.
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
 def _dump(data: object) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False))
+    """`--json`: readable non-ASCII text, and nothing a terminal would act on (issue 26)."""
+    text = json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False)
+    print(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 def emit(args: argparse.Namespace, data: dict, renderer: Renderer) -> int:

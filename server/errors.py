@@ -12,14 +12,14 @@ import errno
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-Kind = Literal["invalid", "forbidden", "not_found", "conflict", "unavailable", "storage_full"]
+Kind = Literal["invalid", "forbidden", "not_found", "conflict", "unavailable", "storage_full", "too_many"]
 
 # forbidden: a read-only token (team mode, server/team.py) asked for a write
 HTTP_STATUS: dict[str, int] = {"invalid": 400, "forbidden": 403, "not_found": 404, "conflict": 409,
-                               "unavailable": 503, "storage_full": 507}
+                               "unavailable": 503, "storage_full": 507, "too_many": 429}
 VALIDATION_STATUS = 422  # malformed arguments (the request models said no), as FastAPI has always answered
 EXIT_CODE: dict[str, int] = {"invalid": 2, "not_found": 3, "conflict": 4, "unavailable": 5, "storage_full": 6,
-                             "forbidden": 7}
+                             "forbidden": 7, "too_many": 8}
 # errno of a failed write -> kind: out of space is the caller's to fix by freeing space, not a bad request.
 WRITE_ERRNO_KIND: dict[int, Kind] = {errno.ENOSPC: "storage_full", errno.EDQUOT: "storage_full",
                                      errno.EFBIG: "storage_full", errno.EROFS: "unavailable"}
@@ -59,6 +59,26 @@ def _write_kind(exc: BaseException) -> Kind | None:
     return None
 
 
+def storage_kind(exc: BaseException) -> Kind | None:
+    """storage_full (or unavailable, for a read-only disk) when `exc` or what caused it is a write the disk
+    refused: an OSError's errno, or SQLite's own "database or disk is full" (SQLITE_FULL), which a log write or
+    a verdict meets on a full data dir. Before, those were 500s."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in WRITE_ERRNO_KIND:
+            return WRITE_ERRNO_KIND[seen.errno]
+        code = getattr(seen, "sqlite_errorcode", None)
+        if code == SQLITE_FULL or (code is None and "database or disk is full" in str(seen)):
+            return "storage_full"
+        if code == SQLITE_READONLY:
+            return "unavailable"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+SQLITE_FULL, SQLITE_READONLY = 13, 8  # SQLite result codes (its driver is not imported here)
+
+
 def classify(exc: BaseException) -> OracleError | None:
     """The OracleError a service exception stands for, or None for a bug (which stays a 500 / crash).
 
@@ -70,7 +90,7 @@ def classify(exc: BaseException) -> OracleError | None:
     from indexer.sync import SyncRefused
     from server.app import ServerConfigError
     from server.browse import NotFound
-    from server.feedback import FeedbackError
+    from server.feedback import FeedbackError, FeedbackLimit
     from server.files import FileNotInRoot, PathRefused
     from server.learn import LearnError, LearnKeyConflict, LearnLost
     from server.query import QueryError
@@ -81,10 +101,18 @@ def classify(exc: BaseException) -> OracleError | None:
         return OracleError("conflict", message)
     if isinstance(exc, LearnError):
         return OracleError(_write_kind(exc) or "invalid", message)
+    if isinstance(exc, FeedbackLimit):
+        return OracleError("too_many", message)
     if isinstance(exc, (NotFound, FileNotInRoot, FeedbackError)):
         return OracleError("not_found", message)
     if isinstance(exc, (QueryError, PathRefused, SupersedeError, SyncRefused, ServerConfigError)):
         return OracleError("invalid", message)
+    full = storage_kind(exc)
+    if full == "storage_full":
+        return OracleError(full, f"the data dir's disk is full ({message}): nothing was recorded; free some space"
+                                 " and try again")
+    if full == "unavailable":
+        return OracleError(full, f"the data dir cannot be written ({message}): check its disk and permissions")
     return None
 
 

@@ -9,6 +9,7 @@ without outranking clearly better matches.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from server.app import Oracle
@@ -16,8 +17,21 @@ from server.models import FeedbackRequest, FeedbackResult
 from server.scoring import SCORE_DECIMALS, feedback_factor
 
 
+# feedback_log is never pruned by age (search ranks by it), so what a client can add is bounded instead (issue
+# 26: one client grew it by 3.8 MB/s): a short note (MAX_VERDICT_NOTE_CHARS, server/models.py), at most
+# VERDICTS_PER_HOUR verdicts per client (its transport, and its named token in team mode) and hour, and each
+# section keeps its newest VERDICTS_PER_SECTION. Repeats are not merged: without tokens every local agent is the
+# same client ("mcp"), and their separate verdicts on one note must all count.
+VERDICTS_PER_HOUR = 600
+VERDICTS_PER_SECTION = 1000
+
+
 class FeedbackError(LookupError):
     """The id names no indexed chunk; the message says where ids come from."""
+
+
+class FeedbackLimit(RuntimeError):
+    """This client gave too many verdicts this hour; the message says when it may give more."""
 
 
 def record_feedback(oracle: Oracle, request: FeedbackRequest, client: str = "cli",
@@ -28,7 +42,12 @@ def record_feedback(oracle: Oracle, request: FeedbackRequest, client: str = "cli
         raise FeedbackError(
             f"id: no indexed chunk has id {request.id!r}; use the id of a search hit or consult source"
         )
-    oracle.logs.log_feedback(client, request.id, request.verdict, request.note, doc.content_hash, author=author)
+    if oracle.logs.verdicts_by(client, author, time.time() - 3600) >= VERDICTS_PER_HOUR:
+        raise FeedbackLimit(f"{VERDICTS_PER_HOUR} verdicts in the last hour from this client ({client}"
+                            f"{', ' + author if author else ''}): give more later; a verdict per note you actually"
+                            " used is plenty")
+    oracle.logs.log_feedback(client, request.id, request.verdict, request.note, doc.content_hash, author=author,
+                             keep=VERDICTS_PER_SECTION)
     helpful, misleading = note_feedback(oracle, [doc.file]).get(doc.file, (0, 0))
     return FeedbackResult(
         id=request.id, verdict=request.verdict, title=doc.title, source_file=doc.file,

@@ -27,6 +27,7 @@ from indexer.discover import (
 )
 from indexer.rootconfig import Layout
 from server.app import Oracle
+from server.models import NoteText
 
 MAX_READ_BYTES = 5 * 1024 * 1024
 # The indexer skips these (dotfiles, editor temporaries); a reader must not serve what was never indexed.
@@ -42,8 +43,8 @@ class FileNotInRoot(LookupError):
 
 
 class FileContent(BaseModel):
-    path: str
-    text: str
+    path: NoteText  # the note's own text and name, defused as every result's (server/boundary.py)
+    text: NoteText
     size: int
     chunk_ids: list[str]
 

@@ -18,6 +18,8 @@ import os
 import re
 import secrets
 import socket
+import time
+from collections import deque
 from pathlib import Path
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -43,11 +45,20 @@ from server.errors import VALIDATION_STATUS, OracleError, classify, problem, pro
 from server.feedback import feedback_overview
 from server.files import FileContent, read_file
 from server.mcp_server import build_server
+from server.models import NoteData
 from server.mcp_sessions import MAX_SESSIONS, SessionGuard
 from server.slots import ServiceSlots
 from server.stats import stats
 from server.supersede import supersessions_overview
-from server.team import ANONYMOUS, IDENTITY_KEY, Identity, TokenError, TokenStore, identity_of
+from server.team import (
+    ANONYMOUS,
+    IDENTITY_KEY,
+    Identity,
+    TokenError,
+    TokenStore,
+    identity_of,
+    weak_token,
+)
 from server.tools import BY_PATH, TOOLS, Caller, Tool
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -63,7 +74,6 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-MIN_TOKEN_CHARS = 16
 # Served without the token: liveness, and the dashboard's static shell (no data in it; it asks for the
 # token and sends it with every API call). Everything else, reads included, needs the token when one is set.
 # /api/server-proof is public because a CLI checks it before it sends a token (server/remote.py).
@@ -72,12 +82,11 @@ PUBLIC_PREFIXES = ("/static/",)
 
 
 def check_token(token: str | None) -> str | None:
-    """The configured token, or ServerConfigError when it is too short to resist guessing."""
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise ServerConfigError(
-            f"ORACLE_TOKEN is {len(token)} characters; use at least {MIN_TOKEN_CHARS}"
-            " (e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
-        )
+    """The configured token, or ServerConfigError when it is too easy to guess (`weak_token` says why)."""
+    if token is not None:
+        reason = weak_token(token)
+        if reason:
+            raise ServerConfigError(f"ORACLE_TOKEN is refused: {reason}")
     return token
 
 
@@ -104,20 +113,72 @@ def needs_token(method: str, path: str) -> bool:
     return path not in PUBLIC_PATHS and not path.startswith(PUBLIC_PREFIXES)
 
 
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+FAILED_AUTH_LIMIT = 20  # wrong bearer tokens one client address may send within FAILED_AUTH_WINDOW ...
+FAILED_AUTH_WINDOW = 60.0  # ... seconds; beyond, every request from it is a 429 until the window has passed
+FAILED_AUTH_ADDRESSES = 4096  # addresses remembered at most (the oldest forgotten first)
+
+
+class AuthFailures:
+    """Wrong tokens per client address in a sliding window: without a limit a client could try tokens as fast as
+    the server answers. Bounded in memory (`FAILED_AUTH_ADDRESSES`); one event loop thread uses it."""
+
+    def __init__(self, limit: int = FAILED_AUTH_LIMIT, window: float = FAILED_AUTH_WINDOW,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit, self.window, self.clock = limit, window, clock
+        self.seen: dict[str, deque[float]] = {}
+
+    def wait(self, address: str) -> float:
+        """Seconds until `address` may try again (0: now)."""
+        times = self.seen.get(address)
+        if not times:
+            return 0.0
+        now = self.clock()
+        while times and now - times[0] >= self.window:
+            times.popleft()
+        if not times:
+            del self.seen[address]
+            return 0.0
+        return self.window - (now - times[0]) if len(times) >= self.limit else 0.0
+
+    def failed(self, address: str) -> None:
+        times = self.seen.pop(address, None) or deque(maxlen=self.limit)
+        times.append(self.clock())
+        self.seen[address] = times  # most recent last: the first entries are the ones to forget
+        while len(self.seen) > FAILED_AUTH_ADDRESSES:
+            del self.seen[next(iter(self.seen))]
+
+
+def allowed_origins(allowed_hosts: set[str], cors: list[str]) -> set[str]:
+    """Origins a write may come from: this server's own names (http, or https behind a TLS proxy) and the CORS
+    allow-list, lower-cased (scheme and host are case-insensitive)."""
+    origins = {f"{scheme}://{h}" for h in allowed_hosts for scheme in ("http", "https")}
+    # a browser leaves the scheme's default port out of Origin (a TLS proxy listed as `oracle.lan:443`)
+    origins |= {f"http://{h[:-3]}" for h in allowed_hosts if h.endswith(":80")}
+    origins |= {f"https://{h[:-4]}" for h in allowed_hosts if h.endswith(":443")}
+    return origins | {o.lower() for o in cors}
+
+
 class Guard:
-    """Host-header check and bearer token for every route but the public ones, as plain ASGI middleware.
+    """Host header, Origin of writes and bearer token for every route but the public ones, as plain ASGI
+    middleware, the same on every route (the REST API, the dashboard and /mcp).
 
     Tokens are needed when ORACLE_TOKEN is set or any named token exists (team mode, server/team.py); the
     shared token is a writer without a name, a named token is its own identity, set on the scope for the
     routes and /mcp (`identity_of`). Named tokens are looked up on every request, so a revoked one stops
-    working at once."""
+    working at once. The Host header is compared and passed on lower-cased, so /mcp (whose SDK compares
+    exactly) answers `LOCALHOST` as the REST routes do; a write (any method but GET, HEAD, OPTIONS) that says
+    where it comes from must come from an allowed origin (a page elsewhere cannot post a learning through the
+    user's browser); a client address that sent `FAILED_AUTH_LIMIT` wrong tokens waits (429)."""
 
     def __init__(self, app: ASGIApp, allowed_hosts: set[str], token: str | None,
-                 tokens: TokenStore | None = None) -> None:
+                 tokens: TokenStore | None = None, origins: set[str] | None = None) -> None:
         self.app = app
         self.allowed_hosts = allowed_hosts
         self.token = token
         self.tokens = tokens
+        self.origins = origins if origins is not None else allowed_origins(allowed_hosts, [])
+        self.failures = AuthFailures()
 
     def identify(self, header: str) -> Identity | None:
         """The identity behind an Authorization header, or None when it names no token."""
@@ -138,7 +199,19 @@ class Guard:
             await _deny(send, 421, f"Host {host[:100]!r} is not served here (DNS rebinding protection;"
                                    " add it to ORACLE_ALLOWED_HOSTS if it names this server)")
             return
+        scope = dict(scope, headers=[(k, v.lower() if k.lower() == b"host" else v) for k, v in scope["headers"]])
+        origin = headers.get("origin")
+        if scope["method"] not in SAFE_METHODS and origin is not None and origin.lower() not in self.origins:
+            await _deny(send, 403, f"Origin {origin[:100]!r} may not write here (cross-site request protection;"
+                                   " add it to ORACLE_CORS_ORIGINS if it is yours)")
+            return
         if needs_token(scope["method"], scope["path"]):
+            address = (scope.get("client") or ("?", 0))[0]
+            wait = self.failures.wait(address)
+            if wait:
+                await _deny(send, 429, f"too many wrong tokens from {address}: try again in {math.ceil(wait)} s",
+                            [(b"retry-after", str(math.ceil(wait)).encode())])
+                return
             try:
                 team = self.tokens is not None and self.tokens.enabled()
                 who = self.identify(headers.get("authorization", "")) if (self.token or team) else ANONYMOUS
@@ -146,6 +219,8 @@ class Guard:
                 await _deny(send, 503, str(exc))
                 return
             if who is None:
+                if bearer(headers.get("authorization", "")):  # a guess: a request without a token is not one
+                    self.failures.failed(address)
                 await _deny(send, 401, "missing or wrong token: send 'Authorization: Bearer <token>' (ORACLE_TOKEN,"
                             " or a named token from `oracle token add`)",
                             [(b"www-authenticate", b'Bearer realm="oracle"')])
@@ -310,22 +385,24 @@ class Health(BaseModel):
     chunks: int
 
 
+# Rows of the logs and overviews quote note text (titles, paths, reasons, guidance, queries): NoteData defuses
+# every string in them, as the tools' results are (server/boundary.py).
 class FeedbackOverview(BaseModel):
-    helpful: list[dict]
-    misleading: list[dict]
+    helpful: list[NoteData]
+    misleading: list[NoteData]
 
 
 class Supersessions(BaseModel):
-    supersessions: list[dict]
+    supersessions: list[NoteData]
 
 
 class LogsResult(BaseModel):
-    searches: list[dict]
-    consultations: list[dict]
-    learnings: list[dict]  # each with `author`: the named token that wrote it (team mode), else null
-    feedback: list[dict] = []
-    supersessions: list[dict] = []
-    edits: list[dict] = []  # edits and archives (server/edit.py), with author, hashes and where an archive went
+    searches: list[NoteData]
+    consultations: list[NoteData]
+    learnings: list[NoteData]  # each with `author`: the named token that wrote it (team mode), else null
+    feedback: list[NoteData] = []
+    supersessions: list[NoteData] = []
+    edits: list[NoteData] = []  # edits and archives (server/edit.py), with author, hashes and where an archive went
     per_day: dict[str, list[dict]]
     per_hour: dict[str, list[dict]]  # the last 48 hours, "YYYY-MM-DDTHH" (UTC)
 
@@ -492,8 +569,9 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         allow_methods=["GET", "POST"],
         allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
     )
-    return SecurityHeaders(Guard(BodyLimit(app), allowed_hosts={h.lower() for h in allowed_hosts}, token=token,
-                                 tokens=tokens))
+    hosts = {h.lower() for h in allowed_hosts}
+    return SecurityHeaders(Guard(BodyLimit(app), allowed_hosts=hosts, token=token, tokens=tokens,
+                                 origins=allowed_origins(hosts, origins)))
 
 
 def mapped(service: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from indexer.concepts import tag_parts
 from indexer.fields import FieldCondition, WhereError, canonical_where, parse_where
 from indexer.parse import MAX_TERM_CHARS, relation_term
-from server.boundary import defuse_markers
+from server.boundary import defuse_data, defuse_markers
 from server.query import MAX_QUERY_CHARS
 
 DocType = Literal["all", "principle", "learning", "retro"]
@@ -21,6 +21,8 @@ MAX_LIMIT = 100
 # Text a note's author wrote (titles, headings, snippets, bodies, paths from frontmatter), as every result
 # model returns it: nothing in it may read as a consult boundary marker (server/boundary.py).
 NoteText = Annotated[str, AfterValidator(defuse_markers)]
+# Objects holding such text (frontmatter, log rows): every string in them, keys included, at any depth, defused.
+NoteData = Annotated[dict, AfterValidator(defuse_data)]
 
 
 def _concepts_schema(max_items: int | None = None) -> WithJsonSchema:
@@ -70,9 +72,9 @@ class Triplet(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    subject: str = Field(min_length=1, max_length=MAX_TERM_CHARS)
-    predicate: str = Field(min_length=1, max_length=MAX_TERM_CHARS)
-    object: str = Field(min_length=1, max_length=MAX_TERM_CHARS)
+    subject: NoteText = Field(min_length=1, max_length=MAX_TERM_CHARS)
+    predicate: NoteText = Field(min_length=1, max_length=MAX_TERM_CHARS)
+    object: NoteText = Field(min_length=1, max_length=MAX_TERM_CHARS)
 
     @model_validator(mode="before")
     @classmethod
@@ -274,7 +276,7 @@ class SupersededBy(BaseModel):
     id: str
     source_file: NoteText
     title: NoteText
-    reason: str | None = None
+    reason: NoteText | None = None
     via: Literal["tool", "frontmatter"]
 
 
@@ -288,14 +290,14 @@ class MatchedSection(BaseModel):
 
 class DuplicateRef(BaseModel):
     id: str
-    source_file: str
+    source_file: NoteText
 
 
 class TranslationRef(BaseModel):
     """The same page in another language, folded under the hit in the asker's language."""
 
     id: str
-    source_file: str
+    source_file: NoteText
     lang: str | None = None
 
 
@@ -306,12 +308,12 @@ class Hit(BaseModel):
     title: NoteText
     heading: NoteText
     snippet: NoteText
-    source_file: str
+    source_file: NoteText
     line_start: int
     line_end: int
-    concepts: list[str]
-    project: str | None
-    date: str | None
+    concepts: list[NoteText]
+    project: NoteText | None
+    date: NoteText | None
     content_hash: str
     score: float
     found_by: list[str]
@@ -351,10 +353,10 @@ class SearchMeta(BaseModel):
     languages: list[str] | None = Field(
         default=None, description="The query's language(s), preferred over the others' notes in a base translated "
         "into several languages (null: no preference).")
-    expanded_with: list[str] = Field(
+    expanded_with: list[NoteText] = Field(
         default_factory=list, description="Words of the first ranking's best notes added to a second keyword "
         "query (hybrid search): how the answer's own vocabulary was found for a question phrased otherwise.")
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[NoteText] = Field(default_factory=list)
 
 
 class SearchResult(BaseModel):
@@ -434,7 +436,7 @@ class LearnRequest(BaseModel):
 class NearDuplicate(BaseModel):
     id: str
     title: NoteText
-    source_file: str
+    source_file: NoteText
     similarity: float
 
 
@@ -445,7 +447,7 @@ class LearnResult(BaseModel):
     title: str
     concepts: list[str]
     embedded: bool
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[NoteText] = Field(default_factory=list)
     near_duplicates: list[NearDuplicate] = Field(default_factory=list)
     replayed: bool = Field(default=False, description="True when an idempotency key had already saved this learning:"
                            " nothing new was written.")
@@ -480,7 +482,7 @@ class Source(BaseModel):
     type: str
     title: NoteText
     heading: NoteText
-    source_file: str
+    source_file: NoteText
     line_start: int
     line_end: int
     content_hash: str
@@ -506,7 +508,7 @@ class ConsultResult(BaseModel):
     mode: Literal["full", "core"] = Field(
         default="full", description="full: principles and learnings; core: principles only (context_window under "
         "30,000 tokens).")
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[NoteText] = Field(default_factory=list)
     working_set_id: str = Field(default="", description="SHA-256 of the canonical JSON of what this consultation used"
                                 " (decision, context, budget, sources' ids and hashes in order, guidance, index state);"
                                 " oracle_verify(working_set_id=...) says later whether it still reproduces.")
@@ -519,12 +521,12 @@ class Document(BaseModel):
     title: NoteText
     heading: NoteText
     content: NoteText
-    source_file: str
+    source_file: NoteText
     line_start: int
     line_end: int
-    concepts: list[str]
-    project: str | None
-    date: str | None
+    concepts: list[NoteText]
+    project: NoteText | None
+    date: NoteText | None
     content_hash: str
 
 
@@ -562,9 +564,9 @@ class ListItem(BaseModel):
     type: str
     title: NoteText
     heading: NoteText
-    source_file: str
-    date: str | None
-    concepts: list[str]
+    source_file: NoteText
+    date: NoteText | None
+    concepts: list[NoteText]
     sections: int = Field(default=1, description="Sections in the note (unit=note), else 1.")
 
 
@@ -574,7 +576,7 @@ class ListResult(BaseModel):
     limit: int
     offset: int
     unit: Literal["note", "section"] = "note"
-    warnings: list[str] = Field(default_factory=list, description="Why the page is empty, when it is.")
+    warnings: list[NoteText] = Field(default_factory=list, description="Why the page is empty, when it is.")
 
 
 class ConceptsRequest(BaseModel):
@@ -585,7 +587,7 @@ class ConceptsRequest(BaseModel):
 
 
 class ConceptCount(BaseModel):
-    concept: str
+    concept: NoteText
     count: int = Field(description="Notes carrying the concept (in any of their sections).")
 
 
@@ -597,6 +599,7 @@ class ConceptsResult(BaseModel):
 # -- improving with use: feedback, supersede, relations, read, verify ------------------------------
 CHUNK_ID = r"^c_[0-9a-f]{20}$"
 MAX_NOTE_CHARS = 10_000
+MAX_VERDICT_NOTE_CHARS = 1_000  # a verdict's note is kept for ever (issue 26: 10,000 characters a verdict was 3.8 MB/s)
 
 
 class FeedbackRequest(BaseModel):
@@ -604,14 +607,15 @@ class FeedbackRequest(BaseModel):
 
     id: str = Field(pattern=CHUNK_ID, description="The id of a hit or consult source, e.g. c_0123456789abcdef0123.")
     verdict: Literal["helpful", "misleading"] = Field(description="Did the note help or mislead you?")
-    note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS, description="Why, in a sentence.")
+    note: str | None = Field(default=None, max_length=MAX_VERDICT_NOTE_CHARS,
+                             description=f"Why, in a sentence (at most {MAX_VERDICT_NOTE_CHARS} characters).")
 
 
 class FeedbackResult(BaseModel):
     id: str
     verdict: str
     title: NoteText
-    source_file: str
+    source_file: NoteText
     helpful: int
     misleading: int
     feedback_factor: float
@@ -636,7 +640,7 @@ class NoteRef(BaseModel):
     ref: str  # what was given, normalised: a chunk id or a path
     scope: Literal["chunk", "note"]
     id: str  # the chunk id, or the note's first chunk id
-    source_file: str
+    source_file: NoteText
     title: NoteText
     chunks: int
 
@@ -645,7 +649,7 @@ class SupersedeResult(BaseModel):
     action: Literal["supersede", "undo"]
     old: NoteRef
     new: NoteRef | None
-    reason: str | None
+    reason: NoteText | None
 
 
 class RelationsRequest(BaseModel):
@@ -664,11 +668,11 @@ class RelationsRequest(BaseModel):
 
 
 class RelationHit(BaseModel):
-    subject: str
-    predicate: str
-    object: str
+    subject: NoteText
+    predicate: NoteText
+    object: NoteText
     id: str  # the stating note's first chunk
-    source_file: str
+    source_file: NoteText
     title: NoteText
     type: str
 
@@ -719,10 +723,10 @@ class SectionRef(BaseModel):
 
 
 class ReadResult(BaseModel):
-    source_file: str
+    source_file: NoteText
     type: str
     title: NoteText
-    frontmatter: dict
+    frontmatter: NoteData
     content: NoteText
     line_start: int
     line_end: int
@@ -780,7 +784,7 @@ class CitationStatus(BaseModel):
     content_hash: str
     status: Literal["unchanged", "changed", "gone"]
     current_hash: str | None = None
-    source_file: str | None = None
+    source_file: NoteText | None = None
     line_start: int | None = None
     line_end: int | None = None
     same_content_in: list[str] = Field(default_factory=list, description="Chunks that now hold exactly the cited text.")
@@ -803,7 +807,7 @@ class WorkingSetCheck(BaseModel):
 
 class VerifiedNote(BaseModel):
     ref: str  # as given
-    source_file: str
+    source_file: NoteText
     last_verified: str  # the day written (today)
     previous: str | None = Field(default=None, description="The last_verified the note carried before, if any.")
     changed: bool = Field(description="False when the note already said it was verified today: nothing was written.")
@@ -884,13 +888,13 @@ class EditRequest(_NoteTarget):
 
 
 class EditResult(BaseModel):
-    source_file: str
+    source_file: NoteText
     op: str
     previous_hash: str = Field(description="The note's file_hash before the edit.")
     file_hash: str = Field(description="The note's file_hash now: pass it as expected_hash to edit it again.")
     chunk_ids: list[str] = Field(description="The note's sections as indexed now (before this call returned).")
     author: str | None = Field(default=None, description="The named token that made the edit (team mode).")
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[NoteText] = Field(default_factory=list)
 
 
 class ArchiveRequest(_NoteTarget):
@@ -898,8 +902,8 @@ class ArchiveRequest(_NoteTarget):
 
 
 class ArchiveResult(BaseModel):
-    source_file: str
-    archived_to: str = Field(description="Where the file is now, relative to the root (out of the index; never deleted).")
+    source_file: NoteText
+    archived_to: NoteText = Field(description="Where the file is now, relative to the root (out of the index; never deleted).")
     file_hash: str
     removed_chunks: int = Field(description="How many sections left the index.")
     author: str | None = None

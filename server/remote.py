@@ -62,7 +62,7 @@ def record(data_dir: str | os.PathLike, root: str | os.PathLike, host: str, port
 
     Why the proof: the record outlives a server that was killed, and whatever listens on that port later
     (another program, another user's process) must not receive the CLI's queries or its ORACLE_TOKEN."""
-    os.makedirs(data_dir, exist_ok=True)
+    os.makedirs(data_dir, mode=0o700, exist_ok=True)
     secret = secrets.token_bytes(32)
     engine_channel.write_private(server_file(data_dir), json.dumps({
         "pid": os.getpid(), "host": host, "port": port, "root": str(root), "started": time.time(),

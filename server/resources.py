@@ -27,6 +27,7 @@ from urllib.parse import quote
 from mcp.shared.uri_template import UriTemplate
 
 from server.app import Oracle
+from server.boundary import defuse_data, defuse_markers
 from server.browse import NotFound
 from server.files import FileNotInRoot, PathRefused, safe_path
 from indexer.fields import FieldCondition, value_key, value_text
@@ -163,7 +164,9 @@ class Content:
 
 
 def _meta(**values: Any) -> dict[str, Any]:
-    return {META_PREFIX + k: v for k, v in values.items() if v is not None}
+    """A resource's `_meta`: titles, headings, paths and frontmatter are the note's author's, so every string in
+    it is defused as in the tools' results (server/boundary.py)."""
+    return defuse_data({META_PREFIX + k: v for k, v in values.items() if v is not None})
 
 
 def read_note_resource(oracle: Oracle, rel: str, client: str = "mcp") -> Content:
@@ -203,7 +206,7 @@ def read_chunk_resource(oracle: Oracle, chunk_id: str, client: str = "mcp") -> C
     oracle.logs.log_access(client, "read", [chunk_id])
     return Content(
         uri=chunk_uri(chunk_id),
-        text=section.content,
+        text=defuse_markers(section.content),
         mime_type="text/markdown",
         meta=_meta(
             id=chunk_id, note=note_uri(section.file), path=section.file, type=section.type, kind=section.kind,
@@ -232,7 +235,7 @@ def read_field_resource(oracle: Oracle, name: str, value: str) -> Content:
         if note is not None:
             notes.append({"path": path, "uri": note_uri(path), "type": note.type, "title": note.title or path})
     body = {"field": name.strip(), "value": text, "total": len(paths), "notes": notes}
-    return Content(uri=field_uri(name, value), text=json.dumps(body, ensure_ascii=False, indent=2),
+    return Content(uri=field_uri(name, value), text=json.dumps(defuse_data(body), ensure_ascii=False, indent=2),
                    mime_type="application/json", meta=_meta(field=name.strip(), total=len(paths)))
 
 

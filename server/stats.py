@@ -12,22 +12,23 @@ from indexer.vectors import VectorStoreUnavailable
 from server import __version__
 from server.app import Oracle
 from server.freshness import stale_by_type
+from server.models import NoteText
 
 
 class Drift(BaseModel):
     in_sync: bool
-    not_indexed: list[str]
+    not_indexed: list[NoteText]  # paths are the knowledge base's own: defused (server/boundary.py)
     not_indexed_count: int
-    changed_since_index: list[str]
+    changed_since_index: list[NoteText]
     changed_since_index_count: int
-    vanished: list[str]
+    vanished: list[NoteText]
     vanished_count: int
-    unmapped_folders: dict[str, int]  # top-level folder ("." = root files) -> markdown files with no type
+    unmapped_folders: dict[NoteText, int]  # top-level folder ("." = root files) -> markdown files with no type
     symlink_aliases: int = 0  # symlinks to notes indexed under their real name (one note, not two)
     excluded: dict[str, int] = {}  # rule (exclude, .gitignore, include) -> markdown files it leaves out
-    config_warnings: list[str] = []  # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder
+    config_warnings: list[NoteText] = []  # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder
     # names two or more files spell in different Unicode normal forms (NFC/NFD): none of them is indexed
-    name_collisions: list[str] = []
+    name_collisions: list[NoteText] = []
 
 
 class DocumentCounts(BaseModel):
@@ -38,7 +39,7 @@ class DocumentCounts(BaseModel):
 class FileCounts(BaseModel):
     total: int
     by_type: dict[str, int]
-    skipped: dict[str, str]
+    skipped: dict[NoteText, NoteText]  # path -> why it is not indexed
     with_warnings: int
 
 

@@ -30,13 +30,39 @@ from pathlib import Path
 from typing import Literal
 
 from indexer.locks import WriterLock
-from indexer.safe_write import PRIVATE, write_atomic
+from indexer.safe_write import PRIVATE, private_dir, write_atomic
 
 Access = Literal["read", "write"]
 TOKENS_FILE = "tokens.json"
 TOKEN_PREFIX = "oracle_"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 NAME_RULE = "1-64 characters: letters, digits, '.', '_', '@' or '-', starting with a letter or digit"
+
+
+MIN_TOKEN_CHARS = 16
+MIN_DISTINCT_CHARS = 6
+
+
+def weak_token(token: str) -> str | None:
+    """Why a chosen token (ORACLE_TOKEN) is too easy to guess, or None. Named tokens are 256 random bits and
+    never need this. Length alone let `aaaaaaaaaaaaaaaa`, `1234567890123456` and 16 spaces through: a token
+    must be printable without spaces (a Bearer header cannot carry them intact), use at least 8 different
+    characters, and be neither one word repeated (`passwordpassword`) nor mostly a run or a sequence (`aaaa`,
+    `abcd`, `4321`). 16 random hex digits (64 bits) pass."""
+    make = "make one with `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+    if len(token) < MIN_TOKEN_CHARS:
+        return f"it is {len(token)} characters; use at least {MIN_TOKEN_CHARS} ({make})"
+    if not token.strip() or any(c.isspace() or not c.isprintable() for c in token):
+        return f"it contains spaces or control characters, which a Bearer header cannot carry intact ({make})"
+    if len(set(token)) < MIN_DISTINCT_CHARS:
+        return f"it uses only {len(set(token))} different characters; use at least {MIN_DISTINCT_CHARS} ({make})"
+    period = next((p for p in range(1, len(token) // 2 + 1) if all(c == token[i % p] for i, c in enumerate(token))), 0)
+    if period:
+        return f"it repeats {token[:period]!r}; use random characters ({make})"
+    steps = [ord(b) - ord(a) for a, b in zip(token, token[1:])]
+    if sum(1 for d in steps if abs(d) <= 1) * 3 > len(steps) * 2 or len(set(steps)) <= 2:
+        return f"it is mostly a repeated or sequential run of characters ({make})"
+    return None
 
 
 class TokenError(ValueError):
@@ -179,7 +205,7 @@ class TokenStore:
         return gone[0]
 
     def _write(self, entries: list[TokenEntry]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         body = {"version": 1, "tokens": [e.__dict__ for e in sorted(entries, key=lambda e: e.name)]}
         write_atomic(self.path, json.dumps(body, indent=2) + "\n", PRIVATE, refuse_symlink=True, fsync=True)
         os.chmod(self.path, PRIVATE)  # an older file with wider permissions is narrowed too

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 import statistics
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from indexer.safe_write import private_file
 from indexer.store.rows import batched, marks
 from indexer.store.schema import StoreClosed, ThreadReaders, set_aside
 
@@ -42,6 +44,7 @@ CREATE TABLE IF NOT EXISTS feedback_log (
     note TEXT, content_hash TEXT
 );
 CREATE INDEX IF NOT EXISTS feedback_log_doc ON feedback_log(doc_id);
+CREATE INDEX IF NOT EXISTS feedback_log_at ON feedback_log(at);  -- a client's verdicts this hour (server/feedback.py)
 CREATE TABLE IF NOT EXISTS supersede_log (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, old_ref TEXT NOT NULL, new_ref TEXT,
     reason TEXT, action TEXT NOT NULL
@@ -129,6 +132,7 @@ class Logs:
             self._maybe_prune()
 
     def _connect(self) -> sqlite3.Connection:
+        private_file(self.path)  # logged queries and decisions: the owner's alone
         conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -153,8 +157,15 @@ class Logs:
         return conn
 
     def close(self) -> None:
-        """Write the queue, then close. The maintenance worker must be stopped first (Oracle.close)."""
-        self.flush()
+        """Write the queue, then close. The maintenance worker must be stopped first (Oracle.close). A queue
+        that cannot be written (a full disk) is given up with one line on stderr: a shutdown must not fail,
+        nor print a traceback, for usage records."""
+        try:
+            self.flush()
+        except sqlite3.Error as exc:
+            lost = sum(len(rows) for _, rows in self._queue)
+            self._queue = []
+            print(f"oracle: {lost} usage log rows could not be written ({exc}); they are lost", file=sys.stderr)
         self._readers.close()
         with self._lock:  # a write in progress ends first; later ones raise StoreClosed
             self._conn_closed = True
@@ -181,6 +192,15 @@ class Logs:
         except sqlite3.Error:
             pass
         self._maybe_prune()
+
+    def _settle(self) -> None:
+        """Before a read: write the queue so that the read counts it, if the disk lets us. A full or locked
+        disk leaves the rows queued and the read answers from what is written: a read (stats, the dashboard)
+        never fails because a write cannot be made now (issue 26: /api/stats was a 500 on a full disk)."""
+        try:
+            self.flush()
+        except sqlite3.Error:
+            pass
 
     def flush(self) -> None:
         """Write every queued row in one transaction."""
@@ -239,10 +259,11 @@ class Logs:
             try:
                 for sql, rows in batch:
                     self.conn.executemany(sql, rows)
+                self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                if self.conn.in_transaction:  # SQLite rolls back by itself on SQLITE_FULL: a second ROLLBACK raised
+                    self.conn.execute("ROLLBACK")
                 raise
-            self.conn.execute("COMMIT")
 
     # -- writes -----------------------------------------------------------------------------------
     def log_search(self, client: str, tool: str, query: str, params: dict, mode: str, total: int,
@@ -310,10 +331,11 @@ class Logs:
                     state = ("other", row[1])
                 else:
                     state = ("done", row[1]) if row[1] is not None else ("busy", None)
+                self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                if self.conn.in_transaction:  # SQLite rolls back by itself on SQLITE_FULL: a second ROLLBACK raised
+                    self.conn.execute("ROLLBACK")
                 raise
-            self.conn.execute("COMMIT")
         return state
 
     def settle_learn_key(self, key: str, file: str | None) -> None:
@@ -335,13 +357,24 @@ class Logs:
             self._insert(*self._access_rows(client, tool, doc_ids, at or time.time()))
 
     def log_feedback(self, client: str, doc_id: str, verdict: str, note: str | None, content_hash: str | None,
-                     author: str | None = None) -> int:
-        """Append one verdict; return how many verdicts this document now has."""
-        self._insert(
+                     author: str | None = None, keep: int = 0) -> int:
+        """Append one verdict; return how many verdicts this document now has. `keep` > 0: the document keeps
+        only its newest `keep` verdicts (the oldest go in the same transaction), so no section's log grows
+        without bound however many clients judge it."""
+        self._maybe_prune()
+        batch: list[tuple[str, Sequence[tuple]]] = [(
             "INSERT INTO feedback_log (at, client, doc_id, verdict, note, content_hash, author) VALUES (?,?,?,?,?,?,?)",
-            [(time.time(), client, doc_id, verdict, _cut(note), content_hash, author)],
-        )
+            [(time.time(), client, doc_id, verdict, _cut(note), content_hash, author)])]
+        if keep > 0:
+            batch.append(("DELETE FROM feedback_log WHERE doc_id = ? AND id <= (SELECT id FROM feedback_log"
+                          " WHERE doc_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)", [(doc_id, doc_id, keep)]))
+        self._write(batch)
         return self._readers.fetch("SELECT count(*) FROM feedback_log WHERE doc_id = ?", (doc_id,))[0][0]
+
+    def verdicts_by(self, client: str, author: str | None, since: float) -> int:
+        """How many verdicts one client (its kind and named token) gave since `since` (epoch seconds)."""
+        return self._readers.fetch("SELECT count(*) FROM feedback_log WHERE client = ? AND coalesce(author, '') = ?"
+                                   " AND at >= ?", (client, author or "", since))[0][0]
 
     def log_supersede(self, client: str, old_ref: str, new_ref: str | None, reason: str | None, action: str,
                       author: str | None = None) -> None:
@@ -401,14 +434,14 @@ class Logs:
         return current
 
     def counts(self) -> dict[str, int]:
-        self.flush()
+        self._settle()
         return {t: self._readers.fetch(f"SELECT count(*) FROM {t}")[0][0] for t in LOG_TABLES}
 
     def search_latency(self, last: int = 1000, cold: bool = False) -> dict[str, float | None]:
         """p50/p95 of the last `last` warm searches, or (cold=True) of the cold starts among them: a search
         that first loaded the model (each stdio session's first, each lone CLI search) takes seconds, and
         mixed in it showed a p50 of 963 ms for searches that took 70-180 ms."""
-        self.flush()
+        self._settle()
         rows = [v for v, c in self._readers.fetch(
             "SELECT latency_ms, cold FROM search_log ORDER BY id DESC LIMIT ?", (last,))
             if v is not None and bool(c) == cold]
@@ -422,7 +455,7 @@ class Logs:
         """Latency per kind of process that ran the search: "server" (MCP, HTTP, and CLI calls a running
         server answered) and "cli" (a CLI process on its own, which pays for loading the model each time).
         Mixed, a few 3 s CLI cold starts made a 40 ms server look like a 3 s one."""
-        self.flush()
+        self._settle()
         rows = self._readers.fetch(
             "SELECT CASE WHEN client = 'cli' THEN 'cli' ELSE 'server' END, latency_ms FROM search_log"
             " ORDER BY id DESC LIMIT ?", (last,))
@@ -436,7 +469,7 @@ class Logs:
         return out
 
     def recent(self, table: str, limit: int = 20) -> list[dict]:
-        self.flush()
+        self._settle()
         if table not in LOG_TABLES:
             raise ValueError(f"unknown log {table!r}; one of {', '.join(LOG_TABLES)}")
         out = []
@@ -449,14 +482,14 @@ class Logs:
 
     def consult_by_working_set(self, working_set_id: str) -> dict | None:
         """The latest logged consultation with this working set id (its canonical JSON under `working_set`)."""
-        self.flush()
+        self._settle()
         rows = self._readers.fetch_dicts(
             "SELECT id, at, client, working_set_id, working_set FROM consult_log WHERE working_set_id = ?"
             " ORDER BY id DESC LIMIT 1", (working_set_id,))
         return rows[0] if rows else None
 
     def per_day(self, table: str, days: int = 30) -> list[dict]:
-        self.flush()
+        self._settle()
         if table not in LOG_TABLES:
             raise ValueError(f"unknown log {table!r}")
         since = time.time() - days * 86400
@@ -469,7 +502,7 @@ class Logs:
     def per_hour(self, table: str, hours: int = 48) -> list[dict]:
         """Counts per UTC hour ("YYYY-MM-DDTHH") over the last `hours`: a day or two of use is one bar per
         day, so the dashboard draws hours when all the activity is that recent."""
-        self.flush()
+        self._settle()
         if table not in LOG_TABLES:
             raise ValueError(f"unknown log {table!r}")
         since = time.time() - hours * 3600

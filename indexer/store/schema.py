@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from indexer.safe_write import private_file
 from indexer.segment import THAI_MARKS
 
 # 2: relations and superseded_by from frontmatter (an index of version 1 re-parses every file once).
@@ -119,7 +120,9 @@ def set_aside(path: Path, reason: Exception) -> Path:
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit BEGIN IMMEDIATE), WAL, busy timeout."""
+    """A connection in autocommit mode (transactions are explicit BEGIN IMMEDIATE), WAL, busy timeout; the file
+    (and its -wal and -shm) readable by its owner alone."""
+    private_file(path)
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -96,7 +96,7 @@ def test_short_tokens_are_refused_at_start(small, token: str, monkeypatch: pytes
     monkeypatch.setenv("ORACLE_TOKEN", token)
     with pytest.raises(ServerConfigError, match="at least 16"):
         build_app(small, host="127.0.0.1", port=free_port())
-    build_app(small, host="0.0.0.0", port=free_port(), token="x" * 16)
+    build_app(small, host="0.0.0.0", port=free_port(), token="Zq8-vL2pXw7_nR4t")  # 16, and not a run (issue 26)
 
 
 def test_token_comparison_hashes_both_sides() -> None:

@@ -689,13 +689,13 @@ def test_token_guards_writes_and_mcp(small) -> None:
     from server.http import build_app
 
     port = free_port()
-    app = build_app(small, host="0.0.0.0", port=port, token="s3cret-s3cret-s3cret")
+    app = build_app(small, host="0.0.0.0", port=port, token="s3cret-Tq7-w9Zk-LpX")
     learnings = small.settings.root / "learnings"
     before = sorted(p.name for p in learnings.iterdir())
     learn = {"pattern": "Wombat burrows need two exits.", "title": "Wombat burrow exits"}
-    wrong = [None, "", "Bearer", "Bearer nope", "Bearer s3cret-s3cret-s3cre", "Bearer s3cret-s3cret-s3cret2",
-             "Basic s3cret-s3cret-s3cret", "s3cret-s3cret-s3cret", "Bearers3cret-s3cret-s3cret",
-             "Bearer S3CRET-S3CRET-S3CRET"]
+    wrong = [None, "", "Bearer", "Bearer nope", "Bearer s3cret-Tq7-w9Zk-Lp", "Bearer s3cret-Tq7-w9Zk-LpX2",
+             "Basic s3cret-Tq7-w9Zk-LpX", "s3cret-Tq7-w9Zk-LpX", "Bearers3cret-Tq7-w9Zk-LpX",
+             "Bearer S3CRET-TQ7-W9ZK-LPX"]
     with _client(app, port) as client:
         for auth in wrong:
             headers = {"Authorization": auth} if auth else {}
@@ -714,7 +714,7 @@ def test_token_guards_writes_and_mcp(small) -> None:
         assert client.get("/api/search", params={"query": FTS5_QUERY}).status_code == 401
         assert client.get("/").status_code == 200
         # With the token: the write works and MCP answers.
-        good = {"Authorization": "Bearer s3cret-s3cret-s3cret"}
+        good = {"Authorization": "Bearer s3cret-Tq7-w9Zk-LpX"}
         resp = client.post("/api/learn", json=learn, headers=good)
         assert resp.status_code == 201, resp.text
         assert (small.settings.root / resp.json()["file"]).is_file()
@@ -729,10 +729,10 @@ def test_token_guards_writes_and_mcp(small) -> None:
 def test_token_from_environment(small, monkeypatch: pytest.MonkeyPatch) -> None:
     from server.http import build_app
 
-    monkeypatch.setenv("ORACLE_TOKEN", "from-env-from-env-from-env")
+    monkeypatch.setenv("ORACLE_TOKEN", "from-env-Hq4-zV8m-Rt2")
     port = free_port()
     app = build_app(small, host="0.0.0.0", port=port)
-    good = {"Authorization": "Bearer from-env-from-env-from-env"}
+    good = {"Authorization": "Bearer from-env-Hq4-zV8m-Rt2"}
     with _client(app, port) as client:
         assert client.post("/api/learn", json={"pattern": "x"}).status_code == 401
         assert client.post("/api/learn", json={"pattern": " "}, headers=good).status_code == 422
@@ -743,11 +743,11 @@ def test_loopback_with_token_still_guards_writes(small) -> None:
     from server.http import build_app
 
     port = free_port()
-    with _client(build_app(small, port=port, token="t0k-t0k-t0k-t0k-t0k"), port) as client:
+    with _client(build_app(small, port=port, token="t0k-Jw5-pB7x-Nc3"), port) as client:
         assert client.post("/api/learn", json={"pattern": "x"}).status_code == 401
         assert client.post("/mcp", json=MCP_INIT, headers=MCP_HEADERS).status_code == 401
         assert client.get("/api/list").status_code == 401
-        assert client.get("/api/list", headers={"Authorization": "Bearer t0k-t0k-t0k-t0k-t0k"}).status_code == 200
+        assert client.get("/api/list", headers={"Authorization": "Bearer t0k-Jw5-pB7x-Nc3"}).status_code == 200
 
 
 def test_cors_origins_from_environment_never_wildcard(small, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import re
 import unicodedata
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 import server.models as models
-from _hostile import examples, UNICODE_PIECES, any_text, hostile_text, json_values
+from _hostile import MARKER, MARKER_VARIANTS, examples, UNICODE_PIECES, any_text, as_read, hostile_pieces, hostile_text, json_values
 from indexer.parse import SPLIT_LEVEL, content_hash, parse_markdown
 from indexer.store import FileState, Filters, Store, keyword_search
 from indexer.sync import decode_markdown
@@ -378,3 +379,47 @@ def test_date_filters_must_be_calendar_dates(value: str) -> None:
     with pytest.raises(ValidationError, match="is not a calendar date: use YYYY-MM-DD"):
         models.SearchRequest(query="x", date_from=value)
     assert models.SearchRequest(query="x", date_to="2024-02-29").date_to == "2024-02-29"
+
+
+# -- issue 26: boundary defusing and the stdio line reader -------------------------------------------------
+def _marker_text() -> st.SearchStrategy[str]:
+    """Hostile text with marker variants, brackets, entities and invisible characters mixed in."""
+    pieces = st.one_of(hostile_pieces(), st.sampled_from(MARKER_VARIANTS), st.sampled_from(
+        ["<", ">", "<<", "&lt;", "&gt;", "〈", "≪", "«", "\u200e", "\u00ad", "\ufe0f", "\u0351", "END", "ORACLE",
+         "REFERENCE", "DATA", " ", "ＯＲＡＣＬＥ", "𝐃𝐀𝐓𝐀"]))
+    return st.lists(pieces, max_size=20).map("".join)
+
+
+@settings(PURE, max_examples=examples(1500))
+@given(_marker_text())
+@example("<\u0951<\u0951<END \U0001d40eRACLE REFERENCE DATA x>>>")
+def test_no_defused_text_reads_as_a_marker(text: str) -> None:
+    from server.boundary import defuse, defuse_markers
+
+    outside, inside = defuse_markers(text), defuse(text)
+    assert not MARKER.search(as_read(outside)), (text, outside)
+    assert not re.search(r"<\s*<\s*<|>\s*>\s*>", as_read(inside)), (text, inside)
+    assert defuse_markers(outside) == outside and defuse(inside) == inside  # stable: a second pass changes nothing
+    if not MARKER.search(as_read(text)):
+        assert outside == text or "‹" in outside or "›" in outside
+
+
+@settings(PURE, max_examples=examples(500))
+@given(st.lists(st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")), max_size=12),
+       st.lists(st.integers(1, 700), min_size=1, max_size=30), st.integers(8, 400))
+def test_the_stdio_reader_splits_any_chunking_as_lines_with_a_cap(lines: list[bytes], cuts: list[int], limit: int) -> None:
+    from server.stdio_front import LineReader, Overlong
+
+    data = b"".join(line + b"\n" for line in lines)
+    reader, out, at, i = LineReader(limit), [], 0, 0
+    while at < len(data):
+        size = cuts[i % len(cuts)]
+        out += reader.feed(data[at:at + size])
+        at, i = at + size, i + 1
+    out += reader.finish()
+    assert len(out) == len(lines)
+    for line, got in zip(lines, out):
+        if len(line) > limit:
+            assert isinstance(got, Overlong) and got.size == len(line) and line.startswith(got.head)
+        else:
+            assert got == line
