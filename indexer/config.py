@@ -110,6 +110,8 @@ class Settings:
     multilingual: str = "auto"  # ORACLE_MULTILINGUAL: auto | on | off (indexer/multilingual.py)
     # ORACLE_EMBEDDING_MODEL, else oracle.toml's [embedding] model: minilm | a model folder (None: the default)
     embedding_model: str | None = None
+    # ORACLE_DATABASE_URL, else oracle.toml's [database] url: the whole store in PostgreSQL (indexer/store/pg/)
+    database_url: str | None = None
 
     @property
     def embedding(self):
@@ -180,8 +182,11 @@ class Settings:
         retention = {name: _whole(env, var, default) for name, var, default in (
             ("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
             ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)) if name not in overrides}
+        database_url = str(overrides.pop("database_url", None) or env.get("ORACLE_DATABASE_URL")
+                           or layout.database_url or "").strip() or None
         return cls(
             root=root,
+            database_url=database_url,
             data_dir=data_dir,
             chroma_url=str(overrides.pop("chroma_url", None) or env.get("ORACLE_CHROMA_URL") or "") or None,
             port=int(port_text),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from indexer.backends import open_logs, open_store, open_vectors
 from indexer.config import Settings
 from indexer.embed import Embedder
 from indexer.maintenance import SWEEP_SECONDS, Maintenance, Reporter
@@ -57,11 +58,15 @@ class Oracle:
         """`check=False` (a server) leaves the index's integrity check (it reads the whole file: Store.verify)
         and the usage logs' retention to the maintenance worker, after the handshake."""
         settings = settings or Settings.from_env()
-        store = Store(settings.db_path, check=check)
-        vectors = VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
-        embedder = Embedder(settings.embedding)
-        indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
-        logs = Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows, prune=check)
+        store = open_store(settings, check=check)
+        try:
+            vectors = open_vectors(settings)
+            embedder = Embedder(settings.embedding)
+            indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
+            logs = open_logs(settings, prune=check)
+        except BaseException:
+            store.close()
+            raise
         return cls(settings, store, vectors, embedder, indexer, logs)
 
     def start(

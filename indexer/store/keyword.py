@@ -71,7 +71,7 @@ class Filters:
         if self.lang:
             clauses.append("d.file IN (SELECT path FROM files WHERE lang = ?)")
             args.append(self.lang)
-        return (" AND ".join(clauses) or "1"), args
+        return (" AND ".join(clauses) or "1 = 1"), args  # "1 = 1": true in SQLite and PostgreSQL alike
 
 
 class _Source(NamedTuple):
@@ -103,7 +103,7 @@ def _keyword_sources(fts_match: str | None, trigram_match: str | None, like_term
             "documents_tri",
         ))
     for term in like_terms:
-        pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = like_pattern(term)
         sources.append(_Source(
             "documents d WHERE (d.content LIKE ? ESCAPE '\\' OR d.title LIKE ? ESCAPE '\\')",
             "0.5",
@@ -111,6 +111,11 @@ def _keyword_sources(fts_match: str | None, trigram_match: str | None, like_term
             None,
         ))
     return sources
+
+
+def like_pattern(term: str) -> str:
+    """A LIKE pattern finding `term` anywhere, its `%`, `_` and backslashes escaped (ESCAPE '\\')."""
+    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _matching_rowids_sql(sources: list[_Source]) -> tuple[str, list]:

