@@ -175,9 +175,11 @@ def terms_matched(store: PgStore, terms: Sequence[str], ids: Sequence[str]) -> d
         return {}
     id_of = _rowids(store, ids)
     counts = dict.fromkeys(id_of.values(), 0)
-    phrases = [p for p in (match_phrases(t) for t in terms) if p]
-    for phrase in phrases:
-        sql, args = _phrase_matches(SECTIONS, [phrase], sqlite_keyword.BM25_WEIGHTS[1:], list(id_of))
+    for term in terms:  # one quoted term: one MATCH in the SQLite store, any of its phrases counts once
+        phrases = match_phrases(term)
+        if not phrases:
+            continue
+        sql, args = _phrase_matches(SECTIONS, phrases, sqlite_keyword.BM25_WEIGHTS[1:], list(id_of))
         for (doc,) in store.db.run(f"SELECT DISTINCT doc FROM ({sql}) m", args):
             counts[id_of[doc]] += 1
     return counts
