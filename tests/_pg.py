@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import threading
+from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 _lock = threading.Lock()
@@ -51,3 +52,26 @@ def new_database(prefix: str = "oracle") -> str:
     with psycopg.connect(server_url(), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING "UTF8"')
     return url_for(name)
+
+
+# A small knowledge base in several scripts for the PostgreSQL tests (unit and system).
+NOTES = {
+    "learnings/deploy.md": "---\ntitle: Deploying safely\ntags: [ops, deploy]\n---\n# Deploying safely\n\n"
+                           "## Canary first\nRoll out to a canary, watch the error rate, then widen the rollout.\n\n"
+                           "## Rollback\nKeep the previous release ready; a rollback is one command.\n",
+    "learnings/xray.md": "# X-ray of the router\n\nThe router's x-ray view shows each route's latency. Running routers"
+                         " run faster when warm.\n",
+    "learnings/thai.md": "# ค้นหาข้อมูล\n\nการค้นหาข้อมูลภาษาไทยต้องตัดคำก่อน ระบบค้นหาจึงพบคำที่ต้องการ\n",
+    "learnings/cjk.md": "# 中文检索\n\n中文检索需要把句子切成字对，才能找到词语。\n",
+    "learnings/cafe.md": "# Café notes\n\nThe café near the office serves naïve coffee; cafe is spelt both ways.\n",
+    "principles/tests.md": "# Tests\n\n### Tests must fail first\n- A test that never failed proves nothing.\n"
+                           "- Run the router tests before a deploy.\n",
+}
+
+
+def write_root(root: Path) -> Path:
+    """NOTES written under `root`; returns `root`."""
+    for rel, text in NOTES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return root

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import _pg
+from _pg import NOTES, write_root
 from _corpus import open_oracle
 from indexer.store import Filters
 from indexer.store.pg.db import DatabaseUnavailable, pg_sql
@@ -26,27 +27,8 @@ from indexer.store.tokens import match_phrases, parse_match, tokenize_rows
 from server.models import SearchRequest
 from server.search import search
 
-NOTES = {
-    "learnings/deploy.md": "---\ntitle: Deploying safely\ntags: [ops, deploy]\n---\n# Deploying safely\n\n"
-                           "## Canary first\nRoll out to a canary, watch the error rate, then widen the rollout.\n\n"
-                           "## Rollback\nKeep the previous release ready; a rollback is one command.\n",
-    "learnings/xray.md": "# X-ray of the router\n\nThe router's x-ray view shows each route's latency. Running routers"
-                         " run faster when warm.\n",
-    "learnings/thai.md": "# ค้นหาข้อมูล\n\nการค้นหาข้อมูลภาษาไทยต้องตัดคำก่อน ระบบค้นหาจึงพบคำที่ต้องการ\n",
-    "learnings/cjk.md": "# 中文检索\n\n中文检索需要把句子切成字对，才能找到词语。\n",
-    "learnings/cafe.md": "# Café notes\n\nThe café near the office serves naïve coffee; cafe is spelt both ways.\n",
-    "principles/tests.md": "# Tests\n\n### Tests must fail first\n- A test that never failed proves nothing.\n"
-                           "- Run the router tests before a deploy.\n",
-}
 QUERIES = ['"router"', '"deploy" OR "rollback"', '"running" OR "routers"', '"x" OR "ray"', '"ค้นหา" OR "ข้อมูล"',
            '"中文" OR "检索"', '"cafe"', '"café"', '"nothing" OR "proves"', '"canary" OR "error" OR "rate"']
-
-
-def write_root(root: Path) -> Path:
-    for rel, text in NOTES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
-    return root
 
 
 @pytest.fixture(scope="module")
