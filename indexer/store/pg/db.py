@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 POOL_MIN = 1
-POOL_MAX = 8  # a server's request threads and its maintenance worker; PostgreSQL's default allows 100
-CONNECT_TIMEOUT = 5.0  # seconds to wait for a connection (from the pool or the server)
+POOL_MAX = 16  # a server's request threads and its maintenance worker; PostgreSQL's default allows 100 in all
+CONNECT_TIMEOUT = 5.0  # seconds to wait for the server to answer a new connection
+POOL_WAIT = 30.0  # seconds a request waits for a free connection when all are busy (32 clients on 2 cores)
 
 
 class DatabaseUnavailable(RuntimeError):
@@ -98,7 +99,7 @@ class Database:
         self._lock = threading.Lock()
         try:
             self.pool: ConnectionPool = ConnectionPool(
-                url, min_size=min_size, max_size=max_size, timeout=CONNECT_TIMEOUT, open=False,
+                url, min_size=min_size, max_size=max_size, timeout=POOL_WAIT, open=False,
                 kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT)},
                 name="oracle",
             )

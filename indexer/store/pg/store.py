@@ -23,7 +23,7 @@ from indexer.parse import Chunk, Relation, compose_embed_text, relation_key
 from indexer.store.pg import keyword as pg_keyword
 from indexer.store.pg.db import Database, database, pg_sql
 from indexer.store.pg.keyword import NOTES, POS_SHIFT, SECTIONS
-from indexer.store.pg.schema import WRITER_LOCK, migrate
+from indexer.store.pg.schema import SCHEMA_VERSION, WRITER_LOCK, migrate
 from indexer.store.reads import Reads
 from indexer.store.rows import FileState
 from indexer.store.tokens import tokenize_rows
@@ -75,8 +75,7 @@ class PgStore(Reads):
         self._closed = False
         if self.applied and self.applied[0] == 1:  # a new store knows nothing of the vectors stored
             self.set_meta("vectors_dirty", "1")
-        self.set_meta("schema_version", str(self.applied[-1] if self.applied else "") or self.get_meta("schema_version")
-                      or "1")
+        self.set_meta("schema_version", str(SCHEMA_VERSION))
 
     @property
     def path(self) -> str:
