@@ -184,6 +184,11 @@ class Settings:
             ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)) if name not in overrides}
         database_url = str(overrides.pop("database_url", None) or env.get("ORACLE_DATABASE_URL")
                            or layout.database_url or "").strip() or None
+        if database_url and not database_url.startswith(("postgresql://", "postgres://")):
+            where = "ORACLE_DATABASE_URL" if env.get("ORACLE_DATABASE_URL") else "[database] url in oracle.toml"
+            shown = database_url.split("@")[-1] if "@" in database_url else database_url  # never a password
+            raise ConfigError(f"{where} ({shown!r}) is not a PostgreSQL URL: use"
+                              " postgresql://USER:PASSWORD@HOST:5432/DATABASE, or unset it to keep the embedded store")
         return cls(
             root=root,
             database_url=database_url,

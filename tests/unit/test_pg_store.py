@@ -65,9 +65,11 @@ def test_migrations_run_once_in_order_and_a_newer_schema_is_refused() -> None:
 
 def test_a_bad_url_says_what_to_do(tmp_path: Path) -> None:
     root = write_root(tmp_path / "root")
-    with pytest.raises(DatabaseUnavailable, match=r"not a PostgreSQL URL: use postgresql://"):
-        open_oracle(root, tmp_path / "data", database_url="mysql://localhost/oracle")
-    with pytest.raises(DatabaseUnavailable, match=r"cannot connect .*ORACLE_DATABASE_URL.*Is the server running"):
+    from indexer.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"not a PostgreSQL URL: use postgresql://"):
+        open_oracle(root, tmp_path / "data", database_url="mysql://me:secret@localhost/oracle")
+    with pytest.raises(DatabaseUnavailable, match=r'database "no_such_database" does not exist.*Is the server running'):
         open_oracle(root, tmp_path / "data", database_url=_pg.url_for("no_such_database"))
 
 

@@ -97,6 +97,12 @@ class Database:
         self._closed = False
         self._users = 0
         self._lock = threading.Lock()
+        try:  # one plain connection first: its error names the cause (a pool's says only "incomplete")
+            psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT)).close()
+        except Exception as exc:
+            raise DatabaseUnavailable(
+                f"cannot connect to the PostgreSQL store at {_safe(url)} (ORACLE_DATABASE_URL): {_why(exc)}."
+                " Is the server running and the URL right (user, password, host, port, database)?") from exc
         try:
             self.pool: ConnectionPool = ConnectionPool(
                 url, min_size=min_size, max_size=max_size, timeout=POOL_WAIT, open=False,
