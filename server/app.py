@@ -59,13 +59,16 @@ class Oracle:
         and the usage logs' retention to the maintenance worker, after the handshake."""
         settings = settings or Settings.from_env()
         store = open_store(settings, check=check)
+        opened = [store]  # closed again if a later part fails (a PostgreSQL pool is shared by all three)
         try:
             vectors = open_vectors(settings)
+            opened.append(vectors)
             embedder = Embedder(settings.embedding)
             indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
             logs = open_logs(settings, prune=check)
         except BaseException:
-            store.close()
+            for part in reversed(opened):
+                part.close()
             raise
         return cls(settings, store, vectors, embedder, indexer, logs)
 
