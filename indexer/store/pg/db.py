@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 POOL_MIN = 1
 POOL_MAX = 16  # a server's request threads and its maintenance worker; PostgreSQL's default allows 100 in all
 CONNECT_TIMEOUT = 5.0  # seconds to wait for the server to answer a new connection
+# Every pooled session's settings: the vector leg's search breadth (pgvector's largest hnsw.ef_search, well above
+# the pools asked for, so two builds of the same files answer alike) and, with a filter, iterative index scans
+# that go on until enough rows pass (pgvector 0.8). Set once per connection, not per query.
+SESSION_SETTINGS = {"hnsw.ef_search": "1000", "hnsw.iterative_scan": "strict_order"}
 POOL_WAIT = 30.0  # seconds a request waits for a free connection when all are busy (32 clients on 2 cores)
 
 
@@ -106,7 +110,7 @@ class Database:
         try:
             self.pool: ConnectionPool = ConnectionPool(
                 url, min_size=min_size, max_size=max_size, timeout=POOL_WAIT, open=False,
-                kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT)},
+                kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT)}, configure=_configure,
                 name="oracle",
             )
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT)
@@ -170,6 +174,12 @@ class Database:
         with self.connection() as conn:
             cur = conn.execute(sql, list(args))
             return cur.fetchall() if cur.description else []
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    """A new pooled connection's session settings (SESSION_SETTINGS)."""
+    for name, value in SESSION_SETTINGS.items():
+        conn.execute("SELECT set_config(%s, %s, false)", [name, value])
 
 
 def _why(exc: BaseException) -> str:

@@ -135,6 +135,12 @@ def keyword_search(store: PgStore, fts_match: str | None, trigram_match: str | N
         return [], 0
     where, filter_args = _filter_sql(filters)
     scores: dict[str, float] = {}
+    if len(sources) == 1:  # the usual case: ranking and the true total from one pass over the matches
+        sql, args = sources[0]
+        rows = store.db.run(
+            f"SELECT d.id, k.s, count(*) OVER () FROM ({sql}) k JOIN documents d ON d.rowid = k.doc WHERE {where}"
+            " ORDER BY k.s DESC, d.id LIMIT %s", [*args, *filter_args, limit])
+        return [(i, float(v)) for i, v, _ in rows], int(rows[0][2]) if rows else 0
     with store.db.connection() as conn:
         for sql, args in sources:
             rows = conn.execute(

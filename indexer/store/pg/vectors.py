@@ -4,7 +4,8 @@ It keeps the interface of the Chroma store (indexer/vectors.py), health reportin
 the maintenance worker and search do not know which one they have. The table is made at the first upsert,
 with the embedding model's dimension (an HNSW index needs one); `reset` drops it (a change of model).
 Search breadth: hnsw.ef_search at pgvector's maximum (1000), well above the pools asked for, so two builds of
-the same files answer alike; with a filter, iterative scans (pgvector 0.8) go on until enough rows pass.
+the same files answer alike; with a filter, iterative scans (pgvector 0.8) go on until enough rows pass (both are
+session settings of the pool, indexer/store/pg/db.py).
 Ties break by section id.
 """
 
@@ -22,7 +23,6 @@ from indexer.vectors import RETRY_SECONDS, SELF_CHECK_NEIGHBOURS, SELF_MATCH, Ve
 if TYPE_CHECKING:
     import numpy as np
 
-EF_SEARCH = 1000  # pgvector's largest hnsw.ef_search
 TABLE = "chunk_vectors"
 _METADATA = ("type", "file", "project")  # what Chroma kept as metadata; `where` filters on these
 
@@ -73,6 +73,7 @@ class PgVectorStore:
         self._needs_repair = False
         self._local = threading.local()
         self._closed = False
+        self._table_seen = False
 
     # -- calls, failures and recovery (the Chroma store's contract) ------------------------------------
     def _call(self, what: str, fn, read: bool = False):
@@ -88,6 +89,7 @@ class PgVectorStore:
             raise VectorStoreUnavailable(self._failed(message, down=read)) from exc
 
     def _failed(self, message: str, down: bool) -> str:
+        self._table_seen = False  # another engine may have dropped it (a change of model)
         with self._state:
             self._failures += 1
             self._needs_repair = True
@@ -147,7 +149,11 @@ class PgVectorStore:
 
     # -- the table -------------------------------------------------------------------------------------
     def _exists(self) -> bool:
-        return bool(self.db.run("SELECT to_regclass(%s) IS NOT NULL", [TABLE])[0][0])
+        """Whether the table is there; once seen, remembered until a failure or a reset (a round trip saved
+        per search)."""
+        if not self._table_seen:
+            self._table_seen = bool(self.db.run("SELECT to_regclass(%s) IS NOT NULL", [TABLE])[0][0])
+        return self._table_seen
 
     def _create(self, dimension: int) -> None:
         """The table and its HNSW index, for vectors of `dimension` (concurrent creators wait on the lock)."""
@@ -196,12 +202,9 @@ class PgVectorStore:
         def run() -> list[tuple]:
             if not self._exists():
                 return []
-            with self.db.transaction() as conn:
-                conn.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
-                conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-                return conn.execute(
-                    f"SELECT id, embedding <=> %s::vector AS d FROM {TABLE} WHERE {clause} ORDER BY d, id LIMIT %s",
-                    [_literal(vector), *args, int(n)]).fetchall()
+            return self.db.run(  # hnsw.ef_search and iterative scans: the pool's session settings (db.py)
+                f"SELECT id, embedding <=> %s::vector AS d FROM {TABLE} WHERE {clause} ORDER BY d, id LIMIT %s",
+                [_literal(vector), *args, int(n)])
 
         rows = self._call("query", run, read=True)
         return [VectorHit(id=i, similarity=1.0 - float(d)) for i, d in rows]
@@ -209,6 +212,7 @@ class PgVectorStore:
     def reset(self) -> None:
         """Drop the vectors and their table (a change of model may change the dimension)."""
         self._call("reset", lambda: self.db.run(f"DROP TABLE IF EXISTS {TABLE}"))
+        self._table_seen = False
 
     def self_check(self, samples: Sequence[tuple[str, np.ndarray]]) -> str | None:
         for chunk_id, vector in samples:
