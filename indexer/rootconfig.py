@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from indexer.fields import FrontmatterSchema
 from indexer.freshness import FreshnessPolicy
 
 CONFIG_NAME = "oracle.toml"
@@ -42,7 +43,7 @@ DEFAULT_EXCLUDED_DIRS = frozenset({"node_modules", "__pycache__", "_site", "site
 
 _INDEX_KEYS = {"include", "exclude", "default_type", "gitignore"}
 _EMBEDDING_KEYS = {"model", "query_prefix", "passage_prefix"}
-_TOP_KEYS = {"index", "types", "embedding", "freshness", "database"}
+_TOP_KEYS = {"index", "types", "embedding", "freshness", "frontmatter", "database"}
 
 
 class ConfigError(ValueError):
@@ -179,6 +180,7 @@ class Layout:
     query_prefix: str | None = None
     passage_prefix: str | None = None
     freshness: FreshnessPolicy = FreshnessPolicy()  # [freshness]: days a note of each type stays fresh
+    frontmatter: FrontmatterSchema = FrontmatterSchema()  # [frontmatter]: required fields, allowed values
     database_url: str | None = None  # [database] url: the PostgreSQL store (ORACLE_DATABASE_URL wins)
     # key -> (precedence, type); precedence: where it was written (environment 2 > oracle.toml 1 > built-in 0),
     # then a path over a bare name
@@ -341,6 +343,7 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
     query_prefix: str | None = None
     passage_prefix: str | None = None
     freshness = FreshnessPolicy()
+    frontmatter = FrontmatterSchema()
     database_url: str | None = None
     if path.is_symlink():  # a repository could point it at any file of the person indexing; `oracle init` refuses it too
         raise ConfigError(f"{path} is a symlink; oracle.toml must be a regular file in the root (replace the link with"
@@ -360,7 +363,8 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
             if key not in _TOP_KEYS:
                 raise ConfigError(f"{_where(path, text, key, None)}: unknown section or key {key!r}; "
                                   f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}), [types],"
-                                  f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))}), [freshness] and [database] (url)")
+                                  f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))}), [freshness], [frontmatter]"
+                                  " and [database] (url)")
         index = data.get("index", {})
         if not isinstance(index, dict):
             raise ConfigError(f"{_where(path, text, 'index', None)}: `index` must be a table ([index])")
@@ -422,6 +426,12 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
                 freshness = FreshnessPolicy.parse(data["freshness"], _where(path, text, "freshness", None))
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
+        if "frontmatter" in data:
+            try:
+                frontmatter = FrontmatterSchema.parse(data["frontmatter"], _where(path, text, "frontmatter", None),
+                                                      DOC_TYPES)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
     for key, is_path, doc_type in parse_env_folder_types(env.get("ORACLE_FOLDER_TYPES", "")):
         folders.append(FolderKey(key, doc_type, "ORACLE_FOLDER_TYPES", is_path))
     env_default = env.get("ORACLE_DEFAULT_TYPE")
@@ -443,5 +453,6 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
         query_prefix=query_prefix,
         passage_prefix=passage_prefix,
         freshness=freshness,
+        frontmatter=frontmatter,
         database_url=database_url,
     )

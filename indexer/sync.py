@@ -308,6 +308,11 @@ class Indexer:
         report.aliases, report.excluded = found.aliases, dict(sorted(found.excluded.items()))
         report.warnings.extend(found.warnings)
 
+        schema = self.settings.layout.frontmatter.digest
+        if (self.store.get_meta("frontmatter_schema") or "") != schema:
+            # [frontmatter] in oracle.toml changed: every note is checked again (re-parsed; vectors stay)
+            self.store.forget_file_states()
+            self.store.set_meta("frontmatter_schema", schema)
         known = self.store.file_states()
         present = {f.rel for f in found.files}
         vanished = sorted(set(known) - present)
@@ -461,12 +466,15 @@ class Indexer:
                 stale += self.store.record_skip(item.rel, reason)
                 report.skipped[item.rel] = reason
                 continue
+            schema = self.settings.layout.frontmatter.check(result.fields, item.type)
+            if schema:
+                result = dataclasses.replace(result, warnings=[*result.warnings, *schema])
             parsed.append((item, state, cap_chunks(result, self.settings.max_chunks_per_file)))
         for item, state, result in parsed:
             stale += self.store.replace_file(
                 item.rel, item.type, result.title, state, result.chunks, result.warnings,
                 relations=result.relations, superseded_by=result.superseded_by, language=result.language,
-                verified=(result.last_verified, result.review_after),
+                verified=(result.last_verified, result.review_after), fields=result.fields,
             )
             report.chunks_written += len(result.chunks)
             if item.rel in known:

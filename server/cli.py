@@ -171,7 +171,7 @@ def run_tool(oracle: Oracle, args: argparse.Namespace, spec: dict) -> int:
 
     tool = BY_NAME[spec["tool"]]
     request = tool.parse(tool_values(args, spec))
-    result = tool.service(oracle, request, Caller("cli", "cli"))
+    result = tool.call(oracle, request, Caller("cli", "cli"))
     if args.command in RENDERERS or getattr(args, "json", False):
         return emit(args, result.model_dump(mode="json"), RENDERERS.get(args.command, _no_renderer))
     print(_safe(tool.text(request, result)))
@@ -369,6 +369,56 @@ def cmd_engine(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_token(args: argparse.Namespace) -> int:
+    """`oracle token add|list|revoke`: the named tokens of this data dir (team mode, server/team.py). Local
+    only, never through a server: whoever can write the data dir administers its tokens."""
+    from pathlib import Path
+
+    from server.team import TokenError, TokenExists, TokenMissing, TokenStore
+
+    root = locate.resolve_root(args.root)
+    store = TokenStore(Path(locate.resolve_data_dir(args.data_dir, root)))
+    try:
+        if args.action == "add":
+            if not args.name:
+                return _print_error(2, "token add: give the token's name, e.g. `oracle token add alice --write`")
+            if args.read_only == args.write:
+                return _print_error(2, "token add: say what the token may do: --read-only or --write")
+            token = store.add(args.name, "read" if args.read_only else "write")
+            access = "read-only" if args.read_only else "read and write"
+            if args.json:
+                _dump({"name": args.name, "access": "read" if args.read_only else "write", "token": token})
+            else:
+                print(token)
+                print(f"oracle: token for {args.name} ({access}); it is shown only this once: send it as"
+                      " 'Authorization: Bearer <token>'", file=sys.stderr)
+            return 0
+        if args.action == "revoke":
+            if not args.name:
+                return _print_error(2, "token revoke: give the token's name (`oracle token list` shows them)")
+            gone = store.revoke(args.name)
+            if args.json:
+                _dump(gone.public())
+            else:
+                print(f"revoked {gone.name} ({gone.access}); a running server refuses it from its next request")
+            return 0
+        entries = [e.public() for e in store.entries()]
+        if args.json:
+            _dump({"tokens": entries, "file": str(store.path)})
+        elif not entries:
+            print("no named tokens (team mode is off); add one with `oracle token add NAME --read-only|--write`")
+        else:
+            for e in entries:
+                print(f"{e['name']}\t{e['access']}\tcreated {e['created']}")
+        return 0
+    except TokenExists as exc:
+        return _print_error(4, str(exc))
+    except TokenMissing as exc:
+        return _print_error(3, str(exc))
+    except (TokenError, OSError) as exc:
+        return _print_error(2, str(exc))
+
+
 def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) -> None:
     """One registry tool as a subcommand: its free words, then one option per request field."""
     p = sub.add_parser(command, help=spec["help"])
@@ -450,6 +500,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-watch", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=None)
 
+    p = sub.add_parser("token", help="named tokens for a team: add NAME --read-only|--write, list, revoke NAME")
+    p.add_argument("action", choices=["add", "list", "revoke"])
+    p.add_argument("name", nargs="?", help="who the token is for (a person or an agent)")
+    access = p.add_mutually_exclusive_group()
+    access.add_argument("--read-only", action="store_true", help="add: the token may search and read, never write")
+    access.add_argument("--write", action="store_true", help="add: the token may also learn, edit, archive, ...")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=None)
+
     p = sub.add_parser("watch", help="index, then keep the index in step with file changes")
     p.set_defaults(func=cmd_watch)
 
@@ -465,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_init(args)
     if args.command == "engine":
         return cmd_engine(args)
+    if args.command == "token":
+        return cmd_token(args)
     if args.command == "serve" and not args.http and not args.standalone and engine_enabled():
         return serve_through_engine(args)
     specs = clispec.load()

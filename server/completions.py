@@ -1,4 +1,4 @@
-"""Argument completion from the index: concepts, projects and note paths.
+"""Argument completion from the index: concepts, projects, note paths, frontmatter field names and values.
 
 Values that start with what was typed come first (most used first for concepts and projects, path order
 for notes), then values that merely contain it, so `fts` offers `fts5` before `sqlite-fts5`. Matching is
@@ -45,6 +45,20 @@ def complete_projects(oracle: Oracle, typed: str, limit: int = MAX_VALUES) -> Su
 def complete_note_paths(oracle: Oracle, typed: str, limit: int = MAX_VALUES) -> Suggestions:
     """Indexed note paths relative to the root; a path matches by its start or by its file name."""
     return _rank(oracle, "path", typed, limit)
+
+
+def complete_field_names(oracle: Oracle, typed: str, limit: int = MAX_VALUES) -> Suggestions:
+    """Frontmatter field names (what a `where` filter names), by how many notes have each."""
+    return _rank(oracle, "field", typed, limit)
+
+
+def complete_field_values(oracle: Oracle, field: str | None, typed: str, limit: int = MAX_VALUES) -> Suggestions:
+    """Values of one frontmatter field (as first written), by how many notes hold each; nothing until the
+    field is known."""
+    if not field or not field.strip():
+        return Suggestions([], 0)
+    values = oracle.store.suggest_field_values(field.strip()[:MAX_TYPED], typed.strip()[:MAX_TYPED])
+    return Suggestions(values=values[:limit], total=len(values))
 
 
 def complete_types(typed: str, choices: tuple[str, ...]) -> Suggestions:

@@ -9,6 +9,8 @@ agent can cite exactly what informed it.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Literal
 
 from server.app import Oracle
 from server.boundary import defuse, tag_for
@@ -20,16 +22,43 @@ from server.working_set import canonical_json, working_set_id
 PER_TYPE = 5
 CHARS_PER_TOKEN = 4  # a conservative estimate for English prose; no model tokenizer is needed
 MIN_SOURCE_TOKENS = 40  # a source that would get fewer tokens than this is left out, not mangled
+DEFAULT_BUDGET = 1200
+MIN_BUDGET, MAX_BUDGET = 100, 8000  # ConsultRequest.budget_tokens' bounds
+WINDOW_SHARE = 0.15  # of the caller's context window, as the knowledge enricher consult learnt this from
+CORE_BELOW = 30_000  # a context window under this many tokens gets the core sources (principles) only
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How big the guidance may be, where that came from, and which sources it draws on."""
+
+    tokens: int
+    source: Literal["budget_tokens", "context_window", "default"]
+    mode: Literal["full", "core"]
+
+
+def plan_budget(budget_tokens: int | None, context_window: int | None) -> Budget:
+    """A given budget_tokens wins; else 15% of the caller's context window (within consult's bounds); else the
+    default. A small window (under CORE_BELOW) also narrows the sources to principles, the knowledge base's core:
+    a caller short of room gets how we work before what we once found, whichever budget applies."""
+    mode: Literal["full", "core"] = "core" if context_window is not None and context_window < CORE_BELOW else "full"
+    if budget_tokens is not None:
+        return Budget(budget_tokens, "budget_tokens", mode)
+    if context_window is not None:
+        share = int(context_window * WINDOW_SHARE)
+        return Budget(min(MAX_BUDGET, max(MIN_BUDGET, share)), "context_window", mode)
+    return Budget(DEFAULT_BUDGET, "default", mode)
 
 
 def estimate_tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def _sources(oracle: Oracle, query: str, doc_type: str) -> tuple[list[Source], list[str]]:
-    """The strongest notes of one type, each as its best section. Hits marked weak are left out: guidance
-    padded with loosely related notes is worse than none."""
-    result = run_search(oracle, SearchRequest(query=query[:10_000], type=doc_type, limit=PER_TYPE, mode="hybrid"))
+def _sources(oracle: Oracle, query: str, doc_type: str, where: dict | None = None) -> tuple[list[Source], list[str]]:
+    """The strongest notes of one type (passing the `where` filter), each as its best section. Hits marked weak
+    are left out: guidance padded with loosely related notes is worse than none."""
+    result = run_search(oracle, SearchRequest(query=query[:10_000], type=doc_type, limit=PER_TYPE, mode="hybrid",
+                                              where=where))
     strong = [h for h in result.hits if not h.weak]
     docs = oracle.store.sections_by_id([h.id for h in strong])
     sources = [
@@ -179,21 +208,24 @@ def run_consult(oracle: Oracle, request: ConsultRequest) -> tuple[ConsultResult,
     """The consultation, unlogged, and its working set (server/working_set.py): consult and verify build on it."""
     query = request.decision if not request.context else f"{request.decision}\n{request.context}"
     state = oracle.store.index_state()  # read first: a change during the consultation makes it not reproduce
-    principles, warn_p = _sources(oracle, query, "principle")
-    learnings, warn_l = _sources(oracle, query, "learning")
+    budget = plan_budget(request.budget_tokens, request.context_window)
+    principles, warn_p = _sources(oracle, query, "principle", request.where)
+    learnings, warn_l = _sources(oracle, query, "learning", request.where) if budget.mode == "full" else ([], [])
     # Interleave by score so the budget goes to the strongest sources of either kind.
     ranked = _distinct(sorted(principles + learnings, key=lambda s: (-s.score, s.id)))
-    guidance, included, tokens = build_guidance(request.decision, ranked, request.budget_tokens)
-    working_set = build_working_set(request, included, guidance, boundary_tag(ranked), state)
+    guidance, included, tokens = build_guidance(request.decision, ranked, budget.tokens)
+    working_set = build_working_set(request, budget.tokens, included, guidance, boundary_tag(ranked), state)
     kept = {s.id: s for s in included}
-    budget_warnings = _budget_warnings(request.decision, ranked, included, request.budget_tokens)
+    budget_warnings = _budget_warnings(request.decision, ranked, included, budget.tokens)
     result = ConsultResult(
         decision=request.decision,
         principles=[kept[s.id] for s in principles if s.id in kept],
         learnings=[kept[s.id] for s in learnings if s.id in kept],
         guidance=guidance,
         tokens_used=tokens,
-        budget_tokens=request.budget_tokens,
+        budget_tokens=budget.tokens,
+        budget_from=budget.source,
+        mode=budget.mode,
         warnings=sorted(set(warn_p + warn_l))
         + ([] if ranked else ["nothing in the knowledge base is a strong match for this decision; no sources given"])
         + budget_warnings

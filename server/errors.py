@@ -12,12 +12,14 @@ import errno
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-Kind = Literal["invalid", "not_found", "conflict", "unavailable", "storage_full"]
+Kind = Literal["invalid", "forbidden", "not_found", "conflict", "unavailable", "storage_full"]
 
-HTTP_STATUS: dict[str, int] = {"invalid": 400, "not_found": 404, "conflict": 409, "unavailable": 503,
-                               "storage_full": 507}
+# forbidden: a read-only token (team mode, server/team.py) asked for a write
+HTTP_STATUS: dict[str, int] = {"invalid": 400, "forbidden": 403, "not_found": 404, "conflict": 409,
+                               "unavailable": 503, "storage_full": 507}
 VALIDATION_STATUS = 422  # malformed arguments (the request models said no), as FastAPI has always answered
-EXIT_CODE: dict[str, int] = {"invalid": 2, "not_found": 3, "conflict": 4, "unavailable": 5, "storage_full": 6}
+EXIT_CODE: dict[str, int] = {"invalid": 2, "not_found": 3, "conflict": 4, "unavailable": 5, "storage_full": 6,
+                             "forbidden": 7}
 # errno of a failed write -> kind: out of space is the caller's to fix by freeing space, not a bad request.
 WRITE_ERRNO_KIND: dict[int, Kind] = {errno.ENOSPC: "storage_full", errno.EDQUOT: "storage_full",
                                      errno.EFBIG: "storage_full", errno.EROFS: "unavailable"}

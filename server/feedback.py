@@ -20,13 +20,15 @@ class FeedbackError(LookupError):
     """The id names no indexed chunk; the message says where ids come from."""
 
 
-def record_feedback(oracle: Oracle, request: FeedbackRequest, client: str = "cli") -> FeedbackResult:
+def record_feedback(oracle: Oracle, request: FeedbackRequest, client: str = "cli",
+                    author: str | None = None) -> FeedbackResult:
+    """Log the verdict (attributed to `author`, the named token in team mode) and return the note's counts."""
     doc = oracle.store.sections_by_id([request.id]).get(request.id)
     if doc is None:
         raise FeedbackError(
             f"id: no indexed chunk has id {request.id!r}; use the id of a search hit or consult source"
         )
-    oracle.logs.log_feedback(client, request.id, request.verdict, request.note, doc.content_hash)
+    oracle.logs.log_feedback(client, request.id, request.verdict, request.note, doc.content_hash, author=author)
     helpful, misleading = note_feedback(oracle, [doc.file]).get(doc.file, (0, 0))
     return FeedbackResult(
         id=request.id, verdict=request.verdict, title=doc.title, source_file=doc.file,
@@ -63,8 +65,9 @@ def feedback_overview(oracle: Oracle, limit: int = 10) -> dict[str, list[dict]]:
             "source_file": docs[doc_id].file if doc_id in docs else None,
             "helpful": helpful, "misleading": misleading, "last_at": last,
             "feedback_factor": round(feedback_factor(helpful, misleading), SCORE_DECIMALS),
+            "authors": authors,
         }
-        for doc_id, helpful, misleading, last in totals
+        for doc_id, helpful, misleading, last, authors in totals
     ]
     most_helpful = sorted((r for r in rows if r["helpful"] > r["misleading"]),
                           key=lambda r: (-(r["helpful"] - r["misleading"]), -r["helpful"], r["id"]))

@@ -47,6 +47,7 @@ from server.mcp_sessions import MAX_SESSIONS, SessionGuard
 from server.slots import ServiceSlots
 from server.stats import stats
 from server.supersede import supersessions_overview
+from server.team import ANONYMOUS, IDENTITY_KEY, Identity, TokenError, TokenStore, identity_of
 from server.tools import BY_PATH, TOOLS, Caller, Tool
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -80,13 +81,19 @@ def check_token(token: str | None) -> str | None:
     return token
 
 
-def token_matches(header: str, token: str) -> bool:
-    """`Authorization: Bearer <token>`, the scheme in any case (RFC 7235), compared in constant time:
-    both sides are hashed first, so neither the token's length nor a matching prefix shows in the timing."""
+def bearer(header: str) -> str | None:
+    """The token of `Authorization: Bearer <token>` (the scheme in any case, RFC 7235), else None."""
     scheme, _, given = header.strip().partition(" ")
-    if scheme.lower() != "bearer":
+    return given.strip(" ") if scheme.lower() == "bearer" else None
+
+
+def token_matches(header: str, token: str) -> bool:
+    """`Authorization: Bearer <token>`, compared in constant time: both sides are hashed first, so neither
+    the token's length nor a matching prefix shows in the timing."""
+    given = bearer(header)
+    if given is None:
         return False
-    given_digest = hashlib.sha256(given.strip(" ").encode("utf-8", "surrogateescape")).digest()
+    given_digest = hashlib.sha256(given.encode("utf-8", "surrogateescape")).digest()
     return secrets.compare_digest(given_digest, hashlib.sha256(token.encode()).digest())
 
 
@@ -98,12 +105,28 @@ def needs_token(method: str, path: str) -> bool:
 
 
 class Guard:
-    """Host-header check and bearer token for every route but the public ones, as plain ASGI middleware."""
+    """Host-header check and bearer token for every route but the public ones, as plain ASGI middleware.
 
-    def __init__(self, app: ASGIApp, allowed_hosts: set[str], token: str | None) -> None:
+    Tokens are needed when ORACLE_TOKEN is set or any named token exists (team mode, server/team.py); the
+    shared token is a writer without a name, a named token is its own identity, set on the scope for the
+    routes and /mcp (`identity_of`). Named tokens are looked up on every request, so a revoked one stops
+    working at once."""
+
+    def __init__(self, app: ASGIApp, allowed_hosts: set[str], token: str | None,
+                 tokens: TokenStore | None = None) -> None:
         self.app = app
         self.allowed_hosts = allowed_hosts
         self.token = token
+        self.tokens = tokens
+
+    def identify(self, header: str) -> Identity | None:
+        """The identity behind an Authorization header, or None when it names no token."""
+        if self.token and token_matches(header, self.token):
+            return ANONYMOUS
+        given = bearer(header)
+        if given is None or self.tokens is None:
+            return None
+        return self.tokens.identify(given)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -115,11 +138,19 @@ class Guard:
             await _deny(send, 421, f"Host {host[:100]!r} is not served here (DNS rebinding protection;"
                                    " add it to ORACLE_ALLOWED_HOSTS if it names this server)")
             return
-        if self.token and needs_token(scope["method"], scope["path"]):
-            if not token_matches(headers.get("authorization", ""), self.token):
-                await _deny(send, 401, "missing or wrong token: send 'Authorization: Bearer $ORACLE_TOKEN'",
+        if needs_token(scope["method"], scope["path"]):
+            try:
+                team = self.tokens is not None and self.tokens.enabled()
+                who = self.identify(headers.get("authorization", "")) if (self.token or team) else ANONYMOUS
+            except TokenError as exc:  # an unreadable tokens file must not turn team mode off
+                await _deny(send, 503, str(exc))
+                return
+            if who is None:
+                await _deny(send, 401, "missing or wrong token: send 'Authorization: Bearer <token>' (ORACLE_TOKEN,"
+                            " or a named token from `oracle token add`)",
                             [(b"www-authenticate", b'Bearer realm="oracle"')])
                 return
+            scope[IDENTITY_KEY] = who
         await self.app(scope, receive, send)
 
 
@@ -291,7 +322,10 @@ class Supersessions(BaseModel):
 class LogsResult(BaseModel):
     searches: list[dict]
     consultations: list[dict]
-    learnings: list[dict]
+    learnings: list[dict]  # each with `author`: the named token that wrote it (team mode), else null
+    feedback: list[dict] = []
+    supersessions: list[dict] = []
+    edits: list[dict] = []  # edits and archives (server/edit.py), with author, hashes and where an archive went
     per_day: dict[str, list[dict]]
     per_hour: dict[str, list[dict]]  # the last 48 hours, "YYYY-MM-DDTHH" (UTC)
 
@@ -338,9 +372,11 @@ class V2QueryAlias:
 def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token: str | None = None,
               proof_secret: bytes | None = None) -> ASGIApp:
     token = check_token(token if token is not None else (os.environ.get("ORACLE_TOKEN") or None))
-    if not is_loopback(host) and not token:
+    tokens = TokenStore(oracle.settings.data_dir)
+    if not is_loopback(host) and not token and not tokens.enabled():
         raise ServerConfigError(
-            f"refusing to listen on {host} without ORACLE_TOKEN: set a token, or bind to 127.0.0.1"
+            f"refusing to listen on {host} without ORACLE_TOKEN or a named token: set ORACLE_TOKEN, create"
+            " tokens with `oracle token add NAME --write`, or bind to 127.0.0.1"
         )
     allowed_hosts = host_names(host, port, os.environ.get("ORACLE_ALLOWED_HOSTS", ""))
     mcp = build_server(oracle)
@@ -456,7 +492,8 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         allow_methods=["GET", "POST"],
         allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
     )
-    return SecurityHeaders(Guard(BodyLimit(app), allowed_hosts={h.lower() for h in allowed_hosts}, token=token))
+    return SecurityHeaders(Guard(BodyLimit(app), allowed_hosts={h.lower() for h in allowed_hosts}, token=token,
+                                 tokens=tokens))
 
 
 def mapped(service: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -479,7 +516,9 @@ def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[R
     model = tool.request
 
     async def answer(o: Oracle, params: BaseModel, request: Request) -> BaseModel:
-        return await slots.run(mapped, tool.service, o, params, Caller(client_of(request), "http"))
+        who = identity_of(request.scope)
+        caller = Caller(client_of(request), "http", author=who.name, can_write=who.can_write)
+        return await slots.run(mapped, tool.call, o, params, caller)
 
     if tool.http.method == "GET":
         async def endpoint(o: ready, params: Annotated[model, Query()], request: Request) -> Any:  # type: ignore[valid-type]

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 NOTE_TEMPLATE = "oracle://note/{+path}"
 CHUNK_TEMPLATE = "oracle://chunk/{id}"
+FIELD_TEMPLATE = "oracle://field/{name}/{value}"  # notes whose frontmatter field holds a value
 STATS_URI = "oracle://stats"
 
 

@@ -4,6 +4,9 @@ The file is the record; the index follows from it through the same indexer as ev
 learning gets the same chunk ids whether it was written here or saved by hand. Writes are atomic and
 never overwrite: the text goes to a hidden temporary file that is hard-linked to its final name, and
 a name that is taken gets a numeric suffix.
+
+A learning may revise a note the caller read (`revises` + `expected_hash`): if that note changed since, nothing
+is saved and the caller gets a conflict; otherwise the new learning supersedes it (server/supersede.py).
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ from indexer.discover import is_within
 from indexer.parse import bare_title, parse_markdown
 from indexer.safe_write import SHARED, create_new
 from server.app import Oracle
-from server.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest
+from server.edit import expect_unchanged
+from server.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest, SupersedeRequest
 from server.search import run_search
+from server.supersede import supersede
 
 SLUG_MAX = 60
 SLUG_MAX_BYTES = 180  # 60 three-byte letters (Thai, CJK); four-byte letters get fewer: names stay < 255 bytes
@@ -97,9 +102,13 @@ def learnings_folder(oracle: Oracle) -> Path:
     return found[0] if found else direct
 
 
-def render(request: LearnRequest, title: str, today: dt.date) -> str:
-    """Frontmatter from a YAML serialiser (never string formatting), then the title and the pattern."""
+def render(request: LearnRequest, title: str, today: dt.date, author: str | None = None) -> str:
+    """Frontmatter from a YAML serialiser (never string formatting), then the title and the pattern.
+    `author`: the named token that wrote it (team mode), kept in the note itself so the attribution travels
+    with the file (a shared git repository), not only in this server's logs."""
     meta: dict[str, object] = {"title": title, "tags": list(request.concepts), "date": today.isoformat()}
+    if author:
+        meta["author"] = author
     if request.project:
         meta["project"] = request.project
     if request.source:
@@ -119,12 +128,13 @@ def render(request: LearnRequest, title: str, today: dt.date) -> str:
     return f"---\n{front}\n---\n\n# {title}\n\n{body}\n"
 
 
-def metadata_problems(text: str, request: LearnRequest, title: str, today: dt.date) -> list[str]:
+def metadata_problems(text: str, request: LearnRequest, title: str, today: dt.date,
+                      author: str | None = None) -> list[str]:
     """The fields a reader of `text` would not get back as given (empty when everything round-trips)."""
     parsed = parse_markdown(text, "learnings/_check.md", "learning")
     meta = parsed.frontmatter
     expected: dict[str, object] = {"title": title, "tags": list(request.concepts), "date": today.isoformat(),
-                                   "project": request.project, "source": request.source}
+                                   "project": request.project, "source": request.source, "author": author}
     problems = [key for key, want in expected.items() if _as_read(meta.get(key)) != want]
     wanted = [(t.subject, t.predicate, t.object) for t in request.relations]
     if [(r.subject, r.predicate, r.object) for r in parsed.relations] != wanted:
@@ -213,7 +223,8 @@ def near_duplicates(oracle: Oracle, request: LearnRequest, own_file: str) -> lis
     return found
 
 
-def check_written(path: Path, rel: str, text: str, request: LearnRequest, title: str, today: dt.date) -> None:
+def check_written(path: Path, rel: str, text: str, request: LearnRequest, title: str, today: dt.date,
+                  author: str | None = None) -> None:
     """Re-read the learning from disk after indexing: it must still be there, with its metadata intact.
     Otherwise (deleted, moved, overwritten by someone else meanwhile) the caller gets an error, not an id
     of a note that is not what it asked to save."""
@@ -225,20 +236,22 @@ def check_written(path: Path, rel: str, text: str, request: LearnRequest, title:
     except (OSError, UnicodeDecodeError) as exc:
         raise LearnLost(f"the learning was written to {rel}, but it cannot be read back: {exc}") from None
     if on_disk != text:
-        lost = metadata_problems(on_disk, request, title, today)
+        lost = metadata_problems(on_disk, request, title, today, author)
         if lost:
             raise LearnLost(f"the learning was written to {rel}, but the file was changed by someone else before"
                             f" it was indexed and no longer carries its {', '.join(lost)}: check the file")
 
 
-def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.date | None = None) -> LearnResult:
+def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.date | None = None,
+          author: str | None = None) -> LearnResult:
     """Save and index a learning; with an idempotency key, a retry returns the first save instead of a twin.
+    `author`: the named token that asked (team mode), written as `author:` in the note and in the learn log.
 
     The key is claimed before anything is written (atomically, in logs.db), settled with the file once it is
     saved, and released when nothing was saved, so a client that lost the answer can safely ask again."""
     key = request.idempotency_key
     if key is None:
-        return _learn(oracle, request, client, today)
+        return _learn(oracle, request, client, today, author)
     fingerprint = hashlib.sha256(request.model_dump_json(exclude={"idempotency_key"}).encode()).hexdigest()
     state, file = oracle.logs.claim_learn_key(key, fingerprint)
     if state == "done" and file is not None:
@@ -249,7 +262,7 @@ def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.
     if state == "busy":
         raise LearnKeyConflict("idempotency_key: a learn with this key is running right now; retry in a few seconds")
     try:
-        result = _learn(oracle, request, client, today)
+        result = _learn(oracle, request, client, today, author)
     except BaseException:
         oracle.logs.settle_learn_key(key, None)  # nothing saved: a retry must write it
         raise
@@ -276,7 +289,8 @@ def _replay(oracle: Oracle, request: LearnRequest, file: str) -> LearnResult:
     )
 
 
-def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | None) -> LearnResult:
+def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | None,
+           author: str | None = None) -> LearnResult:
     """Write the learning, index it, and report; once the note is saved and indexed nothing after it (the
     near-duplicate advice, the learn log) can turn the answer into a failure that invites a duplicate retry."""
     title = title_for(request)
@@ -285,9 +299,12 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
     root = oracle.settings.root
     if not is_within(folder, root):
         raise LearnError(f"the learnings folder {folder} is outside the knowledge root {root}")
+    # a learning that revises a note is refused before anything is written if that note changed since read
+    revised = expect_unchanged(oracle, request.revises, request.expected_hash, "revises") \
+        if request.revises and request.expected_hash else None
     base = f"{today.isoformat()}_{slugify(title)}"
-    text = render(request, title, today)
-    lost = metadata_problems(text, request, title, today)
+    text = render(request, title, today, author)
+    lost = metadata_problems(text, request, title, today, author)
     if lost:  # checked before anything is written, so a failure leaves nothing behind
         raise LearnError(f"the learning's {', '.join(lost)} would not read back from its frontmatter;"
                          " nothing was saved (please report this)")
@@ -295,7 +312,7 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
     rel = unicodedata.normalize("NFC", path.relative_to(root).as_posix())
     report = oracle.indexer.sync_paths([rel], embed_limit=None)  # a learn is embedded before it returns
     chunk_ids = oracle.store.file_chunk_ids(rel)
-    check_written(path, rel, text, request, title, today)
+    check_written(path, rel, text, request, title, today, author)
     if not chunk_ids:
         reason = report.skipped.get(rel) or "; ".join(report.warnings) or "no chunks came out of it"
         raise LearnLost(f"the learning was written to {rel} but could not be indexed: {reason}")
@@ -309,9 +326,18 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
             duplicates = near_duplicates(oracle, request, rel)
     except Exception as exc:  # noqa: BLE001 - advice only: the learning is saved and indexed
         warnings.append(f"near-duplicate check skipped ({type(exc).__name__}: {exc}); the learning is saved")
+    superseded = None
+    if revised is not None:
+        try:
+            supersede(oracle, SupersedeRequest(old_id=revised, new_id=rel, reason="revised by a learning"), client,
+                      author)
+            superseded = revised
+        except Exception as exc:  # noqa: BLE001 - the learning is saved; say what is left to do
+            warnings.append(f"the learning is saved, but it could not be marked as superseding {revised}"
+                            f" ({exc}); call oracle_supersede")
     try:
         oracle.logs.log_learn(client, rel, title, list(request.concepts), request.project, request.source, chunk_ids,
-                              embedded)
+                              embedded, author=author)
     except Exception as exc:  # noqa: BLE001 - a record of the learn, not the learn itself
         warnings.append(f"the learn log could not be written ({type(exc).__name__}); the learning is saved")
     return LearnResult(
@@ -323,5 +349,7 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
         embedded=embedded,
         warnings=warnings,
         near_duplicates=duplicates,
+        author=author,
+        supersedes=superseded,
     )
 

@@ -11,7 +11,7 @@ frontmatter) on a resource's contents, or serve `resources/subscribe`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -53,6 +53,8 @@ from server.browse import REFLECT_TYPES, NotFound
 from server.completions import (
     Suggestions,
     complete_concepts,
+    complete_field_names,
+    complete_field_values,
     complete_note_paths,
     complete_projects,
     complete_types,
@@ -70,6 +72,7 @@ from server.prompts import (
 )
 from server.resources import (
     CHUNK_TEMPLATE,
+    FIELD_TEMPLATE,
     NOTE_TEMPLATE,
     STATS_URI,
     BadCursor,
@@ -196,8 +199,10 @@ def _complete_list(typed: str, complete: Callable[[str], Suggestions]) -> Sugges
     return Suggestions(values=[prefix + v for v in found.values], total=found.total)
 
 
-def complete_argument(oracle: Oracle, ref: Any, name: str, typed: str) -> Suggestions:
-    """What to offer for one argument of a prompt or resource template (empty when it is free text)."""
+def complete_argument(oracle: Oracle, ref: Any, name: str, typed: str,
+                      context: Mapping[str, str] | None = None) -> Suggestions:
+    """What to offer for one argument of a prompt or resource template (empty when it is free text).
+    `context` holds the arguments already chosen (a field's values complete once its name is known)."""
     if isinstance(ref, PromptReference):
         if name == "project":
             return complete_projects(oracle, typed)
@@ -208,6 +213,10 @@ def complete_argument(oracle: Oracle, ref: Any, name: str, typed: str) -> Sugges
         return Suggestions([], 0)
     if ref.uri == NOTE_TEMPLATE and name == "path":
         return complete_note_paths(oracle, typed)
+    if ref.uri == FIELD_TEMPLATE and name == "name":
+        return complete_field_names(oracle, typed)
+    if ref.uri == FIELD_TEMPLATE and name == "value":
+        return complete_field_values(oracle, (context or {}).get("name"), typed)
     if ref.uri == CHUNK_TEMPLATE and name == "id":
         start = typed.strip()
         ids = oracle.store.section_ids_from(start, 101)
@@ -329,6 +338,12 @@ class Surface:
                 uri_template=CHUNK_TEMPLATE, name="chunk", title="A section by id", mime_type="text/markdown",
                 description="One section (a search hit's id) with its content hash, line span and note in _meta.",
             ),
+            ResourceTemplate(
+                uri_template=FIELD_TEMPLATE, name="field", title="Notes by a frontmatter field's value",
+                mime_type="application/json",
+                description="The notes whose frontmatter field holds a value (as where={name: value} in oracle_search"
+                " filters them). Both parts complete: field names, then the values of the chosen field.",
+            ),
         ])
 
     async def _read_resource(self, ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
@@ -370,7 +385,9 @@ class Surface:
 
     # -- completions ------------------------------------------------------------------------------
     async def _complete(self, ctx: Any, params: CompleteRequestParams) -> CompleteResult:
-        found = await self._run(complete_argument, self.oracle, params.ref, params.argument.name, params.argument.value)
+        context = params.context.arguments if params.context and params.context.arguments else None
+        found = await self._run(complete_argument, self.oracle, params.ref, params.argument.name, params.argument.value,
+                                context)
         return CompleteResult(completion=Completion(values=found.values[:100], total=found.total,
                                                     has_more=found.has_more))
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from indexer.concepts import tag_parts
+from indexer.fields import FieldCondition, WhereError, canonical_where, parse_where
 from indexer.parse import MAX_TERM_CHARS, relation_term
 from server.boundary import defuse_markers
 from server.query import MAX_QUERY_CHARS
@@ -98,6 +99,65 @@ class Triplet(BaseModel):
         return term
 
 
+_WHERE_SCALAR: dict = {"type": ["string", "number", "boolean"]}
+_WHERE_SCHEMA: dict = {
+    "anyOf": [
+        {
+            "type": "object",
+            "maxProperties": 20,
+            "additionalProperties": {
+                "anyOf": [
+                    _WHERE_SCALAR,
+                    {"type": "array", "items": _WHERE_SCALAR, "minItems": 1, "maxItems": 100},
+                    {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "eq": _WHERE_SCALAR,
+                            "in": {"type": "array", "items": _WHERE_SCALAR, "minItems": 1, "maxItems": 100},
+                            "exists": {"type": "boolean"},
+                            "before": {"type": "string", "format": "date"},
+                            "after": {"type": "string", "format": "date"},
+                        },
+                    },
+                ]
+            },
+        },
+        {"type": "string", "maxLength": 10_000},
+        {"type": "null"},
+    ],
+    "default": None,
+    "description": (
+        "Frontmatter fields the notes must have (every field named must match): a value (equals), a list (any "
+        'of), or operators {"eq", "in", "exists", "before", "after"} (dates YYYY-MM-DD, strict). Values compare '
+        'case-insensitively; a list field holding "*" matches every value. Also as JSON text, e.g. '
+        '{"status": "draft", "industries": ["finance"], "reviewed": {"after": "2026-01-01"}}.'
+    ),
+}
+
+
+def _where(value: object) -> dict | None:
+    """A where filter (mapping or JSON text) in its canonical form: {field: {in, exists, after, before}},
+    sorted by field, so equal filters are equal requests (logs, working sets) and the service reads it back
+    with `where_conditions` without checking again."""
+    if value is None:
+        return None
+    try:
+        conditions = parse_where(value)
+    except WhereError as exc:
+        raise ValueError(str(exc)) from None
+    return canonical_where(conditions) or None
+
+
+# A dict to Python, any JSON to a client: FastAPI's query-string models take it as one string parameter.
+Where = Annotated[Any, BeforeValidator(_where), WithJsonSchema(_WHERE_SCHEMA)]
+
+
+def where_conditions(where: dict | None) -> tuple[FieldCondition, ...]:
+    """The validated (canonical) where filter of a request as conditions for the store."""
+    return parse_where(where) if where else ()
+
+
 def past_the_end(offset: int, total: int, limit: int) -> str:
     """Why a page is empty when there are results: the offset is past the last of them."""
     last = (total - 1) // limit * limit
@@ -136,6 +196,7 @@ class SearchRequest(BaseModel):
     prefer_fresh: bool = Field(default=False, description="Fresh notes first: notes past their freshness window "
                                "(stale) come after every fresh one.")
     fresh_only: bool = Field(default=False, description="Leave out notes past their freshness window (stale).")
+    where: Where = None
 
     @field_validator("lang")
     @classmethod
@@ -204,6 +265,7 @@ class ScoreBreakdown(BaseModel):
     feedback_factor: float = 1.0
     superseded_factor: float = 1.0
     language_factor: float = 1.0  # below 1 for a note in another language than the query's (scoring.prefer_languages)
+    expansion_score: float | None = None  # bm25 for the query expanded with words of the best notes (server/expansion.py)
 
 
 class SupersededBy(BaseModel):
@@ -289,6 +351,9 @@ class SearchMeta(BaseModel):
     languages: list[str] | None = Field(
         default=None, description="The query's language(s), preferred over the others' notes in a base translated "
         "into several languages (null: no preference).")
+    expanded_with: list[str] = Field(
+        default_factory=list, description="Words of the first ranking's best notes added to a second keyword "
+        "query (hybrid search): how the answer's own vocabulary was found for a question phrased otherwise.")
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -327,6 +392,14 @@ class LearnRequest(BaseModel):
         description="Any unique string (a UUID) of 8-200 printable ASCII characters: a retry of the same learn with"
         " the same key returns the learning saved the first time instead of saving it twice.",
     )
+    revises: str | None = Field(
+        default=None, min_length=1, max_length=1000,
+        description="An existing note this learning replaces (its path, or a chunk id of it): once saved, the new"
+        " learning supersedes it. Needs expected_hash.")
+    expected_hash: str | None = Field(
+        default=None, min_length=12, max_length=64, pattern=r"^[0-9a-fA-F]+$",
+        description="With revises: that note's file_hash as you last read it (oracle_read); nothing is saved, and"
+        " you get a conflict, if it changed since.")
 
     @field_validator("concepts", mode="before")
     @classmethod
@@ -350,6 +423,13 @@ class LearnRequest(BaseModel):
     def _one_line(cls, value: str | None) -> str | None:
         return one_line(value)
 
+    @model_validator(mode="after")
+    def _revision(self) -> "LearnRequest":
+        if (self.revises is None) != (self.expected_hash is None):
+            raise ValueError("revises and expected_hash go together: the note this learning replaces, and its"
+                             " file_hash as you read it (oracle_read)")
+        return self
+
 
 class NearDuplicate(BaseModel):
     id: str
@@ -369,6 +449,9 @@ class LearnResult(BaseModel):
     near_duplicates: list[NearDuplicate] = Field(default_factory=list)
     replayed: bool = Field(default=False, description="True when an idempotency key had already saved this learning:"
                            " nothing new was written.")
+    author: str | None = Field(default=None, description="The named token that wrote it (team mode), as its"
+                               " frontmatter's author: says.")
+    supersedes: str | None = Field(default=None, description="With revises: the note this learning now supersedes.")
 
 
 class ConsultRequest(BaseModel):
@@ -376,7 +459,13 @@ class ConsultRequest(BaseModel):
 
     decision: str = Field(min_length=1, max_length=2_000, description="The decision you are about to make.")
     context: str | None = Field(default=None, max_length=10_000, description="What you know about the situation.")
-    budget_tokens: int = Field(default=1200, ge=100, le=8000, description="Guidance size limit in tokens.")
+    budget_tokens: int | None = Field(default=None, ge=100, le=8000, description="Guidance size limit in tokens "
+                                      "(default: 15% of context_window when given, else 1200).")
+    context_window: int | None = Field(
+        default=None, ge=1_000, le=10_000_000,
+        description="Your context window in tokens: the budget becomes 15% of it (at most 8000), and under 30,000 "
+        "only principles, the core, are consulted (mode core); the result says which mode it used.")
+    where: Where = None
 
     @field_validator("decision")
     @classmethod
@@ -411,7 +500,12 @@ class ConsultResult(BaseModel):
     learnings: list[Source]
     guidance: str
     tokens_used: int
-    budget_tokens: int
+    budget_tokens: int = Field(description="The budget the guidance was built within.")
+    budget_from: Literal["budget_tokens", "context_window", "default"] = Field(
+        default="default", description="Where the budget came from: given, 15% of context_window, or the default.")
+    mode: Literal["full", "core"] = Field(
+        default="full", description="full: principles and learnings; core: principles only (context_window under "
+        "30,000 tokens).")
     warnings: list[str] = Field(default_factory=list)
     working_set_id: str = Field(default="", description="SHA-256 of the canonical JSON of what this consultation used"
                                 " (decision, context, budget, sources' ids and hashes in order, guidance, index state);"
@@ -720,3 +814,91 @@ class VerifyResult(BaseModel):
     gone: int
     verified: list[VerifiedNote] = Field(default_factory=list, description="The notes marked verified today.")
     working_set: WorkingSetCheck | None = None
+
+
+# -- editing and retiring notes (server/edit.py) ---------------------------------------------------------
+EditOp = Literal["append", "prepend", "replace_section", "replace_text"]
+ExpectedHash = Annotated[str, Field(
+    min_length=12, max_length=64, pattern=r"^[0-9a-fA-F]+$",
+    description="The note's file_hash as you last read it (oracle_read returns it; at least 12 leading hex digits):"
+    " the write is refused with a conflict if the note changed since.")]
+
+
+class _NoteTarget(BaseModel):
+    """One existing note, by a chunk id of it or its path, with the hash the caller last read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str | None = Field(default=None, max_length=1000, description="The note's path relative to the knowledge root.")
+    id: str | None = Field(default=None, pattern=CHUNK_ID, description="Or a chunk id of the note (from a hit).")
+    expected_hash: ExpectedHash
+
+    @model_validator(mode="before")
+    @classmethod
+    def _an_id_where_a_path_goes(cls, data: object) -> object:
+        """`oracle archive c_...`: a chunk id given as the file is the id (a note's path ends in .md)."""
+        if isinstance(data, dict) and data.get("id") is None and isinstance(data.get("file"), str) \
+                and re.fullmatch(CHUNK_ID, data["file"].strip()):
+            data = {**{k: v for k, v in data.items() if k != "file"}, "id": data["file"].strip()}
+        return data
+
+    @model_validator(mode="after")
+    def _one_target(self) -> "_NoteTarget":
+        if (self.id is None) == (self.file is None):
+            raise ValueError("give exactly one of file (a note's path relative to the root) or id (a chunk id of it)")
+        return self
+
+
+class EditRequest(_NoteTarget):
+    op: EditOp = Field(description="append: at the end; prepend: after the frontmatter and the note's `# title`"
+                       " line; replace_section: the body under the heading `heading` (the heading line is kept);"
+                       " replace_text: the one occurrence of `find` in the body.")
+    text: str = Field(max_length=MAX_PATTERN_CHARS, description="The markdown to add, or to put in place.")
+    heading: str | None = Field(default=None, max_length=MAX_TITLE_CHARS,
+                                description="replace_section: the section's heading text, without the #s.")
+    find: str | None = Field(default=None, min_length=1, max_length=MAX_PATTERN_CHARS,
+                             description="replace_text: the exact text to replace; it must occur once in the body.")
+
+    @field_validator("text", "find")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            raise ValueError("contains NUL bytes; send plain text")
+        return value
+
+    @model_validator(mode="after")
+    def _op_arguments(self) -> "EditRequest":
+        if self.op == "replace_section" and not (self.heading and self.heading.strip()):
+            raise ValueError("replace_section needs heading: the text of the heading whose section to replace")
+        if self.op == "replace_text" and self.find is None:
+            raise ValueError("replace_text needs find: the exact text to replace")
+        if self.op in ("append", "prepend") and not self.text.strip():
+            raise ValueError(f"{self.op}: text is empty; give the markdown to add")
+        if self.op != "replace_section" and self.heading is not None:
+            raise ValueError("heading is only for op=replace_section")
+        if self.op != "replace_text" and self.find is not None:
+            raise ValueError("find is only for op=replace_text")
+        return self
+
+
+class EditResult(BaseModel):
+    source_file: str
+    op: str
+    previous_hash: str = Field(description="The note's file_hash before the edit.")
+    file_hash: str = Field(description="The note's file_hash now: pass it as expected_hash to edit it again.")
+    chunk_ids: list[str] = Field(description="The note's sections as indexed now (before this call returned).")
+    author: str | None = Field(default=None, description="The named token that made the edit (team mode).")
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ArchiveRequest(_NoteTarget):
+    reason: str | None = Field(default=None, max_length=MAX_NOTE_CHARS, description="Why it is retired.")
+
+
+class ArchiveResult(BaseModel):
+    source_file: str
+    archived_to: str = Field(description="Where the file is now, relative to the root (out of the index; never deleted).")
+    file_hash: str
+    removed_chunks: int = Field(description="How many sections left the index.")
+    author: str | None = None
+    reason: str | None = None

@@ -177,9 +177,11 @@ def call(endpoint: Endpoint, method: str, path: str, params: dict | None = None,
         data = json.loads(raw)
     except ValueError:
         raise RemoteUnavailable(f"not an Oracle answer (HTTP {status})") from None
-    if status in (401, 403, 404, 405):  # a token it wants, a server without this route: answer locally
+    message = data.get("error") if isinstance(data, dict) else None
+    # A read-only named token refused a write (team mode): that is the answer, not a reason to write locally.
+    refused = status == 403 and str(message or "").startswith("forbidden:")
+    if status in (401, 403, 404, 405) and not refused:  # a token it wants, a server without this route: answer locally
         raise RemoteUnavailable(f"HTTP {status}")
     if status >= 400:
-        message = data.get("error") if isinstance(data, dict) else None
         raise RemoteError(status, str(message or f"HTTP {status}"))
     return data

@@ -74,8 +74,20 @@ def search(data: dict) -> tuple[list[str], list[str]]:
     return out, [f"warning: {w}" for w in meta.get("warnings", [])]
 
 
+def budget_line(budget_tokens: int, budget_from: str, mode: str) -> str:
+    """Which budget and mode a consultation used, when the caller's context window decided them (else "": a
+    consultation without one reads as before). Shared by the MCP text and the CLI."""
+    if budget_from != "context_window" and mode == "full":
+        return ""
+    source = {"context_window": "15% of the context window", "budget_tokens": "as given"}.get(budget_from, "the default")
+    shown = "core (principles only: the context window is under 30,000 tokens)" if mode == "core" else "full"
+    return f"budget: {budget_tokens} tokens ({source}); mode: {shown}"
+
+
 def consult(data: dict) -> tuple[list[str], list[str]]:
-    out = [data["guidance"]] + ([f"working_set_id={data['working_set_id']}"] if data.get("working_set_id") else [])
+    budget = budget_line(data["budget_tokens"], data.get("budget_from", "default"), data.get("mode", "full"))
+    out = ([data["guidance"]] + ([budget] if budget else [])
+           + ([f"working_set_id={data['working_set_id']}"] if data.get("working_set_id") else []))
     return out, [f"warning: {w}" for w in data.get("warnings", [])]
 
 

@@ -7,6 +7,8 @@ letters gets a valid, percent-encoded URI that reads back to the same path:
     oracle://note/{+path}   the note's markdown; its frontmatter, type, sha256 and sections as metadata
     oracle://chunk/{id}     one section: its text, content hash, line span and the note it belongs to
     oracle://stats          what `oracle_stats` returns, as JSON
+    oracle://field/{name}/{value}   the notes whose frontmatter field `name` holds `value` (a `where` filter's
+                            rule: case-insensitive, a list's `*` matches), as JSON; both parts complete
 
 Listing is keyset-paginated by path (the cursor is the last path of the previous page, opaque to the
 client), so a page costs one indexed range scan however many notes there are, and a note added or removed
@@ -27,10 +29,12 @@ from mcp.shared.uri_template import UriTemplate
 from server.app import Oracle
 from server.browse import NotFound
 from server.files import FileNotInRoot, PathRefused, safe_path
-from server.instructions import CHUNK_TEMPLATE, NOTE_TEMPLATE, STATS_URI
+from indexer.fields import FieldCondition, value_key, value_text
+from server.instructions import CHUNK_TEMPLATE, FIELD_TEMPLATE, NOTE_TEMPLATE, STATS_URI
 from server.models import ReadRequest
 from server.read import read_note
 from server.stats import stats
+from server.where import resolve_where
 
 PAGE_SIZE = 100  # notes per resources/list page: 10k notes are 100 pages, never one response
 MAX_NOTE_CHARS = 2_000_000  # ReadRequest's ceiling; larger notes are refused by the indexer anyway
@@ -38,6 +42,7 @@ META_PREFIX = "oracle/"  # `_meta` keys need a prefix that is not the protocol's
 
 _NOTE = UriTemplate.parse(NOTE_TEMPLATE)
 _CHUNK = UriTemplate.parse(CHUNK_TEMPLATE)
+_FIELD = UriTemplate.parse(FIELD_TEMPLATE)
 
 
 class BadCursor(ValueError):
@@ -58,10 +63,24 @@ def chunk_uri(chunk_id: str) -> str:
     return _CHUNK.expand({"id": chunk_id})
 
 
+def field_uri(name: str, value: str) -> str:
+    return _FIELD.expand({"name": name, "value": value})
+
+
+def parse_field_uri(uri: str) -> tuple[str, str] | None:
+    """(field name, value) of an oracle://field/... URI, else None."""
+    found = _FIELD.match(uri) if uri.startswith("oracle://field/") else None
+    if not found or not isinstance(found.get("name"), str) or not isinstance(found.get("value"), str):
+        return None
+    return found["name"], found["value"]
+
+
 def parse_uri(uri: str) -> tuple[str, str]:
-    """("note", path) | ("chunk", id) | ("stats", ""), or UnknownResource."""
+    """("note", path) | ("chunk", id) | ("stats", "") | ("field", uri), or UnknownResource."""
     if uri == STATS_URI:
         return "stats", ""
+    if parse_field_uri(uri):
+        return "field", uri
     for kind, template in (("note", _NOTE), ("chunk", _CHUNK)):
         found = template.match(uri)
         if found:
@@ -69,7 +88,8 @@ def parse_uri(uri: str) -> tuple[str, str]:
             if isinstance(value, str) and value:
                 return kind, value
     raise UnknownResource(
-        f"unknown resource {uri!r}: use oracle://note/<path relative to the root>, oracle://chunk/<id> or {STATS_URI}"
+        f"unknown resource {uri!r}: use oracle://note/<path relative to the root>, oracle://chunk/<id>,"
+        f" oracle://field/<name>/<value> or {STATS_URI}"
     )
 
 
@@ -198,11 +218,32 @@ def read_stats_resource(oracle: Oracle) -> Content:
     return Content(uri=STATS_URI, text=stats(oracle).model_dump_json(indent=2), mime_type="application/json")
 
 
+def read_field_resource(oracle: Oracle, name: str, value: str) -> Content:
+    """The notes whose field `name` holds `value`, by path (at most PAGE_SIZE, with the total): what
+    `where={name: value}` lets through, so a completed pair can be checked before it is used as a filter."""
+    text = value_text(value)
+    if not name.strip() or text is None:
+        raise UnknownResource("oracle://field/<name>/<value> needs a field name and a value (both complete)")
+    selection, _ = resolve_where(oracle, [FieldCondition(name.strip(), any_of=(value_key(text),))])
+    paths = sorted(selection.only or ())
+    notes = []
+    for path in paths[:PAGE_SIZE]:
+        note = oracle.store.note(path)
+        if note is not None:
+            notes.append({"path": path, "uri": note_uri(path), "type": note.type, "title": note.title or path})
+    body = {"field": name.strip(), "value": text, "total": len(paths), "notes": notes}
+    return Content(uri=field_uri(name, value), text=json.dumps(body, ensure_ascii=False, indent=2),
+                   mime_type="application/json", meta=_meta(field=name.strip(), total=len(paths)))
+
+
 def read_resource(oracle: Oracle, uri: str, client: str = "mcp") -> Content:
     """Any Oracle resource by URI; UnknownResource when there is none."""
     kind, value = parse_uri(uri)
     if kind == "stats":
         return read_stats_resource(oracle)
+    if kind == "field":
+        name, field_value = parse_field_uri(value) or ("", "")
+        return read_field_resource(oracle, name, field_value)
     if kind == "chunk":
         return read_chunk_resource(oracle, value, client)
     try:

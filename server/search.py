@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
 # import it on first use, and two search threads doing that at once met a partially initialised numpy (ImportError
@@ -18,12 +18,13 @@ import numpy  # noqa: F401
 
 from indexer.embed import MODEL_ID as MINILM_ID
 from indexer.embed import EmbeddingUnavailable
+from indexer.fields import NoteSelection
 from indexer.language import STRUCTURAL, query_languages
 from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from indexer.multilingual import covered_share, wants_multilingual
 from indexer.store import Filters, Section, SectionFacts
 from indexer.vectors import VectorStoreUnavailable
-from server import scoring
+from server import expansion, scoring
 from server.app import Oracle
 from server.models import (
     DuplicateRef,
@@ -37,6 +38,7 @@ from server.models import (
     TranslationRef,
     Triplet,
     past_the_end,
+    where_conditions,
 )
 from server.feedback import note_feedback
 from server.freshness import fields as freshness_fields
@@ -45,6 +47,7 @@ from server.notes import fold_duplicate_notes, fold_duplicate_sections, fold_tra
 from server.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
 from server.relations import entry_chunks, stating_files
 from server.supersede import successors_for
+from server.where import resolve_where
 
 POOL = 100  # candidates taken from each leg before fusion
 NOTE_POOL_FACTOR = 3  # how much the pool widens when a page of notes needs more sections
@@ -62,9 +65,11 @@ class _Legs:
     vector_ok: bool
     multilingual: bool = False  # the vector leg ranked with the multilingual model (indexer/multilingual.py)
     main_share: float = 1.0  # the English model's share of the vector leg's similarities (covered_share)
+    expanded_with: list[str] = field(default_factory=list)  # words query expansion added (_expand)
 
 
-def filters_for(request: SearchRequest) -> Filters:
+def filters_for(request: SearchRequest, notes: NoteSelection = NoteSelection()) -> Filters:
+    """The store's filters for a request; `notes` is its `where` filter resolved (server/where.py)."""
     return Filters(
         type=None if request.type == "all" else request.type,
         concepts=tuple(request.concepts),
@@ -72,6 +77,8 @@ def filters_for(request: SearchRequest) -> Filters:
         date_from=request.date_from,
         date_to=request.date_to,
         lang=request.lang,
+        only_notes=notes.only,
+        excluded_notes=notes.excluded,
     )
 
 
@@ -146,7 +153,33 @@ def _fuse(request: SearchRequest, legs: _Legs, bm25_bar: float) -> tuple[list[sc
         return scoring.single_leg(legs.vector, "vector"), "vector", None, None
     method = request.fusion or scoring.DEFAULT_FUSION
     weight = scoring.semantic_weight(method, legs.multilingual, legs.fts, bm25_bar)
-    return scoring.fuse(legs.fts, legs.vector, method=method, semantic_weight=weight), "hybrid", method, weight
+    fused = scoring.fuse(legs.fts, legs.vector, method=method, semantic_weight=weight,
+                         keyword_floor=scoring.keyword_floor(bm25_bar))
+    return fused, "hybrid", method, weight
+
+
+def _expand(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int, fused: list[scoring.Fused],
+            semantic_weight: float, legs: _Legs) -> list[scoring.Fused]:
+    """Weighted hybrid only: the words of the first ranking's best sections that are rare in the index
+    (server/expansion.py) make a second keyword query, whose ranking is mixed into the keyword part of the fused
+    scores. The question's own words are not repeated in it: the keyword leg has ranked them already, and
+    common question words made the second query cost as much as the first. The words used are kept in
+    `legs.expanded_with` for the meta."""
+    best = [f.id for f in fused[: expansion.EXPANSION_SOURCES]]
+    sources = oracle.store.sections_by_id(best)
+    texts = [f"{s.title} {s.heading} {s.content}" for s in (sources.get(i) for i in best) if s]
+    weight = expansion.word_weights(texts, frozenset(kq.terms))
+    candidates = expansion.candidate_words(weight)
+    sections = oracle.store.chunk_count()
+    counts = oracle.store.section_counts([quote(w) for w in candidates], expansion.most_sections(sections))
+    words = expansion.expansion_terms(weight, {w: counts[quote(w)] for w in candidates}, sections)
+    if not words:
+        return fused
+    expanded = KeywordQuery(terms=words, unsegmented=())
+    rows, _ = oracle.store.keyword_search(expanded.fts_match, None, (), filters, pool, count=False)
+    legs.expanded_with = list(words)
+    return scoring.with_expansion(fused, [scoring.LegHit(i, s) for i, s in rows], semantic_weight,
+                                  expansion.EXPANSION_SHARE)
 
 
 def _total(oracle: Oracle, kq: KeywordQuery, mode: str, legs: _Legs, filters: Filters) -> int:
@@ -250,6 +283,7 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
             feedback_factor=item.feedback_factor,
             superseded_factor=item.superseded_factor,
             language_factor=item.language_factor,
+            expansion_score=item.expansion_score,
         ),
         also_in_file=[o.id for o in others],
         sections=[
@@ -347,6 +381,8 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
     language, relations) -> entries."""
     legs = _run_legs(oracle, request, query, kq, filters, pool)
     fused, mode, method, weight = _fuse(request, legs, bm25_bar)
+    if method == "weighted" and fused:
+        fused = _expand(oracle, kq, filters, pool, fused, weight, legs)
     facts = oracle.store.section_facts([f.id for f in fused])
     fused = [f for f in fused if f.id in facts]  # a vector whose chunk vanished is not a result
     if mode == "hybrid" and kq.fts_match and not legs.multilingual:
@@ -366,7 +402,9 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
     entries, dropped = order_by_freshness(oracle, entries, lambda e: facts[e.lead.id].file,
                                           prefer=request.prefer_fresh, only=request.fresh_only)
     # Notes: the distinct notes among the candidates of both legs. Sections: every match (see _total).
-    total = len(entries) if request.by_note else _total(oracle, kq, mode, legs, filters) + len(added) - dropped
+    expansion_only = sum(1 for f in fused if f.found_by == ["expansion"])  # in the pool; beyond it, uncounted
+    total = (len(entries) if request.by_note
+             else _total(oracle, kq, mode, legs, filters) + expansion_only + len(added) - dropped)
     return _Ranked(legs, mode, method, weight, facts, entries, total, use)
 
 
@@ -423,7 +461,8 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     started = time.perf_counter()
     query = validate_query(request.query)
     kq = build_keyword_query(query)
-    filters = filters_for(request)
+    notes, where_warnings = resolve_where(oracle, where_conditions(request.where))
+    filters = filters_for(request, notes)
     wanted = request.offset + request.limit
     pool = max(POOL, wanted)
     bm25_bar = scoring.weak_bm25(oracle.store.chunk_count())
@@ -442,7 +481,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     fresh = note_staleness(oracle, {h.source_file for h in hits})
     hits = [h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits]
     weak = not hits or all(h.weak for h in hits)
-    warnings = ranked.legs.warnings
+    warnings = where_warnings + ranked.legs.warnings
     if (ranked.mode in ("hybrid", "vector") and wants_multilingual(query) and ranked.legs.vector_ok
             and not oracle.embedder.multilingual):  # a multilingual main model reads the query as it is
         warnings.append(_script_note(ranked.legs.multilingual))
@@ -470,6 +509,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
             if ranked.mode != "fts" else None,
             weak=weak,
             languages=sorted(languages) if languages else None,
+            expanded_with=ranked.legs.expanded_with,
             warnings=warnings,
         ),
     )

@@ -127,13 +127,15 @@ def resolve_logged(oracle: Oracle, ref: str) -> _Target | None:
     return _note_target(oracle, ref) or resolve_quietly(oracle, ref)
 
 
-def supersede(oracle: Oracle, request: SupersedeRequest, client: str = "cli") -> SupersedeResult:
+def supersede(oracle: Oracle, request: SupersedeRequest, client: str = "cli",
+              author: str | None = None) -> SupersedeResult:
+    """Record (or, undo=true, revoke) a supersession in the log, attributed to `author` (team mode)."""
     old = resolve(oracle, request.old_id, "old_id")
     if request.undo:
         if old.ref not in oracle.logs.supersessions():
             raise SupersedeError(f"old_id: {old.ref!r} has no supersession made with this tool to undo"
                                  " (a `superseded_by:` in frontmatter is undone by editing the file)")
-        oracle.logs.log_supersede(client, old.ref, None, request.reason, "revoke")
+        oracle.logs.log_supersede(client, old.ref, None, request.reason, "revoke", author=author)
         return SupersedeResult(action="undo", old=_ref(old), new=None, reason=request.reason)
     assert request.new_id is not None
     new = resolve(oracle, request.new_id, "new_id")
@@ -142,7 +144,7 @@ def supersede(oracle: Oracle, request: SupersedeRequest, client: str = "cli") ->
     if _chain_reaches(oracle, new, old):
         raise SupersedeError(f"new_id {new.ref!r} is itself superseded, directly or through others, by {old.ref!r};"
                              " undo that first")
-    oracle.logs.log_supersede(client, old.ref, new.ref, request.reason, "supersede")
+    oracle.logs.log_supersede(client, old.ref, new.ref, request.reason, "supersede", author=author)
     return SupersedeResult(action="supersede", old=_ref(old), new=_ref(new), reason=request.reason)
 
 
@@ -197,12 +199,12 @@ def successors_for(
 def supersessions_overview(oracle: Oracle) -> list[dict]:
     """Every supersession in force, tool-made and from frontmatter, for the dashboard and the API."""
     out: list[dict] = []
-    for old, (new, reason, at, client) in sorted(oracle.logs.supersessions().items(), key=lambda kv: -kv[1][2]):
+    for old, (new, reason, at, client, author) in sorted(oracle.logs.supersessions().items(), key=lambda kv: -kv[1][2]):
         source, target = resolve_quietly(oracle, old), resolve_quietly(oracle, new)
         out.append({
             "old": old, "old_title": source.title if source else "", "old_file": source.file if source else "",
             "new": new, "new_title": target.title if target else "", "new_file": target.file if target else "",
-            "reason": reason, "via": "tool", "at": at, "client": client,
+            "reason": reason, "via": "tool", "at": at, "client": client, "author": author,
         })
     for file, raw in oracle.store.superseded_files().items():
         source, target = _note_target(oracle, file), _frontmatter_target(oracle, file, raw)
@@ -210,5 +212,6 @@ def supersessions_overview(oracle: Oracle) -> list[dict]:
             "old": file, "old_title": source.title if source else "", "old_file": file,
             "new": target.ref if target else raw, "new_title": target.title if target else "",
             "new_file": target.file if target else "", "reason": None, "via": "frontmatter", "at": None, "client": None,
+            "author": None,
         })
     return out

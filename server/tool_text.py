@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from server.models import (
+    ArchiveResult,
     ConceptsResult,
+    EditResult,
     ConsultResult,
     Document,
     FeedbackResult,
@@ -22,7 +24,7 @@ from server.models import (
     VerifyResult,
     WorkingSetCheck,
 )
-from server.render import result_count, serving_text
+from server.render import budget_line, result_count, serving_text
 from server.stats import Stats
 
 
@@ -60,7 +62,8 @@ def stale_text(since: str | None, verified: str | None) -> str:
 
 
 def consult_text(request: Any, result: ConsultResult) -> str:
-    return (result.guidance + "".join(f"warning: {w}\n" for w in result.warnings)
+    budget = budget_line(result.budget_tokens, result.budget_from, result.mode)
+    return (result.guidance + (budget + "\n" if budget else "") + "".join(f"warning: {w}\n" for w in result.warnings)
             + (f"working_set_id={result.working_set_id}\n" if result.working_set_id else ""))
 
 
@@ -70,7 +73,9 @@ def reflect_text(request: Any, doc: Document) -> str:
 
 
 def learn_text(request: Any, result: LearnResult) -> str:
-    text = f"Saved {result.file} (id {result.id}, embedded: {result.embedded})."
+    text = f"Saved {result.file}{_by(result.author)} (id {result.id}, embedded: {result.embedded})."
+    if result.supersedes:
+        text += f" It supersedes {result.supersedes}."
     if result.near_duplicates:
         text += " Similar existing learnings: " + "; ".join(
             f"{d.title} ({d.source_file}, similarity {d.similarity:.2f})" for d in result.near_duplicates
@@ -165,3 +170,18 @@ def verify_text(request: Any, result: VerifyResult) -> str:
     lines += [f"verified {v.source_file}: last_verified {v.last_verified}"
               + ("" if v.changed else " (already)") for v in result.verified]
     return "\n".join(lines)
+
+
+def _by(author: str | None) -> str:
+    return f" by {author}" if author else ""
+
+
+def edit_text(request: Any, result: EditResult) -> str:
+    lines = [f"edited {result.source_file} ({result.op}){_by(result.author)}: file_hash {result.previous_hash[:12]}…"
+             f" -> {result.file_hash} ({plural(len(result.chunk_ids), 'section')} indexed)"]
+    return "\n".join(lines + [f"warning: {w}" for w in result.warnings])
+
+
+def archive_text(request: Any, result: ArchiveResult) -> str:
+    return (f"archived {result.source_file}{_by(result.author)} to {result.archived_to} (out of the index:"
+            f" {plural(result.removed_chunks, 'section')} removed; the file is kept)")

@@ -18,6 +18,7 @@ from server import models as m
 from server import tool_text as text
 from server.browse import concepts, list_documents, reflect
 from server.consult import consult
+from server.edit import archive, edit
 from server.errors import OracleError, problems
 from server.feedback import record_feedback
 from server.learn import learn
@@ -38,14 +39,19 @@ READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotent
 # verify: writes only when asked to mark notes verified, and marking twice on one day changes nothing
 MARKS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 RANDOM_READ = ToolAnnotations(readOnlyHint=True, openWorldHint=False)  # reflect: read-only, not idempotent
+# edit replaces text (the old text is gone but for the file's history); archive moves a note out of the index
+REWRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
 
 
 @dataclass(frozen=True)
 class Caller:
-    """Who asked, for the usage logs: the client's name and the surface the call came in on."""
+    """Who asked: the client's name and the surface the call came in on (for the usage logs), and in team
+    mode the named token's name (`author`: recorded with every write) and whether it may write."""
 
     client: str
     surface: Surface
+    author: str | None = None
+    can_write: bool = True
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,9 @@ class Tool:
     http: Http
     cli: Cli | None = None
     meta: dict[str, Any] | None = None
+    # Does this request write? None: whenever the annotations say the tool is not read-only. A read-only
+    # token is refused on exactly these calls (verify writes only when it marks notes verified).
+    writes: Callable[[Any], bool] | None = None
 
     @property
     def accepted(self) -> tuple[str, ...]:
@@ -99,10 +108,29 @@ class Tool:
         except ValidationError as exc:
             raise InvalidArguments(problems(exc.errors(), accepted=self.accepted)) from None
 
-    def run(self, oracle: Oracle, request: BaseModel, caller: Caller) -> BaseModel:
-        """Wait until the start-up sync has the keyword index ready, then call the one service function."""
-        oracle.wait_ready()
+    def is_write(self, request: BaseModel) -> bool:
+        if self.writes is not None:
+            return self.writes(request)
+        return not self.annotations.read_only_hint
+
+    def authorize(self, request: BaseModel, caller: Caller) -> None:
+        """Refuse a write from a read-only token (team mode), before anything is read or written."""
+        if not caller.can_write and self.is_write(request):
+            who = f"the token {caller.author!r}" if caller.author else "this token"
+            raise OracleError("forbidden", f"forbidden: {who} is read-only and {self.name} writes to the knowledge"
+                              " base; ask whoever runs this server for a write token (`oracle token add NAME"
+                              " --write`)")
+
+    def call(self, oracle: Oracle, request: BaseModel, caller: Caller) -> BaseModel:
+        """Check the caller may make this call, then call the one service function. Every adapter calls
+        tools through here (or `run`)."""
+        self.authorize(request, caller)
         return self.service(oracle, request, caller)
+
+    def run(self, oracle: Oracle, request: BaseModel, caller: Caller) -> BaseModel:
+        """`call`, once the start-up sync has the keyword index ready (a served Oracle)."""
+        oracle.wait_ready()
+        return self.call(oracle, request, caller)
 
 
 def _logged_as(caller: Caller) -> str:
@@ -151,10 +179,11 @@ TOOLS: tuple[Tool, ...] = (
         description=(
             "Save a new learning (a pattern or lesson worth remembering) as a markdown file in the knowledge "
             "base. It is searchable as soon as this returns. Existing learnings that look like near-duplicates "
-            "are listed as advice; the learning is saved regardless."
+            "are listed as advice; the learning is saved regardless. To replace a note you read, pass revises (its "
+            "path) and expected_hash (its file_hash): refused as a conflict if it changed since."
         ),
         request=m.LearnRequest, result=m.LearnResult,
-        service=lambda o, r, c: learn(o, r, client=c.client),
+        service=lambda o, r, c: learn(o, r, client=c.client, author=c.author),
         text=text.learn_text, annotations=WRITES,
         http=Http("POST", "/api/learn", status=201),
         cli=Cli("learn", "save a new learning (markdown) and index it", words="pattern", stdin=True),
@@ -194,7 +223,7 @@ TOOLS: tuple[Tool, ...] = (
             "Verdicts are logged and adjust future ranking within a bound (at most x1.2 up or x0.8 down)."
         ),
         request=m.FeedbackRequest, result=m.FeedbackResult,
-        service=lambda o, r, c: record_feedback(o, r, client=c.client),
+        service=lambda o, r, c: record_feedback(o, r, client=c.client, author=c.author),
         text=text.feedback_text, annotations=WRITES,
         http=Http("POST", "/api/feedback", status=201),
         cli=Cli("feedback", "say whether a note (by id) was helpful or misleading"),
@@ -207,7 +236,7 @@ TOOLS: tuple[Tool, ...] = (
             "note paths relative to the root (the whole note). undo=true revokes an earlier supersession."
         ),
         request=m.SupersedeRequest, result=m.SupersedeResult,
-        service=lambda o, r, c: supersede(o, r, client=c.client),
+        service=lambda o, r, c: supersede(o, r, client=c.client, author=c.author),
         text=text.supersede_text, annotations=WRITES,
         http=Http("POST", "/api/supersede", status=201),
         cli=Cli("supersede", "mark a note as replaced by a newer one"),
@@ -248,11 +277,41 @@ TOOLS: tuple[Tool, ...] = (
         ),
         request=m.VerifyRequest, result=m.VerifyResult,
         service=lambda o, r, c: verify(o, r),
-        text=text.verify_text, annotations=MARKS,
+        text=text.verify_text, annotations=MARKS, writes=lambda r: bool(r.mark_verified),
         http=Http("POST", "/api/verify"),
         # --working-set-id and --mark-verified (repeated) on the command line; citations, a list of {id, content_hash}
         # objects, are an HTTP body or MCP arguments
         cli=Cli("verify", "does a consult's working set reproduce; mark notes verified today"),
+    ),
+    Tool(
+        name="oracle_edit",
+        description=(
+            "Edit an existing note: append, prepend (after its title), replace the section under a heading, or "
+            "replace one exact piece of text. Pass expected_hash, the note's file_hash from oracle_read: if the "
+            "note changed since you read it the edit is refused as a conflict (read it again and redo it). The "
+            "frontmatter is kept as it is; the note is re-indexed before this returns."
+        ),
+        request=m.EditRequest, result=m.EditResult,
+        service=lambda o, r, c: edit(o, r, client=c.client, author=c.author),
+        text=text.edit_text, annotations=REWRITES,
+        http=Http("POST", "/api/edit"),
+        cli=Cli("edit", "edit a note's body (append, prepend, replace a section or text) if unchanged since read",
+                words="text", stdin=True),
+    ),
+    Tool(
+        name="oracle_archive",
+        description=(
+            "Retire a note: move it out of the index into the .archive/ folder under the knowledge root (never "
+            "deleted). Pass expected_hash, the note's file_hash from oracle_read: if the note changed since you "
+            "read it nothing is moved and you get a conflict. To point readers at a newer note instead, use "
+            "oracle_supersede."
+        ),
+        request=m.ArchiveRequest, result=m.ArchiveResult,
+        service=lambda o, r, c: archive(o, r, client=c.client, author=c.author),
+        text=text.archive_text, annotations=REWRITES,
+        http=Http("POST", "/api/archive"),
+        cli=Cli("archive", "move a note out of the index into .archive/ (never deleted) if unchanged since read",
+                words="file"),
     ),
 )
 BY_NAME: dict[str, Tool] = {t.name: t for t in TOOLS}

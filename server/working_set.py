@@ -39,18 +39,26 @@ def working_set_id(working_set: dict) -> str:
     return hashlib.sha256(canonical_json(working_set)).hexdigest()
 
 
-def build(request: ConsultRequest, sources: list[Source], guidance: str, tag: str, index_state: str) -> dict:
-    """The working set of one consultation (the shape `working_set_id` hashes and the consult log keeps)."""
+def build(request: ConsultRequest, budget_tokens: int, sources: list[Source], guidance: str, tag: str,
+          index_state: str) -> dict:
+    """The working set of one consultation (the shape `working_set_id` hashes and the consult log keeps).
+    `budget_tokens` is the budget it used; `context_window` and `where` are kept only when given, so a
+    consultation without them has the id it had before they existed."""
     shown = guidance.replace(tag, TAG_PLACEHOLDER) if tag else guidance
-    return {
+    working_set = {
         "v": VERSION,
         "decision": request.decision,
         "context": request.context,
-        "budget_tokens": request.budget_tokens,
+        "budget_tokens": budget_tokens,
         "sources": [[s.id, s.content_hash] for s in sources],
         "guidance_sha256": hashlib.sha256(shown.encode("utf-8")).hexdigest(),
         "index_state": index_state,
     }
+    if request.context_window is not None:
+        working_set["context_window"] = request.context_window
+    if request.where:
+        working_set["where"] = request.where
+    return working_set
 
 
 def check(oracle: Oracle, wanted: str) -> WorkingSetCheck:
@@ -63,7 +71,8 @@ def check(oracle: Oracle, wanted: str) -> WorkingSetCheck:
         raise OracleError("not_found", f"working_set_id: no logged consultation has id {wanted}; consult logs are "
                           f"kept {oracle.settings.log_retention_days} days")
     old = json.loads(row["working_set"])
-    request = ConsultRequest(decision=old["decision"], context=old["context"], budget_tokens=old["budget_tokens"])
+    request = ConsultRequest(decision=old["decision"], context=old["context"], budget_tokens=old["budget_tokens"],
+                             context_window=old.get("context_window"), where=old.get("where"))
     _, new = run_consult(oracle, request)
     current = working_set_id(new)
     old_ids = [i for i, _ in old["sources"]]

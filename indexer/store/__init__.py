@@ -30,6 +30,7 @@ from indexer.store.keyword import (
     keyword_matching_ids,
     keyword_search,
     note_keyword_scores,
+    section_counts,
     terms_matched,
 )
 from indexer.store.reads import Pattern, Reads
@@ -49,7 +50,7 @@ from indexer.store.writes import Writes, body_hash
 __all__ = [
     "BM25_WEIGHTS", "BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "TIE_SLACK", "FileState", "Filters", "IndexedNote", "Pattern",
     "RelationRow", "Section", "SectionFacts", "Store", "StoreClosed", "batched", "body_hash", "count_embedded",
-    "filtered_ids", "keyword_matching_ids", "keyword_search", "note_keyword_scores", "set_aside", "terms_matched",
+    "filtered_ids", "keyword_matching_ids", "keyword_search", "note_keyword_scores", "section_counts", "set_aside", "terms_matched",
 ]
 
 class Store(Reads, Writes):
@@ -124,9 +125,7 @@ class Store(Reads, Writes):
             raise
         self.conn = conn  # the writer (tests read through it too; services never touch it)
         if reparse:
-            # Parsing gained fields: forget every file's stat and hash so the next sync re-parses it.
-            with self.transaction() as c:
-                c.execute("UPDATE files SET mtime_ns = 0, file_hash = ''")
+            self.forget_file_states()  # parsing gained fields: the next sync re-parses every note
         self.set_meta("schema_version", SCHEMA_VERSION)
         if fresh:
             # A new (or rebuilt) index knows nothing of the vectors already stored: compare them first.
@@ -151,6 +150,7 @@ class Store(Reads, Writes):
     note_keyword_scores = note_keyword_scores
     filtered_ids = filtered_ids
     count_embedded = count_embedded
+    section_counts = section_counts
 
     # -- reading ------------------------------------------------------------------------------------
     def reading(self) -> AbstractContextManager[sqlite3.Connection]:

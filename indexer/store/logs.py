@@ -46,6 +46,13 @@ CREATE TABLE IF NOT EXISTS supersede_log (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, old_ref TEXT NOT NULL, new_ref TEXT,
     reason TEXT, action TEXT NOT NULL
 );
+-- edits and archives of existing notes (server/edit.py): who changed which note from which hash to which
+CREATE TABLE IF NOT EXISTS edit_log (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, author TEXT, action TEXT NOT NULL, file TEXT NOT NULL,
+    old_hash TEXT, new_hash TEXT, moved_to TEXT, reason TEXT
+);
+CREATE TRIGGER IF NOT EXISTS edit_log_append_only BEFORE UPDATE ON edit_log
+    BEGIN SELECT RAISE(ABORT, 'edit_log is append-only'); END;
 -- learn's idempotency keys: which learning a key saved (file NULL while the learn that claimed it runs)
 CREATE TABLE IF NOT EXISTS learn_keys (key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, file TEXT, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS document_access_doc ON document_access(doc_id);
@@ -65,7 +72,9 @@ CREATE TRIGGER IF NOT EXISTS supersede_log_append_only BEFORE UPDATE ON supersed
     BEGIN SELECT RAISE(ABORT, 'supersede_log is append-only'); END;
 """
 
-LOG_TABLES = ("search_log", "consult_log", "learn_log", "document_access", "feedback_log", "supersede_log")
+LOG_TABLES = ("search_log", "consult_log", "learn_log", "document_access", "feedback_log", "supersede_log",
+              "edit_log")
+AUTHORED_TABLES = ("learn_log", "feedback_log", "supersede_log")  # `author`: the named token (team mode)
 # Usage records, pruned by age and count. Verdicts and supersessions are not: search ranks by them.
 PRUNED_TABLES = ("search_log", "consult_log", "learn_log", "document_access")
 PRUNE_EVERY_SECONDS = 3600.0
@@ -135,6 +144,9 @@ class Logs:
                 if column not in columns:
                     conn.execute(f"ALTER TABLE consult_log ADD COLUMN {column} TEXT")
             conn.execute("CREATE INDEX IF NOT EXISTS consult_log_working_set ON consult_log(working_set_id)")
+            for table in AUTHORED_TABLES:  # logs from before team mode (issue 25)
+                if "author" not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN author TEXT")
         except BaseException:
             conn.close()
             raise
@@ -259,11 +271,21 @@ class Logs:
         self._enqueue(*self._access_rows(client, "consult", [f["id"] for f in found], now))
 
     def log_learn(self, client: str, file: str, title: str, concepts: list[str], project: str | None,
-                  source: str | None, chunk_ids: list[str], embedded: bool) -> None:
+                  source: str | None, chunk_ids: list[str], embedded: bool, author: str | None = None) -> None:
         self._insert(
-            "INSERT INTO learn_log (at, client, file, title, concepts, project, source, chunk_ids, embedded)"
+            "INSERT INTO learn_log (at, client, file, title, concepts, project, source, chunk_ids, embedded, author)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [(time.time(), client, file, _cut(title), _json(concepts), project, _cut(source), _json(chunk_ids),
+              int(embedded), author)],
+        )
+
+    def log_edit(self, client: str, author: str | None, action: str, file: str, old_hash: str | None,
+                 new_hash: str | None, moved_to: str | None = None, reason: str | None = None) -> None:
+        """An edit or archive of an existing note (written at once: rare, and a record of who changed what)."""
+        self._insert(
+            "INSERT INTO edit_log (at, client, author, action, file, old_hash, new_hash, moved_to, reason)"
             " VALUES (?,?,?,?,?,?,?,?,?)",
-            [(time.time(), client, file, _cut(title), _json(concepts), project, _cut(source), _json(chunk_ids), int(embedded))],
+            [(time.time(), client, author, action, file, old_hash, new_hash, moved_to, _cut(reason))],
         )
 
     def claim_learn_key(self, key: str, fingerprint: str, now: float | None = None) -> tuple[str, str | None]:
@@ -312,18 +334,20 @@ class Logs:
         if doc_ids:
             self._insert(*self._access_rows(client, tool, doc_ids, at or time.time()))
 
-    def log_feedback(self, client: str, doc_id: str, verdict: str, note: str | None, content_hash: str | None) -> int:
+    def log_feedback(self, client: str, doc_id: str, verdict: str, note: str | None, content_hash: str | None,
+                     author: str | None = None) -> int:
         """Append one verdict; return how many verdicts this document now has."""
         self._insert(
-            "INSERT INTO feedback_log (at, client, doc_id, verdict, note, content_hash) VALUES (?,?,?,?,?,?)",
-            [(time.time(), client, doc_id, verdict, _cut(note), content_hash)],
+            "INSERT INTO feedback_log (at, client, doc_id, verdict, note, content_hash, author) VALUES (?,?,?,?,?,?,?)",
+            [(time.time(), client, doc_id, verdict, _cut(note), content_hash, author)],
         )
         return self._readers.fetch("SELECT count(*) FROM feedback_log WHERE doc_id = ?", (doc_id,))[0][0]
 
-    def log_supersede(self, client: str, old_ref: str, new_ref: str | None, reason: str | None, action: str) -> None:
+    def log_supersede(self, client: str, old_ref: str, new_ref: str | None, reason: str | None, action: str,
+                      author: str | None = None) -> None:
         self._insert(
-            "INSERT INTO supersede_log (at, client, old_ref, new_ref, reason, action) VALUES (?,?,?,?,?,?)",
-            [(time.time(), client, old_ref, new_ref, _cut(reason), action)],
+            "INSERT INTO supersede_log (at, client, old_ref, new_ref, reason, action, author) VALUES (?,?,?,?,?,?,?)",
+            [(time.time(), client, old_ref, new_ref, _cut(reason), action, author)],
         )
 
     # -- reads ------------------------------------------------------------------------------------
@@ -344,16 +368,17 @@ class Logs:
         """Whether any verdict was ever given (a search skips the per-note sums when none was)."""
         return bool(self._readers.fetch("SELECT 1 FROM feedback_log LIMIT 1"))
 
-    def feedback_totals(self) -> list[tuple[str, int, int, float]]:
-        """(doc_id, helpful, misleading, last verdict time) for every document with a verdict."""
+    def feedback_totals(self) -> list[tuple[str, int, int, float, list[str]]]:
+        """(doc_id, helpful, misleading, last verdict time, the named tokens that gave verdicts, sorted) for
+        every document with a verdict."""
         rows = self._readers.fetch(
-            "SELECT doc_id, sum(verdict = 'helpful'), sum(verdict = 'misleading'), max(at) FROM feedback_log"
-            " GROUP BY doc_id ORDER BY doc_id"
+            "SELECT doc_id, sum(verdict = 'helpful'), sum(verdict = 'misleading'), max(at), group_concat(author, char(31))"
+            " FROM feedback_log GROUP BY doc_id ORDER BY doc_id"
         )
-        return [(d, int(h), int(m), at) for d, h, m, at in rows]
+        return [(d, int(h), int(m), at, sorted(set(a.split("\x1f"))) if a else []) for d, h, m, at, a in rows]
 
-    def supersessions(self) -> dict[str, tuple[str, str | None, float, str]]:
-        """old ref -> (new ref, reason, when, client) for supersessions not revoked since: the last entry
+    def supersessions(self) -> dict[str, tuple[str, str | None, float, str, str | None]]:
+        """old ref -> (new ref, reason, when, client, author) for supersessions not revoked since: the last entry
         for an old ref wins. Every search asks, so the answer is kept until the log grows (it is append-only
         and never pruned; another process's entry shows as a new last id)."""
         last = self._readers.fetch("SELECT max(id) FROM supersede_log")[0][0]
@@ -364,15 +389,15 @@ class Logs:
         self._supersessions = (last, current)
         return dict(current)
 
-    def _read_supersessions(self) -> dict[str, tuple[str, str | None, float, str]]:
-        current: dict[str, tuple[str, str | None, float, str]] = {}
-        for old, new, reason, at, client, action in self._readers.fetch(
-            "SELECT old_ref, new_ref, reason, at, client, action FROM supersede_log ORDER BY id"
+    def _read_supersessions(self) -> dict[str, tuple[str, str | None, float, str, str | None]]:
+        current: dict[str, tuple[str, str | None, float, str, str | None]] = {}
+        for old, new, reason, at, client, action, author in self._readers.fetch(
+            "SELECT old_ref, new_ref, reason, at, client, action, author FROM supersede_log ORDER BY id"
         ):
             if action == "revoke":
                 current.pop(old, None)
             else:
-                current[old] = (new, reason, at, client or "")
+                current[old] = (new, reason, at, client or "", author)
         return current
 
     def counts(self) -> dict[str, int]:
@@ -462,6 +487,9 @@ class Logs:
             "searches": self.recent("search_log", limit),
             "consultations": self.recent("consult_log", limit),
             "learnings": self.recent("learn_log", limit),
+            "feedback": self.recent("feedback_log", limit),
+            "supersessions": self.recent("supersede_log", limit),
+            "edits": self.recent("edit_log", limit),
             "per_day": {
                 "searches": self.per_day("search_log", days),
                 "consultations": self.per_day("consult_log", days),

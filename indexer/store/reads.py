@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from indexer.fields import FieldValue, value_key
 from indexer.parse import compose_embed_text, relation_key
 from indexer.store.keyword import Filters
 from indexer.store.rows import (
@@ -36,6 +37,7 @@ _SUGGEST_SOURCES = {
     "project": "SELECT project AS value, count(*) AS weight FROM documents WHERE project IS NOT NULL AND"
                " project != '' GROUP BY project",
     "path": "SELECT path AS value, 0 AS weight FROM files",
+    "field": "SELECT field AS value, count(DISTINCT file) AS weight FROM note_fields GROUP BY field",
 }
 
 
@@ -307,8 +309,9 @@ class Reads:
             " AND kind != 'bullet' GROUP BY file, heading")]
 
     def suggest(self, source: str, typed: str) -> list[str]:
-        """Values of `source` ("concept", "project", "path") containing `typed` case-insensitively: those
-        starting with it first, then by weight (sections carrying it), then alphabetically."""
+        """Values of `source` ("concept", "project", "path", "field": frontmatter field names) containing `typed`
+        case-insensitively: those starting with it first, then by weight (sections carrying it; notes for a
+        field), then alphabetically."""
         pattern = _like(typed.lower())
         rows = self.fetch(
             f"SELECT value, weight, lower(value) LIKE ? ESCAPE '\\' AS prefix FROM ({_SUGGEST_SOURCES[source]})"
@@ -316,6 +319,28 @@ class Reads:
             [pattern + "%", "%" + pattern + "%"],
         )
         return [r[0] for r in rows]
+
+    def suggest_field_values(self, field: str, typed: str) -> list[str]:
+        """Values of one frontmatter field containing `typed` (compared by key: case-folded), as first
+        written: those starting with it first, then by how many notes hold them, then alphabetically."""
+        pattern = _like(value_key(typed))
+        rows = self.fetch(
+            "SELECT min(value), count(DISTINCT file) AS weight, value_key LIKE ? ESCAPE '\\' AS prefix"
+            " FROM note_fields WHERE field = ? AND value_key LIKE ? ESCAPE '\\' GROUP BY value_key"
+            " ORDER BY prefix DESC, weight DESC, value_key",
+            [pattern + "%", field, "%" + pattern + "%"],
+        )
+        return [r[0] for r in rows]
+
+    def field_rows(self, fields: Sequence[str]) -> list[tuple[str, FieldValue]]:
+        """(note, value) for every stored value of the named frontmatter fields, in note and field order: what
+        a `where` filter is decided on (indexer/fields.py select_notes)."""
+        out: list[tuple[str, FieldValue]] = []
+        for part in batched(sorted(set(fields))):
+            out += [(file, FieldValue(name, value, key, bool(is_list))) for file, name, value, key, is_list in self.fetch(
+                "SELECT file, field, value, value_key, is_list FROM note_fields"
+                f" WHERE field IN ({marks(len(part))}) ORDER BY file, field, position", part)]
+        return out
 
     # -- counts (stats, server instructions) ----------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -387,7 +412,7 @@ class Reads:
 
     def first_sections(self, files: Sequence[str], filters: Filters) -> dict[str, str]:
         """note -> its first section passing the filters."""
-        where, args = filters.sql()
+        where, args = filters.sql(self.dialect)
         out: dict[str, str] = {}
         for part in batched(files):
             for doc_id, file in self.fetch(

@@ -40,7 +40,8 @@ from indexer.segment import THAI_MARKS
 # 6: each note's language, where it came from and its translations' key (files.lang, lang_from, translation_key).
 # 7: Chinese and Japanese runs indexed as overlapping character pairs in the word tables (re-parse only).
 # 8: each note's last_verified and review_after from frontmatter (files; indexer/freshness.py; re-parse only).
-SCHEMA_VERSION = "8"
+# 9: every frontmatter value in note_fields, for `where` filters (indexer/fields.py; re-parse only).
+SCHEMA_VERSION = "9"
 # Tables whose definition changed at a schema version: dropped and rebuilt from the markdown.
 _REBUILT_AT = {"3": ("documents_fts",)}
 BUSY_TIMEOUT_MS = 10_000
@@ -88,11 +89,17 @@ CREATE INDEX IF NOT EXISTS relations_subject ON relations(subject_key);
 CREATE INDEX IF NOT EXISTS relations_predicate ON relations(predicate_key);
 CREATE INDEX IF NOT EXISTS relations_object ON relations(object_key);
 CREATE TABLE IF NOT EXISTS superseded_files (file TEXT PRIMARY KEY, target TEXT NOT NULL);
+-- one row per frontmatter value (indexer/fields.py): `where` filters read these, never the files
+CREATE TABLE IF NOT EXISTS note_fields (
+    file TEXT NOT NULL, field TEXT NOT NULL, position INTEGER NOT NULL, value TEXT NOT NULL,
+    value_key TEXT NOT NULL, is_list INTEGER NOT NULL, PRIMARY KEY (file, field, position)
+);
+CREATE INDEX IF NOT EXISTS note_fields_field ON note_fields(field, value_key);
 """.replace("{word_tokenize}", WORD_TOKENIZE)
 
 # Every table that holds what the markdown says (for --full): the embedding cache and meta survive.
 CONTENT_TABLES = ("documents", "documents_fts", "documents_tri", "notes_fts", "doc_concepts", "files", "skipped",
-                  "relations", "superseded_files")
+                  "relations", "superseded_files", "note_fields")
 
 
 class StoreClosed(RuntimeError):

@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from indexer.embed import text_key
+from indexer.fields import FieldValue
 from indexer.language import NoteLanguage
 from indexer.parse import Chunk, Relation, compose_embed_text, relation_key
 from indexer.segment import segment
@@ -46,6 +47,12 @@ class Writes:
             )
 
     # -- files ------------------------------------------------------------------------------------
+    def forget_file_states(self) -> None:
+        """Forget every file's stat and hash, so the next sync re-parses every note (parsing gained fields, or
+        the frontmatter schema that checks them changed). Section ids and vectors stay."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE files SET mtime_ns = 0, file_hash = ''")
+
     def touch_file(self, rel: str, mtime_ns: int, size: int) -> None:
         """Content unchanged but mtime moved (a `touch`, a checkout): remember the new stat."""
         with self.transaction() as conn:
@@ -63,6 +70,7 @@ class Writes:
         superseded_by: str | None = None,
         language: NoteLanguage = NoteLanguage(),
         verified: tuple[str | None, str | None] = (None, None),
+        fields: Sequence[FieldValue] = (),
     ) -> list[str]:
         """Swap a file's chunks in one transaction; return the chunk ids that disappeared.
 
@@ -124,6 +132,10 @@ class Writes:
             )
             if superseded_by:
                 conn.execute("INSERT INTO superseded_files (file, target) VALUES (?, ?)", (rel, superseded_by))
+            conn.executemany(
+                "INSERT INTO note_fields (file, field, position, value, value_key, is_list) VALUES (?,?,?,?,?,?)",
+                [(rel, f.field, n, f.value, f.key, int(f.is_list)) for n, f in enumerate(fields)],
+            )
             conn.execute("DELETE FROM skipped WHERE path = ?", (rel,))
         new_ids = {c.id for c in chunks}
         return [i for i in old_ids if i not in new_ids]
@@ -148,6 +160,7 @@ class Writes:
             conn.execute("DELETE FROM documents WHERE file = ?", (rel,))
         conn.execute("DELETE FROM relations WHERE file = ?", (rel,))
         conn.execute("DELETE FROM superseded_files WHERE file = ?", (rel,))
+        conn.execute("DELETE FROM note_fields WHERE file = ?", (rel,))
         return [r[1] for r in rows]
 
     def clear(self) -> None:

@@ -427,6 +427,27 @@
     }
   }
 
+  /** Learnings, verdicts, supersessions, edits and archives, newest first, each with who made it: the named
+   * token's name in team mode (server/team.py), else the client. */
+  function renderWrites(logs) {
+    const rows = [];
+    for (const r of logs.learnings || []) rows.push({ at: r.at, who: r.author, client: r.client, what: 'learned', file: r.file, detail: r.title });
+    for (const r of logs.feedback || []) rows.push({ at: r.at, who: r.author, client: r.client, what: 'marked ' + r.verdict, file: null, detail: r.doc_id });
+    for (const r of logs.supersessions || []) rows.push({ at: r.at, who: r.author, client: r.client, what: r.action === 'revoke' ? 'revoked supersession of' : 'superseded', file: null, detail: r.old_ref + (r.new_ref ? ' → ' + r.new_ref : '') });
+    for (const r of logs.edits || []) rows.push({ at: r.at, who: r.author, client: r.client, what: r.action === 'archive' ? 'archived' : 'edited (' + String(r.action).replace('edit:', '') + ')', file: r.action === 'archive' ? null : r.file, detail: r.action === 'archive' ? r.file + ' → ' + r.moved_to : r.file });
+    rows.sort((a, b) => b.at - a.at);
+    const target = clear($('#writes'));
+    $('#writes-total').textContent = rows.length ? 'latest ' + Math.min(rows.length, 30) : '';
+    if (!rows.length) target.appendChild(h('li', { class: 'empty', text: 'Nothing written yet (learn, feedback, supersede, edit, archive).' }));
+    for (const r of rows.slice(0, 30)) {
+      const when = new Date(r.at * 1000);
+      const li = noteItem(r.file, (r.who || r.client || 'someone') + ' ' + r.what + ' ' + (r.detail || ''), ago(when),
+        { 'data-author': r.who || '' });
+      li.setAttribute('title', localTime(when));
+      target.appendChild(li);
+    }
+  }
+
   function renderRecentQueries(logs) {
     const seen = new Set();
     const queries = [];
@@ -904,7 +925,8 @@
       if (!rows.length) target.appendChild(h('li', { class: 'empty', text: empty }));
       for (const r of rows) {
         target.appendChild(noteItem(r.source_file, (r.title || '') + (r.heading ? ' › ' + r.heading : ''),
-          '+' + r.helpful + ' / −' + r.misleading + ' · ×' + num(r.feedback_factor).toFixed(3), { 'data-id': r.id }));
+          '+' + r.helpful + ' / −' + r.misleading + ' · ×' + num(r.feedback_factor).toFixed(3) +
+          (r.authors && r.authors.length ? ' · by ' + r.authors.join(', ') : ''), { 'data-id': r.id }));
       }
     }
   }
@@ -916,7 +938,8 @@
     if (!rows.length) target.appendChild(h('li', { class: 'empty', text: 'Nothing superseded (oracle_supersede or superseded_by: in frontmatter).' }));
     for (const r of rows) {
       target.appendChild(noteItem(r.old_file, r.old_title || r.old,
-        '→ ' + (r.new_title || r.new) + ' · ' + r.via + (r.reason ? ' · ' + r.reason : ''), { 'data-old': r.old }));
+        '→ ' + (r.new_title || r.new) + ' · ' + r.via + (r.author ? ' · by ' + r.author : '') +
+        (r.reason ? ' · ' + r.reason : ''), { 'data-old': r.old }));
     }
   }
 
@@ -955,9 +978,10 @@
       renderActivity(logs);
       renderLatency(logs, lastStats ? lastStats.usage : {});
       renderConsultations(logs);
+      renderWrites(logs);
       renderRecentQueries(logs);
     } catch (err) {
-      for (const id of ['#chart-activity', '#chart-latency', '#consultations']) sectionError($(id), err);
+      for (const id of ['#chart-activity', '#chart-latency', '#consultations', '#writes']) sectionError($(id), err);
     }
   }
 

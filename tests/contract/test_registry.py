@@ -30,6 +30,8 @@ MINIMAL = {  # the smallest valid arguments of each tool (for the unknown-name c
     "oracle_learn": {"pattern": "a learning"}, "oracle_feedback": {"id": "c_" + "0" * 20, "verdict": "helpful"},
     "oracle_supersede": {"old_id": "learnings/x.md", "new_id": "learnings/y.md"},
     "oracle_read": {"file": "learnings/x.md"}, "oracle_verify": {"citations": [{"id": "c_1", "content_hash": "0" * 12}]},
+    "oracle_edit": {"file": "learnings/x.md", "expected_hash": "0" * 12, "op": "append", "text": "more"},
+    "oracle_archive": {"file": "learnings/x.md", "expected_hash": "0" * 12},
 }
 
 

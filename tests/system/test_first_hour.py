@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import httpx
@@ -165,6 +166,14 @@ def test_a_wheel_in_a_fresh_venv_serves_the_starter_knowledge(tmp_path):
                            cwd=cwd, capture_output=True, text=True, timeout=300)
     result = json.loads(found.stdout)
     assert result["total"] > 0 and result["hits"][0]["source_file"].startswith("learnings/")
+    # Vectors in one step (issue 24): the model's tokenizer is inside the wheel, no second package to inject.
+    with zipfile.ZipFile(wheel) as archive:
+        assert "indexer/minilm/tokenizer.json" in archive.namelist()
+    meaning = subprocess.run([oracle, "search", "how should search words be escaped", "--mode", "vector", "--json"],
+                             env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    by_meaning = json.loads(meaning.stdout)
+    assert by_meaning["meta"]["mode"] == "vector" and by_meaning["hits"], meaning.stderr
+    assert not any("unavailable" in w for w in by_meaning["meta"]["warnings"])
     stats = json.loads(subprocess.run([oracle, "stats", "--json"], env=env, cwd=cwd, capture_output=True,
                                       text=True, timeout=300).stdout)
     assert stats["root"] == str(starter) and stats["files"]["total"] == len(list(starter.rglob("*.md"))) - 1

@@ -45,7 +45,8 @@ API_PATHS = {
     "/health": "get", "/api/search": "get", "/api/consult": "get", "/api/reflect": "get", "/api/list": "get",
     "/api/stats": "get", "/api/concepts": "get", "/api/learn": "post", "/api/graph": "get", "/api/file": "get",
     "/api/logs": "get", "/api/read": "get", "/api/relations": "get", "/api/feedback": "post",
-    "/api/supersede": "post", "/api/supersessions": "get", "/api/verify": "post",
+    "/api/supersede": "post", "/api/supersessions": "get", "/api/verify": "post", "/api/edit": "post",
+    "/api/archive": "post",
 }
 SECOND_METHODS = {"/api/feedback": "get"}  # POST records a verdict, GET lists the most helpful and misleading
 # MCP tool -> (HTTP method, path, response model name in the OpenAPI schema)
@@ -62,6 +63,8 @@ TOOL_ROUTES = {
     "oracle_relations": ("get", "/api/relations", "RelationsResult"),
     "oracle_read": ("get", "/api/read", "ReadResult"),
     "oracle_verify": ("post", "/api/verify", "VerifyResult"),
+    "oracle_edit": ("post", "/api/edit", "EditResult"),
+    "oracle_archive": ("post", "/api/archive", "ArchiveResult"),
 }
 
 
@@ -294,7 +297,8 @@ def test_openapi_lists_every_route(openapi: dict) -> None:
         "/api/list": "ListResult", "/api/stats": "Stats", "/api/concepts": "ConceptsResult", "/api/learn": "LearnResult",
         "/api/graph": "Graph", "/api/file": "FileContent", "/api/logs": "LogsResult", "/api/read": "ReadResult",
         "/api/relations": "RelationsResult", "/api/feedback": "FeedbackResult", "/api/supersede": "SupersedeResult",
-        "/api/supersessions": "Supersessions", "/api/verify": "VerifyResult",
+        "/api/supersessions": "Supersessions", "/api/verify": "VerifyResult", "/api/edit": "EditResult",
+        "/api/archive": "ArchiveResult",
     }
     for path, model in expected_models.items():
         assert response_model_name(openapi, path, API_PATHS[path]) == model, path

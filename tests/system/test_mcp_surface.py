@@ -209,7 +209,8 @@ def test_resources_list_is_paginated_and_complete(peer: Peer, kb: KB) -> None:
 @pytest.mark.slow
 def test_resource_templates(peer: Peer) -> None:
     templates = peer.call(peer.client.list_resource_templates, cache_mode="bypass").resource_templates
-    assert {t.uri_template for t in templates} == {"oracle://note/{+path}", "oracle://chunk/{id}"}
+    assert {t.uri_template for t in templates} == {"oracle://note/{+path}", "oracle://chunk/{id}",
+                                             "oracle://field/{name}/{value}"}
 
 
 @pytest.mark.slow

@@ -29,6 +29,7 @@ NODE_BIN = Path(__file__).resolve().parents[1] / "npm" / "node_modules" / ".bin"
 TOOLS = {
     "oracle_search", "oracle_consult", "oracle_reflect", "oracle_learn", "oracle_list", "oracle_stats",
     "oracle_concepts", "oracle_feedback", "oracle_supersede", "oracle_relations", "oracle_read", "oracle_verify",
+    "oracle_edit", "oracle_archive",
 }
 PROMPTS = {"consult", "reflect", "retrospective", "learn-from-session"}
 
@@ -147,7 +148,8 @@ def test_inspector_cli_sees_the_whole_surface(kb: KB) -> None:
     notes = {r["name"] for r in resources if r["uri"].startswith("oracle://note/")}
     assert notes == {p.relative_to(kb.root).as_posix() for p in kb.root.rglob("*.md") if p.name != "README.md"}
     templates = inspect(kb, "resources/templates/list")["resourceTemplates"]
-    assert {t["uriTemplate"] for t in templates} == {"oracle://note/{+path}", "oracle://chunk/{id}"}
+    assert {t["uriTemplate"] for t in templates} == {"oracle://note/{+path}", "oracle://chunk/{id}",
+                                                    "oracle://field/{name}/{value}"}
     uri = "oracle://note/principles/prefer-real-components-over-mocks.md"
     read = inspect(kb, "resources/read", "--uri", uri)["contents"][0]
     assert read["text"] == (kb.root / "principles/prefer-real-components-over-mocks.md").read_text(encoding="utf-8")

@@ -106,6 +106,60 @@ def test_keyword_leg_equals_fts5(twins, match: str) -> None:
     assert pg.store.terms_matched(quoted, ids) == sqlite.store.terms_matched(quoted, ids)
     files = sorted(NOTES)
     assert pg.store.note_keyword_scores(match, files) == pytest.approx(sqlite.store.note_keyword_scores(match, files))
+    # query expansion's reads: document frequencies up to a cap, and a ranking without its total
+    for cap in (0, 1, 100):
+        assert pg.store.section_counts(quoted, cap) == sqlite.store.section_counts(quoted, cap)
+    ranked_s, _ = sqlite.store.keyword_search(match, None, [], Filters(), 10, count=False)
+    ranked_p, total_p = pg.store.keyword_search(match, None, [], Filters(), 10, count=False)
+    assert total_p == 0 and [i for i, _ in ranked_p] == [i for i, _ in ranked_s]
+
+
+def test_section_counts_of_odd_terms_and_note_filters_equal_sqlite(twins) -> None:
+    sqlite, pg = twins
+    terms = ['"x-ray"', '"!!"', '"Routers"', '"nothing-here"', '"ค้นหา"']
+    assert pg.store.section_counts(terms, 100) == sqlite.store.section_counts(terms, 100)
+    notes = frozenset({"learnings/deploy.md"})
+    for filters in (Filters(only_notes=notes), Filters(excluded_notes=notes), Filters(only_notes=frozenset())):
+        ranked_p, total_p = pg.store.keyword_search('"deploy" OR "rollback" OR "router"', None, [], filters, 10)
+        ranked_s, total_s = sqlite.store.keyword_search('"deploy" OR "rollback" OR "router"', None, [], filters, 10)
+        assert total_p == total_s and [i for i, _ in ranked_p] == [i for i, _ in ranked_s]
+        assert [v for _, v in ranked_p] == pytest.approx([v for _, v in ranked_s], rel=1e-9)
+        ids = [i for i, _ in sqlite.store.keyword_search('"the"', None, [], Filters(), 50)[0]]
+        assert pg.store.filtered_ids(ids, filters) == sqlite.store.filtered_ids(ids, filters)
+        assert pg.store.count_embedded(filters) == sqlite.store.count_embedded(filters)
+
+
+def test_frontmatter_fields_and_their_suggestions_equal_sqlite(twins) -> None:
+    sqlite, pg = twins
+    names = [n for n in sqlite.store.suggest("field", "")]
+    assert names and pg.store.suggest("field", "") == names
+    assert pg.store.field_rows(names) == sqlite.store.field_rows(names)
+    for name in names:
+        for typed in ("", "d", "O"):
+            assert pg.store.suggest_field_values(name, typed) == sqlite.store.suggest_field_values(name, typed)
+
+
+def test_an_older_store_gains_the_fields_and_the_team_logs_on_its_next_start(tmp_path: Path) -> None:
+    root = write_root(tmp_path / "root")
+    url = _pg.new_database()
+    oracle = open_oracle(root, tmp_path / "data", database_url=url)
+    oracle.indexer.sync(vectors=False)
+    oracle.close()
+    store = PgStore(url)  # what a store of migration 1 looks like
+    store.db.run("DROP TABLE note_fields; DROP TABLE edit_log; ALTER TABLE learn_log DROP COLUMN author;"
+                 " ALTER TABLE feedback_log DROP COLUMN author; ALTER TABLE supersede_log DROP COLUMN author;"
+                 " DELETE FROM oracle_migrations WHERE version = 2")
+    store.close()
+    oracle = open_oracle(root, tmp_path / "data", database_url=url)
+    try:
+        assert oracle.store.applied == [2]
+        report = oracle.indexer.sync(vectors=False)
+        assert report.changed == len(NOTES)  # re-parsed once: the fields come from the markdown
+        assert oracle.store.field_rows(["title"])
+        oracle.logs.log_edit("t", "ana", "edit", "learnings/deploy.md", "a", "b")
+        assert oracle.logs.recent("edit_log")[0]["author"] == "ana"
+    finally:
+        oracle.close()
 
 
 @pytest.mark.parametrize("query", ["router latency", "ค้นหาข้อมูล ภาษาไทย", "中文检索", "tests fail", "café"])
@@ -166,8 +220,26 @@ def test_logs_in_postgresql(tmp_path: Path) -> None:
         assert logs.feedback_counts(["c_1", "c_2"]) == {"c_1": (1, 1)}
         logs.log_supersede("t", "a.md", "b.md", "newer", "supersede")
         assert logs.supersessions()["a.md"][0] == "b.md"
+        # team mode: who gave each verdict, superseded, learnt or edited
+        logs.log_feedback("t", "c_2", "helpful", None, None, author="bo")
+        logs.log_feedback("t", "c_2", "helpful", None, None, author="ana")
+        logs.log_feedback("t", "c_2", "misleading", None, None, author="bo")
+        totals = {d: rest for d, *rest in logs.feedback_totals()}
+        assert totals["c_1"][0:2] == [1, 1] and totals["c_1"][3] == []
+        assert totals["c_2"][0:2] == [2, 1] and totals["c_2"][3] == ["ana", "bo"]
+        logs.log_supersede("t", "c.md", "d.md", None, "supersede", author="ana")
+        new, reason, _, client, author = logs.supersessions()["c.md"]
+        assert (new, reason, client, author) == ("d.md", None, "t", "ana")
+        assert logs.supersessions()["a.md"][4] is None
+        logs.log_learn("t", "learnings/x.md", "X", [], None, None, [], False, author="ana")
+        logs.log_edit("t", "ana", "archive", "learnings/x.md", "h1", None, moved_to="archive/x.md", reason="old")
+        overview = logs.overview()
+        assert overview["learnings"][0]["author"] == "ana" and overview["edits"][0]["moved_to"] == "archive/x.md"
+        assert overview["feedback"][0]["author"] == "bo" and overview["supersessions"][0]["author"] == "ana"
+        with pytest.raises(Exception, match="append-only"):
+            oracle.store.db.run("UPDATE edit_log SET reason = 'x'")
         counts = logs.counts()
-        assert counts["search_log"] == 1 and counts["document_access"] == 2 and counts["feedback_log"] == 2
+        assert counts["search_log"] == 1 and counts["document_access"] == 2 and counts["feedback_log"] == 5
         assert logs.per_day("search_log")[0]["count"] == 1 and logs.per_hour("search_log")[0]["count"] == 1
         assert logs.claim_learn_key("key-12345", "fp") == ("new", None)
         assert logs.claim_learn_key("key-12345", "fp") == ("busy", None)

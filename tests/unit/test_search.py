@@ -44,8 +44,8 @@ def corpus_chunks(root):
 def check_breakdown(result, offset: int = 0) -> None:
     for position, hit in enumerate(result.hits, start=offset + 1):
         b = hit.breakdown
-        assert hit.found_by and set(hit.found_by) <= {"fts", "vector"}
-        assert hit.found_by == sorted(hit.found_by)  # "fts" before "vector"
+        assert hit.found_by and set(hit.found_by) <= {"fts", "vector", "expansion"}
+        assert hit.found_by == sorted(hit.found_by)  # "expansion" (hybrid only), "fts", "vector"
         by_section = result.meta.unit == "section"
         if by_section:
             assert b.fused == hit.score
@@ -53,6 +53,8 @@ def check_breakdown(result, offset: int = 0) -> None:
             assert hit.score == max([b.fused] + [s.score for s in hit.sections])
         assert ("fts" in hit.found_by) == (b.bm25_rank is not None) == (b.bm25_score is not None)
         assert ("vector" in hit.found_by) == (b.vector_rank is not None) == (b.vector_similarity is not None)
+        assert ("expansion" in hit.found_by) == (b.expansion_score is not None)
+        assert "expansion" not in hit.found_by or set(result.meta.expanded_with)
         if result.meta.mode == "fts":
             assert hit.found_by == ["fts"]
             assert not by_section or (b.bm25_rank == position and hit.score == b.bm25_score)
@@ -85,7 +87,9 @@ def test_hits_carry_consistent_breakdowns(search_index, mode):
     if mode == "hybrid":
         assert result.meta.fusion == scoring.DEFAULT_FUSION
         assert {"fts", "vector"} <= {leg for h in result.hits for leg in h.found_by}
-        assert any(h.found_by == ["fts", "vector"] for h in result.hits)
+        assert any(h.found_by[-2:] == ["fts", "vector"] for h in result.hits)
+        # the best sections' own words widened the keyword leg (server/expansion.py)
+        assert result.meta.expanded_with and any(h.found_by[0] == "expansion" for h in result.hits)
     page2 = run(search_index, "how should I quote search terms for fts5", mode=mode, limit=5, offset=5)
     check_breakdown(page2, offset=5)
 

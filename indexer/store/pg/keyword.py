@@ -122,14 +122,15 @@ def _sources(fts_match: str | None, trigram_match: str | None, like_terms: Seque
 
 
 def _filter_sql(filters: Filters) -> tuple[str, list]:
-    where, args = filters.sql()
+    where, args = filters.sql("postgresql")
     return pg_sql(where), args
 
 
 def keyword_search(store: PgStore, fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str],
-                   filters: Filters, limit: int) -> tuple[list[tuple[str, float]], int]:
-    """Top `limit` (id, score) by summed keyword score across sources, and the true number of matches: the
-    SQLite store's contract (indexer/store/keyword.py), each source's top `limit` taken before the sum."""
+                   filters: Filters, limit: int, count: bool = True) -> tuple[list[tuple[str, float]], int]:
+    """Top `limit` (id, score) by summed keyword score across sources, and the true number of matches (0 with
+    `count=False`): the SQLite store's contract (indexer/store/keyword.py), each source's top `limit` taken
+    before the sum."""
     sources = _sources(fts_match, trigram_match, like_terms)
     if not sources:
         return [], 0
@@ -137,8 +138,9 @@ def keyword_search(store: PgStore, fts_match: str | None, trigram_match: str | N
     scores: dict[str, float] = {}
     if len(sources) == 1:  # the usual case: ranking and the true total from one pass over the matches
         sql, args = sources[0]
+        total_sql = ", count(*) OVER ()" if count else ", 0"
         rows = store.db.run(
-            f"SELECT d.id, k.s, count(*) OVER () FROM ({sql}) k JOIN documents d ON d.rowid = k.doc WHERE {where}"
+            f"SELECT d.id, k.s{total_sql} FROM ({sql}) k JOIN documents d ON d.rowid = k.doc WHERE {where}"
             " ORDER BY k.s DESC, d.id LIMIT %s", [*args, *filter_args, limit])
         return [(i, float(v)) for i, v, _ in rows], int(rows[0][2]) if rows else 0
     with store.db.connection() as conn:
@@ -148,6 +150,8 @@ def keyword_search(store: PgStore, fts_match: str | None, trigram_match: str | N
                 " ORDER BY k.s DESC, d.id LIMIT %s", [*args, *filter_args, limit]).fetchall()
             for doc_id, value in rows:
                 scores[doc_id] = scores.get(doc_id, 0.0) + float(value)
+        if not count:
+            return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit], 0
         union = " UNION ".join(f"SELECT doc FROM ({sql}) k{n}" for n, (sql, _) in enumerate(sources))
         union_args = [a for _, args in sources for a in args]
         total = conn.execute(
@@ -189,6 +193,26 @@ def terms_matched(store: PgStore, terms: Sequence[str], ids: Sequence[str]) -> d
         for (doc,) in store.db.run(f"SELECT DISTINCT doc FROM ({sql}) m", args):
             counts[id_of[doc]] += 1
     return counts
+
+
+def section_counts(store: PgStore, terms: Sequence[str], cap: int) -> dict[str, int]:
+    """How many sections hold each of `terms` (quoted FTS5 strings), stemmed as the index is, counted up to `cap`
+    + 1: the SQLite store's contract (indexer/store/keyword.py), the same counts from the postings. A term of
+    one token reads its postings alone (the cap stops a common word early); one unicode61 cuts into several
+    tokens counts the sections where they stand in a row; a term without a token matches nothing (0)."""
+    out: dict[str, int] = {}
+    for term in terms:
+        phrases = match_phrases(term)
+        if not phrases:
+            out[term] = 0
+            continue
+        if len(phrases) == 1 and len(phrases[0]) == 1:
+            sql, args = "SELECT doc FROM postings WHERE tbl = %s AND term = %s", [SECTIONS, phrases[0][0]]
+        else:
+            sql, args = _phrase_matches(SECTIONS, phrases, sqlite_keyword.BM25_WEIGHTS[1:])
+            sql = f"SELECT DISTINCT doc FROM ({sql}) m"
+        out[term] = int(store.db.run(f"SELECT count(*) FROM ({sql} LIMIT %s) c", [*args, cap + 1])[0][0])
+    return out
 
 
 def note_keyword_scores(store: PgStore, fts_match: str | None, files: Sequence[str]) -> dict[str, float]:

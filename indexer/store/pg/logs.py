@@ -130,11 +130,14 @@ class PgLogs(Logs):
             out.update({doc_id: (int(h), int(m)) for doc_id, h, m in rows})
         return out
 
-    def feedback_totals(self) -> list[tuple[str, int, int, float]]:
+    def feedback_totals(self) -> list[tuple[str, int, int, float, list[str]]]:
+        """Logs.feedback_totals: (doc_id, helpful, misleading, last verdict time, the named tokens that gave
+        verdicts, sorted)."""
         rows = self.db.run(
             "SELECT doc_id, count(*) FILTER (WHERE verdict = 'helpful'), count(*) FILTER (WHERE verdict = 'misleading'),"
-            " max(at) FROM feedback_log GROUP BY doc_id ORDER BY doc_id COLLATE \"C\"")
-        return [(d, int(h), int(m), at) for d, h, m, at in rows]
+            " max(at), array_agg(DISTINCT author) FILTER (WHERE author IS NOT NULL)"
+            " FROM feedback_log GROUP BY doc_id ORDER BY doc_id COLLATE \"C\"")
+        return [(d, int(h), int(m), at, sorted(a or [])) for d, h, m, at, a in rows]
 
     def per_day(self, table: str, days: int = 30) -> list[dict]:
         return self._per(table, time.time() - days * 86400, "YYYY-MM-DD", "day")

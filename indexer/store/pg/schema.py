@@ -114,9 +114,33 @@ CREATE TRIGGER feedback_log_append_only BEFORE UPDATE ON feedback_log FOR EACH R
 CREATE TRIGGER supersede_log_append_only BEFORE UPDATE ON supersede_log FOR EACH ROW EXECUTE FUNCTION oracle_append_only();
 """
 
+# The SQLite store's schema 9 (metadata filters, indexer/fields.py) and team mode (server/team.py, server/edit.py):
+# every frontmatter value of every note, who (which named token) learnt, judged or superseded, and the log of
+# edits and archives of existing notes. A note's fields are derived like its sections: the next sync writes them
+# (a store from before this version has none, so every note is re-parsed once: files' stat and hash forgotten).
+_V2 = """
+CREATE TABLE note_fields (
+    file text COLLATE "C" NOT NULL, field text COLLATE "C" NOT NULL, position integer NOT NULL,
+    value text COLLATE "C" NOT NULL, value_key text COLLATE "C" NOT NULL, is_list integer NOT NULL,
+    PRIMARY KEY (file, field, position)
+);
+CREATE INDEX note_fields_field ON note_fields(field, value_key);
+UPDATE files SET mtime_ns = 0, file_hash = '';
+ALTER TABLE learn_log ADD COLUMN author text;
+ALTER TABLE feedback_log ADD COLUMN author text;
+ALTER TABLE supersede_log ADD COLUMN author text;
+CREATE TABLE edit_log (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at double precision NOT NULL, client text, author text,
+    action text NOT NULL, file text NOT NULL, old_hash text, new_hash text, moved_to text, reason text
+);
+CREATE TRIGGER edit_log_append_only BEFORE UPDATE ON edit_log FOR EACH ROW EXECUTE FUNCTION oracle_append_only();
+"""
+
 # (version, what it does, SQL). Append only; never edit a released entry.
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (1, "the store: notes, sections, BM25 postings, caches, relations, usage logs", _V1),
+    (2, "frontmatter fields for where filters (note_fields); authors of learnings, verdicts and supersessions;"
+        " edit_log", _V2),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from indexer.embed import text_key
+from indexer.fields import FieldValue
 from indexer.language import NoteLanguage
 from indexer.parse import Chunk, Relation, compose_embed_text, relation_key
 from indexer.store.pg import keyword as pg_keyword
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 # Every table that holds what the markdown says (for --full): the embedding cache, meta and logs survive.
 CONTENT_TABLES = ("documents", "doc_concepts", "files", "skipped", "relations", "superseded_files", "postings",
-                  "fts_docs")
+                  "fts_docs", "note_fields")
 
 
 class PgCursorConn:
@@ -122,6 +123,7 @@ class PgStore(Reads):
     note_keyword_scores = pg_keyword.note_keyword_scores
     filtered_ids = pg_keyword.filtered_ids
     count_embedded = pg_keyword.count_embedded
+    section_counts = pg_keyword.section_counts
 
     # -- writing ------------------------------------------------------------------------------------
     @contextmanager
@@ -133,6 +135,11 @@ class PgStore(Reads):
     def set_meta(self, key: str, value: str) -> None:
         self.db.run("INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     [key, value])
+
+    def forget_file_states(self) -> None:
+        """Forget every file's stat and hash, so the next sync re-parses every note (the SQLite store's contract,
+        indexer/store/writes.py). Section ids and vectors stay."""
+        self.db.run("UPDATE files SET mtime_ns = 0, file_hash = ''")
 
     def touch_file(self, rel: str, mtime_ns: int, size: int) -> None:
         self.db.run("UPDATE files SET mtime_ns = %s, size = %s WHERE path = %s", [mtime_ns, size, rel])
@@ -149,6 +156,7 @@ class PgStore(Reads):
         superseded_by: str | None = None,
         language: NoteLanguage = NoteLanguage(),
         verified: tuple[str | None, str | None] = (None, None),
+        fields: Sequence[FieldValue] = (),
     ) -> list[str]:
         """Swap a file's sections in one transaction; the SQLite store's contract (indexer/store/writes.py)."""
         aliases = next((c.aliases for c in chunks), ())
@@ -202,6 +210,12 @@ class PgStore(Reads):
                           relation_key(r.object)) for n, r in enumerate(relations)])
             if superseded_by:
                 conn.execute("INSERT INTO superseded_files (file, target) VALUES (%s, %s)", [rel, superseded_by])
+            if fields:
+                conn.execute(
+                    "INSERT INTO note_fields (file, field, position, value, value_key, is_list)"
+                    " SELECT %s, * FROM unnest(%s::text[], %s::integer[], %s::text[], %s::text[], %s::integer[])",
+                    [rel, [f.field for f in fields], list(range(len(fields))), [f.value for f in fields],
+                     [f.key for f in fields], [int(f.is_list) for f in fields]])
             conn.execute("DELETE FROM skipped WHERE path = %s", [rel])
         new_ids = {c.id for c in chunks}
         return [i for i in old_ids if i not in new_ids]
@@ -294,6 +308,7 @@ def _delete_file_rows(conn: psycopg.Connection, rel: str) -> list[str]:
         conn.execute("DELETE FROM documents WHERE file = %s", [rel])
     conn.execute("DELETE FROM relations WHERE file = %s", [rel])
     conn.execute("DELETE FROM superseded_files WHERE file = %s", [rel])
+    conn.execute("DELETE FROM note_fields WHERE file = %s", [rel])
     return [r[1] for r in rows]
 
 
