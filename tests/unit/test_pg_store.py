@@ -116,8 +116,9 @@ def test_keyword_leg_equals_fts5(twins, match: str) -> None:
 
 def test_section_counts_of_odd_terms_and_note_filters_equal_sqlite(twins) -> None:
     sqlite, pg = twins
-    terms = ['"x-ray"', '"!!"', '"Routers"', '"nothing-here"', '"ค้นหา"']
-    assert pg.store.section_counts(terms, 100) == sqlite.store.section_counts(terms, 100)
+    terms = ['"x-ray"', '"!!"', '"Routers"', '"router"', '"nothing-here"', '"ค้นหา"', '"Routers"']
+    for cap in (0, 100):
+        assert pg.store.section_counts(terms, cap) == sqlite.store.section_counts(terms, cap)
     notes = frozenset({"learnings/deploy.md"})
     for filters in (Filters(only_notes=notes), Filters(excluded_notes=notes), Filters(only_notes=frozenset())):
         ranked_p, total_p = pg.store.keyword_search('"deploy" OR "rollback" OR "router"', None, [], filters, 10)

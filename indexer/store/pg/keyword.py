@@ -197,22 +197,25 @@ def terms_matched(store: PgStore, terms: Sequence[str], ids: Sequence[str]) -> d
 
 def section_counts(store: PgStore, terms: Sequence[str], cap: int) -> dict[str, int]:
     """How many sections hold each of `terms` (quoted FTS5 strings), stemmed as the index is, counted up to `cap`
-    + 1: the SQLite store's contract (indexer/store/keyword.py), the same counts from the postings. A term of
-    one token reads its postings alone (the cap stops a common word early); one unicode61 cuts into several
-    tokens counts the sections where they stand in a row; a term without a token matches nothing (0)."""
-    out: dict[str, int] = {}
-    for term in terms:
-        phrases = match_phrases(term)
-        if not phrases:
-            out[term] = 0
-            continue
-        if len(phrases) == 1 and len(phrases[0]) == 1:
-            sql, args = "SELECT doc FROM postings WHERE tbl = %s AND term = %s", [SECTIONS, phrases[0][0]]
-        else:
-            sql, args = _phrase_matches(SECTIONS, phrases, sqlite_keyword.BM25_WEIGHTS[1:])
-            sql = f"SELECT DISTINCT doc FROM ({sql}) m"
-        out[term] = int(store.db.run(f"SELECT count(*) FROM ({sql} LIMIT %s) c", [*args, cap + 1])[0][0])
-    return out
+    + 1: the SQLite store's contract (indexer/store/keyword.py), the same counts from the postings. Terms of one
+    token are counted in one round trip, each from its own postings (the cap stops a common word early); one that
+    unicode61 cuts into several tokens counts the sections where they stand in a row; a term without a token
+    matches nothing (0)."""
+    phrases = {term: match_phrases(term) for term in terms}
+    out = {term: 0 for term, p in phrases.items() if not p}
+    single = {term: p[0][0] for term, p in phrases.items() if len(p) == 1 and len(p[0]) == 1}
+    if single:
+        tokens = sorted(set(single.values()))
+        counted = dict(store.db.run(
+            "SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM postings p WHERE p.tbl = %s AND p.term = t.term"
+            " LIMIT %s) c) FROM unnest(%s::text[]) AS t(term)", [SECTIONS, cap + 1, tokens]))
+        out.update({term: int(counted[token]) for term, token in single.items()})
+    for term, p in phrases.items():
+        if p and term not in single:
+            sql, args = _phrase_matches(SECTIONS, p, sqlite_keyword.BM25_WEIGHTS[1:])
+            out[term] = int(store.db.run(f"SELECT count(*) FROM (SELECT DISTINCT doc FROM ({sql}) m LIMIT %s) c",
+                                         [*args, cap + 1])[0][0])
+    return {term: out[term] for term in terms}
 
 
 def note_keyword_scores(store: PgStore, fts_match: str | None, files: Sequence[str]) -> dict[str, float]:
