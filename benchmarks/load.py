@@ -4,6 +4,8 @@
     .venv/bin/python benchmarks/load.py --root /work/shared/eval-data/nat-brain-oracle/ψ/memory
     options: --concurrency 1,8,32  --duration 15  --mode hybrid|fts|vector  --limit 10
              --data-dir DIR (reuse an index)  --queries FILE.json  --json out.json
+             --database-url URL (the PostgreSQL store)  --engines N (N servers on that one database; the
+             clients take turns between them)
 
 The script indexes the knowledge base with `oracle index` (the data directory lives under benchmarks/out/,
 gitignored, and is reused between runs of the same --root so only the first run pays for embeddings),
@@ -109,7 +111,7 @@ def start_server(env: dict[str, str], port: int, log_path: Path) -> subprocess.P
     raise SystemExit(f"/health never answered:\n{log_path.read_text()[-3000:]}")
 
 
-async def run_level(base: str, queries: list[str], clients: int, duration: float, params: dict) -> dict:
+async def run_level(bases: list[str], queries: list[str], clients: int, duration: float, params: dict) -> dict:
     latencies: list[float] = []
     errors: list[str] = []
     counter = 0
@@ -133,7 +135,7 @@ async def run_level(base: str, queries: list[str], clients: int, duration: float
 
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     timeout = httpx.Timeout(120.0)
-    pool = [httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout) for _ in range(clients)]
+    pool = [httpx.AsyncClient(base_url=bases[n % len(bases)], limits=limits, timeout=timeout) for n in range(clients)]
     try:
         started = time.perf_counter()
         async with asyncio.TaskGroup() as group:
@@ -153,6 +155,7 @@ async def run_level(base: str, queries: list[str], clients: int, duration: float
         "rps": round(done / elapsed, 1) if elapsed else 0.0,
         "p50_ms": round(statistics.median(latencies), 1) if latencies else None,
         "p90_ms": round(percentile(latencies, 0.90), 1) if latencies else None,
+        "p95_ms": round(percentile(latencies, 0.95), 1) if latencies else None,
         "p99_ms": round(percentile(latencies, 0.99), 1) if latencies else None,
         "max_ms": round(max(latencies), 1) if latencies else None,
     }
@@ -168,7 +171,11 @@ def main() -> int:
     parser.add_argument("--mode", default="hybrid", choices=["hybrid", "fts", "vector"])
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--database-url", help="ORACLE_DATABASE_URL: the PostgreSQL store instead of SQLite + Chroma")
+    parser.add_argument("--engines", type=int, default=1, help="servers on the one store (PostgreSQL only for >1)")
     args = parser.parse_args()
+    if args.engines > 1 and not args.database_url:
+        parser.error("--engines > 1 needs --database-url (engines share a PostgreSQL store)")
     levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
 
     out = HERE / "out"
@@ -188,6 +195,8 @@ def main() -> int:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
     env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(data_dir), PYTHONIOENCODING="utf-8")
+    if args.database_url:
+        env["ORACLE_DATABASE_URL"] = args.database_url
     print(f"indexing {root} into {data_dir} ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     done = subprocess.run([*oracle_cmd(), "index", "--json"], env=env, cwd=PROJECT, capture_output=True, text=True)
@@ -197,24 +206,29 @@ def main() -> int:
     print(f"indexed in {time.perf_counter() - t0:.1f} s: {report['added']} added, {report['unchanged']} unchanged,"
           f" {report['chunks_written']} chunks written", file=sys.stderr, flush=True)
 
-    port = free_port()
-    log_path = out / "load-serve.log"
-    proc = start_server(env, port, log_path)
-    base = f"http://127.0.0.1:{port}"
+    procs: list[subprocess.Popen] = []
+    bases: list[str] = []
     params = {"mode": args.mode, "limit": args.limit}
     results: list[dict] = []
     try:
-        health = httpx.get(base + "/health", timeout=10).json()
-        # Warm-up, untimed: loads the embedding model and fills the caches.
-        for q in queries:
-            resp = httpx.get(base + "/api/search", params={"query": q, **params}, timeout=180)
-            if resp.status_code != 200:
-                raise SystemExit(f"warm-up search failed: {resp.status_code} {resp.text[:300]}")
+        for n in range(args.engines):  # each engine its own data dir (its registry, caches); one store
+            port = free_port()
+            engine_env = dict(env, ORACLE_DATA_DIR=str(data_dir) + (f"-engine{n}" if n else ""))
+            procs.append(start_server(engine_env, port, out / f"load-serve{n or ''}.log"))
+            bases.append(f"http://127.0.0.1:{port}")
+        health = httpx.get(bases[0] + "/health", timeout=10).json()
+        # Warm-up, untimed: loads the embedding model and fills the caches (of every engine).
+        for base in bases:
+            for q in queries:
+                resp = httpx.get(base + "/api/search", params={"query": q, **params}, timeout=180)
+                if resp.status_code != 200:
+                    raise SystemExit(f"warm-up search failed: {resp.status_code} {resp.text[:300]}")
         for clients in levels:
             print(f"{clients} client(s) for {args.duration:.0f} s ...", file=sys.stderr, flush=True)
-            results.append(asyncio.run(run_level(base, queries, clients, args.duration, params)))
+            results.append(asyncio.run(run_level(bases, queries, clients, args.duration, params)))
     finally:
-        stop_process(proc)
+        for proc in procs:
+            stop_process(proc)
         if temp_root is not None:
             shutil.rmtree(temp_root, ignore_errors=True)
 
@@ -225,15 +239,19 @@ def main() -> int:
         "queries": len(queries),
         "mode": args.mode,
         "limit": args.limit,
+        "store": "postgresql" if args.database_url else "sqlite",
+        "engines": args.engines,
+        "load_after": [round(x, 2) for x in os.getloadavg()],
         "cpu_count": os.cpu_count(),
         "duration_s": args.duration,
         "levels": results,
     }
     print(f"\n{figures['root']}: {health['files']} files, {health['chunks']} chunks; {len(queries)} queries rotating;"
           f" mode={args.mode} limit={args.limit}; {os.cpu_count()} CPUs")
-    print(f"{'clients':>7} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>7}")
+    print(f"store={figures['store']} engines={args.engines}")
+    print(f"{'clients':>7} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>7}")
     for r in results:
-        print(f"{r['clients']:>7} {r['requests']:>9} {r['rps']:>8} {r['p50_ms']!s:>8} {r['p90_ms']!s:>8}"
+        print(f"{r['clients']:>7} {r['requests']:>9} {r['rps']:>8} {r['p50_ms']!s:>8} {r['p95_ms']!s:>8}"
               f" {r['p99_ms']!s:>8} {r['max_ms']!s:>8} {r['errors']:>7}")
         for sample in r["error_samples"]:
             print(f"        error: {sample}")

@@ -110,6 +110,8 @@ class Settings:
     multilingual: str = "auto"  # ORACLE_MULTILINGUAL: auto | on | off (indexer/multilingual.py)
     # ORACLE_EMBEDDING_MODEL, else oracle.toml's [embedding] model: minilm | a model folder (None: the default)
     embedding_model: str | None = None
+    # ORACLE_DATABASE_URL, else oracle.toml's [database] url: the whole store in PostgreSQL (indexer/store/pg/)
+    database_url: str | None = None
 
     @property
     def embedding(self):
@@ -180,8 +182,16 @@ class Settings:
         retention = {name: _whole(env, var, default) for name, var, default in (
             ("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
             ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)) if name not in overrides}
+        database_url = str(overrides.pop("database_url", None) or env.get("ORACLE_DATABASE_URL")
+                           or layout.database_url or "").strip() or None
+        if database_url and not database_url.startswith(("postgresql://", "postgres://")):
+            where = "ORACLE_DATABASE_URL" if env.get("ORACLE_DATABASE_URL") else "[database] url in oracle.toml"
+            shown = database_url.split("@")[-1] if "@" in database_url else database_url  # never a password
+            raise ConfigError(f"{where} ({shown!r}) is not a PostgreSQL URL: use"
+                              " postgresql://USER:PASSWORD@HOST:5432/DATABASE, or unset it to keep the embedded store")
         return cls(
             root=root,
+            database_url=database_url,
             data_dir=data_dir,
             chroma_url=str(overrides.pop("chroma_url", None) or env.get("ORACLE_CHROMA_URL") or "") or None,
             port=int(port_text),

@@ -160,15 +160,19 @@ class MultilingualIndex:
         if self.mode != "auto":
             return self.mode == "on"
         if not self._wanted:
-            glob = f"*[{OTHER_SCRIPTS}]*"
-            self._wanted = bool(self._read(
-                "SELECT 1 FROM documents WHERE content GLOB ? OR title GLOB ? LIMIT 1", (glob, glob)))
+            self._wanted = self._holds_other_scripts()
         return self._wanted
+
+    def _holds_other_scripts(self) -> bool:
+        """Whether any section's text or title holds a letter of OTHER_SCRIPTS."""
+        glob = f"*[{OTHER_SCRIPTS}]*"
+        return bool(self._read("SELECT 1 FROM documents WHERE content GLOB ? OR title GLOB ? LIMIT 1", (glob, glob)))
 
     def pending(self, limit: int = SLICE, files: Iterable[str] | None = None) -> list[tuple[str, str, str, str]]:
         """(key, title, heading, content) of sections whose text has no multilingual vector yet, at most
         `limit` distinct texts, those of `files` only when given."""
-        sql = ("SELECT d.embed_key, d.title, d.heading, d.content FROM documents d"
+        # min(): one row per key in SQLite and PostgreSQL alike (equal keys are equal texts)
+        sql = ("SELECT d.embed_key, min(d.title), min(d.heading), min(d.content) FROM documents d"
                " LEFT JOIN ml_vectors m ON m.key = d.embed_key WHERE m.key IS NULL AND d.embed_key IS NOT NULL")
         params: list[object] = []
         if files is not None:
@@ -184,6 +188,16 @@ class MultilingualIndex:
         """Sections without a multilingual vector yet (from the loaded matrix: a search asks this)."""
         ids, _, _ = self._loaded()
         return self._read("SELECT count(*) FROM documents")[0][0] - len(ids)
+
+    def store_vectors(self, store, keys: Sequence[str], vectors: np.ndarray) -> None:  # noqa: ANN001 - a Store
+        """Write vectors through the store, in a transaction of their own (the caller holds the writer lock)."""
+        with store.transaction() as conn:
+            self.write(conn, keys, vectors)
+
+    def prune_vectors(self, store) -> int:  # noqa: ANN001 - a Store
+        """Drop vectors of texts no section holds any more, in a transaction of their own."""
+        with store.transaction() as conn:
+            return self.prune(conn)
 
     @staticmethod
     def write(conn: sqlite3.Connection, keys: Sequence[str], vectors: np.ndarray) -> None:
@@ -205,13 +219,11 @@ class MultilingualIndex:
         import numpy as np
 
         with self._lock:
-            conn = self._reader()
-            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            version = self._data_version()
             if self._matrix is None or self._matrix[0] != version:
-                rows = conn.execute(
+                rows = self._rows(
                     "SELECT d.id, m.vector, e.vector FROM documents d JOIN ml_vectors m ON m.key = d.embed_key"
-                    " LEFT JOIN embeddings e ON e.key = d.embed_key ORDER BY d.id"
-                ).fetchall()
+                    " LEFT JOIN embeddings e ON e.key = d.embed_key ORDER BY d.id")
                 multi = np.zeros((len(rows), DIMENSIONS), dtype=np.float32)
                 width = next((len(r[2]) // 4 for r in rows if r[2] is not None), MAIN_DIMENSIONS)  # the main model's
                 main = np.zeros((len(rows), width), dtype=np.float32)
@@ -221,6 +233,14 @@ class MultilingualIndex:
                         main[n] = np.frombuffer(main_blob, dtype=np.float32)
                 self._matrix = (version, [r[0] for r in rows], multi, main)
             return self._matrix[1], self._matrix[2], self._matrix[3]
+
+    def _data_version(self) -> object:
+        """Changes whenever anything committed since it was last read (the caller holds the lock)."""
+        return self._reader().execute("PRAGMA data_version").fetchone()[0]
+
+    def _rows(self, sql: str) -> list[tuple]:
+        """One read on the reader (the caller holds the lock)."""
+        return self._reader().execute(sql).fetchall()
 
     def ready(self) -> bool:
         """Vectors exist to rank by (the base wants them and at least some are computed)."""

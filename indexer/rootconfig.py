@@ -43,7 +43,7 @@ DEFAULT_EXCLUDED_DIRS = frozenset({"node_modules", "__pycache__", "_site", "site
 
 _INDEX_KEYS = {"include", "exclude", "default_type", "gitignore"}
 _EMBEDDING_KEYS = {"model", "query_prefix", "passage_prefix"}
-_TOP_KEYS = {"index", "types", "embedding", "freshness", "frontmatter"}
+_TOP_KEYS = {"index", "types", "embedding", "freshness", "frontmatter", "database"}
 
 
 class ConfigError(ValueError):
@@ -181,6 +181,7 @@ class Layout:
     passage_prefix: str | None = None
     freshness: FreshnessPolicy = FreshnessPolicy()  # [freshness]: days a note of each type stays fresh
     frontmatter: FrontmatterSchema = FrontmatterSchema()  # [frontmatter]: required fields, allowed values
+    database_url: str | None = None  # [database] url: the PostgreSQL store (ORACLE_DATABASE_URL wins)
     # key -> (precedence, type); precedence: where it was written (environment 2 > oracle.toml 1 > built-in 0),
     # then a path over a bare name
     _by_path: dict[str, tuple[int, str]] = field(default_factory=dict, compare=False, repr=False)
@@ -343,6 +344,7 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
     passage_prefix: str | None = None
     freshness = FreshnessPolicy()
     frontmatter = FrontmatterSchema()
+    database_url: str | None = None
     if path.is_symlink():  # a repository could point it at any file of the person indexing; `oracle init` refuses it too
         raise ConfigError(f"{path} is a symlink; oracle.toml must be a regular file in the root (replace the link with"
                           " a copy)")
@@ -361,7 +363,8 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
             if key not in _TOP_KEYS:
                 raise ConfigError(f"{_where(path, text, key, None)}: unknown section or key {key!r}; "
                                   f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}), [types],"
-                                  f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))}), [freshness] and [frontmatter]")
+                                  f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))}), [freshness], [frontmatter]"
+                                  " and [database] (url)")
         index = data.get("index", {})
         if not isinstance(index, dict):
             raise ConfigError(f"{_where(path, text, 'index', None)}: `index` must be a table ([index])")
@@ -408,6 +411,16 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
                                   f" with dots or slashes (\"{raw}.x\" made a table)")
             key, is_path = _folder_key(raw, where, bare_is_name=False)
             folders.append(FolderKey(key, _check_type(value, where, f"[types] {raw!r}"), where, is_path))
+        database = data.get("database", {})
+        if not isinstance(database, dict):
+            raise ConfigError(f"{_where(path, text, 'database', None)}: `database` must be a table ([database])")
+        for key, value in database.items():
+            where = _where(path, text, key, "database")
+            if key != "url":
+                raise ConfigError(f"{where}: unknown key {key!r} in [database]; known keys: url")
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{where}: url must be a string: postgresql://USER:PASSWORD@HOST:5432/DATABASE")
+            database_url = value.strip()
         if "freshness" in data:
             try:
                 freshness = FreshnessPolicy.parse(data["freshness"], _where(path, text, "freshness", None))
@@ -441,4 +454,5 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
         passage_prefix=passage_prefix,
         freshness=freshness,
         frontmatter=frontmatter,
+        database_url=database_url,
     )

@@ -22,9 +22,8 @@ from indexer.config import Settings
 from indexer.discover import Found, Unreadable, discover, note_type, on_disk, read_inside, too_large, unindexable
 from indexer.embed import MODEL_ID as MINILM_ID
 from indexer.embed import Embedder, EmbeddingUnavailable
-from indexer.locks import WriterLock
+from indexer.backends import open_multilingual, open_store, open_vectors, writer_lock
 from indexer.multilingual import SLICE as ML_SLICE
-from indexer.multilingual import MultilingualIndex
 from indexer.parse import ParsedFile, compose_embed_text, parse_markdown
 from indexer.store import FileState, Store
 from indexer.vectors import VectorStore, VectorStoreUnavailable
@@ -119,18 +118,18 @@ class Indexer:
         embedder: Embedder | None = None,
     ) -> None:
         self.settings = settings
-        self.store = store or Store(settings.db_path)
-        self.vectors = vectors or VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
+        self.store = store or open_store(settings)
+        self.vectors = vectors or open_vectors(settings)
         self.embedder = embedder or Embedder(settings.embedding)
         # A main model that reads every script needs no second one for Thai or CJK queries: `auto` is off then.
         multilingual = "off" if settings.multilingual == "auto" and self.embedder.multilingual else settings.multilingual
-        self.multilingual = MultilingualIndex(settings.db_path, multilingual)
+        self.multilingual = open_multilingual(settings, self.store, multilingual)
         self.model_change: str | None = None  # "old -> new" once adopt_model re-keyed the index in this process
         try:
             self.store.model_id = self.embedder.model_id
         except EmbeddingUnavailable:  # a model folder that is not there: keys stay those of the index's model
             self.store.model_id = self.store.get_meta("embedding_model") or MINILM_ID
-        self.lock = WriterLock(settings.data_dir / "writer.lock")
+        self.lock = writer_lock(settings, self.store)
         self.last_repair: SyncReport | None = None  # what the last repair_vectors() did
 
     # -- writes hold the cross-process writer lock: keyword phases whole, vector work one slice at a time
@@ -576,12 +575,12 @@ class Indexer:
                 if not rows:
                     break
                 vectors = self.multilingual.embedder.embed([compose_embed_text(*row[1:]) for row in rows])
-                with self.lock, self.store.transaction() as conn:
-                    MultilingualIndex.write(conn, [row[0] for row in rows], vectors)
+                with self.lock:
+                    self.multilingual.store_vectors(self.store, [row[0] for row in rows], vectors)
                 report.multilingual_embedded += len(rows)
             if prune:
-                with self.lock, self.store.transaction() as conn:
-                    MultilingualIndex.prune(conn)
+                with self.lock:
+                    self.multilingual.prune_vectors(self.store)
         except EmbeddingUnavailable as exc:
             report.warnings.append(f"multilingual vectors not computed (queries in other scripts use the English"
                                    f" model meanwhile): {exc}")

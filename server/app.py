@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from indexer.backends import open_logs, open_store, open_vectors
 from indexer.config import Settings
 from indexer.embed import Embedder
 from indexer.maintenance import SWEEP_SECONDS, Maintenance, Reporter
@@ -59,11 +60,18 @@ class Oracle:
         and the usage logs' retention to the maintenance worker, after the handshake."""
         settings = settings or Settings.from_env()
         private_dir(settings.data_dir, narrow=settings.db_path.exists())  # 0700; an existing index's dir narrowed
-        store = Store(settings.db_path, check=check)
-        vectors = VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
-        embedder = Embedder(settings.embedding)
-        indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
-        logs = Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows, prune=check)
+        store = open_store(settings, check=check)
+        opened = [store]  # closed again if a later part fails (a PostgreSQL pool is shared by all three)
+        try:
+            vectors = open_vectors(settings)
+            opened.append(vectors)
+            embedder = Embedder(settings.embedding)
+            indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
+            logs = open_logs(settings, prune=check)
+        except BaseException:
+            for part in reversed(opened):
+                part.close()
+            raise
         return cls(settings, store, vectors, embedder, indexer, logs)
 
     def start(

@@ -572,8 +572,13 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
     code (server/errors.py), the same code the remote path gives for the server's HTTP status."""
     from server.app import Oracle
 
+    from indexer.store.pg.db import DatabaseUnavailable
+
     # A server checks its index in the maintenance worker, off the way to the handshake (Store.verify).
-    oracle = Oracle.open(settings, check=args.func is not cmd_serve)
+    try:
+        oracle = Oracle.open(settings, check=args.func is not cmd_serve)
+    except DatabaseUnavailable as exc:  # ORACLE_DATABASE_URL: the message says what to check
+        return _print_error(5, str(exc))
     if getattr(args, "serving", None):
         oracle.serving.update(args.serving)
     if getattr(args, "stdio_front", None) is not None:  # `oracle serve`: the handshake can be answered now

@@ -132,7 +132,7 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
     out = [
         f"oracle {data['version']}",
         f"root: {data['root']}",
-        f"index: {data['data_dir']}",
+        f"index: {data['data_dir'] if data.get('store', 'sqlite') == 'sqlite' else data['store']}",
         f"notes: {files['total']}  " + "  ".join(f"{k}: {v}" for k, v in files["by_type"].items()),
         f"sections: {docs['total']}  " + "  ".join(f"{k}: {v}" for k, v in docs["by_type"].items()),
         f"concepts: {data['concepts']}  last indexed: {data['last_indexed'] or 'never'}",

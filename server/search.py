@@ -22,18 +22,7 @@ from indexer.fields import NoteSelection
 from indexer.language import STRUCTURAL, query_languages
 from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from indexer.multilingual import covered_share, wants_multilingual
-from indexer.store import (
-    Filters,
-    Section,
-    SectionFacts,
-    count_embedded,
-    filtered_ids,
-    keyword_matching_ids,
-    keyword_search,
-    note_keyword_scores,
-    section_counts,
-    terms_matched,
-)
+from indexer.store import Filters, Section, SectionFacts
 from indexer.vectors import VectorStoreUnavailable
 from server import expansion, scoring
 from server.app import Oracle
@@ -94,7 +83,7 @@ def filters_for(request: SearchRequest, notes: NoteSelection = NoteSelection()) 
 
 
 def _keyword_leg(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int) -> tuple[list[scoring.LegHit], int]:
-    rows, total = keyword_search(oracle.store, kq.fts_match, kq.trigram_match, kq.short_unsegmented, filters, pool)
+    rows, total = oracle.store.keyword_search(kq.fts_match, kq.trigram_match, kq.short_unsegmented, filters, pool)
     return [scoring.LegHit(i, s) for i, s in rows], total
 
 
@@ -118,7 +107,7 @@ def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multili
     n = pool * OVERFETCH if filters.active else pool
     while True:
         hits = nearest(n)
-        keep = filtered_ids(oracle.store, [i for i, _ in hits], filters)
+        keep = oracle.store.filtered_ids([i for i, _ in hits], filters)
         kept = [scoring.LegHit(i, s) for i, s in hits if i in keep]
         if len(kept) >= pool or len(hits) < n:
             return kept[:pool]
@@ -182,12 +171,12 @@ def _expand(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int, fused
     weight = expansion.word_weights(texts, frozenset(kq.terms))
     candidates = expansion.candidate_words(weight)
     sections = oracle.store.chunk_count()
-    counts = section_counts(oracle.store, [quote(w) for w in candidates], expansion.most_sections(sections))
+    counts = oracle.store.section_counts([quote(w) for w in candidates], expansion.most_sections(sections))
     words = expansion.expansion_terms(weight, {w: counts[quote(w)] for w in candidates}, sections)
     if not words:
         return fused
     expanded = KeywordQuery(terms=words, unsegmented=())
-    rows, _ = keyword_search(oracle.store, expanded.fts_match, None, (), filters, pool, count=False)
+    rows, _ = oracle.store.keyword_search(expanded.fts_match, None, (), filters, pool, count=False)
     legs.expanded_with = list(words)
     return scoring.with_expansion(fused, [scoring.LegHit(i, s) for i, s in rows], semantic_weight,
                                   expansion.EXPANSION_SHARE)
@@ -199,12 +188,12 @@ def _total(oracle: Oracle, kq: KeywordQuery, mode: str, legs: _Legs, filters: Fi
     if mode == "fts":
         return legs.fts_total
     if mode == "vector":
-        return count_embedded(oracle.store, filters)
+        return oracle.store.count_embedded(filters)
     fts_ids = {h.id for h in legs.fts}
     vector_only = [h.id for h in legs.vector if h.id not in fts_ids]
     if legs.fts_total > len(legs.fts):
-        vector_only = sorted(set(vector_only) - keyword_matching_ids(
-            oracle.store, kq.fts_match, kq.trigram_match, kq.short_unsegmented, vector_only))
+        vector_only = sorted(set(vector_only) - oracle.store.keyword_matching_ids(
+            kq.fts_match, kq.trigram_match, kq.short_unsegmented, vector_only))
     return legs.fts_total + len(vector_only)
 
 
@@ -398,7 +387,7 @@ def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, 
     fused = [f for f in fused if f.id in facts]  # a vector whose chunk vanished is not a result
     if mode == "hybrid" and kq.fts_match and not legs.multilingual:
         note_of = {f.id: facts[f.id].file for f in fused}
-        notes = note_keyword_scores(oracle.store, kq.fts_match, sorted(set(note_of.values())))
+        notes = oracle.store.note_keyword_scores(kq.fts_match, sorted(set(note_of.values())))
         fused = scoring.with_note_evidence(fused, note_of, notes)
     fused = _prefer_languages(fused, facts, languages)  # before supersession places hits by position
     fused, feedback, pointers = _apply_use(oracle, fused, facts)
@@ -425,7 +414,7 @@ def _well_covered(oracle: Oracle, kq: KeywordQuery, page: list[_Entry], bar: sco
     unsure = [e.lead.id for e in page if scoring.is_weak(e.lead, bar=bar)]
     if not kq.terms or not unsure:
         return set()
-    counts = terms_matched(oracle.store, [quote(t) for t in kq.terms], unsure)
+    counts = oracle.store.terms_matched([quote(t) for t in kq.terms], unsure)
     return {i for i, n in counts.items() if scoring.covers(n, len(kq.terms) + len(kq.unsegmented))}
 
 

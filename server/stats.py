@@ -92,6 +92,8 @@ class Stats(BaseModel):
     version: str
     root: str
     data_dir: str
+    # "sqlite" (the embedded store under data_dir) or the PostgreSQL store's URL, without its password
+    store: str = "sqlite"
     documents: DocumentCounts
     files: FileCounts
     concepts: int
@@ -175,6 +177,7 @@ def stats(oracle: Oracle) -> Stats:
         version=__version__,
         root=str(oracle.settings.root),
         data_dir=str(oracle.settings.data_dir),
+        store="sqlite" if getattr(oracle.store, "dialect", "sqlite") == "sqlite" else str(oracle.store.path),
         documents=DocumentCounts(
             total=counts["chunks"],
             by_type=oracle.store.sections_by_type(),

@@ -169,10 +169,24 @@ def search_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
-def search_index(search_root: Path, tmp_path_factory: pytest.TempPathFactory):
-    """The search corpus indexed once (keyword + vector). Read-only."""
-    oracle = open_oracle(search_root, tmp_path_factory.mktemp("search-data"))
+# The stores a service-level test runs against: the embedded one (SQLite + ChromaDB) and the PostgreSQL store
+# (a real PostgreSQL 18 with pgvector that the tests start themselves: tests/_pg.py).
+STORES = ("sqlite", "postgresql")
+
+
+def store_overrides(store: str) -> dict:
+    """Settings overrides that put an Oracle on `store` (a new database of the test server for PostgreSQL)."""
+    if store == "postgresql":
+        import _pg
+
+        return {"database_url": _pg.new_database()}
+    return {}
+
+
+@pytest.fixture(scope="session", params=STORES)
+def search_index(request: pytest.FixtureRequest, search_root: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The search corpus indexed once (keyword + vector), in each store. Read-only."""
+    oracle = open_oracle(search_root, tmp_path_factory.mktemp("search-data"), **store_overrides(request.param))
     report = oracle.indexer.sync()
     assert not report.vector_failed, report.warnings
     yield oracle
@@ -180,9 +194,11 @@ def search_index(search_root: Path, tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
-def search_twin(search_root: Path, tmp_path_factory: pytest.TempPathFactory):
-    """The same files indexed a second time into a separate data dir (no shared cache). Read-only."""
-    oracle = open_oracle(search_root, tmp_path_factory.mktemp("search-twin-data"))
+def search_twin(search_index, search_root: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The same files indexed a second time into a separate data dir (no shared cache), in the same kind of
+    store as `search_index` (a second database for PostgreSQL). Read-only."""
+    store = "postgresql" if search_index.settings.database_url else "sqlite"
+    oracle = open_oracle(search_root, tmp_path_factory.mktemp("search-twin-data"), **store_overrides(store))
     report = oracle.indexer.sync()
     assert not report.vector_failed, report.warnings
     yield oracle

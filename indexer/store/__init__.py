@@ -140,6 +140,18 @@ class Store(Reads, Writes):
         with self._write_lock:  # a transaction in progress ends first
             self.conn.close()
 
+    dialect = "sqlite"
+
+    # -- the keyword leg: keyword.py's functions as methods, so a service calls the store it has (the
+    # PostgreSQL store has its own, indexer/store/pg/keyword.py) --------------------------------------
+    keyword_search = keyword_search
+    keyword_matching_ids = keyword_matching_ids
+    terms_matched = terms_matched
+    note_keyword_scores = note_keyword_scores
+    filtered_ids = filtered_ids
+    count_embedded = count_embedded
+    section_counts = section_counts
+
     # -- reading ------------------------------------------------------------------------------------
     def reading(self) -> AbstractContextManager[sqlite3.Connection]:
         """This thread's read connection, counted as in flight until the block ends."""

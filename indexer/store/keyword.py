@@ -55,7 +55,10 @@ class Filters:
         return bool(self.type or self.concepts or self.project or self.date_from or self.date_to or self.lang
                     or self.only_notes is not None or self.excluded_notes)
 
-    def sql(self) -> tuple[str, list]:
+    def sql(self, dialect: str = "sqlite") -> tuple[str, list]:
+        """The filters as a WHERE clause over `documents d` with `?` parameters, and its arguments. `dialect`
+        ("sqlite" or "postgresql", the store's `dialect`) spells the note lists: a JSON array read by json_each in
+        SQLite, an array parameter (`= ANY`) in PostgreSQL; one parameter each either way, however many notes."""
         clauses: list[str] = []
         args: list = []
         if self.type:
@@ -77,14 +80,22 @@ class Filters:
         if self.lang:
             clauses.append("d.file IN (SELECT path FROM files WHERE lang = ?)")
             args.append(self.lang)
-        # one JSON array each, however many notes: no limit on bound parameters to meet
-        if self.only_notes is not None:
-            clauses.append("d.file IN (SELECT value FROM json_each(?))")
-            args.append(json.dumps(sorted(self.only_notes), ensure_ascii=False))
-        if self.excluded_notes:
-            clauses.append("d.file NOT IN (SELECT value FROM json_each(?))")
-            args.append(json.dumps(sorted(self.excluded_notes), ensure_ascii=False))
-        return (" AND ".join(clauses) or "1"), args
+        # one JSON array (or array) each, however many notes: no limit on bound parameters to meet
+        if dialect == "postgresql":
+            if self.only_notes is not None:
+                clauses.append("d.file = ANY(?)")
+                args.append(sorted(self.only_notes))
+            if self.excluded_notes:
+                clauses.append("NOT (d.file = ANY(?))")
+                args.append(sorted(self.excluded_notes))
+        else:
+            if self.only_notes is not None:
+                clauses.append("d.file IN (SELECT value FROM json_each(?))")
+                args.append(json.dumps(sorted(self.only_notes), ensure_ascii=False))
+            if self.excluded_notes:
+                clauses.append("d.file NOT IN (SELECT value FROM json_each(?))")
+                args.append(json.dumps(sorted(self.excluded_notes), ensure_ascii=False))
+        return (" AND ".join(clauses) or "1 = 1"), args  # "1 = 1": true in SQLite and PostgreSQL alike
 
 
 class _Source(NamedTuple):
@@ -116,7 +127,7 @@ def _keyword_sources(fts_match: str | None, trigram_match: str | None, like_term
             "documents_tri",
         ))
     for term in like_terms:
-        pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = like_pattern(term)
         sources.append(_Source(
             "documents d WHERE (d.content LIKE ? ESCAPE '\\' OR d.title LIKE ? ESCAPE '\\')",
             "0.5",
@@ -124,6 +135,11 @@ def _keyword_sources(fts_match: str | None, trigram_match: str | None, like_term
             None,
         ))
     return sources
+
+
+def like_pattern(term: str) -> str:
+    """A LIKE pattern finding `term` anywhere, its `%`, `_` and backslashes escaped (ESCAPE '\\')."""
+    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _matching_rowids_sql(sources: list[_Source]) -> tuple[str, list]:

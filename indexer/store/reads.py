@@ -57,7 +57,7 @@ def _relation_where(pattern: Pattern) -> tuple[str, list[str]]:
         if term:
             clauses.append(f"r.{column} = ?")
             args.append(relation_key(term))
-    return (" AND ".join(clauses) or "1"), args
+    return (" AND ".join(clauses) or "1 = 1"), args
 
 
 class Reads:
@@ -238,12 +238,12 @@ class Reads:
                       offset: int) -> tuple[int, list[tuple[Section, int]]]:
         """Newest first (note date, then time of day when known, then path), deterministic: (total,
         [(section, sections in its note or 1)]). With `first_per_note`, each note once, by its first section."""
-        where, args = ("1", []) if doc_type is None else ("type = ?", [doc_type])
-        order = "(date IS NULL), date DESC, timestamp DESC, file, position, id"
+        where, args = ("1 = 1", []) if doc_type is None else ("type = ?", [doc_type])
+        order = "(date IS NULL), date DESC, timestamp DESC NULLS LAST, file, position, id"  # SQLite's NULL order, said
         if first_per_note:
             total = self._scalar(f"SELECT count(DISTINCT file) FROM documents WHERE {where}", args)
             columns = ", ".join(f"d.{c.strip()}" for c in SECTION_COLUMNS.split(","))
-            order = "(d.date IS NULL), d.date DESC, d.timestamp DESC, d.file, d.position, d.id"
+            order = "(d.date IS NULL), d.date DESC, d.timestamp DESC NULLS LAST, d.file, d.position, d.id"
             sql = (
                 f"SELECT {columns}, g.n FROM (SELECT file, min(position) AS first, count(*) AS n FROM documents"
                 f" WHERE {where} GROUP BY file) g JOIN documents d ON d.file = g.file AND d.position = g.first"
@@ -257,7 +257,7 @@ class Reads:
     def concept_counts(self, doc_type: str | None, limit: int) -> tuple[int, list[tuple[str, int]]]:
         """(distinct concepts, [(concept, notes carrying it in any section)]), most carried first, ties
         alphabetical."""
-        where, args = ("1", []) if doc_type is None else ("d.type = ?", [doc_type])
+        where, args = ("1 = 1", []) if doc_type is None else ("d.type = ?", [doc_type])
         base = f"FROM doc_concepts c JOIN documents d ON d.id = c.doc_id WHERE {where}"
         total = self._scalar(f"SELECT count(DISTINCT c.concept) {base}", args)
         rows = self.fetch(f"SELECT c.concept, count(DISTINCT d.file) AS n {base} GROUP BY c.concept"
@@ -412,7 +412,7 @@ class Reads:
 
     def first_sections(self, files: Sequence[str], filters: Filters) -> dict[str, str]:
         """note -> its first section passing the filters."""
-        where, args = filters.sql()
+        where, args = filters.sql(self.dialect)
         out: dict[str, str] = {}
         for part in batched(files):
             for doc_id, file in self.fetch(

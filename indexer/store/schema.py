@@ -47,6 +47,8 @@ SCHEMA_VERSION = "10"
 # Tables whose definition changed at a schema version: dropped and rebuilt from the markdown.
 _REBUILT_AT = {"3": ("documents_fts",)}
 BUSY_TIMEOUT_MS = 10_000
+# The word tables' tokenizer; indexer/store/tokens.py tokenises with this very string for the PostgreSQL store.
+WORD_TOKENIZE = f"porter unicode61 remove_diacritics 2 tokenchars '{THAI_MARKS}'"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -68,12 +70,12 @@ CREATE TABLE IF NOT EXISTS doc_concepts (doc_id TEXT NOT NULL, concept TEXT NOT 
 CREATE INDEX IF NOT EXISTS doc_concepts_doc ON doc_concepts(doc_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
     id UNINDEXED, title, heading, content, concepts,
-    tokenize = "porter unicode61 remove_diacritics 2 tokenchars '{thai_marks}'"
+    tokenize = "{word_tokenize}"
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS documents_tri USING fts5(title, content, tokenize = 'trigram');
 CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
     title, body,
-    tokenize = "porter unicode61 remove_diacritics 2 tokenchars '{thai_marks}'"
+    tokenize = "{word_tokenize}"
 );
 CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
 -- multilingual vectors (indexer/multilingual.py), keyed like embeddings by the embedded text's hash
@@ -95,7 +97,7 @@ CREATE TABLE IF NOT EXISTS note_fields (
     value_key TEXT NOT NULL, is_list INTEGER NOT NULL, PRIMARY KEY (file, field, position)
 );
 CREATE INDEX IF NOT EXISTS note_fields_field ON note_fields(field, value_key);
-""".replace("{thai_marks}", THAI_MARKS)
+""".replace("{word_tokenize}", WORD_TOKENIZE)
 
 # Every table that holds what the markdown says (for --full): the embedding cache and meta survive.
 CONTENT_TABLES = ("documents", "documents_fts", "documents_tri", "notes_fts", "doc_concepts", "files", "skipped",

@@ -100,8 +100,7 @@ class Writes:
                 rowid = cur.lastrowid
                 conn.execute(
                     "INSERT INTO documents_fts (rowid, id, title, heading, content, concepts) VALUES (?,?,?,?,?,?)",
-                    (rowid, chunk.id, segment(" ".join((chunk.title, *chunk.aliases))),  # aliases: searched as titles
-                     segment(chunk.heading), segment(chunk.content), " ".join(chunk.concepts)),
+                    (rowid, chunk.id, *section_text(chunk)),
                 )
                 conn.execute(
                     "INSERT INTO documents_tri (rowid, title, content) VALUES (?,?,?)", (rowid, chunk.title, chunk.content)
@@ -225,9 +224,20 @@ def _write_note_text(conn: sqlite3.Connection, rel: str, title: str, chunks: Seq
     out: their section's text already holds them, and counting them twice would inflate term counts."""
     (rowid,) = conn.execute("SELECT rowid FROM files WHERE path = ?", (rel,)).fetchone()
     aliases = next((c.aliases for c in chunks), ())
+    conn.execute("INSERT INTO notes_fts (rowid, title, body) VALUES (?,?,?)", (rowid, *note_text(title, aliases, chunks)))
+
+
+def section_text(chunk: Chunk) -> tuple[str, str, str, str]:
+    """(title, heading, content, concepts) of a section as the word table indexes them (both stores use this):
+    segmented, the note's aliases searched as its title."""
+    return (segment(" ".join((chunk.title, *chunk.aliases))), segment(chunk.heading), segment(chunk.content),
+            " ".join(chunk.concepts))
+
+
+def note_text(title: str, aliases: Sequence[str], chunks: Sequence[Chunk]) -> tuple[str, str]:
+    """(title, body) of a note as the whole-note word table indexes them, segmented (both stores use this)."""
     body = "\n".join(f"{c.heading}\n{c.content}" for c in chunks if c.kind != "bullet")
-    conn.execute("INSERT INTO notes_fts (rowid, title, body) VALUES (?,?,?)",
-                 (rowid, segment(" ".join((title, *aliases))), segment(body)))
+    return segment(" ".join((title, *aliases))), segment(body)
 
 
 def body_hash(title: str, chunks: Sequence[Chunk]) -> str:

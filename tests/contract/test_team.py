@@ -24,6 +24,7 @@ import pytest
 
 from _corpus import open_oracle
 from _procs import free_port
+from conftest import STORES, store_overrides
 
 FRONT = b"---\r\ntitle: Wombat burrows\r\ntags: [wombats,   burrows]  # spacing kept\r\ndate: 2026-01-05\r\n---\r\n"
 NOTE = FRONT + b"# Wombat burrows\r\n\r\n## Exits\r\nA burrow has two exits.\r\n\r\n## Depth\r\nTwo metres deep.\r\n"
@@ -32,14 +33,14 @@ OTHER_REL = "learnings/2026-01-06_echidna-spines.md"
 SHARED = "shared-shared-shared-token"
 
 
-@pytest.fixture()
-def kb(tmp_path: Path) -> Iterator[Any]:
+@pytest.fixture(params=STORES)
+def kb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     root = tmp_path / "root"
     (root / "learnings").mkdir(parents=True)
     (root / NOTE_REL).write_bytes(NOTE)
     (root / OTHER_REL).write_text("---\ntitle: Echidna spines\n---\n# Echidna spines\n\nSpines are hair.\n",
                                   encoding="utf-8")
-    oracle = open_oracle(root, tmp_path / "data")
+    oracle = open_oracle(root, tmp_path / "data", **store_overrides(request.param))
     oracle.indexer.sync(vectors=False)
     yield oracle
     oracle.close()
@@ -156,6 +157,7 @@ def test_a_public_bind_starts_with_named_tokens_alone(kb: Any, monkeypatch: pyte
 
 
 def test_an_unreadable_tokens_file_closes_the_server(kb: Any) -> None:
+    kb.settings.data_dir.mkdir(parents=True, exist_ok=True)  # the PostgreSQL store writes nothing there
     (kb.settings.data_dir / "tokens.json").write_text("{garbage", encoding="utf-8")
     with client_for(kb) as client:
         resp = client.get("/api/stats")

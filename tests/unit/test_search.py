@@ -319,6 +319,9 @@ def closed_loopback_port() -> int:
 @pytest.fixture(scope="module")
 def vectors_down(search_index, search_root):
     """The same SQLite index, but Chroma configured at a closed loopback port: a real connection failure."""
+    if search_index.settings.database_url:
+        pytest.skip("the PostgreSQL store keeps its vectors in the database of its keyword index, so there is no"
+                    " Chroma server to lose; its vector failures: tests/unit/test_pg_store.py")
     oracle = open_oracle(search_root, search_index.settings.data_dir,
                          chroma_url=f"http://127.0.0.1:{closed_loopback_port()}")
     yield oracle

@@ -12,7 +12,8 @@ import pytest
 
 from _corpus import write
 from indexer.fields import parse_where
-from indexer.store import Filters, SCHEMA_VERSION, keyword_search
+from conftest import STORES, store_overrides
+from indexer.store import Filters, SCHEMA_VERSION
 from server.completions import complete_field_names, complete_field_values
 from server.models import SearchRequest
 from server.resources import read_resource
@@ -40,14 +41,14 @@ def hits(oracle, where: object, **params: object) -> list[str]:
     return sorted(h.source_file for h in result.hits)
 
 
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory):
+@pytest.fixture(scope="module", params=STORES)
+def kb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     from _corpus import open_oracle
 
     root = tmp_path_factory.mktemp("where-kb")
     for rel, text in NOTES.items():
         write(root / rel, text)
-    oracle = open_oracle(root, tmp_path_factory.mktemp("where-data"))
+    oracle = open_oracle(root, tmp_path_factory.mktemp("where-data"), **store_overrides(request.param))
     report = oracle.indexer.sync()
     assert not report.vector_failed, report.warnings
     yield oracle
@@ -100,9 +101,9 @@ def test_a_field_no_note_has_is_said_with_the_fields_that_exist(kb) -> None:
 
 def test_a_large_note_set_needs_no_bound_parameter_per_note(kb) -> None:
     many = frozenset(f"learnings/fake-{i}.md" for i in range(40_000)) | {"principles/payments.md"}
-    ranked, total = keyword_search(kb.store, '"payment"', None, [], Filters(only_notes=many), 10)
+    ranked, total = kb.store.keyword_search('"payment"', None, [], Filters(only_notes=many), 10)
     assert total == 1 and len(ranked) == 1
-    ranked, total = keyword_search(kb.store, '"payment"', None, [], Filters(excluded_notes=many), 10)
+    ranked, total = kb.store.keyword_search('"payment"', None, [], Filters(excluded_notes=many), 10)
     assert total == 3
 
 
@@ -123,10 +124,11 @@ def test_the_field_resource_lists_the_notes_a_filter_would_keep(kb) -> None:
         "learnings/2026-01-05_card-retries.md", "learnings/2026-01-06_everywhere.md", "principles/payments.md"]
 
 
-def test_edits_and_removals_keep_the_stored_fields_in_step(tmp_path: Path, make_oracle) -> None:
+@pytest.mark.parametrize("store", STORES)
+def test_edits_and_removals_keep_the_stored_fields_in_step(tmp_path: Path, make_oracle, store: str) -> None:
     root = tmp_path / "kb"
     note = write(root / "learnings/a.md", "---\nstatus: draft\n---\n# A\n\n## B\npayment queue\n")
-    oracle = make_oracle(root, tmp_path / "data")
+    oracle = make_oracle(root, tmp_path / "data", **store_overrides(store))
     oracle.indexer.sync(vectors=False)
     assert hits(oracle, {"status": "draft"}, mode="fts") == ["learnings/a.md"]
     write(note, "---\nstatus: final\n---\n# A\n\n## B\npayment queue\n")

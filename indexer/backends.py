@@ -1,0 +1,66 @@
+"""Which store a knowledge base uses: embedded (SQLite + ChromaDB under the data dir, the default) or
+PostgreSQL (the whole store in one database, for a team: `ORACLE_DATABASE_URL` or oracle.toml's
+`[database] url`). The one place that chooses; everything else takes what these return."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from indexer.config import Settings
+
+if TYPE_CHECKING:
+    from indexer.multilingual import MultilingualIndex
+
+
+def open_store(settings: Settings, *, check: bool = True) -> Any:
+    """The index: `Store` (SQLite) or `PgStore`; both offer the same reads and writes."""
+    if settings.database_url:
+        from indexer.store.pg.store import PgStore
+
+        return PgStore(settings.database_url)
+    from indexer.store import Store
+
+    return Store(settings.db_path, check=check)
+
+
+def open_vectors(settings: Settings) -> Any:
+    """The vector leg: Chroma (embedded or ORACLE_CHROMA_URL) or, with the PostgreSQL store, pgvector."""
+    if settings.database_url:
+        from indexer.store.pg.vectors import PgVectorStore
+
+        return PgVectorStore(settings.database_url)
+    from indexer.vectors import VectorStore
+
+    return VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
+
+
+def open_logs(settings: Settings, *, prune: bool = True) -> Any:
+    """The usage logs: logs.db beside the SQLite index, or tables of the PostgreSQL store."""
+    if settings.database_url:
+        from indexer.store.pg.logs import PgLogs
+
+        return PgLogs(settings.database_url, settings.log_retention_days, settings.log_max_rows, prune=prune)
+    from indexer.store.logs import Logs
+
+    return Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows, prune=prune)
+
+
+def open_multilingual(settings: Settings, store: Any, mode: str) -> MultilingualIndex:
+    """The multilingual vector cache, read from the store that holds it."""
+    if getattr(store, "dialect", "sqlite") == "postgresql":
+        from indexer.store.pg.multilingual import PgMultilingualIndex
+
+        return PgMultilingualIndex(store, mode)
+    from indexer.multilingual import MultilingualIndex
+
+    return MultilingualIndex(settings.db_path, mode)
+
+
+def writer_lock(settings: Settings, store: Any) -> Any:
+    """One writer at a time: a file lock in the data dir, or (PostgreSQL) an advisory lock in the database,
+    which holds across machines."""
+    if getattr(store, "dialect", "sqlite") == "postgresql":
+        return store.writer_lock()
+    from indexer.locks import WriterLock
+
+    return WriterLock(settings.data_dir / "writer.lock")

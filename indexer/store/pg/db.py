@@ -1,0 +1,201 @@
+"""Connections to the PostgreSQL store: one psycopg 3 pool per process, and the store's SQL dialect bridge.
+
+The SQLite store's reads (indexer/store/reads.py) are plain SQL with `?` placeholders; the PostgreSQL store
+runs the same statements (one copy of each query) through `pg_sql`, which turns `?` into psycopg's `%s` and
+doubles a literal `%`. Statements that differ between the two dialects (GLOB, FTS5, upserts, date functions)
+are the PostgreSQL store's own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+POOL_MIN = 1
+POOL_MAX = 16  # a server's request threads and its maintenance worker; PostgreSQL's default allows 100 in all
+CONNECT_TIMEOUT = 5.0  # seconds to wait for the server to answer a new connection
+# Every pooled session's settings: the vector leg's search breadth (pgvector's largest hnsw.ef_search, well above
+# the pools asked for, so two builds of the same files answer alike) and, with a filter, iterative index scans
+# that go on until enough rows pass (pgvector 0.8). Set once per connection, not per query.
+SESSION_SETTINGS = {"hnsw.ef_search": "1000", "hnsw.iterative_scan": "strict_order"}
+POOL_WAIT = 30.0  # seconds a request waits for a free connection when all are busy (32 clients on 2 cores)
+
+
+class DatabaseUnavailable(RuntimeError):
+    """ORACLE_DATABASE_URL is wrong, the server cannot be reached, or a package is missing; the message says
+    what to do."""
+
+
+def check_url(url: str) -> str:
+    """`url` if it names a PostgreSQL database; a DatabaseUnavailable that says what a good one looks like
+    otherwise (a typo used to surface as a psycopg parse error naming no variable)."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("postgresql", "postgres"):
+        raise DatabaseUnavailable(
+            f"ORACLE_DATABASE_URL={_safe(url)!r} is not a PostgreSQL URL: use"
+            " postgresql://USER:PASSWORD@HOST:5432/DATABASE (or unset it to keep the embedded SQLite store)")
+    return url
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    parsed = urlparse(url)
+    if parsed.password:
+        return url.replace(f":{parsed.password}@", ":***@", 1)
+    return url
+
+
+@lru_cache(maxsize=1024)
+def pg_sql(sql: str) -> str:
+    """A statement written for sqlite3 (`?` placeholders) as psycopg wants it (`%s`; a literal `%` doubled).
+    `?` inside a quoted literal is left alone."""
+    out: list[str] = []
+    quote: str | None = None
+    for char in sql:
+        if quote:
+            if char == quote:
+                quote = None
+            out.append("%%" if char == "%" else char)
+            continue
+        if char in ("'", '"'):
+            quote = char
+            out.append(char)
+        elif char == "?":
+            out.append("%s")
+        elif char == "%":
+            out.append("%%")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _imports():
+    try:
+        import psycopg
+        from psycopg_pool import ConnectionPool
+    except ImportError as exc:  # pragma: no cover - the test extra installs both
+        raise DatabaseUnavailable(
+            "ORACLE_DATABASE_URL is set but psycopg is not installed: pip install 'oracle-memory[postgres]'"
+            " (psycopg[binary] and psycopg-pool), or unset ORACLE_DATABASE_URL") from exc
+    return psycopg, ConnectionPool
+
+
+class Database:
+    """One pool of connections to one PostgreSQL database, shared by the store, its vectors and its logs.
+
+    Every call takes a connection for one statement or one transaction and gives it back: nothing holds a
+    snapshot between calls, so a write committed by another engine is seen by the next read."""
+
+    def __init__(self, url: str, *, min_size: int = POOL_MIN, max_size: int = POOL_MAX) -> None:
+        self.url = check_url(url)
+        psycopg, ConnectionPool = _imports()
+        self._psycopg = psycopg
+        self._closed = False
+        self._users = 0
+        self._lock = threading.Lock()
+        try:  # one plain connection first: its error names the cause (a pool's says only "incomplete")
+            psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT)).close()
+        except Exception as exc:
+            raise DatabaseUnavailable(
+                f"cannot connect to the PostgreSQL store at {_safe(url)} (ORACLE_DATABASE_URL): {_why(exc)}."
+                " Is the server running and the URL right (user, password, host, port, database)?") from exc
+        try:
+            self.pool: ConnectionPool = ConnectionPool(
+                url, min_size=min_size, max_size=max_size, timeout=POOL_WAIT, open=False,
+                kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT)}, configure=_configure,
+                name="oracle",
+            )
+            self.pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+        except Exception as exc:
+            raise DatabaseUnavailable(
+                f"cannot connect to the PostgreSQL store at {_safe(url)} (ORACLE_DATABASE_URL): {_why(exc)}."
+                " Is the server running and the URL right (user, password, host, port, database)?") from exc
+
+    def retain(self) -> "Database":
+        """One more owner (store, vectors, logs): the pool closes when the last one lets go."""
+        with self._lock:
+            self._users += 1
+        return self
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            last = self._users <= 0
+        if last:
+            self.close()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.pool.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A connection in autocommit mode for one or more statements."""
+        if self._closed:
+            from indexer.store.schema import StoreClosed
+
+            raise StoreClosed("the PostgreSQL store is closed: this process is shutting down")
+        with self.pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection]:
+        """A connection inside one transaction: committed when the block ends, rolled back if it raises."""
+        with self.connection() as conn:
+            with conn.transaction():
+                yield conn
+
+    def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        """Every row of one read, written in sqlite3's dialect (see `pg_sql`)."""
+        with self.connection() as conn:
+            return conn.execute(pg_sql(sql), list(args)).fetchall()
+
+    def fetch_dicts(self, sql: str, args: Sequence[Any] = ()) -> list[dict]:
+        with self.connection() as conn:
+            cur = conn.execute(pg_sql(sql), list(args))
+            names = [d.name for d in cur.description or ()]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        """One statement in PostgreSQL's own dialect (`%s`), its rows (none for a statement without)."""
+        with self.connection() as conn:
+            cur = conn.execute(sql, list(args))
+            return cur.fetchall() if cur.description else []
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    """A new pooled connection's session settings (SESSION_SETTINGS)."""
+    for name, value in SESSION_SETTINGS.items():
+        conn.execute("SELECT set_config(%s, %s, false)", [name, value])
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+_databases: dict[str, Database] = {}
+_databases_lock = threading.Lock()
+
+
+def database(url: str) -> Database:
+    """The process's pool for `url` (the store, the vector leg and the logs share it), retained once for the
+    caller, who must `release()` it."""
+    with _databases_lock:
+        db = _databases.get(url)
+        if db is None or db.closed:
+            db = _databases[url] = Database(url)
+        return db.retain()

@@ -1,0 +1,229 @@
+"""The vector leg on PostgreSQL: pgvector, an HNSW index with cosine distance, in the store's database.
+
+It keeps the interface of the Chroma store (indexer/vectors.py), health reporting included, so the indexer,
+the maintenance worker and search do not know which one they have. The table is made at the first upsert,
+with the embedding model's dimension (an HNSW index needs one); `reset` drops it (a change of model).
+Search breadth: hnsw.ef_search at pgvector's maximum (1000), well above the pools asked for, so two builds of
+the same files answer alike; with a filter, iterative scans (pgvector 0.8) go on until enough rows pass (both are
+session settings of the pool, indexer/store/pg/db.py).
+Ties break by section id.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from indexer.store.pg.db import Database, _safe, database
+from indexer.vectors import RETRY_SECONDS, SELF_CHECK_NEIGHBOURS, SELF_MATCH, VectorHit, VectorStoreUnavailable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+TABLE = "chunk_vectors"
+_METADATA = ("type", "file", "project")  # what Chroma kept as metadata; `where` filters on these
+
+
+def _literal(vector: np.ndarray) -> str:
+    """A vector as pgvector's text form: float32 values written in full (repr), so nothing is rounded."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def _where_sql(where: dict | None) -> tuple[str, list]:
+    """Chroma's `where` (as server/search.py writes it: field equality, $in, $and) as SQL over the metadata."""
+    if not where:
+        return "TRUE", []
+    if "$and" in where:
+        parts = [_where_sql(w) for w in where["$and"]]
+        return " AND ".join(f"({s})" for s, _ in parts), [a for _, args in parts for a in args]
+    clauses, args = [], []
+    for key, cond in where.items():
+        if key not in _METADATA:
+            raise ValueError(f"unknown vector metadata field {key!r}")
+        if isinstance(cond, dict) and "$in" in cond:
+            clauses.append(f"{key} = ANY(%s)")
+            args.append(list(cond["$in"]))
+        elif isinstance(cond, dict) and "$eq" in cond:
+            clauses.append(f"{key} = %s")
+            args.append(cond["$eq"])
+        else:
+            clauses.append(f"{key} = %s")
+            args.append(cond)
+    return " AND ".join(clauses) or "TRUE", args
+
+
+class PgVectorStore:
+    """Vectors in PostgreSQL. A failed call marks the store down and in need of repair, as the Chroma store
+    does; the maintenance worker's probe (`reopen`) brings it back."""
+
+    url: str | None
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.db: Database = database(url)
+        self.path = None
+        self.collection_name = TABLE
+        self._state = threading.Lock()
+        self._down: str | None = None
+        self._down_since = 0.0
+        self._failures = 0
+        self._needs_repair = False
+        self._local = threading.local()
+        self._closed = False
+        self._table_seen = False
+
+    # -- calls, failures and recovery (the Chroma store's contract) ------------------------------------
+    def _call(self, what: str, fn, read: bool = False):
+        down = self._down
+        if down is not None and not getattr(self._local, "repairing", False):
+            raise VectorStoreUnavailable(down)
+        try:
+            return fn()
+        except VectorStoreUnavailable:
+            raise
+        except Exception as exc:
+            message = f"vector store {what} failed ({_safe(self.url or '')}): {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+            raise VectorStoreUnavailable(self._failed(message, down=read)) from exc
+
+    def _failed(self, message: str, down: bool) -> str:
+        self._table_seen = False  # another engine may have dropped it (a change of model)
+        with self._state:
+            self._failures += 1
+            self._needs_repair = True
+            if down:
+                if self._down is None:
+                    self._down_since = time.time()
+                since = time.strftime("%H:%M:%S", time.localtime(self._down_since))
+                self._down = (f"{message} (down since {since}; is the PostgreSQL server running?"
+                              f" (ORACLE_DATABASE_URL); retrying every {RETRY_SECONDS:g} s)")
+            return self._down or message
+
+    def reopen(self) -> None:
+        with self.repairing():
+            self.count()
+
+    @contextmanager
+    def repairing(self) -> Iterator[None]:
+        previous = getattr(self._local, "repairing", False)
+        self._local.repairing = True
+        try:
+            yield
+        finally:
+            self._local.repairing = previous
+
+    def resume(self) -> None:
+        with self._state:
+            self._down = None
+
+    @property
+    def failures(self) -> int:
+        return self._failures
+
+    def repaired(self, failures: int) -> None:
+        with self._state:
+            if self._failures == failures:
+                self._needs_repair = False
+
+    @property
+    def needs_repair(self) -> bool:
+        return self._needs_repair
+
+    @property
+    def down(self) -> str | None:
+        return self._down
+
+    @property
+    def damaged(self) -> bool:
+        return False  # PostgreSQL's files are never ours to move aside
+
+    def move_aside(self) -> None:
+        return None
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.db.release()
+
+    # -- the table -------------------------------------------------------------------------------------
+    def _exists(self) -> bool:
+        """Whether the table is there; once seen, remembered until a failure or a reset (a round trip saved
+        per search)."""
+        if not self._table_seen:
+            self._table_seen = bool(self.db.run("SELECT to_regclass(%s) IS NOT NULL", [TABLE])[0][0])
+        return self._table_seen
+
+    def _create(self, dimension: int) -> None:
+        """The table and its HNSW index, for vectors of `dimension` (concurrent creators wait on the lock)."""
+        with self.db.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('oracle:vectors', 0))")
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {TABLE} (id text COLLATE \"C\" PRIMARY KEY, embedding vector({int(dimension)})"
+                " NOT NULL, type text, file text, project text)")
+            conn.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_hnsw ON {TABLE} USING hnsw (embedding vector_cosine_ops)")
+
+    # -- the operations ----------------------------------------------------------------------------------
+    def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict]) -> None:
+        if not len(ids):
+            return
+
+        def run() -> None:
+            if not self._exists():
+                self._create(len(vectors[0]))
+            with self.db.transaction() as conn:
+                conn.execute(
+                    f"INSERT INTO {TABLE} (id, embedding, type, file, project) SELECT i, e::vector, t, f, p FROM"
+                    " unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[]) AS u(i, e, t, f, p)"
+                    " ON CONFLICT (id) DO UPDATE SET embedding = excluded.embedding, type = excluded.type,"
+                    " file = excluded.file, project = excluded.project",
+                    [list(ids), [_literal(v) for v in vectors], *([m.get(k) for m in metadatas] for k in _METADATA)])
+
+        self._call("upsert", run)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not len(ids):
+            return
+        self._call("delete", lambda: self._exists() and self.db.run(f"DELETE FROM {TABLE} WHERE id = ANY(%s)", [list(ids)]))
+
+    def count(self) -> int:
+        return int(self._call("count", lambda: self.db.run(f"SELECT count(*) FROM {TABLE}")[0][0]
+                              if self._exists() else 0, read=True))
+
+    def all_ids(self) -> set[str]:
+        return set(self._call("listing", lambda: [r[0] for r in self.db.run(f"SELECT id FROM {TABLE}")]
+                              if self._exists() else [], read=True))
+
+    def query(self, vector: np.ndarray, n: int, where: dict | None = None) -> list[VectorHit]:
+        """The n nearest sections by cosine similarity (1 - distance), best first, ties by id."""
+        clause, args = _where_sql(where)
+
+        def run() -> list[tuple]:
+            if not self._exists():
+                return []
+            return self.db.run(  # hnsw.ef_search and iterative scans: the pool's session settings (db.py)
+                f"SELECT id, embedding <=> %s::vector AS d FROM {TABLE} WHERE {clause} ORDER BY d, id LIMIT %s",
+                [_literal(vector), *args, int(n)])
+
+        rows = self._call("query", run, read=True)
+        return [VectorHit(id=i, similarity=1.0 - float(d)) for i, d in rows]
+
+    def reset(self) -> None:
+        """Drop the vectors and their table (a change of model may change the dimension)."""
+        self._call("reset", lambda: self.db.run(f"DROP TABLE IF EXISTS {TABLE}"))
+        self._table_seen = False
+
+    def self_check(self, samples: Sequence[tuple[str, np.ndarray]]) -> str | None:
+        for chunk_id, vector in samples:
+            hits = self.query(vector, SELF_CHECK_NEIGHBOURS)
+            if not hits or hits[0].similarity < SELF_MATCH:
+                found = f"its nearest is at similarity {hits[0].similarity:.2f}" if hits else "it finds nothing"
+                return f"the vector store does not find its own vectors (chunk {chunk_id}: {found})"
+        return None
+
+    def probe(self) -> tuple[bool, str]:
+        try:
+            return True, f"{self.count()} vectors"
+        except VectorStoreUnavailable as exc:
+            return False, str(exc)

@@ -1,0 +1,326 @@
+"""The PostgreSQL store on a real PostgreSQL 18 + pgvector that the tests start (tests/_pg.py): migrations, clear
+errors, keyword ranking equal to FTS5's, the vector leg failing into keyword results, logs, and the writer lock
+across processes (a killed indexer's work taken over, nothing indexed twice). The service-level suites run on
+both stores through the `search_index` fixture (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import _pg
+from _pg import NOTES, write_root
+from _corpus import open_oracle
+from indexer.store import Filters
+from indexer.store.pg.db import DatabaseUnavailable, pg_sql
+from indexer.store.pg.schema import SCHEMA_VERSION, applied_versions, migrate
+from indexer.store.pg.store import PgStore
+from indexer.store.tokens import match_phrases, parse_match, tokenize_rows
+from server.models import SearchRequest
+from server.search import search
+
+QUERIES = ['"router"', '"deploy" OR "rollback"', '"running" OR "routers"', '"x" OR "ray"', '"ค้นหา" OR "ข้อมูล"',
+           '"中文" OR "检索"', '"cafe"', '"café"', '"nothing" OR "proves"', '"canary" OR "error" OR "rate"']
+
+
+@pytest.fixture(scope="module")
+def twins(tmp_path_factory: pytest.TempPathFactory):
+    """The same small root indexed (keyword phase only) into SQLite and into PostgreSQL."""
+    root = write_root(tmp_path_factory.mktemp("pg-root"))
+    sqlite = open_oracle(root, tmp_path_factory.mktemp("pg-sqlite-data"))
+    pg = open_oracle(root, tmp_path_factory.mktemp("pg-data"), database_url=_pg.new_database())
+    for oracle in (sqlite, pg):
+        oracle.indexer.sync(vectors=False)
+    yield sqlite, pg
+    sqlite.close()
+    pg.close()
+
+
+# -- migrations and errors --------------------------------------------------------------------------------
+def test_migrations_run_once_in_order_and_a_newer_schema_is_refused() -> None:
+    url = _pg.new_database()
+    store = PgStore(url)
+    try:
+        assert store.applied == [v for v in range(1, SCHEMA_VERSION + 1)]
+        assert applied_versions(store.db) == store.applied
+        assert migrate(store.db) == []  # a second engine finds it done
+        again = PgStore(url)
+        assert again.applied == []
+        again.close()
+        store.db.run("INSERT INTO oracle_migrations (version, description) VALUES (%s, 'from the future')",
+                     [SCHEMA_VERSION + 1])
+        with pytest.raises(DatabaseUnavailable, match="newer than this Oracle knows"):
+            PgStore(url)
+    finally:
+        store.close()
+
+
+def test_a_bad_url_says_what_to_do(tmp_path: Path) -> None:
+    root = write_root(tmp_path / "root")
+    from indexer.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"not a PostgreSQL URL: use postgresql://"):
+        open_oracle(root, tmp_path / "data", database_url="mysql://me:secret@localhost/oracle")
+    with pytest.raises(DatabaseUnavailable, match=r'database "no_such_database" does not exist.*Is the server running'):
+        open_oracle(root, tmp_path / "data", database_url=_pg.url_for("no_such_database"))
+
+
+def test_database_url_comes_from_the_environment_or_oracle_toml(tmp_path: Path, monkeypatch) -> None:
+    from indexer.config import Settings
+
+    root = write_root(tmp_path / "root")
+    (root / "oracle.toml").write_text('[database]\nurl = "postgresql://team@db.lan/oracle"\n', encoding="utf-8")
+    assert Settings.from_env(root=root, data_dir=tmp_path / "d").database_url == "postgresql://team@db.lan/oracle"
+    monkeypatch.setenv("ORACLE_DATABASE_URL", "postgresql://other@db.lan/o2")
+    assert Settings.from_env(root=root, data_dir=tmp_path / "d").database_url == "postgresql://other@db.lan/o2"
+
+
+def test_sql_bridge_and_match_parsing() -> None:
+    assert pg_sql("SELECT ? WHERE a LIKE '%?%' AND b = ?") == "SELECT %s WHERE a LIKE '%%?%%' AND b = %s"
+    assert parse_match('"a" OR "say ""hi""" OR "x-ray"') == ["a", 'say "hi"', "x-ray"]
+    assert match_phrases('"Running" OR "x-ray" OR "!!"') == [("run",), ("x", "rai")]
+    assert tokenize_rows([("Café naïve", "ค้นหา ข้อมูล")])[0][:2] == [["cafe", "naiv"], ["ค้นหา", "ข้อมูล"]]
+
+
+# -- ranking: FTS5's bm25, equal ---------------------------------------------------------------------------
+@pytest.mark.parametrize("match", QUERIES)
+def test_keyword_leg_equals_fts5(twins, match: str) -> None:
+    sqlite, pg = twins
+    for filters in (Filters(), Filters(type="learning"), Filters(concepts=("deploy",))):
+        ranked_s, total_s = sqlite.store.keyword_search(match, None, [], filters, 10)
+        ranked_p, total_p = pg.store.keyword_search(match, None, [], filters, 10)
+        assert total_p == total_s
+        assert [i for i, _ in ranked_p] == [i for i, _ in ranked_s]
+        assert [s for _, s in ranked_p] == pytest.approx([s for _, s in ranked_s], rel=1e-9)
+    ids = [i for i, _ in sqlite.store.keyword_search(match, None, [], Filters(), 50)[0]]
+    terms = parse_match(match)
+    quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
+    assert pg.store.terms_matched(quoted, ids) == sqlite.store.terms_matched(quoted, ids)
+    files = sorted(NOTES)
+    assert pg.store.note_keyword_scores(match, files) == pytest.approx(sqlite.store.note_keyword_scores(match, files))
+    # query expansion's reads: document frequencies up to a cap, and a ranking without its total
+    for cap in (0, 1, 100):
+        assert pg.store.section_counts(quoted, cap) == sqlite.store.section_counts(quoted, cap)
+    ranked_s, _ = sqlite.store.keyword_search(match, None, [], Filters(), 10, count=False)
+    ranked_p, total_p = pg.store.keyword_search(match, None, [], Filters(), 10, count=False)
+    assert total_p == 0 and [i for i, _ in ranked_p] == [i for i, _ in ranked_s]
+
+
+def test_section_counts_of_odd_terms_and_note_filters_equal_sqlite(twins) -> None:
+    sqlite, pg = twins
+    terms = ['"x-ray"', '"!!"', '"Routers"', '"router"', '"nothing-here"', '"ค้นหา"', '"Routers"']
+    for cap in (0, 100):
+        assert pg.store.section_counts(terms, cap) == sqlite.store.section_counts(terms, cap)
+    notes = frozenset({"learnings/deploy.md"})
+    for filters in (Filters(only_notes=notes), Filters(excluded_notes=notes), Filters(only_notes=frozenset())):
+        ranked_p, total_p = pg.store.keyword_search('"deploy" OR "rollback" OR "router"', None, [], filters, 10)
+        ranked_s, total_s = sqlite.store.keyword_search('"deploy" OR "rollback" OR "router"', None, [], filters, 10)
+        assert total_p == total_s and [i for i, _ in ranked_p] == [i for i, _ in ranked_s]
+        assert [v for _, v in ranked_p] == pytest.approx([v for _, v in ranked_s], rel=1e-9)
+        ids = [i for i, _ in sqlite.store.keyword_search('"the"', None, [], Filters(), 50)[0]]
+        assert pg.store.filtered_ids(ids, filters) == sqlite.store.filtered_ids(ids, filters)
+        assert pg.store.count_embedded(filters) == sqlite.store.count_embedded(filters)
+
+
+def test_frontmatter_fields_and_their_suggestions_equal_sqlite(twins) -> None:
+    sqlite, pg = twins
+    names = [n for n in sqlite.store.suggest("field", "")]
+    assert names and pg.store.suggest("field", "") == names
+    assert pg.store.field_rows(names) == sqlite.store.field_rows(names)
+    for name in names:
+        for typed in ("", "d", "O"):
+            assert pg.store.suggest_field_values(name, typed) == sqlite.store.suggest_field_values(name, typed)
+
+
+def test_an_older_store_gains_the_fields_and_the_team_logs_on_its_next_start(tmp_path: Path) -> None:
+    root = write_root(tmp_path / "root")
+    url = _pg.new_database()
+    oracle = open_oracle(root, tmp_path / "data", database_url=url)
+    oracle.indexer.sync(vectors=False)
+    oracle.close()
+    store = PgStore(url)  # what a store of migration 1 looks like
+    store.db.run("DROP TABLE note_fields; DROP TABLE edit_log; ALTER TABLE learn_log DROP COLUMN author;"
+                 " ALTER TABLE feedback_log DROP COLUMN author; ALTER TABLE supersede_log DROP COLUMN author;"
+                 " DELETE FROM oracle_migrations WHERE version = 2")
+    store.close()
+    oracle = open_oracle(root, tmp_path / "data", database_url=url)
+    try:
+        assert oracle.store.applied == [2]
+        report = oracle.indexer.sync(vectors=False)
+        assert report.changed == len(NOTES)  # re-parsed once: the fields come from the markdown
+        assert oracle.store.field_rows(["title"])
+        oracle.logs.log_edit("t", "ana", "edit", "learnings/deploy.md", "a", "b")
+        assert oracle.logs.recent("edit_log")[0]["author"] == "ana"
+    finally:
+        oracle.close()
+
+
+@pytest.mark.parametrize("query", ["router latency", "ค้นหาข้อมูล ภาษาไทย", "中文检索", "tests fail", "café"])
+def test_keyword_search_service_is_the_same_on_both_stores(twins, query: str) -> None:
+    sqlite, pg = twins
+    a = search(sqlite, SearchRequest(query=query, mode="fts", limit=10, unit="section"))
+    b = search(pg, SearchRequest(query=query, mode="fts", limit=10, unit="section"))
+    assert [h.id for h in b.hits] == [h.id for h in a.hits] and b.total == a.total
+    assert [h.score for h in b.hits] == pytest.approx([h.score for h in a.hits], abs=1e-6)
+
+
+def test_removing_notes_keeps_the_keyword_totals_exact(tmp_path: Path) -> None:
+    root = write_root(tmp_path / "root")
+    oracle = open_oracle(root, tmp_path / "data", database_url=_pg.new_database())
+    try:
+        oracle.indexer.sync(vectors=False)
+        n, tokens = oracle.store.db.run("SELECT n, tokens FROM fts_stats WHERE tbl = 0")[0]
+        assert n == oracle.store.chunk_count() and tokens == oracle.store.db.run("SELECT sum(len) FROM fts_docs WHERE tbl = 0")[0][0]
+        (root / "learnings/xray.md").unlink()
+        oracle.indexer.sync(vectors=False)
+        assert oracle.store.keyword_search('"xray" OR "latency"', None, [], Filters(), 10) == ([], 0)
+        n, tokens = oracle.store.db.run("SELECT n, tokens FROM fts_stats WHERE tbl = 0")[0]
+        assert (n, tokens) == tuple(oracle.store.db.run("SELECT count(*), sum(len) FROM fts_docs WHERE tbl = 0")[0])
+        oracle.store.clear()
+        assert oracle.store.db.run("SELECT n, tokens FROM fts_stats ORDER BY tbl") == [(0, 0), (0, 0)]
+        assert oracle.store.db.run("SELECT count(*) FROM postings")[0][0] == 0
+    finally:
+        oracle.close()
+
+
+# -- vectors and logs ------------------------------------------------------------------------------------
+def test_pgvector_leg_and_its_failure_falls_back_to_keywords(tmp_path: Path) -> None:
+    root = write_root(tmp_path / "root")
+    oracle = open_oracle(root, tmp_path / "data", database_url=_pg.new_database())
+    try:
+        report = oracle.indexer.sync()
+        assert not report.vector_failed and oracle.vectors.count() == oracle.store.chunk_count()
+        assert oracle.store.db.run("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_vectors_hnsw'")[0][0] \
+            .endswith("USING hnsw (embedding vector_cosine_ops)")
+        hit = search(oracle, SearchRequest(query="how do we roll back a release", mode="vector", limit=3))
+        assert hit.hits and hit.hits[0].source_file == "learnings/deploy.md"
+        oracle.store.db.run("ALTER TABLE chunk_vectors RENAME COLUMN embedding TO lost")  # a real failure
+        fallback = search(oracle, SearchRequest(query="router latency", mode="hybrid", limit=3))
+        assert fallback.meta.mode == "fts" and fallback.hits
+        assert fallback.meta.warnings[0].startswith("vector search unavailable, showing keyword results only:")
+        assert oracle.vectors.down and oracle.vectors.needs_repair
+    finally:
+        oracle.close()
+
+
+def test_logs_in_postgresql(tmp_path: Path) -> None:
+    oracle = open_oracle(write_root(tmp_path / "root"), tmp_path / "data", database_url=_pg.new_database())
+    logs = oracle.logs
+    try:
+        logs.log_search("t", "oracle_search", "router", {}, "hybrid", 2, [("c_1", 0.5), ("c_2", 0.4)], 12.0, [])
+        assert logs.log_feedback("t", "c_1", "helpful", None, None) == 1
+        assert logs.log_feedback("t", "c_1", "misleading", "old", None) == 2
+        assert logs.feedback_counts(["c_1", "c_2"]) == {"c_1": (1, 1)}
+        logs.log_supersede("t", "a.md", "b.md", "newer", "supersede")
+        assert logs.supersessions()["a.md"][0] == "b.md"
+        # team mode: who gave each verdict, superseded, learnt or edited
+        logs.log_feedback("t", "c_2", "helpful", None, None, author="bo")
+        logs.log_feedback("t", "c_2", "helpful", None, None, author="ana")
+        logs.log_feedback("t", "c_2", "misleading", None, None, author="bo")
+        totals = {d: rest for d, *rest in logs.feedback_totals()}
+        assert totals["c_1"][0:2] == [1, 1] and totals["c_1"][3] == []
+        assert totals["c_2"][0:2] == [2, 1] and totals["c_2"][3] == ["ana", "bo"]
+        logs.log_supersede("t", "c.md", "d.md", None, "supersede", author="ana")
+        new, reason, _, client, author = logs.supersessions()["c.md"]
+        assert (new, reason, client, author) == ("d.md", None, "t", "ana")
+        assert logs.supersessions()["a.md"][4] is None
+        logs.log_learn("t", "learnings/x.md", "X", [], None, None, [], False, author="ana")
+        logs.log_edit("t", "ana", "archive", "learnings/x.md", "h1", None, moved_to="archive/x.md", reason="old")
+        overview = logs.overview()
+        assert overview["learnings"][0]["author"] == "ana" and overview["edits"][0]["moved_to"] == "archive/x.md"
+        assert overview["feedback"][0]["author"] == "bo" and overview["supersessions"][0]["author"] == "ana"
+        with pytest.raises(Exception, match="append-only"):
+            oracle.store.db.run("UPDATE edit_log SET reason = 'x'")
+        counts = logs.counts()
+        assert counts["search_log"] == 1 and counts["document_access"] == 2 and counts["feedback_log"] == 5
+        assert logs.per_day("search_log")[0]["count"] == 1 and logs.per_hour("search_log")[0]["count"] == 1
+        assert logs.claim_learn_key("key-12345", "fp") == ("new", None)
+        assert logs.claim_learn_key("key-12345", "fp") == ("busy", None)
+        logs.settle_learn_key("key-12345", "learnings/x.md")
+        assert logs.claim_learn_key("key-12345", "fp") == ("done", "learnings/x.md")
+        assert logs.claim_learn_key("key-12345", "other") == ("other", "learnings/x.md")
+        with pytest.raises(Exception, match="append-only"):
+            oracle.store.db.run("UPDATE search_log SET query = 'x'")
+    finally:
+        oracle.close()
+
+
+# -- several engines: the writer lock survives a crash --------------------------------------------------------
+CHILD = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {tests!r})
+    from _corpus import open_oracle
+    from pathlib import Path
+    oracle = open_oracle(Path({root!r}), Path({data!r}), database_url={url!r})
+    with oracle.indexer.lock:
+        oracle.indexer.sync_paths({first!r}, embed_limit=0)
+        print("holding", flush=True)
+        time.sleep(120)
+""")
+
+
+@pytest.mark.slow
+def test_a_killed_indexers_lock_is_taken_over_and_nothing_is_indexed_twice(tmp_path: Path) -> None:
+    root = write_root(tmp_path / "root")
+    url = _pg.new_database()
+    first = sorted(NOTES)[:3]
+    script = CHILD.format(tests=str(Path(__file__).resolve().parents[1]), root=str(root), data=str(tmp_path / "a"),
+                          url=url, first=first)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=Path(__file__).resolve().parents[2])
+    oracle = open_oracle(root, tmp_path / "b", database_url=url)
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line.strip() == "holding", child.stderr.read() if child.stderr else ""
+        assert oracle.indexer.lock.held_elsewhere()
+        done: dict = {}
+        worker = threading.Thread(target=lambda: done.setdefault("report", oracle.indexer.sync(vectors=False)))
+        worker.start()
+        worker.join(1.0)
+        assert worker.is_alive(), "the second engine must wait for the lock"
+        killed = time.monotonic()
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        worker.join(30)
+        assert not worker.is_alive()
+        took = time.monotonic() - killed
+        report = done["report"]
+        assert took < 10
+        assert report.added == len(NOTES) - len(first) and report.changed == 0  # the child's notes: not again
+        assert sorted(oracle.store.notes()) == sorted(NOTES)
+        assert oracle.store.db.run("SELECT count(*) FROM documents")[0][0] == oracle.store.chunk_count()
+    finally:
+        if child.poll() is None:
+            child.kill()
+        oracle.close()
+
+
+def test_a_learn_through_one_engine_is_found_through_another(tmp_path: Path) -> None:
+    """Two engines (two Oracles, each its own root copy and data dir, as on two machines) on one database."""
+    from server.learn import learn
+    from server.models import LearnRequest
+
+    url = _pg.new_database()
+    a = open_oracle(write_root(tmp_path / "a-root"), tmp_path / "a-data", database_url=url)
+    b = open_oracle(write_root(tmp_path / "b-root"), tmp_path / "b-data", database_url=url)
+    try:
+        a.indexer.sync(vectors=False)
+        b.indexer.sync(vectors=False)
+        learn(a, LearnRequest(pattern="Wombats dig burrows with their claws; kelpies herd sheep.", title="Wombat burrows"))
+        started = time.monotonic()
+        while not search(b, SearchRequest(query="wombat burrows", mode="fts", limit=3)).hits:
+            assert time.monotonic() - started < 2.0
+            time.sleep(0.05)
+        assert search(b, SearchRequest(query="wombat burrows", mode="fts", limit=3)).hits[0].title == "Wombat burrows"
+    finally:
+        a.close()
+        b.close()
