@@ -64,8 +64,89 @@ def _unreachable(exc: BaseException) -> bool:
     return isinstance(exc, (httpx.TransportError, NotFoundError))
 
 
-class VectorStore:
+class StoreHealth:
+    """A vector store's failure and repair state, shared by the Chroma store and the PostgreSQL one
+    (indexer/store/pg/vectors.py): a failed call marks the store in need of repair, and, when it cannot answer
+    reads, down, so that later calls fail fast until the owner's maintenance worker sees it answer again.
+    Subclasses say what to check (`_hint`) and what to forget after a failure (`_after_failure`)."""
+
+    def __init__(self) -> None:
+        self._state = threading.Lock()
+        self._down: str | None = None  # why calls fail fast; None while the store is usable
+        self._down_since = 0.0
+        self._failures = 0  # counts every failure: a repair clears _needs_repair only if none came meanwhile
+        self._needs_repair = False
+        self._local = threading.local()  # .repairing: this thread's calls bypass _down (see repairing())
+
+    def _hint(self) -> str:
+        raise NotImplementedError
+
+    def _after_failure(self, down: bool) -> None:
+        """What the store forgets after a failed call (under the state lock)."""
+
+    def _refuse_if_down(self) -> None:
+        """As a call starts: VectorStoreUnavailable when the store is down and this thread is not repairing it."""
+        down = self._down
+        if down is not None and not getattr(self._local, "repairing", False):
+            raise VectorStoreUnavailable(down)
+
+    def _failed(self, message: str, down: bool) -> str:
+        """Remember a failure: writes may be missing, so a repair is due; if the store cannot answer
+        reads, later calls fail fast until the maintenance worker sees it answer again. Returns the message
+        to raise: the cause, and for a store that is down since when, what to check, and that it is retried."""
+        with self._state:
+            self._failures += 1
+            self._needs_repair = True
+            if down:
+                if self._down is None:
+                    self._down_since = time.time()
+                since = time.strftime("%H:%M:%S", time.localtime(self._down_since))
+                self._down = f"{message} (down since {since}; {self._hint()}; retrying every {RETRY_SECONDS:g} s)"
+            self._after_failure(down)
+            return self._down or message
+
+    @contextmanager
+    def repairing(self) -> Iterator[None]:
+        """This thread's calls go through while the store is marked down: the repair must read and write
+        a store that searches are still told is unavailable (they would see vectors missing otherwise)."""
+        previous = getattr(self._local, "repairing", False)
+        self._local.repairing = True
+        try:
+            yield
+        finally:
+            self._local.repairing = previous
+
+    def resume(self) -> None:
+        """Serve calls again (the store answered and the owner has reconciled it)."""
+        with self._state:
+            self._down = None
+
+    @property
+    def failures(self) -> int:
+        """How many calls have failed so far; hand it to `repaired()` to clear `needs_repair` safely."""
+        return self._failures
+
+    def repaired(self, failures: int) -> None:
+        """A repair that started when `failures` was the count succeeded: clear `needs_repair`, unless a
+        call failed meanwhile (then what that call missed is still to put back)."""
+        with self._state:
+            if self._failures == failures:
+                self._needs_repair = False
+
+    @property
+    def needs_repair(self) -> bool:
+        """A call failed since the last successful repair: vectors may be missing from the store."""
+        return self._needs_repair
+
+    @property
+    def down(self) -> str | None:
+        """Why the store is unavailable right now, or None."""
+        return self._down
+
+
+class VectorStore(StoreHealth):
     def __init__(self, path: Path, url: str | None = None, collection: str = COLLECTION) -> None:
+        super().__init__()
         self.path = path
         self.url = url
         self.collection_name = collection
@@ -76,13 +157,7 @@ class VectorStore:
         # seen until the collection is reopened. Every write stamps this file; readers compare stamps.
         self._generation_file = path.parent / f"{path.name}.generation"
         self._seen_generation: str | None = None
-        self._state = threading.Lock()
-        self._down: str | None = None  # why calls fail fast; None while the store is usable
         self._damaged = False  # the embedded files themselves failed to open (see `damaged`)
-        self._down_since = 0.0
-        self._failures = 0  # counts every failure: a repair clears _needs_repair only if none came meanwhile
-        self._needs_repair = False
-        self._local = threading.local()  # .repairing: this thread's calls bypass _down (see repairing())
 
     # -- embedded: cross-process freshness ----------------------------------------------------------
     def _read_generation(self) -> str:
@@ -206,9 +281,7 @@ class VectorStore:
 
     # -- calls, failures and recovery -----------------------------------------------------------------
     def _call(self, what: str, fn, read: bool = False):
-        down = self._down
-        if down is not None and not getattr(self._local, "repairing", False):
-            raise VectorStoreUnavailable(down)
+        self._refuse_if_down()
         try:
             return fn(self._open())
         except VectorStoreUnavailable as exc:  # the open failed
@@ -217,20 +290,9 @@ class VectorStore:
             message = f"vector store {what} failed ({self._where()}): {_describe(exc)}"
             raise VectorStoreUnavailable(self._failed(message, down=read or _unreachable(exc))) from exc
 
-    def _failed(self, message: str, down: bool) -> str:
-        """Remember a failure: writes may be missing, so a repair is due; if the store cannot answer
-        reads, later calls fail fast until the maintenance worker sees it answer again. Returns the message
-        to raise: the cause, and for a store that is down since when, what to check, and that it is retried."""
-        with self._state:
-            self._failures += 1
-            self._needs_repair = True
-            if down:
-                if self._down is None:
-                    self._down_since = time.time()
-                since = time.strftime("%H:%M:%S", time.localtime(self._down_since))
-                self._down = f"{message} (down since {since}; {self._hint()}; retrying every {RETRY_SECONDS:g} s)"
-                self._collection = None  # reopen: a restarted server may hold a new collection, or none
-            return self._down or message
+    def _after_failure(self, down: bool) -> None:
+        if down:
+            self._collection = None  # reopen: a restarted server may hold a new collection, or none
 
     def reopen(self) -> None:
         """A real round trip on a freshly opened collection, made even while the store is down: the
@@ -243,46 +305,8 @@ class VectorStore:
         with self.repairing():
             self.count()
 
-    @contextmanager
-    def repairing(self) -> Iterator[None]:
-        """This thread's calls go through while the store is marked down: the repair must read and write
-        a store that searches are still told is unavailable (they would see vectors missing otherwise)."""
-        previous = getattr(self._local, "repairing", False)
-        self._local.repairing = True
-        try:
-            yield
-        finally:
-            self._local.repairing = previous
-
-    def resume(self) -> None:
-        """Serve calls again (the store answered and the owner has reconciled it)."""
-        with self._state:
-            self._down = None
-
-    @property
-    def failures(self) -> int:
-        """How many calls have failed so far; hand it to `repaired()` to clear `needs_repair` safely."""
-        return self._failures
-
-    def repaired(self, failures: int) -> None:
-        """A repair that started when `failures` was the count succeeded: clear `needs_repair`, unless a
-        call failed meanwhile (then what that call missed is still to put back)."""
-        with self._state:
-            if self._failures == failures:
-                self._needs_repair = False
-
-    @property
-    def needs_repair(self) -> bool:
-        """A call failed since the last successful repair: vectors may be missing from the store."""
-        return self._needs_repair
-
     def close(self) -> None:
         """Nothing runs here: the store has no thread of its own. Kept so owners close what they open."""
-
-    @property
-    def down(self) -> str | None:
-        """Why the store is unavailable right now, or None."""
-        return self._down
 
     # -- the operations ---------------------------------------------------------------------------------
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict]) -> None:

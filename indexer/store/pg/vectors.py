@@ -11,14 +11,11 @@ Ties break by section id.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from indexer.store.pg.db import Database, _safe, database
-from indexer.vectors import RETRY_SECONDS, SELF_CHECK_NEIGHBOURS, SELF_MATCH, VectorHit, VectorStoreUnavailable
+from indexer.vectors import SELF_CHECK_NEIGHBOURS, SELF_MATCH, StoreHealth, VectorHit, VectorStoreUnavailable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,31 +52,24 @@ def _where_sql(where: dict | None) -> tuple[str, list]:
     return " AND ".join(clauses) or "TRUE", args
 
 
-class PgVectorStore:
+class PgVectorStore(StoreHealth):
     """Vectors in PostgreSQL. A failed call marks the store down and in need of repair, as the Chroma store
     does; the maintenance worker's probe (`reopen`) brings it back."""
 
     url: str | None
 
     def __init__(self, url: str) -> None:
+        super().__init__()
         self.url = url
         self.db: Database = database(url)
         self.path = None
         self.collection_name = TABLE
-        self._state = threading.Lock()
-        self._down: str | None = None
-        self._down_since = 0.0
-        self._failures = 0
-        self._needs_repair = False
-        self._local = threading.local()
         self._closed = False
         self._table_seen = False
 
     # -- calls, failures and recovery (the Chroma store's contract) ------------------------------------
     def _call(self, what: str, fn, read: bool = False):
-        down = self._down
-        if down is not None and not getattr(self._local, "repairing", False):
-            raise VectorStoreUnavailable(down)
+        self._refuse_if_down()
         try:
             return fn()
         except VectorStoreUnavailable:
@@ -88,52 +78,15 @@ class PgVectorStore:
             message = f"vector store {what} failed ({_safe(self.url or '')}): {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
             raise VectorStoreUnavailable(self._failed(message, down=read)) from exc
 
-    def _failed(self, message: str, down: bool) -> str:
+    def _hint(self) -> str:
+        return "is the PostgreSQL server running? (ORACLE_DATABASE_URL)"
+
+    def _after_failure(self, down: bool) -> None:
         self._table_seen = False  # another engine may have dropped it (a change of model)
-        with self._state:
-            self._failures += 1
-            self._needs_repair = True
-            if down:
-                if self._down is None:
-                    self._down_since = time.time()
-                since = time.strftime("%H:%M:%S", time.localtime(self._down_since))
-                self._down = (f"{message} (down since {since}; is the PostgreSQL server running?"
-                              f" (ORACLE_DATABASE_URL); retrying every {RETRY_SECONDS:g} s)")
-            return self._down or message
 
     def reopen(self) -> None:
         with self.repairing():
             self.count()
-
-    @contextmanager
-    def repairing(self) -> Iterator[None]:
-        previous = getattr(self._local, "repairing", False)
-        self._local.repairing = True
-        try:
-            yield
-        finally:
-            self._local.repairing = previous
-
-    def resume(self) -> None:
-        with self._state:
-            self._down = None
-
-    @property
-    def failures(self) -> int:
-        return self._failures
-
-    def repaired(self, failures: int) -> None:
-        with self._state:
-            if self._failures == failures:
-                self._needs_repair = False
-
-    @property
-    def needs_repair(self) -> bool:
-        return self._needs_repair
-
-    @property
-    def down(self) -> str | None:
-        return self._down
 
     @property
     def damaged(self) -> bool:
