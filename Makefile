@@ -7,12 +7,12 @@ STAMP  := $(VENV)/.installed
 .PHONY: install lock browser node-tools bundle run test test-fast test-system bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean
 
 # After the packages: mcp.json and .mcp.json naming this checkout's oracle by its absolute path
-# (server/mcpconfig.py), and the MCP SDK's handshake answers recorded once in the user's cache folder (server/warm.py),
+# (server/mcp/client_config.py), and the MCP SDK's handshake answers recorded once in the user's cache folder (server/mcp/warm.py),
 # so that the first `oracle serve` on any root lists its tools before the SDK has loaded. A no-op (~0.1 s) when
 # they are there; a failure is a warning, never a failed install.
 install: $(STAMP)
-	@$(BIN)/python -m server.mcpconfig
-	@$(BIN)/python -m server.warm || echo "oracle: warning: handshake cache not warmed (first serve is slower)" >&2
+	@$(BIN)/python -m server.mcp.client_config
+	@$(BIN)/python -m server.mcp.warm || echo "oracle: warning: handshake cache not warmed (first serve is slower)" >&2
 
 # Reinstall only when the lock or the Makefile changes; a no-op run costs a stat. Every package comes from
 # requirements.lock at the exact version and hash recorded there, so a new release of any dependency cannot

@@ -1,5 +1,5 @@
 """CLI latency: `oracle search` alone (a new process loads everything) against `oracle search` answered by a
-running `oracle serve --http` for the same root (server/remote.py).
+running `oracle serve --http` for the same root (server/cli/remote.py).
 
     .venv/bin/python benchmarks/cli.py [--root PATH] [--runs 20]
 

@@ -43,9 +43,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from indexer.config import Settings  # noqa: E402
-from server.app import Oracle  # noqa: E402
-from server.models import SearchRequest  # noqa: E402
-from server.search import run_search  # noqa: E402
+from server.services.app import Oracle  # noqa: E402
+from server.services.models import SearchRequest  # noqa: E402
+from server.services.search.pipeline import run_search  # noqa: E402
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from plain_server import build  # noqa: E402
@@ -180,7 +180,7 @@ def in_process(workload: Workload, figures: RunFigures) -> None:
 
 
 # `oracle` from the tree on PYTHONPATH: with -c, sys.path[0] is the working directory (this repository), dropped
-LAUNCH = "import sys; sys.path[:] = [p for p in sys.path if p not in (\"\", \".\")]; from server.cli import main; sys.exit(main())"
+LAUNCH = "import sys; sys.path[:] = [p for p in sys.path if p not in (\"\", \".\")]; from server.cli.commands import main; sys.exit(main())"
 
 
 def one_run(workload: Workload, validate: bool = True, before: Path | None = None) -> RunFigures:
@@ -195,7 +195,7 @@ def one_run(workload: Workload, validate: bool = True, before: Path | None = Non
     plain_calls += [("plain FTS5 (MCP)", "search", {"query": q, "limit": LIMIT}) for q in workload.queries]
     anyio.run(measure_server, plain, env, plain_calls, figures, "plain FTS5", validate)
     oracle_env = {**env, "ORACLE_ROOT": str(workload.root), "ORACLE_DATA_DIR": str(workload.data)}
-    # Without the handshake cache (server/stdio_front.py): what a first start after an install or upgrade costs.
+    # Without the handshake cache (server/mcp/stdio_front.py): what a first start after an install or upgrade costs.
     anyio.run(measure_server, [str(ORACLE), "serve", "--standalone", "--no-watch"], {**oracle_env, "ORACLE_HANDSHAKE_CACHE": "0"}, [],
               figures, "oracle, SDK only (no handshake cache)")
     anyio.run(measure_server, [str(ORACLE), "serve", "--standalone", "--no-watch"], oracle_env, oracle_calls(workload.queries),

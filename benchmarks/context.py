@@ -67,8 +67,8 @@ async def measure(root: Path, data: Path) -> dict[str, Any]:
     from mcp import Client
 
     from indexer.config import Settings
-    from server.app import Oracle
-    from server.mcp_server import build_server
+    from server.services.app import Oracle
+    from server.mcp.server import build_server
 
     oracle = Oracle.open(Settings.from_env(root=root, data_dir=data))
     oracle.indexer.sync(vectors=False)

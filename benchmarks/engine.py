@@ -1,4 +1,4 @@
-"""Memory and first-call latency of stdio sessions on one shared engine (server/engine.py) vs standalone servers.
+"""Memory and first-call latency of stdio sessions on one shared engine (server/engine/process.py) vs standalone servers.
 
     .venv/bin/python benchmarks/engine.py [--root PATH] [--sessions 1,4,8] [--standalone 1,4] [--first 5]
 
@@ -137,7 +137,7 @@ def main() -> int:
     figures: dict = {"root": args.root, "standalone": {}, "engine": {}}
     try:
         subprocess.run([str(ORACLE), "index"], env=env, check=True, capture_output=True, timeout=3600)
-        subprocess.run([sys.executable, "-m", "server.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
+        subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
         for n in [int(x) for x in args.standalone.split(",") if x]:
             figures["standalone"][n] = anyio.run(measure_sessions, env, n, ["--standalone"])
             print(f"standalone x{n}: {figures['standalone'][n]}", flush=True)

@@ -29,9 +29,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from indexer.config import Settings  # noqa: E402
-from server.app import Oracle  # noqa: E402
-from server.models import SearchRequest  # noqa: E402
-from server.search import run_search  # noqa: E402
+from server.services.app import Oracle  # noqa: E402
+from server.services.models import SearchRequest  # noqa: E402
+from server.services.search.pipeline import run_search  # noqa: E402
 
 EVAL = REPO.parent / "shared" / "eval-data" / "nat-brain-oracle"
 ROOT = EVAL / "ψ" / "memory"

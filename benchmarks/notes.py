@@ -43,10 +43,10 @@ if str(REPO) not in sys.path:
 
 from indexer.config import Settings  # noqa: E402
 from indexer.parse import split_frontmatter, title_for  # noqa: E402
-from server.app import Oracle  # noqa: E402
-from server.models import SearchRequest  # noqa: E402
-from server.query import STOPWORDS, is_unsegmented, quote, split_terms  # noqa: E402
-from server.search import run_search  # noqa: E402
+from server.services.app import Oracle  # noqa: E402
+from server.services.models import SearchRequest  # noqa: E402
+from server.services.search.query import STOPWORDS, is_unsegmented, quote, split_terms  # noqa: E402
+from server.services.search.pipeline import run_search  # noqa: E402
 
 EVAL = REPO.parent / "shared" / "eval-data" / "nat-brain-oracle"
 DEFAULT_ROOT = EVAL / "ψ" / "memory"

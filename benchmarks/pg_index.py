@@ -34,7 +34,7 @@ def main() -> None:
     import psycopg
 
     from indexer.config import Settings
-    from server.app import Oracle
+    from server.services.app import Oracle
 
     name = f"oracle_index_{int(time.time())}"
     with psycopg.connect(args.server_url, autocommit=True) as conn:

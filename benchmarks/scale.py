@@ -15,7 +15,7 @@ Measured per size:
   process (os.wait4's rusage for that one child);
 - the data directory on disk (SQLite, Chroma, total);
 - `oracle index` again with nothing changed (wall, and the sync alone);
-- warm search latency p50/p95 in-process through `server.search.run_search` (limit 10) over a fixed set
+- warm search latency p50/p95 in-process through `server.services.search.pipeline.run_search` (limit 10) over a fixed set
   of SciFact training queries: fts, vector, hybrid, hybrid with a type filter, with a concepts filter and
   with group_by_file; plus the hybrid legs timed one by one (keyword leg incl. its count, query
   embedding, Chroma query, the hybrid total) to show where the time goes;
@@ -266,11 +266,11 @@ def search_latency(root: Path, data_dir: Path, queries: list[str], warmup: int) 
 
     from indexer.config import Settings
     from indexer.store import filtered_ids
-    from server import scoring
-    from server.app import Oracle
-    from server.models import SearchRequest
-    from server.query import build_keyword_query
-    from server.search import POOL, _keyword_leg, _total, _Legs, filters_for, run_search
+    from server.services.search import scoring
+    from server.services.app import Oracle
+    from server.services.models import SearchRequest
+    from server.services.search.query import build_keyword_query
+    from server.services.search.pipeline import POOL, _keyword_leg, _total, _Legs, filters_for, run_search
 
     oracle = Oracle.open(Settings.from_env(root=root, data_dir=data_dir))
     try:

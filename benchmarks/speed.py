@@ -50,9 +50,9 @@ def search_latency(env: dict[str, str], queries: list[str], runs: int) -> dict[s
     os.environ.update(env)
     sys.path.insert(0, str(PROJECT))
     from indexer.config import Settings
-    from server.app import Oracle
-    from server.models import SearchRequest
-    from server.search import search
+    from server.services.app import Oracle
+    from server.services.models import SearchRequest
+    from server.services.search.pipeline import search
 
     oracle = Oracle.open(Settings.from_env())
     figures: dict[str, dict[str, float]] = {}

@@ -43,7 +43,7 @@ for key in ("ORACLE_ROOT", "ORACLE_DATA_DIR"):  # an option left empty in Claude
     if not os.environ.get(key, "").strip() or "${" in os.environ.get(key, ""):
         os.environ.pop(key, None)
 
-from server.cli import main  # noqa: E402
+from server.cli.commands import main  # noqa: E402
 
 sys.exit(main(["serve", *sys.argv[1:]]))
 '''
@@ -58,9 +58,9 @@ def tool_and_prompt_list() -> tuple[list[dict], list[dict]]:
     import asyncio
 
     from indexer.config import Settings
-    from server.app import Oracle
-    from server.mcp_server import build_server
-    from server.mcp_surface import PROMPTS
+    from server.services.app import Oracle
+    from server.mcp.server import build_server
+    from server.mcp.surface import PROMPTS
 
     with tempfile.TemporaryDirectory() as tmp:
         oracle = Oracle.open(Settings.from_env(root=str(PROJECT / "knowledge"), data_dir=tmp))

@@ -1,5 +1,5 @@
 """Where the knowledge root and the data dir are, from arguments and the environment: strings and `os.path`
-only, so the CLI's fast path (server/remote.py) can find a running server before importing anything heavy.
+only, so the CLI's fast path (server/cli/remote.py) can find a running server before importing anything heavy.
 indexer/config.py builds its Settings on the same functions, so both always agree."""
 
 from __future__ import annotations

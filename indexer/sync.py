@@ -155,7 +155,7 @@ class Indexer:
         the vector store and leave every section pending, so the vector backlog re-embeds them (from the
         embedding cache where this model embedded the same text before). The keyword index is untouched and
         answers throughout; searches leave the vector leg out until the store records the new model (see
-        server/search.py). Called under the writer lock by every write. True when it re-keyed."""
+        server/services/search/pipeline.py). Called under the writer lock by every write. True when it re-keyed."""
         try:
             current = self.embedder.model_id
         except EmbeddingUnavailable:

@@ -12,7 +12,7 @@ BUNDLED = PROJECT / "knowledge"
 
 def open_oracle(root: Path, data_dir: Path, **overrides: object):
     from indexer.config import Settings
-    from server.app import Oracle
+    from server.services.app import Oracle
 
     return Oracle.open(Settings.from_env(root=root, data_dir=data_dir, **overrides))
 

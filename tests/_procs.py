@@ -99,7 +99,7 @@ class McpHttp:
 
 
 def stop_engines(runtime_dir: str | Path, timeout: float = 30.0) -> list[int]:
-    """End every Oracle engine (server/engine.py) whose record is in `runtime_dir`; their pids. Tests that let
+    """End every Oracle engine (server/engine/process.py) whose record is in `runtime_dir`; their pids. Tests that let
     `oracle serve` start engines call this, so that none outlives the test run."""
     import json
     import os

@@ -32,7 +32,7 @@ from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("fast", max_examples=10)
 
-from server.app import Oracle  # noqa: E402
+from server.services.app import Oracle  # noqa: E402
 
 import _corpus  # noqa: E402
 import _seed  # noqa: E402
@@ -42,13 +42,13 @@ from _corpus import BUNDLED, open_oracle  # noqa: E402
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """No ORACLE_* variable from the developer's shell may leak into a test's Settings, and nothing a test
-    starts writes the user's cache folder (the shared MCP handshake cache, server/stdio_front.py): the
+    starts writes the user's cache folder (the shared MCP handshake cache, server/mcp/stdio_front.py): the
     processes tests start inherit XDG_CACHE_HOME, a temp dir of this session."""
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("ORACLE_")}
     saved_cache = os.environ.get("XDG_CACHE_HOME")
     saved_runtime = os.environ.get("XDG_RUNTIME_DIR")
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
-    # Engines (server/engine.py) that a test's `oracle serve` starts live in this session's own runtime folder,
+    # Engines (server/engine/process.py) that a test's `oracle serve` starts live in this session's own runtime folder,
     # never the user's, and are stopped when the session ends.
     runtime = tmp_path_factory.mktemp("xdg-runtime")
     runtime.chmod(0o700)

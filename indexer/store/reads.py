@@ -162,7 +162,7 @@ class Reads:
 
     def structural_languages(self) -> dict[str, int]:
         """Language -> notes, for the notes whose language their frontmatter or folder states (not guessed
-        from text): whether, and among which languages, a search prefers the asker's (server/search.py)."""
+        from text): whether, and among which languages, a search prefers the asker's (server/services/search/pipeline.py)."""
         rows = self.fetch("SELECT lang, count(*) FROM files WHERE lang IS NOT NULL"
                           " AND lang_from IN ('frontmatter', 'folder') GROUP BY lang ORDER BY lang")
         return {lang: n for lang, n in rows}
@@ -176,7 +176,7 @@ class Reads:
         return out
 
     def documents_by_id(self, ids: Sequence[str]) -> dict[str, dict]:
-        """Every column of each section as a dict (concepts decoded): the shape server/search.py hydrates a
+        """Every column of each section as a dict (concepts decoded): the shape server/services/search/pipeline.py hydrates a
         page from. New code uses `sections_by_id`."""
         out: dict[str, dict] = {}
         for part in batched(ids):

@@ -40,11 +40,11 @@ import _corpus
 from _mcp import KB, Session, run_oracle
 from _procs import free_port
 from indexer import vectors as vectors_module
-from server.app import Oracle
-from server.learn import learn
-from server.models import LearnRequest, SearchRequest
-from server.search import run_search, search
-from server.stats import stats
+from server.services.app import Oracle
+from server.services.learn import learn
+from server.services.models import LearnRequest, SearchRequest
+from server.services.search.pipeline import run_search, search
+from server.services.stats import stats
 from test_live import oracle_env, wait_for
 
 CHROMA = Path(sys.executable).parent / "chroma"  # installed with the chromadb package

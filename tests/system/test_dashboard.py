@@ -31,7 +31,7 @@ import pytest
 
 PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
-STATIC = PROJECT / "server" / "static"
+STATIC = PROJECT / "server" / "http" / "static"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 from _procs import oracle_cmd, serve_http, stop_process
 from _seed import seed_data_dir

@@ -1,4 +1,4 @@
-"""The shared engine (server/engine.py) and the stdio relay (server/relay.py), through real processes and the
+"""The shared engine (server/engine/process.py) and the stdio relay (server/engine/relay.py), through real processes and the
 official MCP SDK client over stdio: sessions share one engine, see each other's learnings at once, survive the
 engine's death with a clear error, and nothing reaches or leaves the engine without its secret.
 
@@ -34,7 +34,7 @@ from _procs import oracle_cmd, stop_engines
 
 PROJECT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(PROJECT))
-from server import engine_channel as channel  # noqa: E402
+from server.engine import channel  # noqa: E402
 
 NOTE = "# Retry with backoff\n\n## Pattern\n\nRetry failed network calls with exponential backoff and jitter.\n"
 
@@ -156,7 +156,7 @@ def test_sessions_share_one_engine_and_see_each_others_learnings(kb: dict[str, s
         assert len({s["pid"] for s in served}) == 1  # one engine answers all three
         assert served[-1]["sessions"] == 3
         assert len(records(kb)) == 1 and engine_pids(kb) == [served[0]["pid"]]
-        # two malloc arenas unless the user chose (server/engine_channel.py spawn)
+        # two malloc arenas unless the user chose (server/engine/channel.py spawn)
         environ = Path(f"/proc/{served[0]['pid']}/environ").read_bytes().split(b"\0")
         assert (b"MALLOC_ARENA_MAX=" + channel.ENGINE_MALLOC_ARENAS.encode() in environ
                 or "MALLOC_ARENA_MAX" in kb)

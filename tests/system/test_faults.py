@@ -26,8 +26,8 @@ import httpx
 import pytest
 
 import indexer.sync
-from server.models import SearchRequest
-from server.search import run_search
+from server.services.models import SearchRequest
+from server.services.search.pipeline import run_search
 from _corpus import PROJECT, open_oracle, write
 from _mcp import run_oracle
 from _procs import McpHttp, serve_http, stop_process

@@ -2,7 +2,7 @@
 JSON-RPC error under its request's id, the rest of it is skipped to the next newline without being kept, and the
 session goes on; a 40 MB line is read in linear time and bounded memory (before: a 150 MB line stalled the server
 107 s and took 1.25 GB). A real `oracle serve` process (in-process, and as a relay to a warm engine: both read the
-wire through the same front, server/stdio_front.py)."""
+wire through the same front, server/mcp/stdio_front.py)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def _send(proc: subprocess.Popen, message: dict) -> None:
 
 @pytest.mark.parametrize("mode", ["--standalone", "engine"])
 def test_an_overlong_line_is_refused_skipped_and_the_session_goes_on(tmp_path: Path, mode: str) -> None:
-    from server.stdio_front import MAX_LINE_BYTES
+    from server.mcp.stdio_front import MAX_LINE_BYTES
 
     write(tmp_path / "root/learnings/retry.md", "# Retry\n\n## Pattern\n\nRetry with exponential backoff.\n")
     runtime = Path(tempfile.mkdtemp(prefix="oe-"))  # short: a unix socket's path is at most 107 bytes
@@ -113,7 +113,7 @@ def test_the_reader_is_linear_and_bounded() -> None:
     """The reader alone: 150 MB on one line, fed as a pipe delivers it, in well under a second per 100 MB."""
     import tracemalloc
 
-    from server.stdio_front import LineReader, Overlong
+    from server.mcp.stdio_front import LineReader, Overlong
 
     reader = LineReader()
     chunk = b"x" * 65536

@@ -43,10 +43,10 @@ from mcp_types import Implementation
 
 from indexer.config import Settings
 from indexer.sync import SyncReport
-from server.app import Oracle
-from server.models import SearchRequest
-from server.search import run_search
-from server.stats import drift
+from server.services.app import Oracle
+from server.services.models import SearchRequest
+from server.services.search.pipeline import run_search
+from server.services.stats import drift
 
 PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"

@@ -53,7 +53,7 @@ MAX_NEW_NOTE_SECONDS = 3.0  # a new note is embedded before its batch is reporte
 # pytest worker) one save can wait on the CPU past the bound; a server that is slow every time still fails.
 SAVE_TRIES = 3
 LATENCY_LOG = Path(__file__).resolve().parents[1] / ".notify-latency.jsonl"
-# stdio: a standalone `oracle serve`; engine: `oracle serve` relaying to the shared engine (server/relay.py), so
+# stdio: a standalone `oracle serve`; engine: `oracle serve` relaying to the shared engine (server/engine/relay.py), so
 # that everything here also passes through the relay byte for byte.
 PEERS = ["stdio-modern", "stdio-legacy", "engine-modern", "engine-legacy", "http-modern", "http-legacy"]
 
@@ -170,7 +170,7 @@ def test_capabilities_and_live_instructions(peer: Peer, kb: KB) -> None:
     assert "oracle_consult" in instructions  # the static part is kept
     if peer.transport == "engine" and "engine for this knowledge base is starting" in instructions:
         # This session started the engine and was answered from the handshake cache before the engine was up
-        # (server/relay.py): the live part says so instead of the counts. Once the engine answers (a call through
+        # (server/engine/relay.py): the live part says so instead of the counts. Once the engine answers (a call through
         # this session waits for it), the next session gets the counts.
         assert not peer.call(peer.client.call_tool, "oracle_stats", {}).is_error
         p = Peer(peer.kind, kb, None)
@@ -472,7 +472,7 @@ async def _modern_round(peer: Peer, path: Path, uri: str, text: str) -> dict[str
 # fast: the services in-process on the bundled index (no server process)
 # =====================================================================================================
 def test_list_notes_pages_cover_every_note_once(bundled) -> None:
-    from server.resources import BadCursor, list_notes
+    from server.mcp.resources import BadCursor, list_notes
 
     oracle, _ = bundled
     seen, cursor = [], None
@@ -490,7 +490,7 @@ def test_list_notes_pages_cover_every_note_once(bundled) -> None:
 
 
 def test_uris_round_trip_any_file_name() -> None:
-    from server.resources import UnknownResource, chunk_uri, note_uri, parse_uri
+    from server.mcp.resources import UnknownResource, chunk_uri, note_uri, parse_uri
 
     for rel in ("learnings/x.md", THAI_NOTE, "learnings/100% sure #1?.md", "a/b/c d.md"):
         uri = note_uri(rel)
@@ -504,7 +504,7 @@ def test_uris_round_trip_any_file_name() -> None:
 
 
 def test_retro_sections_follow_the_bundled_retrospectives(bundled) -> None:
-    from server.prompts import retro_sections
+    from server.mcp.prompts import retro_sections
 
     oracle, _ = bundled
     files = list((BUNDLED / "retrospectives").glob("*.md"))
@@ -514,7 +514,7 @@ def test_retro_sections_follow_the_bundled_retrospectives(bundled) -> None:
 
 
 def test_split_candidates() -> None:
-    from server.prompts import split_candidates
+    from server.mcp.prompts import split_candidates
 
     bullets = "# Session\n- First lesson that is long enough to keep.\n  continued on a second line\n- ok\n" \
               "* First lesson that is long enough to keep. continued on a second line\n1. A numbered lesson, also long enough.\n"
@@ -528,7 +528,7 @@ def test_split_candidates() -> None:
 
 
 def test_completions_rank_prefix_before_substring(bundled) -> None:
-    from server.completions import complete_concepts, complete_note_paths
+    from server.mcp.completions import complete_concepts, complete_note_paths
 
     oracle, _ = bundled
     found = complete_concepts(oracle, "test")

@@ -38,8 +38,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from server.learn import LearnError, learn
-from server.models import LearnRequest
+from server.services.learn import LearnError, learn
+from server.services.models import LearnRequest
 from _corpus import PROJECT, write
 from _mcp import KB, Session
 from _procs import serve_http, stop_process
@@ -479,7 +479,7 @@ def raw_get(url: str, target: str) -> tuple[int, str]:
 
 def test_raw_request_lines_cannot_escape(sandbox, http_server):
     """Traversal in the URL itself: the API routes, the static files of the dashboard, the query string."""
-    static_up = "/".join([".."] * (len(PROJECT.parts) + 2))  # from server/static/ up to /
+    static_up = "/".join([".."] * (len(PROJECT.parts) + 2))  # from server/http/static/ up to /
     canary = str(sandbox.base / "box" / "canary.md").lstrip("/")
     targets = [
         "/api/file?path=../canary.md", "/api/file?path=..%2fcanary.md", "/api/file?path=%2e%2e%2fcanary.md",

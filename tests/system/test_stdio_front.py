@@ -1,8 +1,8 @@
-"""`oracle serve` over stdio answers the handshake from the SDK's own earlier answers (server/stdio_front.py):
+"""`oracle serve` over stdio answers the handshake from the SDK's own earlier answers (server/mcp/stdio_front.py):
 the answers are the SDK's, byte for byte, in both protocol eras; the SDK takes over the same wire for every other
 request; a stale cache entry is replaced by what the SDK answers in that session; nothing but the client's answers
 reaches the wire. The answers live in a cache folder shared by every root (ORACLE_CACHE_DIR here, a folder per
-test), which `make install` fills (server/warm.py): a brand-new root and data dir is answered from it; a stale,
+test), which `make install` fills (server/mcp/warm.py): a brand-new root and data dir is answered from it; a stale,
 corrupt or unwritable cache only sends the handshake to the SDK."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def modern() -> Iterator[Step]:
 
 
 def legacy() -> Iterator[Step]:
-    yield {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {  # as the SDK's own client (server/warm.py)
+    yield {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {  # as the SDK's own client (server/mcp/warm.py)
         "protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
         "clientInfo": {"name": "front-test", "version": "1"}}}, True
     yield {"jsonrpc": "2.0", "method": "notifications/initialized"}, False
@@ -170,15 +170,15 @@ def test_cached_handshake_is_the_sdks_answer(kb: dict[str, str], steps: Callable
 
 
 def test_a_new_root_is_answered_from_the_cache_make_install_warmed(kb: dict[str, str], tmp_path: Path) -> None:
-    """The install's step (server/warm.py) records the answers once; the first `oracle serve` on a root that
+    """The install's step (server/mcp/warm.py) records the answers once; the first `oracle serve` on a root that
     was never indexed, with a fresh data dir and other settings, then answers its handshake from that cache,
     byte for byte what the SDK answers there, in both eras."""
     other = new_root(kb, tmp_path)
-    warm = subprocess.run([sys.executable, "-m", "server.warm"], env=kb, capture_output=True, text=True, timeout=300)
+    warm = subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=kb, capture_output=True, text=True, timeout=300)
     assert warm.returncode == 0, warm.stderr
     cache = shared_cache(kb)
     assert cache is not None and "recorded" in warm.stderr
-    again = subprocess.run([sys.executable, "-m", "server.warm"], env=kb, capture_output=True, text=True, timeout=60)
+    again = subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=kb, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and again.stderr == ""  # already warm: a no-op
     before = cache.read_bytes()
     for steps in (modern, legacy):

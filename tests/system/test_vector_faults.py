@@ -31,10 +31,10 @@ from mcp_types import Implementation
 
 import _corpus
 from _procs import oracle_cmd
-from server.learn import learn
-from server.models import LearnRequest, SearchRequest
-from server.search import run_search
-from server.stats import stats
+from server.services.learn import learn
+from server.services.models import LearnRequest, SearchRequest
+from server.services.search.pipeline import run_search
+from server.services.stats import stats
 from test_live import fresh_oracle, oracle_env, wait_for
 
 NOBODY = 65534

@@ -14,8 +14,8 @@ import pytest
 from indexer.config import Settings
 from indexer.embed import MINILM, MODEL_ID, Embedder, EmbeddingUnavailable, model_files, model_id, model_spec
 from indexer.rootconfig import ConfigError
-from server.models import SearchRequest
-from server.search import run_search
+from server.services.models import SearchRequest
+from server.services.search.pipeline import run_search
 
 
 def minilm_folder(tmp_path: Path, name: str = "my-model") -> Path:

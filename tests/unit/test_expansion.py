@@ -1,4 +1,4 @@
-"""Query expansion from the first ranking's best sections (server/expansion.py), the keyword floor and the
+"""Query expansion from the first ranking's best sections (server/services/search/expansion.py), the keyword floor and the
 mixing in scoring, and one real search where only expansion finds a note that shares no word with the question."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from collections import Counter
 import pytest
 
 from _corpus import BUNDLED, open_oracle
-from server import expansion, scoring
-from server.models import SearchRequest
-from server.scoring import LegHit
-from server.search import run_search
+from server.services.search import expansion
+from server.services.search import scoring
+from server.services.models import SearchRequest
+from server.services.search.scoring import LegHit
+from server.services.search.pipeline import run_search
 
 
 # -- pure: the words --------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ fresh_only, stale counts in stats, and oracle_verify's mark_verified writing one
 
 The rule and the frontmatter edit are pure (indexer/freshness.py) and tested without a database; the services
 run on a real index (SQLite FTS5 + embedded ChromaDB + the ONNX model) of a few notes written here. "Today" is
-fixed (server.freshness.today) so every result is the same on any day.
+fixed (server.services.freshness.today) so every result is the same on any day.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from indexer.freshness import (
 )
 from indexer.parse import parse_markdown, split_frontmatter
 from indexer.rootconfig import ConfigError, load_layout
-from server import freshness
-from server.consult import consult
-from server.errors import OracleError
-from server.models import ConsultRequest, ReadRequest, SearchRequest, VerifyRequest
-from server.read import read_note
-from server.search import search
-from server.stats import stats
-from server.tools import BY_NAME
-from server.verify import verify
+from server.services import freshness
+from server.services.consult import consult
+from server.services.errors import OracleError
+from server.services.models import ConsultRequest, ReadRequest, SearchRequest, VerifyRequest
+from server.services.read import read_note
+from server.services.search.pipeline import search
+from server.services.stats import stats
+from server.registry.tools import BY_NAME
+from server.services.verify import verify
 
 TODAY = dt.date(2027, 1, 15)
 POLICY = FreshnessPolicy({"principle": 90, "learning": 90})
@@ -307,9 +307,9 @@ def test_http_and_cli_take_the_new_parameters(oracle, tmp_path: Path) -> None:
 
     from starlette.testclient import TestClient
 
-    from server import clispec
-    from server.cli import add_tool_command, tool_values
-    from server.http import build_app
+    from server.cli import spec as clispec
+    from server.cli.commands import add_tool_command, tool_values
+    from server.http.app import build_app
 
     with TestClient(build_app(oracle), base_url="http://127.0.0.1:37778") as client:
         got = client.get("/api/search", params={"query": "gizmo api", "mode": "fts", "limit": 20,

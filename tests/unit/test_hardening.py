@@ -14,11 +14,11 @@ import pytest
 
 from _corpus import open_oracle, write
 from _hostile import delete_before_indexing
-from server import boundary
-from server.browse import list_documents, reflect
-from server.consult import boundary_tag, build_guidance, consult
-from server.learn import learn
-from server.models import (
+from server.services import boundary
+from server.services.browse import list_documents, reflect
+from server.services.consult import boundary_tag, build_guidance, consult
+from server.services.learn import learn
+from server.services.models import (
     ConsultRequest,
     LearnRequest,
     ListRequest,
@@ -27,8 +27,8 @@ from server.models import (
     SearchRequest,
     Source,
 )
-from server.read import read_note
-from server.search import search
+from server.services.read import read_note
+from server.services.search.pipeline import search
 
 # A line that an agent would take for a boundary marker: three opening brackets, then the marker's words.
 _GAP = r"[\s\u200b-\u200d\u2060\ufeff]*"
@@ -195,7 +195,7 @@ def test_an_indented_closing_line_does_not_end_the_frontmatter() -> None:
 def test_metadata_problems_names_what_would_not_read_back() -> None:
     import datetime as dt
 
-    from server.learn import metadata_problems, render
+    from server.services.learn import metadata_problems, render
 
     request = LearnRequest(pattern="p", title="T", concepts=["a"], project="x", relations=[["s", "p", "o"]])
     today = dt.date(2026, 1, 1)
@@ -210,7 +210,7 @@ def test_a_learning_deleted_before_it_is_indexed_is_an_error_not_an_empty_id(ora
     """Test double, said so: the deletion must land between the write and the index, a window of a few
     milliseconds that a real concurrent deleter hits only sometimes (test_learn_survives_a_renamed_folder
     races for real). The wrapper deletes the file, as another process would, then the real sync runs."""
-    from server.learn import LearnLost
+    from server.services.learn import LearnLost
 
     delete_before_indexing(oracle, monkeypatch)
     before = set(oracle.store.file_states())
@@ -227,7 +227,7 @@ def test_learn_survives_a_renamed_folder_and_files_deleted_as_they_appear(tmp_pa
     import os
     import threading
 
-    from server.learn import LearnError
+    from server.services.learn import LearnError
 
     root = tmp_path / "root"
     write(root / "learnings/2026-01-01_seed.md", "---\ntitle: Seed\n---\n# Seed\n\nSeed note.\n")
@@ -295,7 +295,7 @@ class CountingDict(dict):
 
 
 def _fused(n: int) -> list:
-    from server import scoring
+    from server.services.search import scoring
 
     return [scoring.Fused(f"c{i:05d}", 1.0 - i / (n + 1)) for i in range(n)]
 
@@ -303,7 +303,7 @@ def _fused(n: int) -> list:
 def test_supersession_rerank_does_linear_work() -> None:
     """Before, each pass moved one hit and looked up every hit again: with 500 superseded hits ranked above
     their successor, 2,000 candidates cost about a million lookups (and 8.3 s at 12,000 candidates)."""
-    from server import scoring
+    from server.services.search import scoring
 
     items = _fused(2_000)
     new = frozenset({"c01999"})
@@ -316,7 +316,7 @@ def test_supersession_rerank_does_linear_work() -> None:
 
 
 def test_supersession_rerank_nests_chains_and_survives_cycles_and_long_chains() -> None:
-    from server import scoring
+    from server.services.search import scoring
 
     items = _fused(6)  # c00000 best ... c00005 worst
     ids = [i.id for i in items]
@@ -332,7 +332,7 @@ def test_supersession_rerank_nests_chains_and_survives_cycles_and_long_chains() 
 
 
 def test_supersessions_are_cached_until_any_process_logs_another(tmp_path: Path) -> None:
-    from server.logs import Logs
+    from indexer.store.logs import Logs
 
     mine, theirs = Logs(tmp_path / "logs.db"), Logs(tmp_path / "logs.db")
     try:
@@ -428,7 +428,7 @@ def test_a_learn_does_not_wait_for_a_big_notes_embeddings(tmp_path: Path, make_o
 
 # -- should fix: logs retention, terminal escapes --------------------------------------------------------
 def test_usage_logs_are_pruned_by_age_and_count_but_verdicts_are_kept(tmp_path: Path) -> None:
-    from server.logs import Logs
+    from indexer.store.logs import Logs
 
     logs = Logs(tmp_path / "logs.db", retention_days=30, max_rows=50)
     try:
@@ -451,7 +451,7 @@ def test_usage_logs_are_pruned_by_age_and_count_but_verdicts_are_kept(tmp_path: 
 
 def test_log_retention_is_applied_when_the_logs_are_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from indexer.config import ConfigError, Settings
-    from server.logs import Logs
+    from indexer.store.logs import Logs
 
     first = Logs(tmp_path / "logs.db", retention_days=0, max_rows=0)
     first.conn.executemany("INSERT INTO consult_log (at, client, decision) VALUES (?, 'c', 'x')",
@@ -471,7 +471,7 @@ def test_log_retention_is_applied_when_the_logs_are_opened(tmp_path: Path, monke
 
 
 def test_cli_output_shows_control_characters_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from server.cli import main
+    from server.cli.commands import main
 
     root = tmp_path / "root"
     write(root / "learnings/2026-01-01_escape.md", (

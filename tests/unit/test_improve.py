@@ -16,13 +16,13 @@ from pydantic import ValidationError
 
 from _corpus import BUNDLED, open_oracle, write
 from indexer.parse import Relation, parse_markdown, parse_relations
-from server import scoring
-from server.browse import NotFound, graph
-from server.consult import consult
-from server.feedback import FeedbackError, feedback_overview, record_feedback
-from server.files import PathRefused
-from server.learn import learn
-from server.models import (
+from server.services.search import scoring
+from server.services.browse import NotFound, graph
+from server.services.consult import consult
+from server.services.feedback import FeedbackError, feedback_overview, record_feedback
+from server.services.files import PathRefused
+from server.services.learn import learn
+from server.services.models import (
     ConsultRequest,
     FeedbackRequest,
     LearnRequest,
@@ -33,11 +33,11 @@ from server.models import (
     Triplet,
     VerifyRequest,
 )
-from server.read import read_note
-from server.relations import find_relations
-from server.search import search
-from server.supersede import SupersedeError, supersede, supersessions_overview
-from server.verify import verify
+from server.services.read import read_note
+from server.services.relations import find_relations
+from server.services.search.pipeline import search
+from server.services.supersede import SupersedeError, supersede, supersessions_overview
+from server.services.verify import verify
 
 LOW, HIGH = 1 - scoring.FEEDBACK_BOUND, 1 + scoring.FEEDBACK_BOUND
 

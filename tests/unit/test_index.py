@@ -11,8 +11,8 @@ import pytest
 from _corpus import BUNDLED, bump_mtime, write
 from indexer.parse import parse_markdown
 from indexer.sync import SyncRefused
-from server.models import SearchRequest
-from server.search import search
+from server.services.models import SearchRequest
+from server.services.search.pipeline import search
 
 LAYOUT_TYPES = {"principles": "principle", "learnings": "learning", "retrospectives": "retro"}
 

@@ -13,7 +13,7 @@ import pytest
 from _corpus import open_oracle
 from _first_hour import build_translated_vault
 from indexer.sync import SyncRefused
-from server.init import choose_languages, init, survey, user_languages
+from server.cli.init import choose_languages, init, survey, user_languages
 
 LANGS = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 

@@ -18,9 +18,9 @@ from indexer.language import (
     query_languages,
     text_language,
 )
-from server import scoring
-from server.models import SearchRequest
-from server.search import run_search
+from server.services.search import scoring
+from server.services.models import SearchRequest
+from server.services.search.pipeline import run_search
 
 BASE = {"en": 3, "de": 3, "th": 3, "zh": 3, "ja": 3}
 

@@ -15,8 +15,8 @@ import pytest
 
 from _corpus import open_oracle, write
 from indexer.parse import note_timestamp
-from server.browse import list_documents
-from server.models import ListRequest
+from server.services.browse import list_documents
+from server.services.models import ListRequest
 
 NOTES = {
     "retrospectives/2026-01/05/00.27_night-fix.md": "# Night fix\n\n## What happened\n\nA night fix.\n",

@@ -6,7 +6,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from server.logs import FLUSH_INTERVAL, Logs
+from indexer.store.logs import FLUSH_INTERVAL, Logs
 
 
 def rows(path: Path, table: str) -> int:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from _corpus import damage_table, write
 from indexer.sync import VECTOR_SLICE
-from server.learn import learn
-from server.models import LearnRequest, SearchRequest
-from server.search import run_search
-from server.stats import stats
+from server.services.learn import learn
+from server.services.models import LearnRequest, SearchRequest
+from server.services.search.pipeline import run_search
+from server.services.stats import stats
 
 DEADLINE = 120.0  # generous for a loaded 2-core machine; a hang check, not a speed limit
 
@@ -164,7 +164,7 @@ def test_the_index_check_and_the_initial_sync_wait_for_the_hold(tmp_path: Path) 
     competes with the handshake. Once released, the worker finds the damage, sets the file aside and rebuilds
     the index from the markdown before the server is ready."""
     from indexer.config import Settings
-    from server.app import Oracle
+    from server.services.app import Oracle
 
     root, data = tmp_path / "root", tmp_path / "data"
     small_notes(root, 3)

@@ -17,11 +17,11 @@ from indexer.blocks import block_date, block_tags, is_metadata_block
 from indexer.multilingual import covered_share
 from indexer.parse import parse_markdown
 from indexer.store import SectionFacts
-from server import scoring
-from server.consult import consult
-from server.models import ConsultRequest, SearchRequest
-from server.notes import fold_duplicate_notes, fold_duplicate_sections, group_notes
-from server.search import search
+from server.services.search import scoring
+from server.services.consult import consult
+from server.services.models import ConsultRequest, SearchRequest
+from server.services.search.notes import fold_duplicate_notes, fold_duplicate_sections, group_notes
+from server.services.search.pipeline import search
 
 GIBBERISH = "asdkjh qwpoeiru zxmcnv"
 
@@ -314,7 +314,7 @@ def test_a_relation_hit_leads_with_a_real_score(tmp_path, make_oracle) -> None:
 def test_notes_keep_the_supersession_placement_of_their_sections():
     """A superseded note sits right after its successor on a page of notes (issue 27: grouping used to sort
     the notes by score again, which put an unrelated note between them)."""
-    from server.notes import group_notes
+    from server.services.search.notes import group_notes
 
     def fact(i: str, file: str) -> SectionFacts:
         return SectionFacts(i, file, "section", None, i, file, "", 1, 2)

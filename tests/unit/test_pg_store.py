@@ -24,8 +24,8 @@ from indexer.store.pg.db import DatabaseUnavailable, pg_sql
 from indexer.store.pg.schema import SCHEMA_VERSION, applied_versions, migrate
 from indexer.store.pg.store import PgStore
 from indexer.store.tokens import match_phrases, parse_match, tokenize_rows
-from server.models import SearchRequest
-from server.search import search
+from server.services.models import SearchRequest
+from server.services.search.pipeline import search
 
 QUERIES = ['"router"', '"deploy" OR "rollback"', '"running" OR "routers"', '"x" OR "ray"', '"ค้นหา" OR "ข้อมูล"',
            '"中文" OR "检索"', '"cafe"', '"café"', '"nothing" OR "proves"', '"canary" OR "error" OR "rate"']
@@ -306,8 +306,8 @@ def test_a_killed_indexers_lock_is_taken_over_and_nothing_is_indexed_twice(tmp_p
 
 def test_a_learn_through_one_engine_is_found_through_another(tmp_path: Path) -> None:
     """Two engines (two Oracles, each its own root copy and data dir, as on two machines) on one database."""
-    from server.learn import learn
-    from server.models import LearnRequest
+    from server.services.learn import learn
+    from server.services.models import LearnRequest
 
     url = _pg.new_database()
     a = open_oracle(write_root(tmp_path / "a-root"), tmp_path / "a-data", database_url=url)

@@ -12,7 +12,7 @@ from pathlib import Path
 from _corpus import write
 from indexer.progress import Progress, duration
 from indexer.sync import FILE_BATCH, VECTOR_SLICE
-from server.stats import stats
+from server.services.stats import stats
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""server.query (user text -> FTS5 MATCH expressions) and server.scoring (fusion). Pure functions; the
+"""server.services.search.query (user text -> FTS5 MATCH expressions) and server.services.search.scoring (fusion). Pure functions; the
 FTS5 expressions are checked against real in-memory SQLite FTS5 tables with the index's tokenizers."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from _corpus import HOSTILE_QUERIES, NO_TERMS
 from _hostile import examples
-from server import scoring
-from server.query import (
+from server.services.search import scoring
+from server.services.search.query import (
     MAX_QUERY_CHARS,
     MAX_TERMS,
     QueryError,
@@ -23,7 +23,7 @@ from server.query import (
     validate_query,
 )
 from indexer.segment import THAI_MARKS, segment
-from server.scoring import LegHit
+from server.services.search.scoring import LegHit
 
 ROWS = [
     "hello world",

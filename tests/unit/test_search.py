@@ -1,4 +1,4 @@
-"""server.search over a real index of a temp root (bundled notes + synthetic notes, see _corpus)."""
+"""server.services.search.pipeline over a real index of a temp root (bundled notes + synthetic notes, see _corpus)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pydantic import ValidationError
 import _corpus
 from _corpus import HOSTILE_QUERIES, NO_TERMS, QUOKKA_CHUNKS, QUOKKA_FILES, open_oracle
 from indexer.parse import parse_markdown
-from server import scoring
-from server.models import SearchRequest
-from server.query import QueryError, validate_query
-from server.search import search
+from server.services.search import scoring
+from server.services.models import SearchRequest
+from server.services.search.query import QueryError, validate_query
+from server.services.search.pipeline import search
 
 MODES = ("fts", "vector", "hybrid")
 LAYOUT_TYPES = {"principles": "principle", "learnings": "learning", "retrospectives": "retro"}
@@ -88,7 +88,7 @@ def test_hits_carry_consistent_breakdowns(search_index, mode):
         assert result.meta.fusion == scoring.DEFAULT_FUSION
         assert {"fts", "vector"} <= {leg for h in result.hits for leg in h.found_by}
         assert any(h.found_by[-2:] == ["fts", "vector"] for h in result.hits)
-        # the best sections' own words widened the keyword leg (server/expansion.py)
+        # the best sections' own words widened the keyword leg (server/services/search/expansion.py)
         assert result.meta.expanded_with and any(h.found_by[0] == "expansion" for h in result.hits)
     page2 = run(search_index, "how should I quote search terms for fts5", mode=mode, limit=5, offset=5)
     check_breakdown(page2, offset=5)

@@ -1,4 +1,4 @@
-"""server/slots.py: service calls run in worker threads, at most `slots` at once, the others served in the order
+"""server/services/slots.py: service calls run in worker threads, at most `slots` at once, the others served in the order
 they arrived (a fair queue: an unfair one left requests waiting seconds under load)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 import anyio
 import pytest
 
-from server.slots import SLOTS, ServiceSlots
+from server.services.slots import SLOTS, ServiceSlots
 
 
 class Recorder:

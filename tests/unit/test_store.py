@@ -13,8 +13,8 @@ from _corpus import damage_table
 from indexer.concepts import MAX_TAG_CHARS, normalise_tags
 from indexer.parse import CHUNK_ID_RE, chunk_id, content_hash, parse_markdown
 from indexer.store import FileState, Filters, Store, StoreClosed, batched, keyword_search, note_keyword_scores
-from server.models import SearchRequest
-from server.search import filters_for
+from server.services.models import SearchRequest
+from server.services.search.pipeline import filters_for
 
 LONG_TAG = "a-very-long-tag-" + "x" * 54  # 70 characters, stored cut to MAX_TAG_CHARS
 

@@ -14,11 +14,11 @@ from _corpus import write
 from indexer.fields import parse_where
 from conftest import STORES, store_overrides
 from indexer.store import Filters, SCHEMA_VERSION
-from server.completions import complete_field_names, complete_field_values
-from server.models import SearchRequest
-from server.resources import read_resource
-from server.search import run_search
-from server.stats import stats
+from server.mcp.completions import complete_field_names, complete_field_values
+from server.services.models import SearchRequest
+from server.mcp.resources import read_resource
+from server.services.search.pipeline import run_search
+from server.services.stats import stats
 
 NOTES = {
     "learnings/2026-01-05_card-retries.md": (

@@ -14,13 +14,13 @@ import pytest
 from pydantic import ValidationError
 
 from _corpus import open_oracle, write
-from server import freshness
-from server.consult import consult
-from server.errors import OracleError
-from server.models import ConsultRequest, VerifyRequest
-from server.tools import BY_NAME
-from server.verify import verify
-from server.working_set import canonical_json, working_set_id
+from server.services import freshness
+from server.services.consult import consult
+from server.services.errors import OracleError
+from server.services.models import ConsultRequest, VerifyRequest
+from server.registry.tools import BY_NAME
+from server.services.verify import verify
+from server.services.working_set import canonical_json, working_set_id
 
 NOTES = {
     "learnings/2026-03-01_otter-queue-retries.md": (
@@ -134,8 +134,8 @@ def test_over_mcp_consult_gives_an_id_that_verify_reproduces(oracle) -> None:
     import anyio
     from mcp import Client
 
-    from server.mcp_server import OracleMCP
-    from server.slots import ServiceSlots
+    from server.mcp.server import OracleMCP
+    from server.services.slots import ServiceSlots
 
     server = OracleMCP(oracle, ServiceSlots(), name="t")
     for name in ("oracle_consult", "oracle_verify", "oracle_search"):
@@ -159,9 +159,9 @@ def test_over_mcp_consult_gives_an_id_that_verify_reproduces(oracle) -> None:
 def test_the_cli_verify_command_takes_the_working_set_id_and_notes(oracle) -> None:
     import argparse
 
-    from server import clispec
-    from server.cli import add_tool_command, tool_values
-    from server.tools import Caller
+    from server.cli import spec as clispec
+    from server.cli.commands import add_tool_command, tool_values
+    from server.registry.tools import Caller
 
     wsid = _consult(oracle).working_set_id
     parser = argparse.ArgumentParser(prog="oracle", exit_on_error=False)

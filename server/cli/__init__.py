@@ -1,0 +1,12 @@
+"""The `oracle` command (commands.py), its commands derived from the registry (spec.py), its fast path through a
+running server (remote.py) and `oracle init` (init.py). The top of the stack: it may import every package, as
+it starts the servers.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The `oracle` entry point (pyproject.toml). Imports the commands only when called, so that importing
+    `server.cli.spec` or `server.cli.remote` stays cheap."""
+    from server.cli.commands import main as run
+
+    return run(argv)

@@ -1,0 +1,618 @@
+"""The `oracle` command: a thin adapter over the service layer (no logic of its own).
+
+search, consult, learn and stats go to a running `oracle serve --http` for the same root when there is one
+(server/cli/remote.py: milliseconds instead of seconds, since the model is already loaded there), and run in
+this process otherwise; both give the same JSON, printed by the same renderers (server/registry/render.py). Heavy
+imports happen only on the in-process path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from indexer import locate
+from server.cli import spec as clispec
+from server.cli import remote
+from server.registry import render
+
+if TYPE_CHECKING:  # the fast path must not import the service layer (~0.1 s) to find a running server
+    from indexer.config import Settings
+    from server.services.app import Oracle
+
+Renderer = Callable[[dict], tuple[list[str], list[str]]]
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _safe(text: object) -> str:
+    """Note text as a terminal may print it: control characters (escape sequences that retitle the window
+    or clear the screen, bidi overrides) shown as `\\x1b`-style escapes; newlines and tabs kept."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                        str(text))
+
+
+# json.dumps escapes C0 controls but writes DEL, the C1 controls (U+0080-U+009F: U+009B is a terminal's CSI, as
+# ESC [ is) and bidi overrides raw; outside the ASCII structure of JSON they can only sit inside strings, where a
+# \uXXXX escape is the same character to any JSON reader.
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _dump(data: object) -> None:
+    """`--json`: readable non-ASCII text, and nothing a terminal would act on (issue 26)."""
+    text = json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False)
+    print(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
+
+
+def emit(args: argparse.Namespace, data: dict, renderer: Renderer) -> int:
+    """Print a result: its JSON with --json, else the renderer's lines (warnings to stderr)."""
+    if getattr(args, "json", False):
+        _dump(data)
+        return 0
+    out, err = renderer(data)
+    for line in err:
+        print(_safe(line), file=sys.stderr)
+    if out:
+        print(_safe("\n".join(out)))
+    return 0
+
+
+# -- commands generated from the registry (server/registry/tools.py via server/cli/spec.py) ---------------------------
+RENDERERS: dict[str, Renderer] = {"search": render.search, "consult": render.consult, "learn": render.learn,
+                                  "stats": render.stats, "index": render.index}
+
+
+def tool_values(args: argparse.Namespace, spec: dict) -> dict:
+    """The request's fields as given on the command line (absent ones left to the model's defaults)."""
+    values: dict = {}
+    if spec["words"] and getattr(args, spec["words"], None):
+        if not hasattr(args, "_words"):  # stdin is read once, even when the server path falls back to local
+            words = " ".join(getattr(args, spec["words"]))
+            args._words = sys.stdin.read() if spec["stdin"] and words == "-" else words
+        values[spec["words"]] = args._words
+    for option in spec["options"]:
+        value = getattr(args, option["field"], None)
+        if value is not None:
+            values[option["field"]] = value
+    return values
+
+
+def _query_value(value: object) -> object:
+    return ("true" if value else "false") if isinstance(value, bool) else value
+
+
+def _remote_request(args: argparse.Namespace, specs: dict) -> tuple[str, str, dict | None, dict | None] | None:
+    """(method, path, query params, JSON body) for a command a server can answer, else None."""
+    spec = specs.get(args.command)
+    if spec is None:
+        return None
+    values = tool_values(args, spec)
+    if spec["method"] == "GET":
+        return "GET", spec["path"], {k: _query_value(v) for k, v in values.items()}, None
+    return spec["method"], spec["path"], None, values
+
+
+def _print_error(kind_code: int, message: str) -> int:
+    print(f"oracle: {message}", file=sys.stderr)
+    return kind_code
+
+
+def try_remote(args: argparse.Namespace, specs: dict) -> int | None:
+    """Answer through a running server for this root; None when there is none (or it does not answer).
+
+    The root and data dir come from `indexer.locate`, the same functions Settings uses, so nothing heavy is
+    imported before the answer is printed. (oracle.toml is the server's to read: it already has.)"""
+    request = None if args.local else _remote_request(args, specs)
+    if request is None:
+        return None
+    root = locate.resolve_root(args.root)
+    data_dir = locate.resolve_data_dir(args.data_dir, root)
+    answered = try_engine(args, specs, root, data_dir)
+    if answered is not None:
+        return answered
+    endpoint = remote.find(data_dir, root)
+    if endpoint is None:
+        return None
+    method, path, params, body = request
+    try:
+        data = remote.call(endpoint, method, path, params=params, body=body)
+    except remote.RemoteUnavailable:
+        return None
+    except remote.RemoteError as exc:
+        from server.services.errors import EXIT_CODE, kind_of_status
+
+        return _print_error(EXIT_CODE[kind_of_status(exc.status)], str(exc))
+    return emit(args, data, _renderer(args.command, specs))
+
+
+def try_engine(args: argparse.Namespace, specs: dict, root: str, data_dir: str) -> int | None:
+    """Answer through a running engine for this root, data dir and settings (server/engine/process.py) over its private
+    socket, after both sides proved the engine's secret; None when there is none. The CLI never starts one."""
+    from server.engine import channel
+
+    spec = specs[args.command]
+    folder = channel.runtime_dir()
+    settings = channel.settings_fingerprint()
+    for info in channel.records(folder):
+        if (info.get("root"), info.get("data_dir"), info.get("settings")) != (root, data_dir, settings):
+            continue
+        try:
+            line, _hello = channel.connect(channel.Paths(folder, str(info["key"])), "call")
+        except (channel.ChannelError, OSError):
+            continue
+        with line.sock:
+            try:
+                line.sock.settimeout(300)
+                line.send_json({"tool": spec["tool"], "arguments": tool_values(args, spec)})
+                answer = json.loads(line.readline() or b"{}")
+            except (OSError, ValueError):
+                continue
+        if "result" in answer:
+            return emit(args, answer["result"], _renderer(args.command, specs))
+        if "error" in answer:
+            return _print_error(int(answer.get("exit_code") or 1), str(answer["error"]))
+    return None
+
+
+def _renderer(command: str, specs: dict) -> Renderer:
+    """The CLI's own renderer for a command, else the tool's text (the MCP tool's text content)."""
+    if command in RENDERERS:
+        return RENDERERS[command]
+    from server.registry.tools import BY_NAME
+
+    tool = BY_NAME[specs[command]["tool"]]
+
+    def as_text(data: dict) -> tuple[list[str], list[str]]:
+        request = tool.request.model_construct(**{k: v for k, v in data.items() if k in tool.request.model_fields})
+        return [tool.text(request, tool.result.model_validate(data))], []
+
+    return as_text
+
+
+def run_tool(oracle: Oracle, args: argparse.Namespace, spec: dict) -> int:
+    """A registry command in this process: the same validation and service as MCP and HTTP."""
+    from server.registry.tools import BY_NAME, Caller
+
+    tool = BY_NAME[spec["tool"]]
+    request = tool.parse(tool_values(args, spec))
+    result = tool.call(oracle, request, Caller("cli", "cli"))
+    if args.command in RENDERERS or getattr(args, "json", False):
+        return emit(args, result.model_dump(mode="json"), RENDERERS.get(args.command, _no_renderer))
+    print(_safe(tool.text(request, result)))
+    return 0
+
+
+def _no_renderer(data: dict) -> tuple[list[str], list[str]]:
+    raise AssertionError("only --json output reaches here")
+
+
+# -- in-process commands --------------------------------------------------------------------------------
+def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
+    from indexer.progress import Progress
+
+    report = oracle.indexer.sync(full=args.full, force=args.force, progress=Progress())
+    return emit(args, report.as_dict(), render.index)
+
+
+WARM_DELAY = 1.0  # seconds before a server loads its models, so that they do not compete with its start-up
+
+
+_CLOSING = False  # set once `run_local` closes the Oracle: a SIGTERM then lets the close finish
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    if not _CLOSING:
+        sys.exit(0)
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM (a service manager, a test harness) ends the server like Ctrl-C: through `main`'s finally,
+    which closes the Oracle and so writes the queued search and consult logs. uvicorn re-raises the signal
+    after its own graceful shutdown; without this handler the default action would kill the process there.
+    Once the close has begun, a SIGTERM is ignored: raised inside it, SystemExit cut the close short and the
+    queued logs were lost (a stdio client closes stdin, then sends SIGTERM 2 s later)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
+    """The maintenance worker (Oracle.start) starts once the server's modules are imported: started earlier,
+    its initial sync competed with those imports for the interpreter and delayed the first `tools/list`. Over
+    stdio it is also held until the client has its tools (the front's `handshake_done`): the index check and
+    the sync read the whole base, which for a big new root takes minutes.
+    `--no-index` leaves out the initial sync and the watcher; the worker still writes the usage logs and
+    keeps the vector store healthy. `run_local`'s `finally` closes the Oracle, which joins the worker."""
+    _exit_on_sigterm()
+    if args.http:
+        from server.http.app import PortInUse, bind, serve_http
+
+        port = args.port or oracle.settings.port
+        try:
+            sock = bind(args.host, port)
+        except PortInUse as exc:
+            print(f"oracle: {exc}", file=sys.stderr)
+            return 1
+        oracle.start(watch=not (args.no_index or args.no_watch), sync=not args.no_index, warm_delay=WARM_DELAY)
+        print(f"oracle: dashboard http://{args.host}:{port}/  MCP http://{args.host}:{port}/mcp", file=sys.stderr)
+        # `_exit_on_sigterm` makes SIGTERM run `finally`, so the record goes with the server.
+        secret = remote.record(oracle.settings.data_dir, oracle.settings.root, args.host, port)  # the CLI's fast path
+        try:
+            serve_http(oracle, host=args.host, port=port, sock=sock, proof_secret=secret)
+        finally:
+            remote.forget(oracle.settings.data_dir)
+        return 0
+    from server.mcp import stdio_front
+
+    front = getattr(args, "stdio_front", None)  # answering the handshake since `main` started it
+    from server.mcp.server import INSTRUCTIONS, build_server
+
+    server = build_server(oracle)
+    oracle.start(watch=not (args.no_index or args.no_watch), sync=not args.no_index, warm_delay=WARM_DELAY,
+                 hold=front.handshake_done if front is not None else None)
+    try:
+        if front is None:
+            server.run("stdio")
+        else:
+            stdio_front.serve(server, front, INSTRUCTIONS)
+    except BaseExceptionGroup as group:  # SIGTERM inside the SDK's task group: an exit, not a traceback
+        _, rest = group.split(SystemExit)
+        if rest is not None:
+            raise
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from indexer.config import ConfigError
+    from server.cli.init import InitError, init
+
+    path = Path(args.path or args.root or ".")
+    try:
+        _, lines = init(path, force=args.force)
+    except (InitError, ConfigError, OSError) as exc:
+        print(f"oracle: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
+def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
+    import faulthandler
+    import signal
+    import threading
+
+    from indexer.progress import Progress
+
+    def report(result) -> None:
+        if result.added or result.changed or result.removed or result.skipped:
+            print(result.summary(), flush=True)
+
+    # Ctrl-C and SIGTERM (systemd, a supervisor) both stop the watch cleanly. The handlers are installed, not
+    # inherited: a process started in the background by a non-interactive shell inherits SIGINT as *ignored*,
+    # and Python then leaves it ignored, so Ctrl-C never reached the watch (seen: killed after 240 s in a test).
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    # `kill -USR1 <pid>` prints every thread's stack: what a watch that does not stop is waiting on.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    print(oracle.indexer.sync(progress=Progress()).summary(), flush=True)  # in the foreground: progress
+    oracle.start(watch=True, sync=False, on_batch=report)
+    print(f"watching {oracle.settings.root} (Ctrl-C to stop)", flush=True)
+    while not stop.wait(3600):
+        pass
+    return 0  # run_local closes the Oracle, which stops the worker
+
+
+def engine_enabled() -> bool:
+    """ORACLE_ENGINE=0 makes every `oracle serve` standalone, as `--standalone` does one."""
+    import os
+
+    return os.environ.get("ORACLE_ENGINE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _serve_flags(args: argparse.Namespace) -> list[str]:
+    return [flag for flag, on in (("--no-index", args.no_index), ("--no-watch", args.no_watch)) if on]
+
+
+def serve_through_engine(args: argparse.Namespace) -> int:
+    """`oracle serve` (stdio): relay to the engine of this root, starting it if needed; in-process if not."""
+    from server.engine import relay
+
+    root = locate.resolve_root(args.root)
+    data_dir = locate.resolve_data_dir(args.data_dir, root)
+
+    def in_process(front, reason: str) -> int:
+        from indexer.config import ConfigError, Settings
+
+        try:
+            settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
+        except ConfigError as exc:
+            print(f"oracle: configuration error: {exc}", file=sys.stderr)
+            return 2
+        args.stdio_front, args.serving = front, {"mode": "fallback", "detail": reason}
+        return run_local(args, settings)
+
+    return relay.serve(root, data_dir, _serve_flags(args), in_process)
+
+
+def cmd_engine(args: argparse.Namespace) -> int:
+    from server.engine import process as engine
+
+    if args.action == "run":
+        from indexer.config import ConfigError, Settings
+
+        if not args.key:
+            print("oracle: `oracle engine run` is started by `oracle serve`; use status or stop", file=sys.stderr)
+            return 2
+        try:
+            settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
+        except ConfigError as exc:
+            print(f"oracle: configuration error: {exc}", file=sys.stderr)
+            return 2
+        return engine.run(settings, args.key, watch=not args.no_watch, index=not args.no_index)
+    root = locate.resolve_root(args.root)
+    data_dir = locate.resolve_data_dir(args.data_dir, root)
+    answers = engine.control(args.action, None if args.all else root, None if args.all else data_dir)
+    if args.json:
+        _dump(answers)
+        return 0
+    if not answers:
+        print(f"no engine running for {root}" if not args.all else "no engine running")
+        return 0
+    for a in answers:
+        if "error" in a:
+            print(f"engine pid {a.get('pid')}: does not answer ({a['error']})")
+        elif args.action == "stop":
+            print(f"engine pid {a.get('pid')} for {a.get('root')}: {'stopped' if a.get('stopped') else 'still running'}")
+        else:
+            idle = "" if a.get("sessions") else f", idle {a.get('idle_for_seconds')} s of {a.get('idle_seconds'):.0f}"
+            print(f"engine pid {a['pid']} for {a['root']} (index {a['data_dir']}): {a['sessions']} session(s){idle},"
+                  f" up {a['uptime_seconds']} s, {a.get('rss_mb')} MB, watching: {a['watching']}, socket {a['socket']}")
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    """`oracle token add|list|revoke`: the named tokens of this data dir (team mode, server/services/team.py). Local
+    only, never through a server: whoever can write the data dir administers its tokens."""
+    from pathlib import Path
+
+    from server.services.team import TokenError, TokenExists, TokenMissing, TokenStore
+
+    root = locate.resolve_root(args.root)
+    store = TokenStore(Path(locate.resolve_data_dir(args.data_dir, root)))
+    try:
+        if args.action == "add":
+            if not args.name:
+                return _print_error(2, "token add: give the token's name, e.g. `oracle token add alice --write`")
+            if args.read_only == args.write:
+                return _print_error(2, "token add: say what the token may do: --read-only or --write")
+            token = store.add(args.name, "read" if args.read_only else "write")
+            access = "read-only" if args.read_only else "read and write"
+            if args.json:
+                _dump({"name": args.name, "access": "read" if args.read_only else "write", "token": token})
+            else:
+                print(token)
+                print(f"oracle: token for {args.name} ({access}); it is shown only this once: send it as"
+                      " 'Authorization: Bearer <token>'", file=sys.stderr)
+            return 0
+        if args.action == "revoke":
+            if not args.name:
+                return _print_error(2, "token revoke: give the token's name (`oracle token list` shows them)")
+            gone = store.revoke(args.name)
+            if args.json:
+                _dump(gone.public())
+            else:
+                print(f"revoked {gone.name} ({gone.access}); a running server refuses it from its next request")
+            return 0
+        entries = [e.public() for e in store.entries()]
+        if args.json:
+            _dump({"tokens": entries, "file": str(store.path)})
+        elif not entries:
+            print("no named tokens (team mode is off); add one with `oracle token add NAME --read-only|--write`")
+        else:
+            for e in entries:
+                print(f"{e['name']}\t{e['access']}\tcreated {e['created']}")
+        return 0
+    except TokenExists as exc:
+        return _print_error(4, str(exc))
+    except TokenMissing as exc:
+        return _print_error(3, str(exc))
+    except (TokenError, OSError) as exc:
+        return _print_error(2, str(exc))
+
+
+def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) -> None:
+    """One registry tool as a subcommand: its free words, then one option per request field."""
+    p = sub.add_parser(command, help=spec["help"])
+    if spec["words"]:
+        p.add_argument(spec["words"], nargs="+" if spec.get("words_required", True) else "*",
+                       help="text" + (", or - to read it from stdin" if spec["stdin"] else ""))
+    for option in spec["options"]:
+        kwargs: dict = {"dest": option["field"], "help": option["help"] or None}
+        if option["kind"] == "bool":
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif option["kind"] == "list":
+            kwargs["action"] = "append"
+        elif option["kind"] == "int":
+            kwargs["type"] = int
+        if option["choices"]:
+            kwargs["choices"] = option["choices"]
+        p.add_argument(option["flag"], **kwargs)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=None, tool=spec)
+
+
+def _global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """--root, --data-dir and --local, before the command (`oracle --root X index`) or after it (`oracle index
+    --root X`). After it, an option not given leaves the value given before it (SUPPRESS: no default)."""
+    default = {"default": argparse.SUPPRESS} if suppress else {}
+    parser.add_argument("--root", help="knowledge root (default: ORACLE_ROOT or the bundled knowledge/)", **default)
+    parser.add_argument("--data-dir", help="where the index lives (default: ORACLE_DATA_DIR)", **default)
+    parser.add_argument("--local", action="store_true", **default,
+                        help="answer in this process even when an `oracle serve --http` for this root runs")
+
+
+class _Subcommands(argparse._SubParsersAction):
+    """Every command accepts the global options too."""
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:  # type: ignore[override]
+        parser = super().add_parser(name, **kwargs)
+        _global_options(parser, suppress=True)
+        return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from server import __version__
+
+    parser = argparse.ArgumentParser(prog="oracle", description="Searchable agent memory made of plain markdown.")
+    parser.add_argument("--version", action="version", version=f"oracle {__version__}")
+    _global_options(parser, suppress=False)
+    parser.register("action", "parsers", _Subcommands)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("init", help="look at a folder of markdown and write an oracle.toml for it")
+    p.add_argument("path", nargs="?", help="the knowledge root (default: --root, else the current folder)")
+    p.add_argument("--force", action="store_true", help="replace an existing oracle.toml")
+    p.set_defaults(func=None)
+
+    p = sub.add_parser("index", help="bring the index in step with the markdown files")
+    p.add_argument("--full", action="store_true", help="rebuild from scratch (embeddings still come from the cache)")
+    p.add_argument("--force", action="store_true", help="allow removing more than half of the indexed files")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("serve", help="MCP server over stdio (default) or streamable HTTP (--http)")
+    p.add_argument("--http", action="store_true", help="serve MCP at /mcp over HTTP instead of stdio")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, help="default: ORACLE_PORT or 37778")
+    p.add_argument("--no-index", action="store_true", help="do not sync the index at start-up (nor watch)")
+    p.add_argument("--no-watch", action="store_true", help="do not watch the knowledge root for changes")
+    p.add_argument("--standalone", action="store_true",
+                   help="over stdio: run Oracle in this process instead of relaying to the shared engine"
+                        " (also ORACLE_ENGINE=0)")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("engine", help="the shared engine that serves every `oracle serve` session of this root")
+    p.add_argument("action", choices=["status", "stop", "run"],
+                   help="status: the engines serving this root; stop: end them; run: be one (started by `serve`)")
+    p.add_argument("--all", action="store_true", help="status: every engine of this user, whatever its root")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--key", help=argparse.SUPPRESS)
+    p.add_argument("--no-index", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--no-watch", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=None)
+
+    p = sub.add_parser("token", help="named tokens for a team: add NAME --read-only|--write, list, revoke NAME")
+    p.add_argument("action", choices=["add", "list", "revoke"])
+    p.add_argument("name", nargs="?", help="who the token is for (a person or an agent)")
+    access = p.add_mutually_exclusive_group()
+    access.add_argument("--read-only", action="store_true", help="add: the token may search and read, never write")
+    access.add_argument("--write", action="store_true", help="add: the token may also learn, edit, archive, ...")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=None)
+
+    p = sub.add_parser("watch", help="index, then keep the index in step with file changes")
+    p.set_defaults(func=cmd_watch)
+
+    for command, spec in clispec.load().items():
+        add_tool_command(sub, command, spec)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "init":
+        return cmd_init(args)
+    if args.command == "engine":
+        return cmd_engine(args)
+    if args.command == "token":
+        return cmd_token(args)
+    if args.command == "serve" and not args.http and not args.standalone and engine_enabled():
+        return serve_through_engine(args)
+    specs = clispec.load()
+    answered = try_remote(args, specs)
+    if answered is not None:
+        return answered
+    from indexer.config import ConfigError, Settings
+
+    try:
+        settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
+    except ConfigError as exc:
+        print(f"oracle: configuration error: {exc}", file=sys.stderr)
+        return 2
+    if args.func is cmd_serve and not args.http:
+        from server.mcp import stdio_front
+
+        args.stdio_front = stdio_front.start(settings) if stdio_front.enabled() else None
+    code = run_local(args, settings)
+    if _quick_exit(args):
+        # Everything is written and closed: leave without the interpreter's teardown (freeing the Thai
+        # dictionary and the models took 1-2 s) and without waiting for an abandoned model load.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _quick_exit(args: argparse.Namespace) -> bool:
+    """`oracle serve` over stdio ends as soon as its logs are written and its stores closed: clients close
+    stdin and send SIGTERM 2 s later (issue 27: the usage logs of short sessions were lost)."""
+    return args.func is cmd_serve and not args.http
+
+
+def run_local(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the command in this process; every failure a caller can act on is one line and its kind's exit
+    code (server/services/errors.py), the same code the remote path gives for the server's HTTP status."""
+    from server.services.app import Oracle
+
+    from indexer.store.pg.db import DatabaseUnavailable
+
+    # A server checks its index in the maintenance worker, off the way to the handshake (Store.verify).
+    try:
+        oracle = Oracle.open(settings, check=args.func is not cmd_serve)
+    except DatabaseUnavailable as exc:  # ORACLE_DATABASE_URL: the message says what to check
+        return _print_error(5, str(exc))
+    if getattr(args, "serving", None):
+        oracle.serving.update(args.serving)
+    if getattr(args, "stdio_front", None) is not None:  # `oracle serve`: the handshake can be answered now
+        from server.mcp import stdio_front
+
+        stdio_front.attach(args.stdio_front, oracle)
+    # Imported after the attach: the early handshake answers need the open index, not these modules.
+    from pydantic import ValidationError
+
+    from server.services.errors import classify, problems
+    from server.registry.tools import InvalidArguments
+
+    try:
+        if args.func is None:
+            return run_tool(oracle, args, args.tool)
+        return args.func(oracle, args)
+    except InvalidArguments as exc:
+        return _print_error(exc.exit_code, f"invalid input: {exc}")
+    except ValidationError as exc:
+        return _print_error(2, f"invalid input: {problems(exc.errors())}")
+    except FileNotFoundError as exc:
+        return _print_error(2, str(exc))
+    except Exception as exc:
+        error = classify(exc)
+        if error is None:
+            raise
+        return _print_error(error.exit_code, str(error))
+    finally:
+        global _CLOSING
+        _CLOSING = True
+        oracle.close(abandon_loads=_quick_exit(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

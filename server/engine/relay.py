@@ -1,0 +1,187 @@
+"""`oracle serve` over stdio as a thin relay to the shared engine (server/engine/process.py).
+
+Why: one warm engine per root serves every agent session, so a session costs a small process instead of a full
+Oracle (both models, a watcher, a worker). The relay imports neither the MCP SDK nor the service layer: it claims
+the stdio wire with the same front as a standalone server (server/mcp/stdio_front.py), proves the engine's secret
+(server/engine/channel.py) and forwards JSON-RPC lines both ways, byte for byte. Tools, resources, prompts,
+completions and notifications therefore pass through unchanged, and each session is its own MCP session in the
+engine.
+
+- Warm engine: connected before the first message is read; every message goes straight to the engine.
+- No engine: one is started in the background, and meanwhile the front answers `initialize`/`tools/list` from the
+  handshake cache as a standalone server does (the live part of the instructions says the engine is starting);
+  those requests are replayed to the engine under private ids once it answers, as they are to the SDK.
+- The engine cannot start, or dies: the session falls back to an in-process Oracle (the standalone server, on
+  the same front), after replaying the session's state to it (its `initialize`, `notifications/initialized`,
+  subscriptions, log level) under private ids. A call that was in flight gets a JSON-RPC error saying so (it may
+  or may not have run: it is not retried); messages not yet sent go to the in-process server. `oracle_stats`
+  says `fallback` and why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from server.engine import channel
+from server.mcp import stdio_front
+
+START_TIMEOUT = 60.0  # seconds to wait for a new engine to answer before serving in-process
+ENGINE_STARTING = ("Right now: the shared Oracle engine for this knowledge base is starting (calls wait for it);"
+                   " oracle_stats says what the knowledge base holds.")
+ENGINE_LOST = -32603  # JSON-RPC internal error: the engine stopped while the call was in flight
+_GONE = object()  # in the front's inbox: the engine's connection ended
+
+Fallback = Callable[[stdio_front.Front, str], int]  # (front, reason) -> exit status: the in-process server
+
+
+def start_timeout() -> float:
+    try:
+        return float(os.environ.get("ORACLE_ENGINE_START_TIMEOUT", START_TIMEOUT))
+    except ValueError:
+        return START_TIMEOUT
+
+
+def engine_argv(root: str, data_dir: str, key: str, flags: list[str]) -> list[str]:
+    return ["--root", root, "--data-dir", data_dir, "engine", "run", "--key", key, *flags]
+
+
+def serve(root: str, data_dir: str, flags: list[str], fallback: Fallback) -> int:
+    """Serve one stdio session through the engine for (root, data dir, flags); `fallback` serves it in-process."""
+    code = stdio_front.code_key()
+    shared = stdio_front.shared_path(code)
+    caches = [*([shared] if shared is not None else []), Path(data_dir) / stdio_front.CACHE_NAME]
+    key = channel.engine_key(root, data_dir, flags, code)
+    try:
+        paths = channel.Paths(channel.secure_dir(), key)
+    except (channel.ChannelError, OSError) as exc:
+        front = stdio_front.Front(caches, code)
+        return fallback(front, f"no private folder for the engine's socket ({exc})")
+    try:
+        conn, hello = channel.connect(paths)
+    except (channel.ChannelError, OSError):
+        conn = hello = None
+    # ORACLE_HANDSHAKE_CACHE=0: nothing answered early; the handshake waits for the engine.
+    front = stdio_front.Front(caches, code, direct=conn is not None or not stdio_front.enabled())
+    if conn is None:
+        front.attach(lambda base: f"{base}\n\n{ENGINE_STARTING}")
+        try:
+            proc = channel.spawn(paths, engine_argv(root, data_dir, key, flags))
+            threading.Thread(target=proc.wait, name="oracle-engine-reaper", daemon=True).start()
+            conn, hello = channel.wait_for(paths, time.monotonic() + start_timeout(), proc)
+        except (channel.ChannelError, OSError) as exc:
+            return fallback(front, f"the engine could not start: {exc}")
+        front.sdk_ready.set()  # from now on every request goes to the engine
+    if isinstance(hello.get("instructions"), str):  # so that a session starting the next engine answers at once
+        front.set_base_instructions(hello["instructions"])
+    return Relay(front, conn, int(hello.get("pid", 0)), fallback).run()
+
+
+def _key(request_id: Any) -> str:
+    return json.dumps(request_id)  # 1 and "1" are two ids
+
+
+class Relay:
+    """The session's two pumps: front -> engine (this thread), engine -> front (a reader thread)."""
+
+    def __init__(self, front: stdio_front.Front, conn: channel.LineSocket, pid: int, fallback: Fallback) -> None:
+        self.front, self.conn, self.pid, self.fallback = front, conn, pid, fallback
+        self.lock = threading.Lock()
+        self.in_flight: dict[str, dict] = {}  # id -> the client's request, sent and not answered
+        self.initialize: dict | None = None  # the session's state, replayed to an in-process server
+        self.initialized = False
+        self.subscriptions: list[dict] = []
+        self.log_level: dict | None = None
+        self.closing = False
+        self.lost: str | None = None
+        threading.Thread(target=self._from_engine, name="oracle-relay", daemon=True).start()
+
+    def run(self) -> int:
+        while True:
+            item = self.front.inbox.get()
+            if item is stdio_front._EOF:
+                self.closing = True
+                self.conn.sock.close()
+                return 0
+            if item is _GONE:
+                return self._fall_back(None)
+            message = stdio_front._parse(item)
+            try:
+                self.conn.sock.sendall(item.encode("utf-8") + b"\n")
+            except OSError as exc:
+                with self.lock:
+                    self.lost = self.lost or f"the engine's connection failed ({exc.strerror or exc})"
+                return self._fall_back(item)
+            if message is not None:
+                self._sent(message)
+
+    def _sent(self, message: dict) -> None:
+        method = message.get("method")
+        if method is None:
+            return  # an answer to a request of the engine's
+        if "id" in message:
+            if method == "initialize":
+                self.initialize = message
+            elif method in ("resources/subscribe", "resources/unsubscribe"):
+                self.subscriptions.append(message)
+            elif method == "logging/setLevel":
+                self.log_level = message
+            if not (isinstance(message["id"], str) and message["id"].startswith(stdio_front.REPLAY_PREFIX)):
+                with self.lock:
+                    self.in_flight[_key(message["id"])] = message
+        elif method == "notifications/initialized":
+            self.initialized = True
+
+    def _from_engine(self) -> None:
+        reason = "the engine closed the connection"
+        try:
+            while True:
+                line = self.conn.readline()
+                if not line:
+                    break
+                text = line.decode("utf-8", errors="replace")
+                message = stdio_front._parse(text)
+                if message is not None and "method" not in message and "id" in message:
+                    with self.lock:
+                        self.in_flight.pop(_key(message["id"]), None)
+                self.front.from_sdk(text)
+        except OSError as exc:
+            reason = f"the engine's connection failed ({exc.strerror or exc})"
+        if not self.closing:
+            with self.lock:
+                self.lost = self.lost or reason
+            self.front._put(_GONE)
+
+    def _fall_back(self, unsent: str | None) -> int:
+        """The engine is gone: fail the calls it held, replay the session's state, serve in this process."""
+        self.closing = True
+        self.conn.sock.close()
+        reason = f"{self.lost} (engine pid {self.pid})"
+        replays = []
+        with self.lock:
+            held, self.in_flight = list(self.in_flight.values()), {}
+        for message in held:
+            if message.get("method") == "initialize":  # never answered: the in-process server answers it
+                replays.append(json.dumps(message))
+                self.initialize = None
+                continue
+            self.front.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {
+                "code": ENGINE_LOST, "message": f"The Oracle engine stopped while this call was running ({reason});"
+                " the call may or may not have completed and was not retried. This session now runs Oracle in its"
+                " own process: call again."}}))
+        state = []
+        if self.initialize is not None:
+            state.append(json.dumps({**self.initialize, "id": self.front.replay_id()}))
+        if self.initialized:
+            state.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        for message in [*self.subscriptions, *([self.log_level] if self.log_level else [])]:
+            state.append(json.dumps({**message, "id": self.front.replay_id()}))
+        self.front.requeue([*state, *replays, *([unsent] if unsent is not None else [])])
+        print(f"oracle: {reason}; this session now serves from its own process", file=sys.stderr, flush=True)
+        return self.fallback(self.front, reason)

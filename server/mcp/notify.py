@@ -1,0 +1,256 @@
+"""Change notifications: tell MCP clients when notes are indexed, changed or removed.
+
+Two halves:
+
+- `ChangeFeed` (no MCP here) keeps a snapshot of what the index holds (each note's sha256 and each
+  section's content hash) and, on `check()`, diffs the index against it. It is asked after every batch the
+  file watcher indexes (a hook in `indexer.watch`), so a saved file is announced as soon as it is
+  searchable, and polled once a second as a safety net for what no watcher of this process saw (a
+  learning written with `--no-watch`, another process's indexer). A poll costs one small query while
+  nothing changed.
+- `McpNotifier` turns a diff into MCP notifications on the server's event loop, for both protocol eras
+  the SDK serves: 2026-07-28 clients listen on `subscriptions/listen` streams (events go through the
+  SDK's subscription bus, which filters them per stream); handshake-era clients use `resources/subscribe`
+  and get `notifications/resources/updated` on their connection, and `list_changed` once they have
+  listed resources.
+
+What is announced: `resources/updated` for every added, changed or removed note (`oracle://note/...`), for
+every section whose content hash changed or that vanished (`oracle://chunk/...`), and for `oracle://stats`;
+`resources/list_changed` when notes were added or removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
+
+from server.services.app import Oracle
+from server.mcp.resources import STATS_URI, chunk_uri, note_uri
+
+log = logging.getLogger("oracle.notify")
+POLL_SECONDS = 1.0
+
+
+@dataclass
+class Changes:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    chunks: list[str] = field(default_factory=list)  # section ids whose text changed, appeared or vanished
+
+    @property
+    def notes(self) -> list[str]:
+        return sorted({*self.added, *self.changed, *self.removed})
+
+    @property
+    def list_changed(self) -> bool:
+        return bool(self.added or self.removed)
+
+    def uris(self) -> list[str]:
+        """Every resource URI this diff updates (notes, sections, the stats)."""
+        return [*(note_uri(p) for p in self.notes), *(chunk_uri(c) for c in sorted(self.chunks)), STATS_URI]
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.changed or self.removed or self.chunks)
+
+
+class ChangeFeed:
+    """The index's notes and sections as last seen, and the diff against the index now."""
+
+    def __init__(self, oracle: Oracle) -> None:
+        self.oracle = oracle
+        self._lock = threading.Lock()
+        self._files: dict[str, str] | None = None  # path -> file sha256
+        self._chunks: dict[str, dict[str, str]] = {}  # path -> {chunk id: content hash}
+        self._fingerprint: tuple | None = None
+        self._listeners: list[Callable[[Changes], None]] = []
+
+    def subscribe(self, listener: Callable[[Changes], None]) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _read_lock(self) -> Any:
+        """This process's write lock: never read a note's rows halfway through their replacement."""
+        return getattr(self.oracle.store, "_write_lock", contextlib.nullcontext())
+
+    def _fingerprint_now(self) -> tuple:
+        return self.oracle.store.change_fingerprint()
+
+    def _chunks_of(self, paths: list[str] | None) -> dict[str, dict[str, str]]:
+        return self.oracle.store.section_hashes(paths)
+
+    def prime(self) -> None:
+        """Take the first snapshot (everything indexed now counts as already announced)."""
+        with self._lock:
+            self._prime()
+
+    def _prime(self) -> None:
+        with self._read_lock():
+            self._fingerprint = self._fingerprint_now()
+            self._files = {p: s.file_hash for p, s in self.oracle.store.file_states().items()}
+            self._chunks = self._chunks_of(None)
+
+    def check(self) -> Changes:
+        """Diff the index against the snapshot, move the snapshot on, and tell the listeners (if anything)."""
+        with self._lock:
+            if self._files is None:
+                self._prime()
+                return Changes()
+            with self._read_lock():
+                fingerprint = self._fingerprint_now()
+                files = {p: s.file_hash for p, s in self.oracle.store.file_states().items()}
+                old = self._files
+                changes = Changes(
+                    added=sorted(p for p in files if p not in old),
+                    changed=sorted(p for p in files if p in old and files[p] != old[p]),
+                    removed=sorted(p for p in old if p not in files),
+                )
+                fresh = self._chunks_of([*changes.added, *changes.changed])
+            for path in changes.notes:
+                before, after = self._chunks.get(path, {}), fresh.get(path, {})
+                changes.chunks += sorted(c for c in {*before, *after} if before.get(c) != after.get(c))
+                if path in fresh:
+                    self._chunks[path] = fresh[path]
+                else:
+                    self._chunks.pop(path, None)
+            self._files, self._fingerprint = files, fingerprint
+        if changes:
+            for listener in list(self._listeners):
+                try:
+                    listener(changes)
+                except Exception:  # one failing listener must not silence the others
+                    log.exception("change listener failed")
+        return changes
+
+    def changed_since_last(self) -> bool:
+        """Cheap: has anything been indexed or removed since the last check? (One aggregate query.)"""
+        return self._fingerprint_now() != self._fingerprint
+
+
+class McpNotifier:
+    """Delivers a `ChangeFeed`'s diffs to MCP clients of one server, from its own event loop."""
+
+    def __init__(self, oracle: Oracle) -> None:
+        self.oracle = oracle
+        self.feed = ChangeFeed(oracle)
+        self.bus = InMemorySubscriptionBus()  # passed to the MCPServer: serves subscriptions/listen
+        self._legacy: dict[int, tuple[Any, set[str]]] = {}  # connection key -> (session, subscribed URIs)
+        self._listers: dict[int, Any] = {}  # connection key -> session, for list_changed
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._send: Any = None  # the loop's end of the queue of diffs, while the server runs
+
+    # -- handshake-era sessions -------------------------------------------------------------------
+    @staticmethod
+    def _key(session: Any) -> int:
+        """One key per client connection (a ServerSession is built per request; its connection is not)."""
+        return id(getattr(session, "_connection", session))
+
+    def subscribe(self, session: Any, uri: str) -> None:
+        entry = self._legacy.setdefault(self._key(session), (session, set()))
+        entry[1].add(uri)
+        self._listers.setdefault(self._key(session), session)
+
+    def unsubscribe(self, session: Any, uri: str) -> None:
+        entry = self._legacy.get(self._key(session))
+        if entry:
+            entry[1].discard(uri)
+
+    def listed(self, session: Any) -> None:
+        """The session listed resources: it will be told when the list changes."""
+        self._listers.setdefault(self._key(session), session)
+
+    # -- the event loop side ----------------------------------------------------------------------
+    def _post(self, changes: Changes) -> None:
+        """From any thread: hand a diff to the loop (dropped when the server is not running)."""
+        loop, send = self._loop, self._send
+        if loop is None or send is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._enqueue, send, changes)
+
+    @staticmethod
+    def _enqueue(send: Any, changes: Changes) -> None:
+        with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            send.send_nowait(changes)
+
+    async def _deliver(self, changes: Changes) -> None:
+        uris = changes.uris()
+        for uri in uris:
+            await self.bus.publish(ResourceUpdated(uri=uri))
+        if changes.list_changed:
+            await self.bus.publish(ResourcesListChanged())
+        for key, (session, wanted) in list(self._legacy.items()):
+            for uri in [u for u in uris if u in wanted]:
+                if not await self._send_to(key, session.send_resource_updated(uri)):
+                    break
+        if changes.list_changed:
+            for key, session in list(self._listers.items()):
+                await self._send_to(key, session.send_resource_list_changed())
+
+    async def _send_to(self, key: int, sending: Any) -> bool:
+        """Send one notification; a connection that is gone is forgotten."""
+        try:
+            with anyio.fail_after(5):
+                await sending
+            return True
+        except Exception as exc:
+            log.info("dropping a closed MCP connection's subscriptions: %s", exc)
+            self._legacy.pop(key, None)
+            self._listers.pop(key, None)
+            return False
+
+    async def _poll(self) -> None:
+        while True:
+            await anyio.sleep(POLL_SECONDS)
+            try:
+                if await anyio.to_thread.run_sync(self.feed.changed_since_last):
+                    await anyio.to_thread.run_sync(self.feed.check)
+            except Exception:  # a busy or rebuilt database: try again next time
+                log.debug("change poll failed", exc_info=True)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """While the MCP server runs: prime the snapshot, follow the watcher and the poll, deliver."""
+        from indexer.watch import add_batch_listener
+
+        send, receive = anyio.create_memory_object_stream[Changes](256)
+        self._loop, self._send = asyncio.get_running_loop(), send
+        await anyio.to_thread.run_sync(self.feed.prime)
+        stop_feed = self.feed.subscribe(self._post)
+
+        def after_batch(indexer: Any, _report: Any) -> None:
+            if indexer is self.oracle.indexer:
+                self.feed.check()
+
+        stop_watch = add_batch_listener(after_batch)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._poll)
+
+                async def pump() -> None:
+                    async with receive:
+                        async for changes in receive:
+                            try:
+                                await self._deliver(changes)
+                            except Exception:
+                                log.exception("delivering change notifications failed")
+
+                tg.start_soon(pump)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            stop_watch()
+            stop_feed()
+            self._loop = self._send = None
+            send.close()

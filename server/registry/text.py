@@ -1,0 +1,187 @@
+"""The short text each tool returns beside its structured result, for models that read text rather than
+JSON (the MCP tools' text content, and the CLI's output for commands without a renderer of their own).
+Each takes (request, result): some answers say what was asked (files or notes, the truncation limit)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.services.models import (
+    ArchiveResult,
+    ConceptsResult,
+    EditResult,
+    ConsultResult,
+    Document,
+    FeedbackResult,
+    LearnResult,
+    ListRequest,
+    ListResult,
+    ReadRequest,
+    ReadResult,
+    RelationsResult,
+    SearchResult,
+    SupersedeResult,
+    VerifyResult,
+    WorkingSetCheck,
+)
+from server.registry.render import budget_line, result_count, serving_text
+from server.services.stats import Stats
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def search_text(request: Any, result: SearchResult) -> str:
+    lines = [result_count(result.total, result.meta.unit, result.meta.mode, result.meta.took_ms)]
+    lines += [f"warning: {w}" for w in result.meta.warnings]
+    for n, hit in enumerate(result.hits, start=result.offset + 1):
+        heading = f" › {hit.heading}" if hit.heading else ""
+        weak = " [weak match]" if hit.weak else ""
+        lines.append(
+            f"{n}. [{hit.type}] {hit.title}{heading} — {hit.source_file}:{hit.line_start}-{hit.line_end}"
+            f" (id {hit.id}, score {hit.score}){weak}\n   {hit.snippet}"
+        )
+        if hit.sections:
+            lines.append("   also matching: " + "; ".join(f"{s.heading or '(intro)'} :{s.line_start}-{s.line_end}"
+                                                        for s in hit.sections[:5]))
+        if hit.duplicates:
+            lines.append("   same content in: " + ", ".join(d.source_file for d in hit.duplicates))
+        if hit.superseded_by:
+            lines.append(f"   SUPERSEDED by {hit.superseded_by.source_file} (id {hit.superseded_by.id or 'not indexed'})")
+        if hit.stale:
+            lines.append(f"   {stale_text(hit.stale_since, hit.last_verified)}")
+        lines += [f"   relation: {t.subject} — {t.predicate} — {t.object}" for t in hit.relations]
+    return "\n".join(lines)
+
+
+def stale_text(since: str | None, verified: str | None) -> str:
+    """One line for a stale note: since when, and when it was last verified."""
+    return (f"STALE since {since} (last verified {verified or 'never'}): check it, then oracle_verify "
+            "mark_verified")
+
+
+def consult_text(request: Any, result: ConsultResult) -> str:
+    budget = budget_line(result.budget_tokens, result.budget_from, result.mode)
+    return (result.guidance + (budget + "\n" if budget else "") + "".join(f"warning: {w}\n" for w in result.warnings)
+            + (f"working_set_id={result.working_set_id}\n" if result.working_set_id else ""))
+
+
+def reflect_text(request: Any, doc: Document) -> str:
+    heading = f" › {doc.heading}" if doc.heading else ""
+    return f"[{doc.type}] {doc.title}{heading} ({doc.source_file})\n\n{doc.content}"
+
+
+def learn_text(request: Any, result: LearnResult) -> str:
+    text = f"Saved {result.file}{_by(result.author)} (id {result.id}, embedded: {result.embedded})."
+    if result.supersedes:
+        text += f" It supersedes {result.supersedes}."
+    if result.near_duplicates:
+        text += " Similar existing learnings: " + "; ".join(
+            f"{d.title} ({d.source_file}, similarity {d.similarity:.2f})" for d in result.near_duplicates
+        )
+    return text
+
+
+def list_text(request: ListRequest, result: ListResult) -> str:
+    lines = [plural(result.total, result.unit), *(f"warning: {w}" for w in result.warnings)]
+    lines += [
+        f"- [{i.type}] {i.title}{' › ' + i.heading if i.heading else ''} ({i.source_file}, {i.date or 'undated'}, id {i.id})"
+        for i in result.items
+    ]
+    return "\n".join(lines)
+
+
+def _counts(by_type: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in by_type.items())
+
+
+def stats_text(request: Any, result: Stats) -> str:
+    docs = result.documents
+    return (
+        f"{plural(result.files.total, 'note')} ({', '.join(f'{k}: {v}' for k, v in result.files.by_type.items())}), "
+        f"{plural(docs.total, 'section')}; "
+        f"embeddings {result.embeddings.coverage:.1%}; vector store {'ok' if result.vector_store.ok else 'DOWN'}; "
+        f"drift: {'none' if result.drift.in_sync else 'yes, run oracle index'}; "
+        f"{result.usage.searches} searches, {result.usage.consultations} consultations, {result.usage.learnings} learnings"
+        + (f"; stale notes: {result.freshness.stale} ({_counts(result.freshness.stale_by_type)})"
+           if result.freshness and result.freshness.stale else "")
+        + (f"; served by: {serving_text(result.serving.model_dump())}" if result.serving else "")
+    )
+
+
+def concepts_text(request: Any, result: ConceptsResult) -> str:
+    if not result.concepts:
+        return "no concepts yet"
+    return "notes carrying each concept: " + ", ".join(f"{c.concept} ({c.count})" for c in result.concepts)
+
+
+def feedback_text(request: Any, result: FeedbackResult) -> str:
+    return (f"Recorded {result.verdict} for {result.title} ({result.source_file}): "
+            f"{result.helpful} helpful, {result.misleading} misleading; ranking factor {result.feedback_factor}.")
+
+
+def supersede_text(request: Any, result: SupersedeResult) -> str:
+    if result.new is None:
+        return f"Undone: {result.old.source_file} is no longer marked superseded by this tool."
+    return (f"{result.old.source_file} ({result.old.scope}) is now superseded by "
+            f"{result.new.source_file} (id {result.new.id}).")
+
+
+def relations_text(request: Any, result: RelationsResult) -> str:
+    lines = [f"{result.total} relations"]
+    lines += [f"- {r.subject} — {r.predicate} — {r.object} ({r.source_file}, id {r.id})" for r in result.relations]
+    return "\n".join(lines)
+
+
+def read_text(request: ReadRequest, result: ReadResult) -> str:
+    head = f"{result.source_file}:{result.line_start}-{result.line_end}"
+    if result.superseded_by:
+        head += f" (SUPERSEDED by {result.superseded_by.source_file})"
+    if result.stale:
+        head += f" ({stale_text(result.stale_since, result.last_verified)})"
+    if result.truncated:
+        head += f" (truncated to {request.max_chars:,} characters: max_chars={request.max_chars * 4} reads more)"
+    return f"{head}\n\n{result.content}"
+
+
+def working_set_text(ws: WorkingSetCheck) -> str:
+    """One line: does a logged consultation reproduce, and if not, what moved."""
+    head = f"working set {ws.working_set_id[:12]}…: {ws.status.upper()}"
+    if ws.status == "reproduces":
+        return head
+    parts = [f"now {ws.current_id[:12]}…"]
+    parts += [f"{label}: {', '.join(ids)}" for label, ids in (
+        ("changed", ws.changed_sources), ("vanished", ws.vanished_sources), ("added", ws.added_sources),
+        ("dropped", ws.dropped_sources)) if ids]
+    parts += ["order changed"] if ws.reordered else []
+    parts += ["guidance changed"] if ws.guidance_changed and not (ws.changed_sources or ws.added_sources
+                                                                   or ws.dropped_sources) else []
+    parts += ["other notes in the index changed"] if ws.index_changed else []
+    return f"{head} ({'; '.join(parts)})"
+
+
+def verify_text(request: Any, result: VerifyResult) -> str:
+    lines = [f"{result.unchanged} unchanged, {result.changed} changed, {result.gone} gone"] if result.results else []
+    lines += [f"- {r.id}: {r.status}" + (f" (now {r.current_hash})" if r.status == "changed" else "")
+              for r in result.results]
+    if result.working_set is not None:
+        lines.append(working_set_text(result.working_set))
+    lines += [f"verified {v.source_file}: last_verified {v.last_verified}"
+              + ("" if v.changed else " (already)") for v in result.verified]
+    return "\n".join(lines)
+
+
+def _by(author: str | None) -> str:
+    return f" by {author}" if author else ""
+
+
+def edit_text(request: Any, result: EditResult) -> str:
+    lines = [f"edited {result.source_file} ({result.op}){_by(result.author)}: file_hash {result.previous_hash[:12]}…"
+             f" -> {result.file_hash} ({plural(len(result.chunk_ids), 'section')} indexed)"]
+    return "\n".join(lines + [f"warning: {w}" for w in result.warnings])
+
+
+def archive_text(request: Any, result: ArchiveResult) -> str:
+    return (f"archived {result.source_file}{_by(result.author)} to {result.archived_to} (out of the index:"
+            f" {plural(result.removed_chunks, 'section')} removed; the file is kept)")

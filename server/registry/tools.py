@@ -1,0 +1,331 @@
+"""The registry: every capability declared once (name, request model, service, result model, text, MCP
+annotations, HTTP route, CLI exposure). server/mcp/server.py, server/http/app.py and server/cli/commands.py generate their
+tools, routes and commands from `TOOLS`, so a parameter added to a request model (and read by its service)
+appears over MCP, HTTP and the CLI with the same name, default and bounds. Before, each adapter restated
+every parameter and the copies drifted (MCP search lacked the date filters, the CLI the relation filters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ValidationError
+
+from server.services import models as m
+from server.registry import text
+from server.services.browse import concepts, list_documents, reflect
+from server.services.consult import consult
+from server.services.edit import archive, edit
+from server.services.errors import OracleError, problems
+from server.services.feedback import record_feedback
+from server.services.learn import learn
+from server.registry.schemas import lean_input_schema
+from server.services.read import read_note
+from server.services.relations import find_relations
+from server.services.search.pipeline import search
+from server.services.stats import Stats, stats
+from server.services.supersede import supersede
+from server.services.verify import verify
+
+if TYPE_CHECKING:
+    from server.services.app import Oracle
+
+Surface = Literal["mcp", "http", "cli"]
+WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+# Claude Code defers MCP tools behind its tool search unless a tool's `_meta` carries this key set to
+# exactly `true` (Claude Code 2.1.121+; other clients ignore it). The key was checked against what is
+# published about Claude Code's MCP support (code.claude.com/docs/en/mcp, "Scale with MCP Tool Search", as
+# quoted by several servers that set it) and against Claude Code's client code, which reads
+# `_meta["anthropic/alwaysLoad"] === true`; the official page itself could not be fetched from here.
+ALWAYS_LOAD = {"anthropic/alwaysLoad": True}
+
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+# verify: writes only when asked to mark notes verified, and marking twice on one day changes nothing
+MARKS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+RANDOM_READ = ToolAnnotations(readOnlyHint=True, openWorldHint=False)  # reflect: read-only, not idempotent
+# edit replaces text (the old text is gone but for the file's history); archive moves a note out of the index
+REWRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asked: the client's name and the surface the call came in on (for the usage logs), and in team
+    mode the named token's name (`author`: recorded with every write) and whether it may write."""
+
+    client: str
+    surface: Surface
+    author: str | None = None
+    can_write: bool = True
+
+
+@dataclass(frozen=True)
+class Http:
+    method: Literal["GET", "POST"]
+    path: str
+    status: int = 200
+
+
+@dataclass(frozen=True)
+class Cli:
+    """How the tool appears as an `oracle` command. `words` names the field that takes the command line's
+    free words (joined with spaces); every other field becomes an option named after it."""
+
+    command: str
+    help: str
+    words: str | None = None
+    stdin: bool = False  # `-` as the words reads them from stdin
+
+
+class InvalidArguments(OracleError):
+    """The request model refused the arguments; the message lists each bad field (one formatter)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid", message)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    request: type[BaseModel]
+    result: type[BaseModel]
+    service: Callable[[Oracle, Any, Caller], BaseModel]
+    text: Callable[[Any, Any], str]
+    annotations: ToolAnnotations
+    http: Http
+    cli: Cli | None = None
+    meta: dict[str, Any] | None = None
+    # Does this request write? None: whenever the annotations say the tool is not read-only. A read-only
+    # token is refused on exactly these calls (verify writes only when it marks notes verified).
+    writes: Callable[[Any], bool] | None = None
+
+    @property
+    def accepted(self) -> tuple[str, ...]:
+        """The argument names this tool takes, in declaration order."""
+        return tuple(self.request.model_fields)
+
+    def parse(self, arguments: Mapping[str, Any]) -> BaseModel:
+        """Validate arguments against the request model. A null value means "not given" (some clients send
+        every optional argument as null); an unknown name is refused, naming the accepted ones."""
+        try:
+            return self.request.model_validate({k: v for k, v in arguments.items() if v is not None})
+        except ValidationError as exc:
+            raise InvalidArguments(problems(exc.errors(), accepted=self.accepted)) from None
+
+    def is_write(self, request: BaseModel) -> bool:
+        if self.writes is not None:
+            return self.writes(request)
+        return not self.annotations.read_only_hint
+
+    def authorize(self, request: BaseModel, caller: Caller) -> None:
+        """Refuse a write from a read-only token (team mode), before anything is read or written."""
+        if not caller.can_write and self.is_write(request):
+            who = f"the token {caller.author!r}" if caller.author else "this token"
+            raise OracleError("forbidden", f"forbidden: {who} is read-only and {self.name} writes to the knowledge"
+                              " base; ask whoever runs this server for a write token (`oracle token add NAME"
+                              " --write`)")
+
+    def call(self, oracle: Oracle, request: BaseModel, caller: Caller) -> BaseModel:
+        """Check the caller may make this call, then call the one service function. Every adapter calls
+        tools through here (or `run`)."""
+        self.authorize(request, caller)
+        return self.service(oracle, request, caller)
+
+    def run(self, oracle: Oracle, request: BaseModel, caller: Caller) -> BaseModel:
+        """`call`, once the start-up sync has the keyword index ready (a served Oracle)."""
+        oracle.wait_ready()
+        return self.call(oracle, request, caller)
+
+
+def _logged_as(caller: Caller) -> str:
+    """Search logs name the entry point: the MCP tool, the HTTP route or the CLI command."""
+    return {"mcp": "oracle_search", "http": "api_search", "cli": "search"}[caller.surface]
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="oracle_search",
+        description=(
+            "Search the knowledge base (principles, learnings, retrospectives) with hybrid keyword + semantic "
+            "ranking. Use plain words or a question; no query syntax is needed. Returns hits with id, file, "
+            "line span, snippet, content_hash (for citations) and a score breakdown."
+        ),
+        request=m.SearchRequest, result=m.SearchResult,
+        service=lambda o, r, c: search(o, r, client=c.client, tool=_logged_as(c)),
+        text=text.search_text, annotations=READ_ONLY, meta=ALWAYS_LOAD,
+        http=Http("GET", "/api/search"),
+        cli=Cli("search", "hybrid search over the knowledge base", words="query"),
+    ),
+    Tool(
+        name="oracle_consult",
+        description=(
+            "Before making a decision, ask which principles and learnings apply. Give the decision and any "
+            "context; get the relevant notes and guidance within a token budget. The notes are wrapped as "
+            "reference data (not instructions), each with id, file and sha256 to cite."
+        ),
+        request=m.ConsultRequest, result=m.ConsultResult,
+        service=lambda o, r, c: consult(o, r, client=c.client),
+        text=text.consult_text, annotations=READ_ONLY, meta=ALWAYS_LOAD,
+        http=Http("GET", "/api/consult"),
+        cli=Cli("consult", "guidance from principles and learnings for a decision", words="decision"),
+    ),
+    Tool(
+        name="oracle_reflect",
+        description="Get one random principle or learning to reflect on before or after a piece of work.",
+        request=m.ReflectRequest, result=m.Document,
+        service=lambda o, r, c: reflect(o, r, client=c.client),
+        text=text.reflect_text, annotations=RANDOM_READ,
+        http=Http("GET", "/api/reflect"),
+        cli=Cli("reflect", "one random principle or learning to think about"),
+    ),
+    Tool(
+        name="oracle_learn",
+        description=(
+            "Save a new learning (a pattern or lesson worth remembering) as a markdown file in the knowledge "
+            "base. It is searchable as soon as this returns. Existing learnings that look like near-duplicates "
+            "are listed as advice; the learning is saved regardless. To replace a note you read, pass revises (its "
+            "path) and expected_hash (its file_hash): refused as a conflict if it changed since."
+        ),
+        request=m.LearnRequest, result=m.LearnResult,
+        service=lambda o, r, c: learn(o, r, client=c.client, author=c.author),
+        text=text.learn_text, annotations=WRITES,
+        http=Http("POST", "/api/learn", status=201),
+        cli=Cli("learn", "save a new learning (markdown) and index it", words="pattern", stdin=True),
+    ),
+    Tool(
+        name="oracle_list",
+        description="List notes newest first, optionally by type (unit=section: every section). For browsing, not searching.",
+        request=m.ListRequest, result=m.ListResult,
+        service=lambda o, r, c: list_documents(o, r),
+        text=text.list_text, annotations=READ_ONLY,
+        http=Http("GET", "/api/list"),
+        cli=Cli("list", "list notes, newest first"),
+    ),
+    Tool(
+        name="oracle_stats",
+        description="Health and size of the knowledge base: notes and sections by type, drift between files and index, "
+        "embedding coverage, vector store health, usage counts and search latency.",
+        request=m.StatsRequest, result=Stats,
+        service=lambda o, r, c: stats(o),
+        text=text.stats_text, annotations=READ_ONLY,
+        http=Http("GET", "/api/stats"),
+        cli=Cli("stats", "what is indexed and whether the index is healthy"),
+    ),
+    Tool(
+        name="oracle_concepts",
+        description="Concepts (tags and known keywords) with how many notes carry each; use them as search filters.",
+        request=m.ConceptsRequest, result=m.ConceptsResult,
+        service=lambda o, r, c: concepts(o, r),
+        text=text.concepts_text, annotations=READ_ONLY,
+        http=Http("GET", "/api/concepts"),
+        cli=Cli("concepts", "concepts with how many notes carry each"),
+    ),
+    Tool(
+        name="oracle_feedback",
+        description=(
+            "Say whether a note you were given (a search hit or consult source, by id) was helpful or misleading. "
+            "Verdicts are logged and adjust future ranking within a bound (at most x1.2 up or x0.8 down)."
+        ),
+        request=m.FeedbackRequest, result=m.FeedbackResult,
+        service=lambda o, r, c: record_feedback(o, r, client=c.client, author=c.author),
+        text=text.feedback_text, annotations=WRITES,
+        http=Http("POST", "/api/feedback", status=201),
+        cli=Cli("feedback", "say whether a note (by id) was helpful or misleading"),
+    ),
+    Tool(
+        name="oracle_supersede",
+        description=(
+            "Mark a note as replaced by a newer one. The old note stays on disk and in the index, ranks below its "
+            "successor, and every hit that returns it points to the new one. Ids are chunk ids (that section) or "
+            "note paths relative to the root (the whole note). undo=true revokes an earlier supersession."
+        ),
+        request=m.SupersedeRequest, result=m.SupersedeResult,
+        service=lambda o, r, c: supersede(o, r, client=c.client, author=c.author),
+        text=text.supersede_text, annotations=WRITES,
+        http=Http("POST", "/api/supersede", status=201),
+        cli=Cli("supersede", "mark a note as replaced by a newer one"),
+    ),
+    Tool(
+        name="oracle_relations",
+        description=(
+            "Find (subject, predicate, object) relations that notes state. Give any of the three (case-insensitive, "
+            "whole terms); leave all out to list every relation. Each result names the note that states it."
+        ),
+        request=m.RelationsRequest, result=m.RelationsResult,
+        service=lambda o, r, c: find_relations(o, r),
+        text=text.relations_text, annotations=READ_ONLY,
+        http=Http("GET", "/api/relations"),
+        cli=Cli("relations", "relations (subject, predicate, object) that notes state"),
+    ),
+    Tool(
+        name="oracle_read",
+        description=(
+            "Read a whole note (or, with section=true, one section) by a hit's id or by the note's path relative "
+            "to the knowledge root. Returns the text with its line span, the note's sections and their hashes."
+        ),
+        request=m.ReadRequest, result=m.ReadResult,
+        service=lambda o, r, c: read_note(o, r, client=c.client),
+        text=text.read_text, annotations=READ_ONLY,
+        http=Http("GET", "/api/read"),
+        cli=Cli("read", "read a note: `oracle read learnings/x.md` (its path) or `oracle read c_...` (a hit's id)",
+                words="file"),
+    ),
+    Tool(
+        name="oracle_verify",
+        description=(
+            "Check cited evidence: for each (id, content_hash) taken from a hit or consult source, say whether the "
+            "note is unchanged, changed (with the current hash) or gone, and where the same text now lives. "
+            "working_set_id: a consult's id; says whether that consultation reproduces now, or which sources "
+            "changed or vanished. mark_verified: notes (ids or paths) you checked and found still true are stamped "
+            "last_verified: today in their frontmatter (nothing else in the file changes) and stop being stale."
+        ),
+        request=m.VerifyRequest, result=m.VerifyResult,
+        service=lambda o, r, c: verify(o, r),
+        text=text.verify_text, annotations=MARKS, writes=lambda r: bool(r.mark_verified),
+        http=Http("POST", "/api/verify"),
+        # --working-set-id and --mark-verified (repeated) on the command line; citations, a list of {id, content_hash}
+        # objects, are an HTTP body or MCP arguments
+        cli=Cli("verify", "does a consult's working set reproduce; mark notes verified today"),
+    ),
+    Tool(
+        name="oracle_edit",
+        description=(
+            "Edit an existing note: append, prepend (after its title), replace the section under a heading, or "
+            "replace one exact piece of text. Pass expected_hash, the note's file_hash from oracle_read: if the "
+            "note changed since you read it the edit is refused as a conflict (read it again and redo it). The "
+            "frontmatter is kept as it is; the note is re-indexed before this returns."
+        ),
+        request=m.EditRequest, result=m.EditResult,
+        service=lambda o, r, c: edit(o, r, client=c.client, author=c.author),
+        text=text.edit_text, annotations=REWRITES,
+        http=Http("POST", "/api/edit"),
+        cli=Cli("edit", "edit a note's body (append, prepend, replace a section or text) if unchanged since read",
+                words="text", stdin=True),
+    ),
+    Tool(
+        name="oracle_archive",
+        description=(
+            "Retire a note: move it out of the index into the .archive/ folder under the knowledge root (never "
+            "deleted). Pass expected_hash, the note's file_hash from oracle_read: if the note changed since you "
+            "read it nothing is moved and you get a conflict. To point readers at a newer note instead, use "
+            "oracle_supersede."
+        ),
+        request=m.ArchiveRequest, result=m.ArchiveResult,
+        service=lambda o, r, c: archive(o, r, client=c.client, author=c.author),
+        text=text.archive_text, annotations=REWRITES,
+        http=Http("POST", "/api/archive"),
+        cli=Cli("archive", "move a note out of the index into .archive/ (never deleted) if unchanged since read",
+                words="file"),
+    ),
+)
+BY_NAME: dict[str, Tool] = {t.name: t for t in TOOLS}
+BY_PATH: dict[str, Tool] = {t.http.path: t for t in TOOLS}
+
+
+def input_schema(tool: Tool) -> dict[str, Any]:
+    """The MCP input schema: the request model's own JSON schema, lean (server/registry/schemas.py), so it states
+    every bound the model enforces (minimum/maximum, lengths, enums, patterns) and refuses unknown names."""
+    return lean_input_schema(tool.request)

@@ -1,0 +1,114 @@
+"""The Oracle context: settings plus the store, vector store, embedder and indexer they open.
+
+Every adapter (CLI, MCP, HTTP) builds one of these and passes it to the service functions; nothing
+else holds connections. Heavy parts (the ONNX model, chromadb) load on first use.
+
+Lifecycle, the same for every adapter and test: `Oracle.open()` opens the stores (nothing runs in the
+background); `start(watch=...)` starts the one maintenance worker (indexer/maintenance.py: initial sync,
+usage-log writes, file events, vector-store health and repair, model warm-up, sweep, vector backlog);
+`close()` stops and joins that worker, then closes the stores, so no background work ever meets a closed
+database. A one-shot CLI command opens and closes without starting.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from indexer.backends import open_logs, open_store, open_vectors
+from indexer.config import Settings
+from indexer.embed import Embedder
+from indexer.maintenance import SWEEP_SECONDS, Maintenance, Reporter
+from indexer.safe_write import private_dir
+from indexer.store import Store
+from indexer.sync import Indexer
+from indexer.vectors import VectorStore
+from indexer.store.logs import Logs
+
+READY_TIMEOUT = 120.0
+
+
+class ServerConfigError(RuntimeError):
+    """The server would start in an unsafe or impossible configuration; the message says how to fix it."""
+
+
+@dataclass
+class Oracle:
+    settings: Settings
+    store: Store
+    vectors: VectorStore
+    embedder: Embedder
+    indexer: Indexer
+    logs: Logs
+    # Cleared while the worker's initial sync builds the keyword index; requests wait for it so that
+    # the first search on a fresh index is not silently empty.
+    ready: threading.Event = field(default_factory=threading.Event)
+    maintenance: Maintenance | None = None  # the worker, between start() and close()
+    # How this Oracle is being served, for oracle_stats (server/services/stats.py `Serving`): a shared engine
+    # (server/engine/process.py) updates its session count; a stdio session that lost its engine says why it runs alone.
+    serving: dict = field(default_factory=lambda: {"mode": "in-process", "detail": "this process"})
+
+    def __post_init__(self) -> None:
+        self.ready.set()
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
+        self.ready.wait(timeout)
+
+    @classmethod
+    def open(cls, settings: Settings | None = None, *, check: bool = True) -> "Oracle":
+        """`check=False` (a server) leaves the index's integrity check (it reads the whole file: Store.verify)
+        and the usage logs' retention to the maintenance worker, after the handshake."""
+        settings = settings or Settings.from_env()
+        private_dir(settings.data_dir, narrow=settings.db_path.exists())  # 0700; an existing index's dir narrowed
+        store = open_store(settings, check=check)
+        opened = [store]  # closed again if a later part fails (a PostgreSQL pool is shared by all three)
+        try:
+            vectors = open_vectors(settings)
+            opened.append(vectors)
+            embedder = Embedder(settings.embedding)
+            indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
+            logs = open_logs(settings, prune=check)
+        except BaseException:
+            for part in reversed(opened):
+                part.close()
+            raise
+        return cls(settings, store, vectors, embedder, indexer, logs)
+
+    def start(
+        self,
+        watch: bool = False,
+        *,
+        sync: bool = True,
+        warm_delay: float = 0.0,
+        on_batch: Reporter | None = None,
+        sweep_seconds: float = SWEEP_SECONDS,
+        hold: threading.Event | None = None,
+    ) -> "Oracle":
+        """Start the maintenance worker: with `sync`, an initial sync first (requests wait for its keyword
+        phase through `wait_ready`); with `watch`, file events and the sweep. `warm_delay` holds the model
+        warm-up back (a server lets its own start-up finish first); `hold` holds back the integrity check and
+        the initial sync until it is set (a stdio server: until the client has its tools). Returns self."""
+        if self.maintenance is not None:
+            raise RuntimeError("this Oracle is already started")
+        if sync:
+            self.ready.clear()
+        self.maintenance = Maintenance(
+            self.indexer, self.logs, watch=watch, sync=sync, on_ready=self.ready.set, on_batch=on_batch,
+            sweep_seconds=sweep_seconds, warm_delay=warm_delay, hold=hold,
+        ).start()
+        return self
+
+    def stop(self, abandon_loads: bool = False) -> None:
+        """Stop and join the worker, leaving the stores open (close() does this first). Idempotent.
+        `abandon_loads`: see Maintenance.stop (a process that ends right after the close)."""
+        worker, self.maintenance = self.maintenance, None
+        if worker is not None:
+            worker.stop(abandon_loads=abandon_loads)
+        self.ready.set()
+
+    def close(self, abandon_loads: bool = False) -> None:
+        self.stop(abandon_loads)  # first: the worker writes into every store below
+        self.vectors.close()
+        self.indexer.multilingual.close()
+        self.store.close()
+        self.logs.close()

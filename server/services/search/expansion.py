@@ -1,0 +1,85 @@
+"""Query expansion from the first ranking's best notes (pseudo-relevance feedback). Pure functions.
+
+People ask in their own words: "a button that puts a snippet into the paste buffer" for a note on
+`navigator.clipboard.writeText`. The keyword leg cannot match words the question does not use, but the first
+ranking (both legs fused) often has the right note, or its sibling, near the top. The words that are frequent in
+those few sections and rare in the index ("clipboard", "writetext") are the note's own vocabulary for the
+question's meaning; a second keyword query with them finds the notes that share it: the learning beside its
+session retrospective, the page a paraphrase missed.
+
+The search (server/services/search/pipeline.py `_expand`) takes the top EXPANSION_SOURCES sections of the fused ranking, picks
+EXPANSION_TERMS words here, runs the keyword leg again with these words alone, and mixes that ranking into the
+keyword part of the fused score (scoring.with_expansion).
+
+Measured with the keyword floor (scoring.keyword_floor), hybrid nDCG@10 (benchmarks/sets.py, BENCHMARKS.md
+"Natural questions: expansion"): our natural-phrasing set 0.546 -> 0.604 (33 wins, 10 losses of 67; Thai 0.443
+-> 0.516), the judged nat-brain set 0.821 -> 0.865 (38 wins, 6 losses; Thai 0.700 -> 0.767), SciFact train
+0.741 -> 0.740 (63 wins, 70 losses of 809). Rejected on the same sets: sources from the vector leg alone
+(SciFact -0.014), the question's words repeated in the second query (SciFact -0.002, twice the cost), Thai
+words as expansion words (no change), a Rocchio step on the query vector (SciFact -0.005); 2-5 sources,
+5-20 words and a share of 0.35-0.65 lie on one plateau.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from indexer.segment import has_cjk, is_thai_char
+from server.services.search.query import STOPWORDS
+
+EXPANSION_SOURCES = 3  # sections of the first ranking the words come from
+EXPANSION_TERMS = 10  # words added to the question's
+CANDIDATES_PER_TERM = 4  # words scored by frequency before their document counts are read
+EXPANSION_SHARE = 0.5  # the expansion ranking's share of the keyword part of the fused score
+MAX_DOCUMENT_SHARE = 0.1  # a word in more than this share of the sections says too little to add
+MIN_TERM_CHARS = 3
+MAX_SOURCE_CHARS = 20_000  # of each source section: a long retrospective's words past this add time, not sense
+_LETTERS = re.compile(r"[^\W\d_]+")  # runs of letters (a word with digits, "v2", splits at them)
+
+
+def section_words(text: str) -> list[str]:
+    """The words of a section that can expand a query: alphabetic words of spaced scripts (Latin, Greek,
+    Cyrillic, ...), at least MIN_TERM_CHARS letters, no stop words. Thai and CJK runs are left out: their words
+    come from a segmenter or character pairs, and a run taken whole would match nothing."""
+    return [w for w in _LETTERS.findall(text[:MAX_SOURCE_CHARS].casefold())
+            if len(w) >= MIN_TERM_CHARS and w not in STOPWORDS and not is_thai_char(w[0]) and not has_cjk(w)]
+
+
+def word_weights(texts: Sequence[str], exclude: frozenset[str]) -> Counter[str]:
+    """Each word's share of its section's words, summed over the sections with a weight of 1 / rank (the first
+    ranking's best section counts most)."""
+    weight: Counter[str] = Counter()
+    for rank, text in enumerate(texts, start=1):
+        words = section_words(text)
+        for word, count in Counter(words).items():
+            if word not in exclude:
+                weight[word] += count / len(words) / rank
+    return weight
+
+
+def candidate_words(weight: Counter[str], limit: int = EXPANSION_TERMS * CANDIDATES_PER_TERM) -> list[str]:
+    """The heaviest words of `weight` (word_weights), ties by word: those whose document counts the caller
+    reads for `expansion_terms`."""
+    return [word for word, _ in sorted(weight.items(), key=lambda p: (-p[1], p[0]))[:limit]]
+
+
+def most_sections(sections: int) -> int:
+    """The most sections (of `sections`) a word may be in and still expand a query (MAX_DOCUMENT_SHARE)."""
+    return int(MAX_DOCUMENT_SHARE * sections)
+
+
+def expansion_terms(weight: Counter[str], document_count: Mapping[str, int], sections: int,
+                    limit: int = EXPANSION_TERMS) -> tuple[str, ...]:
+    """The words to add to a query, best first: among the candidate words (frequent in the first ranking's best
+    sections, `weight`), those rare in the index (`document_count`: word -> sections holding it, of
+    `sections`), scored as frequency x idf. A word in one section only (the source itself) or in more than
+    MAX_DOCUMENT_SHARE of them is skipped. Deterministic: ties break by frequency rank, hence by the word."""
+    scored = []
+    for rank, word in enumerate(candidate_words(weight, limit * CANDIDATES_PER_TERM)):
+        count = document_count.get(word, 0)
+        if 2 <= count <= most_sections(sections):
+            scored.append((-weight[word] * math.log(sections / count), rank, word))
+    return tuple(word for _, _, word in sorted(scored)[:limit])

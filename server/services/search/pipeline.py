@@ -1,0 +1,516 @@
+"""The one search: plan, keyword and vector legs over sections, fusion, adjustments, notes, page.
+
+Every adapter calls `search()`; there is no second scoring path for another transport. If the vector
+leg fails (model or store), keyword results come back with a warning instead of an error. Both legs rank
+sections; by default the page is made of notes (server/services/search/notes.py), and only the page is read in full.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+# numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
+# import it on first use, and two search threads doing that at once met a partially initialised numpy (ImportError
+# in the vector leg, a clean-clone test run). This module loads after the stdio handshake is answered.
+import numpy  # noqa: F401
+
+from indexer.embed import MODEL_ID as MINILM_ID
+from indexer.embed import EmbeddingUnavailable
+from indexer.fields import NoteSelection
+from indexer.language import STRUCTURAL, query_languages
+from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
+from indexer.multilingual import covered_share, wants_multilingual
+from indexer.store import Filters, Section, SectionFacts
+from indexer.vectors import VectorStoreUnavailable
+from server.services.search import expansion
+from server.services.search import scoring
+from server.services.app import Oracle
+from server.services.models import (
+    DuplicateRef,
+    Hit,
+    MatchedSection,
+    ScoreBreakdown,
+    SearchMeta,
+    SearchRequest,
+    SearchResult,
+    SupersededBy,
+    TranslationRef,
+    Triplet,
+    past_the_end,
+    where_conditions,
+)
+from server.services.feedback import note_feedback
+from server.services.freshness import fields as freshness_fields
+from server.services.freshness import note_staleness, order_by_freshness
+from server.services.search.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
+from server.services.search.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
+from server.services.relations import entry_chunks, stating_files
+from server.services.supersede import successors_for
+from server.services.search.where import resolve_where
+
+POOL = 100  # candidates taken from each leg before fusion
+NOTE_POOL_FACTOR = 3  # how much the pool widens when a page of notes needs more sections
+MAX_POOL = 2_000
+_LEG_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oracle-vector-leg")
+OVERFETCH = 4  # vector candidates fetched per wanted hit when filters apply after the query
+
+
+@dataclass
+class _Legs:
+    fts: list[scoring.LegHit]
+    fts_total: int
+    vector: list[scoring.LegHit]
+    warnings: list[str]
+    vector_ok: bool
+    multilingual: bool = False  # the vector leg ranked with the multilingual model (indexer/multilingual.py)
+    main_share: float = 1.0  # the English model's share of the vector leg's similarities (covered_share)
+    expanded_with: list[str] = field(default_factory=list)  # words query expansion added (_expand)
+
+
+def filters_for(request: SearchRequest, notes: NoteSelection = NoteSelection()) -> Filters:
+    """The store's filters for a request; `notes` is its `where` filter resolved (server/services/search/where.py)."""
+    return Filters(
+        type=None if request.type == "all" else request.type,
+        concepts=tuple(request.concepts),
+        project=request.project or None,
+        date_from=request.date_from,
+        date_to=request.date_to,
+        lang=request.lang,
+        only_notes=notes.only,
+        excluded_notes=notes.excluded,
+    )
+
+
+def _keyword_leg(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int) -> tuple[list[scoring.LegHit], int]:
+    rows, total = oracle.store.keyword_search(kq.fts_match, kq.trigram_match, kq.short_unsegmented, filters, pool)
+    return [scoring.LegHit(i, s) for i, s in rows], total
+
+
+def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multilingual: bool = False,
+                main_share: float = 1.0) -> list[scoring.LegHit]:
+    """Nearest chunks by cosine similarity, by the main model or (blended by `main_share`) the multilingual
+    one; filters are applied against SQLite after the query, fetching more until `pool` pass them or the
+    index runs out."""
+    stored = oracle.store.get_meta("embedding_model") or MINILM_ID
+    if stored != oracle.embedder.model_id:
+        raise EmbeddingUnavailable(
+            f"the index's vectors are {stored}'s and the configured model is {oracle.embedder.model_id};"
+            " the next index run re-embeds them")
+    vector = oracle.embedder.embed_query(query) if main_share > 0 else None
+    if multilingual:
+        def nearest(n: int) -> list[tuple[str, float]]:
+            return oracle.indexer.multilingual.nearest(query, n, vector, main_share)
+    else:
+        def nearest(n: int) -> list[tuple[str, float]]:
+            return [(h.id, h.similarity) for h in oracle.vectors.query(vector, n)]
+    n = pool * OVERFETCH if filters.active else pool
+    while True:
+        hits = nearest(n)
+        keep = oracle.store.filtered_ids([i for i, _ in hits], filters)
+        kept = [scoring.LegHit(i, s) for i, s in hits if i in keep]
+        if len(kept) >= pool or len(hits) < n:
+            return kept[:pool]
+        n *= 4
+
+
+def _run_legs(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, filters: Filters, pool: int) -> _Legs:
+    """Both legs at once in hybrid mode: the model and SQLite release the GIL, so latency is the
+    slower leg's, not the sum."""
+    legs = _Legs(fts=[], fts_total=0, vector=[], warnings=[], vector_ok=True)
+    legs.multilingual = (request.mode != "fts" and wants_multilingual(query)
+                         and oracle.indexer.multilingual.ready())
+    legs.main_share = covered_share(query) if legs.multilingual else 1.0
+    vector_future = None
+    if request.mode == "hybrid":
+        vector_future = _LEG_POOL.submit(_vector_leg, oracle, query, filters, pool, legs.multilingual,
+                                         legs.main_share)
+    if request.mode in ("hybrid", "fts"):
+        legs.fts, legs.fts_total = _keyword_leg(oracle, kq, filters, pool)
+        if kq.empty:
+            legs.warnings.append("the query has no searchable words for the keyword leg")
+    if request.mode in ("hybrid", "vector"):
+        try:
+            legs.vector = (vector_future.result() if vector_future
+                           else _vector_leg(oracle, query, filters, pool, legs.multilingual, legs.main_share))
+            pending = (oracle.indexer.multilingual.pending_count() if legs.multilingual
+                       else oracle.store.pending_count())
+            if pending:
+                legs.warnings.append(f"{pending} chunks are not embedded yet; semantic results are incomplete")
+        except (EmbeddingUnavailable, VectorStoreUnavailable) as exc:
+            legs.vector_ok = False
+            legs.warnings.append(f"vector search unavailable, showing keyword results only: {exc}")
+            if request.mode == "vector":
+                legs.fts, legs.fts_total = _keyword_leg(oracle, kq, filters, pool)
+    return legs
+
+
+def _fuse(request: SearchRequest, legs: _Legs, bm25_bar: float) -> tuple[list[scoring.Fused], str, str | None, float | None]:
+    """(fused list, mode actually used, fusion method or None, the vector leg's weight or None)."""
+    if request.mode == "fts" or not legs.vector_ok:
+        return scoring.single_leg(legs.fts, "fts"), "fts", None, None
+    if request.mode == "vector":
+        return scoring.single_leg(legs.vector, "vector"), "vector", None, None
+    method = request.fusion or scoring.DEFAULT_FUSION
+    weight = scoring.semantic_weight(method, legs.multilingual, legs.fts, bm25_bar)
+    fused = scoring.fuse(legs.fts, legs.vector, method=method, semantic_weight=weight,
+                         keyword_floor=scoring.keyword_floor(bm25_bar))
+    return fused, "hybrid", method, weight
+
+
+def _expand(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int, fused: list[scoring.Fused],
+            semantic_weight: float, legs: _Legs) -> list[scoring.Fused]:
+    """Weighted hybrid only: the words of the first ranking's best sections that are rare in the index
+    (server/services/search/expansion.py) make a second keyword query, whose ranking is mixed into the keyword part of the fused
+    scores. The question's own words are not repeated in it: the keyword leg has ranked them already, and
+    common question words made the second query cost as much as the first. The words used are kept in
+    `legs.expanded_with` for the meta."""
+    best = [f.id for f in fused[: expansion.EXPANSION_SOURCES]]
+    sources = oracle.store.sections_by_id(best)
+    texts = [f"{s.title} {s.heading} {s.content}" for s in (sources.get(i) for i in best) if s]
+    weight = expansion.word_weights(texts, frozenset(kq.terms))
+    candidates = expansion.candidate_words(weight)
+    sections = oracle.store.chunk_count()
+    counts = oracle.store.section_counts([quote(w) for w in candidates], expansion.most_sections(sections))
+    words = expansion.expansion_terms(weight, {w: counts[quote(w)] for w in candidates}, sections)
+    if not words:
+        return fused
+    expanded = KeywordQuery(terms=words, unsegmented=())
+    rows, _ = oracle.store.keyword_search(expanded.fts_match, None, (), filters, pool, count=False)
+    legs.expanded_with = list(words)
+    return scoring.with_expansion(fused, [scoring.LegHit(i, s) for i, s in rows], semantic_weight,
+                                  expansion.EXPANSION_SHARE)
+
+
+def _total(oracle: Oracle, kq: KeywordQuery, mode: str, legs: _Legs, filters: Filters) -> int:
+    """fts: every keyword match; vector: every embedded chunk passing the filters (all are ranked);
+    hybrid: keyword matches plus vector candidates the keyword query does not match."""
+    if mode == "fts":
+        return legs.fts_total
+    if mode == "vector":
+        return oracle.store.count_embedded(filters)
+    fts_ids = {h.id for h in legs.fts}
+    vector_only = [h.id for h in legs.vector if h.id not in fts_ids]
+    if legs.fts_total > len(legs.fts):
+        vector_only = sorted(set(vector_only) - oracle.store.keyword_matching_ids(
+            kq.fts_match, kq.trigram_match, kq.short_unsegmented, vector_only))
+    return legs.fts_total + len(vector_only)
+
+
+def _apply_use(
+    oracle: Oracle, fused: list[scoring.Fused], facts: dict[str, SectionFacts]
+) -> tuple[list[scoring.Fused], dict[str, tuple[int, int]], dict[str, SupersededBy]]:
+    """Feedback verdicts (each note's, on any of its sections) and supersessions adjust relevance within
+    stated bounds (server/services/search/scoring.py). Returns the re-ranked list, the verdict counts per candidate section
+    (its note's) and the supersession pointers of its hits."""
+    successors, pointers = successors_for(oracle, facts)
+    feedback = _note_verdicts(oracle, [f.id for f in fused], facts)
+    return scoring.adjust(fused, feedback, successors), feedback, pointers
+
+
+def _note_verdicts(oracle: Oracle, ids: list[str], facts: dict[str, SectionFacts]) -> dict[str, tuple[int, int]]:
+    """(helpful, misleading) for each of these sections that has any: its note's, a verdict counting for the note."""
+    by_note = note_feedback(oracle, (facts[i].file for i in ids))
+    return {i: by_note[facts[i].file] for i in ids if facts[i].file in by_note}
+
+
+def _start_from_relations(
+    oracle: Oracle, request: SearchRequest, fused: list[scoring.Fused], facts: dict[str, SectionFacts],
+    filters: Filters, warnings: list[str],
+) -> tuple[list[scoring.Fused], dict[str, list[Triplet]], list[str]]:
+    """Notes stating a matching triplet lead (their best-ranked chunk, else their first chunk), in fused
+    order; text and vector results follow. A note found only through its relation scores as high as the
+    best text match (it states exactly what was asked), never 0. Returns (order, file -> matched
+    triplets, ids added)."""
+    pattern = request.relation_pattern
+    assert pattern is not None
+    stating = stating_files(oracle, pattern)
+    if not stating:
+        shown = ", ".join(f"{k}={v!r}" for k, v in zip(("subject", "predicate", "object"), pattern) if v)
+        warnings.append(f"no note states a relation matching {shown}; showing text and vector results")
+        return fused, {}, []
+    lead: dict[str, scoring.Fused] = {}
+    for item in fused:
+        file = facts[item.id].file
+        if file in stating and file not in lead:
+            lead[file] = item
+    entries = entry_chunks(oracle, [f for f in stating if f not in lead], filters)
+    facts.update(oracle.store.section_facts(sorted(entries.values())))
+    # A stated relation is worth the best text match: relation-only notes score that, notes matching both
+    # add it to their own score. Scores then fall monotonically down the page with the leaders on top.
+    top = max((item.score for item in fused), default=1.0) or 1.0
+    added = [scoring.Fused(entries[f], top, relevance=top) for f in sorted(entries)]
+    leaders = list(lead.values())
+    for item in leaders:
+        item.score = round(item.score + top, scoring.SCORE_DECIMALS)
+    leaders += added
+    for item in leaders:
+        item.found_by = ["relation", *item.found_by]
+    ids = {item.id for item in leaders}
+    return leaders + [item for item in fused if item.id not in ids], stating, [item.id for item in added]
+
+
+def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use: _Use, others: list[scoring.Fused],
+         duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], covered: bool,
+         bar: scoring.Bar, translations: list[scoring.Fused]) -> Hit:
+    terms = kq.terms + kq.unsegmented
+    feedback = use.feedback.get(item.id, (0, 0))
+    return Hit(
+        id=item.id,
+        type=doc.type,
+        kind=doc.kind,
+        title=doc.title,
+        heading=doc.heading,
+        snippet=snippet(doc.content, terms),
+        source_file=doc.file,
+        line_start=doc.line_start,
+        line_end=doc.line_end,
+        concepts=list(doc.concepts),
+        project=doc.project,
+        date=doc.date,
+        content_hash=doc.content_hash,
+        score=score,
+        found_by=item.found_by,
+        breakdown=ScoreBreakdown(
+            fused=item.score,
+            bm25_rank=item.fts_rank,
+            bm25_score=item.fts_score,
+            vector_rank=item.vector_rank,
+            vector_similarity=item.vector_similarity,
+            relevance=item.score if item.relevance is None else item.relevance,
+            helpful=feedback[0],
+            misleading=feedback[1],
+            feedback_factor=item.feedback_factor,
+            superseded_factor=item.superseded_factor,
+            language_factor=item.language_factor,
+            expansion_score=item.expansion_score,
+        ),
+        also_in_file=[o.id for o in others],
+        sections=[
+            MatchedSection(id=o.id, heading=facts[o.id].heading or "", line_start=facts[o.id].line_start,
+                           line_end=facts[o.id].line_end, score=o.score)
+            for o in others
+        ],
+        duplicates=[DuplicateRef(id=d.id, source_file=facts[d.id].file) for d in duplicates],
+        weak=scoring.is_weak(item, covered, bar) and all(scoring.is_weak(s, bar=bar) for s in others),
+        superseded_by=use.pointers.get(item.id),
+        relations=use.stating.get(doc.file, []) if "relation" in item.found_by else [],
+        lang=facts[item.id].lang,
+        translations=[TranslationRef(id=t.id, source_file=facts[t.id].file, lang=facts[t.id].lang)
+                      for t in translations],
+    )
+
+
+def search(oracle: Oracle, request: SearchRequest, client: str = "cli", tool: str = "search") -> SearchResult:
+    """Search and record it in the search log (query, parameters, results, latency, and whether it was a
+    cold start: the model loaded for it)."""
+    cold = request.mode != "fts" and not oracle.embedder.loaded
+    result = run_search(oracle, request)
+    oracle.logs.log_search(
+        client=client,
+        tool=tool,
+        query=result.query,
+        params=request.model_dump(exclude={"query"}),
+        mode=result.meta.mode,
+        total=result.total,
+        results=[(h.id, h.score) for h in result.hits],
+        latency_ms=result.meta.took_ms,
+        warnings=result.meta.warnings,
+        cold=cold,
+    )
+    return result
+
+
+@dataclass
+class _Use:
+    """What use of the knowledge base adds to a hit: verdicts, supersession pointers, stated relations."""
+
+    feedback: dict[str, tuple[int, int]]
+    pointers: dict[str, SupersededBy]
+    stating: dict[str, list[Triplet]]
+
+
+@dataclass
+class _Entry:
+    """One hit of a page before it is hydrated: its leading section, score, listed sections, duplicates."""
+
+    lead: scoring.Fused
+    score: float
+    others: list[scoring.Fused]
+    duplicates: list[scoring.Fused]
+    translations: list[scoring.Fused]
+
+
+def _entries(fused: list[scoring.Fused], facts: dict[str, SectionFacts], by_note: bool,
+             languages: frozenset[str] | None) -> list[_Entry]:
+    """The result list in the unit asked for: notes (grouped, identical notes folded, and, when the query's
+    language is preferred, a page's translations folded under it) or sections (identical sections folded)."""
+    if by_note:
+        groups = fold_duplicate_notes(group_notes(fused, facts), facts)
+        if languages:
+            groups = fold_translations(groups, facts)
+        return [_Entry(g.lead, g.score, g.others, g.duplicates, g.translations) for g in groups]
+    kept, folded = fold_duplicate_sections(fused, facts)
+    return [_Entry(item, item.score, [], folded.get(item.id, []), []) for item in kept]
+
+
+@dataclass
+class _Ranked:
+    legs: _Legs
+    mode: str
+    method: str | None
+    weight: float | None  # the vector leg's share in the fusion (hybrid only)
+    facts: dict[str, SectionFacts]
+    entries: list[_Entry]
+    total: int
+    use: _Use
+
+
+def _prefer_languages(fused: list[scoring.Fused], facts: dict[str, SectionFacts],
+                      languages: frozenset[str] | None) -> list[scoring.Fused]:
+    """Notes whose frontmatter or folder puts them in another language than the query's score lower."""
+    if not languages:
+        return fused
+    lang_of = {f.id: facts[f.id].lang if facts[f.id].lang_from in STRUCTURAL else None for f in fused}
+    return scoring.prefer_languages(fused, lang_of, languages)
+
+
+def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, filters: Filters, pool: int,
+          bm25_bar: float, languages: frozenset[str] | None = None) -> _Ranked:
+    """legs -> fuse -> facts of the candidates -> note evidence (hybrid) -> adjust (feedback, supersession,
+    language, relations) -> entries."""
+    legs = _run_legs(oracle, request, query, kq, filters, pool)
+    fused, mode, method, weight = _fuse(request, legs, bm25_bar)
+    if method == "weighted" and fused:
+        fused = _expand(oracle, kq, filters, pool, fused, weight, legs)
+    facts = oracle.store.section_facts([f.id for f in fused])
+    fused = [f for f in fused if f.id in facts]  # a vector whose chunk vanished is not a result
+    if mode == "hybrid" and kq.fts_match and not legs.multilingual:
+        note_of = {f.id: facts[f.id].file for f in fused}
+        notes = oracle.store.note_keyword_scores(kq.fts_match, sorted(set(note_of.values())))
+        fused = scoring.with_note_evidence(fused, note_of, notes)
+    fused = _prefer_languages(fused, facts, languages)  # before supersession places hits by position
+    fused, feedback, pointers = _apply_use(oracle, fused, facts)
+    use = _Use(feedback, pointers, {})
+    added: list[str] = []
+    if request.relation_pattern:
+        fused, use.stating, added = _start_from_relations(oracle, request, fused, facts, filters, legs.warnings)
+        if added:  # notes that only the relation found: their pointers and verdicts too
+            pointers.update(successors_for(oracle, {i: facts[i] for i in added})[1])
+            feedback.update(_note_verdicts(oracle, added, facts))
+    entries = _entries(fused, facts, request.by_note, languages)
+    entries, dropped = order_by_freshness(oracle, entries, lambda e: facts[e.lead.id].file,
+                                          prefer=request.prefer_fresh, only=request.fresh_only)
+    # Notes: the distinct notes among the candidates of both legs. Sections: every match (see _total).
+    expansion_only = sum(1 for f in fused if f.found_by == ["expansion"])  # in the pool; beyond it, uncounted
+    total = (len(entries) if request.by_note
+             else _total(oracle, kq, mode, legs, filters) + expansion_only + len(added) - dropped)
+    return _Ranked(legs, mode, method, weight, facts, entries, total, use)
+
+
+def _well_covered(oracle: Oracle, kq: KeywordQuery, page: list[_Entry], bar: scoring.Bar) -> set[str]:
+    """Leads (among those the legs call weak) that hold most of the query's words (scoring.COVERAGE), the
+    keyword evidence that does not depend on the index's size. Unsegmented terms (trigram) are not counted."""
+    unsure = [e.lead.id for e in page if scoring.is_weak(e.lead, bar=bar)]
+    if not kq.terms or not unsure:
+        return set()
+    counts = oracle.store.terms_matched([quote(t) for t in kq.terms], unsure)
+    return {i for i, n in counts.items() if scoring.covers(n, len(kq.terms) + len(kq.unsegmented))}
+
+
+def _script_note(multilingual: bool) -> str:
+    """What a query mostly in other scripts (Thai, CJK, ...) got from the vector leg."""
+    if multilingual:
+        return ("most of this query is in a script the English embedding model does not read: its semantic "
+                f"matches come from the multilingual model ({MULTILINGUAL_MODEL}), weighted equally with keywords")
+    return ("most of this query is in a script the embedding model does not read (it learned English) and this "
+            "index has no multilingual vectors (ORACLE_MULTILINGUAL, indexer/multilingual.py): its semantic "
+            "matches come from the query's other words, its keyword matches from the words themselves")
+
+
+def _hydrate(oracle: Oracle, entries: list[_Entry], limit: int) -> tuple[list[_Entry], dict[str, Section], int]:
+    """(page, its sections by id, how many entries vanished): the first `limit` entries whose sections are
+    still in the index.
+
+    Ranking and reading the page are two reads; another writer (a learn, the watcher) may re-index or remove
+    a note in between. Such an entry is dropped and the next one takes its place: one note changed under a
+    search must not turn the whole search (or the learn that ran it) into an error."""
+    page: list[_Entry] = []
+    docs: dict[str, Section] = {}
+    vanished = 0
+    rest = entries
+    while rest and len(page) < limit:
+        batch, rest = rest[: limit - len(page)], rest[limit - len(page) :]
+        found = oracle.store.sections_by_id([e.lead.id for e in batch])
+        for entry in batch:
+            if entry.lead.id in found:
+                page.append(entry)
+                docs[entry.lead.id] = found[entry.lead.id]
+            else:
+                vanished += 1
+    return page, docs, vanished
+
+
+def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
+    """Retrieval only, unlogged: the building block for search and consult.
+
+    plan (query, filters, pool) -> rank (legs, fusion, adjustments, notes) -> page -> hydrate the page only.
+    A page of notes can need more sections than the pool holds (several sections per note): the pool then
+    widens and the ranking runs again, so `limit` notes come back whenever the index has them. The first
+    pool is the same as for sections, so a knowledge base of one-section notes ranks exactly as before."""
+    started = time.perf_counter()
+    query = validate_query(request.query)
+    kq = build_keyword_query(query)
+    notes, where_warnings = resolve_where(oracle, where_conditions(request.where))
+    filters = filters_for(request, notes)
+    wanted = request.offset + request.limit
+    pool = max(POOL, wanted)
+    bm25_bar = scoring.weak_bm25(oracle.store.chunk_count())
+    languages = None if request.lang else query_languages(query, oracle.store.structural_languages())
+    ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar, languages)
+    while (request.by_note and len(ranked.entries) < wanted and pool < MAX_POOL
+           and max(len(ranked.legs.fts), len(ranked.legs.vector)) >= pool):
+        pool *= NOTE_POOL_FACTOR
+        ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar, languages)
+    page, docs, vanished = _hydrate(oracle, ranked.entries[request.offset :], request.limit)
+    bar = scoring.Bar(bm25_bar,
+                      scoring.similarity_bar(ranked.legs.main_share, oracle.embedder.weak_similarity))
+    complete = _well_covered(oracle, kq, page, bar)
+    hits = [_hit(e.lead, e.score, docs[e.lead.id], kq, ranked.use, e.others, e.duplicates, ranked.facts,
+                 e.lead.id in complete, bar, e.translations) for e in page]
+    fresh = note_staleness(oracle, {h.source_file for h in hits})
+    hits = [h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits]
+    weak = not hits or all(h.weak for h in hits)
+    warnings = where_warnings + ranked.legs.warnings
+    if (ranked.mode in ("hybrid", "vector") and wants_multilingual(query) and ranked.legs.vector_ok
+            and not oracle.embedder.multilingual):  # a multilingual main model reads the query as it is
+        warnings.append(_script_note(ranked.legs.multilingual))
+    if hits and weak:
+        warnings.append("no strong match: the best results are only loosely related to the query")
+    if vanished:
+        warnings.append(f"{vanished} result(s) left out: their notes were re-indexed or removed while this search ran")
+    if not hits and ranked.total:
+        warnings.append(past_the_end(request.offset, ranked.total, request.limit))
+    return SearchResult(
+        query=query,
+        hits=hits,
+        total=ranked.total,
+        limit=request.limit,
+        offset=request.offset,
+        meta=SearchMeta(
+            mode=ranked.mode,
+            fusion=ranked.method,
+            took_ms=round((time.perf_counter() - started) * 1000, 2),
+            fts_matches=ranked.legs.fts_total,
+            vector_matches=len(ranked.legs.vector),
+            unit="note" if request.by_note else "section",
+            semantic_weight=ranked.weight,
+            semantic_model=(MULTILINGUAL_MODEL if ranked.legs.multilingual else oracle.embedder.model_id)
+            if ranked.mode != "fts" else None,
+            weak=weak,
+            languages=sorted(languages) if languages else None,
+            expanded_with=ranked.legs.expanded_with,
+            warnings=warnings,
+        ),
+    )

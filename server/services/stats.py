@@ -1,0 +1,219 @@
+"""What the index holds and how healthy it is, read from the store (and a real vector-store probe)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from pydantic import BaseModel, Field
+
+from indexer.discover import discover
+from indexer.vectors import VectorStoreUnavailable
+from server import __version__
+from server.services.app import Oracle
+from server.services.freshness import stale_by_type
+from server.services.models import NoteText
+
+
+class Drift(BaseModel):
+    in_sync: bool
+    not_indexed: list[NoteText]  # paths are the knowledge base's own: defused (server/services/boundary.py)
+    not_indexed_count: int
+    changed_since_index: list[NoteText]
+    changed_since_index_count: int
+    vanished: list[NoteText]
+    vanished_count: int
+    unmapped_folders: dict[NoteText, int]  # top-level folder ("." = root files) -> markdown files with no type
+    symlink_aliases: int = 0  # symlinks to notes indexed under their real name (one note, not two)
+    excluded: dict[str, int] = {}  # rule (exclude, .gitignore, include) -> markdown files it leaves out
+    config_warnings: list[NoteText] = []  # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder
+    # names two or more files spell in different Unicode normal forms (NFC/NFD): none of them is indexed
+    name_collisions: list[NoteText] = []
+
+
+class DocumentCounts(BaseModel):
+    total: int
+    by_type: dict[str, int]
+
+
+class FileCounts(BaseModel):
+    total: int
+    by_type: dict[str, int]
+    skipped: dict[NoteText, NoteText]  # path -> why it is not indexed
+    with_warnings: int
+
+
+class Freshness(BaseModel):
+    """Notes past their freshness window today (server/services/freshness.py), by type, and the windows in force."""
+
+    stale: int
+    stale_by_type: dict[str, int]
+    window_days: dict[str, int] = Field(description="[freshness] days in oracle.toml per type; a type not listed has"
+                                        " no window (only its notes' own review_after dates apply).")
+
+
+class EmbeddingCounts(BaseModel):
+    embedded_chunks: int
+    coverage: float
+    cached: int
+
+
+class VectorHealth(BaseModel):
+    ok: bool
+    detail: str
+
+
+class Usage(BaseModel):
+    searches: int
+    consultations: int
+    learnings: int
+    document_accesses: int
+    search_p50_ms: float | None = Field(description="Warm searches: the cold starts below are not in it.")
+    search_p95_ms: float | None
+    # Searches that first loaded the embedding model (a stdio session's first, a lone CLI search).
+    search_cold_starts: int = 0
+    search_cold_p50_ms: float | None = None
+    # "server" and "cli" (a CLI process on its own, cold model): {p50_ms, p95_ms, samples}
+    search_latency_by_process: dict[str, dict[str, float | None]] = {}
+
+
+class Serving(BaseModel):
+    """Which process answered: `in-process` (a CLI call, `serve --standalone`, `serve --http`), `engine` (the
+    shared engine of this root: server/engine/process.py) or `fallback` (a stdio session whose engine could not start or
+    died, now running Oracle in its own process; `detail` says why)."""
+
+    mode: str
+    detail: str = ""
+    pid: int
+    sessions: int | None = None  # MCP sessions attached to the engine right now
+
+
+class Stats(BaseModel):
+    version: str
+    root: str
+    data_dir: str
+    # "sqlite" (the embedded store under data_dir) or the PostgreSQL store's URL, without its password
+    store: str = "sqlite"
+    documents: DocumentCounts
+    files: FileCounts
+    concepts: int
+    last_indexed: str | None
+    embeddings: EmbeddingCounts
+    vector_store: VectorHealth
+    drift: Drift
+    usage: Usage
+    freshness: Freshness | None = None
+    serving: Serving | None = None
+
+
+def drift(oracle: Oracle) -> Drift:
+    """Files on disk that the index lacks or has stale, and indexed files that vanished (cost: stats)."""
+    found = discover(oracle.settings.root, oracle.settings.layout)
+    known = oracle.store.file_states()
+    skipped = oracle.store.skipped()
+    on_disk = {f.rel: f for f in found.files}
+    missing = sorted(rel for rel in on_disk if rel not in known and rel not in skipped)
+    vanished = sorted(rel for rel in known if rel not in on_disk)
+    stale = []
+    for rel, item in on_disk.items():
+        state = known.get(rel)
+        if state is None:
+            continue
+        try:
+            st = item.path.stat()
+        except OSError:
+            continue
+        if (st.st_mtime_ns, st.st_size) != (state.mtime_ns, state.size):
+            stale.append(rel)
+    stale.sort()
+    return Drift(
+        in_sync=not (missing or vanished or stale or found.collisions),
+        not_indexed=missing[:20],
+        not_indexed_count=len(missing),
+        changed_since_index=stale[:20],
+        changed_since_index_count=len(stale),
+        vanished=vanished[:20],
+        vanished_count=len(vanished),
+        unmapped_folders=dict(sorted(found.unmapped.items())),
+        symlink_aliases=len(found.aliases),
+        excluded=dict(sorted(found.excluded.items())),
+        config_warnings=found.warnings,
+        name_collisions=found.collisions,
+    )
+
+
+def vector_health(oracle: Oracle, embedded: int) -> VectorHealth:
+    """A real round trip (or, while the store is down, why it is), checked against the index: a store
+    that answers but lost vectors is not healthy either. A read: it never repairs. A started Oracle's
+    maintenance worker notices the same loss on its own schedule and re-adds the vectors."""
+    try:
+        held = oracle.vectors.count()
+    except VectorStoreUnavailable as exc:
+        return VectorHealth(ok=False, detail=str(exc))
+    if held < embedded:
+        return VectorHealth(ok=False, detail=(
+            f"{held} vectors, but the index has {embedded} chunks marked as embedded: the vector store lost"
+            f" {embedded - held}; a running Oracle server re-adds them from the embedding cache"
+        ))
+    try:
+        broken = oracle.indexer.check_vectors()  # a count read from metadata says nothing of the index files
+    except VectorStoreUnavailable as exc:
+        return VectorHealth(ok=False, detail=str(exc))
+    if broken:
+        return VectorHealth(ok=False, detail=f"{broken}; a running Oracle server moves it aside and rebuilds it from"
+                                             " the embedding cache")
+    return VectorHealth(ok=True, detail=f"{held} vectors")
+
+
+def stats(oracle: Oracle) -> Stats:
+    counts = oracle.store.counts()
+    last = oracle.store.get_meta("last_indexed")
+    vectors = vector_health(oracle, counts["embedded"])
+    with_warnings = oracle.store.notes_with_warnings()
+    logs = oracle.logs.counts()
+    latency = oracle.logs.search_latency()
+    cold = oracle.logs.search_latency(cold=True)
+    return Stats(
+        version=__version__,
+        root=str(oracle.settings.root),
+        data_dir=str(oracle.settings.data_dir),
+        store="sqlite" if getattr(oracle.store, "dialect", "sqlite") == "sqlite" else str(oracle.store.path),
+        documents=DocumentCounts(
+            total=counts["chunks"],
+            by_type=oracle.store.sections_by_type(),
+        ),
+        files=FileCounts(
+            total=counts["files"],
+            by_type=oracle.store.notes_by_type(),
+            skipped=oracle.store.skipped(),
+            with_warnings=with_warnings,
+        ),
+        concepts=oracle.store.concept_total(),
+        last_indexed=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last))) if last else None,
+        embeddings=EmbeddingCounts(
+            embedded_chunks=counts["embedded"],
+            coverage=round(counts["embedded"] / counts["chunks"], 4) if counts["chunks"] else 1.0,
+            cached=counts["cached_embeddings"],
+        ),
+        vector_store=vectors,
+        drift=drift(oracle),
+        usage=Usage(
+            searches=logs["search_log"],
+            consultations=logs["consult_log"],
+            learnings=logs["learn_log"],
+            document_accesses=logs["document_access"],
+            search_p50_ms=latency["p50_ms"],
+            search_p95_ms=latency["p95_ms"],
+            search_cold_starts=int(cold["samples"] or 0),
+            search_cold_p50_ms=cold["p50_ms"],
+            search_latency_by_process=oracle.logs.search_latency_by_process(),
+        ),
+        serving=Serving(pid=os.getpid(), **oracle.serving),
+        freshness=_freshness(oracle),
+    )
+
+
+def _freshness(oracle: Oracle) -> Freshness:
+    by_type = stale_by_type(oracle)
+    return Freshness(stale=sum(by_type.values()), stale_by_type=by_type,
+                     window_days=dict(oracle.settings.layout.freshness.days))

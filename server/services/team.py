@@ -1,0 +1,211 @@
+"""Team mode: named tokens, one per person or agent, each read-only or allowed to write.
+
+One shared `ORACLE_TOKEN` says nothing about who asked, and anyone holding it may write. A named token says
+both: the HTTP server (server/http/app.py) maps the bearer token to an `Identity`, read-only identities are
+refused on every write (server/registry/tools.py), and learns, feedback, supersessions, edits and archives carry the
+token's name (`author:` in a learning's frontmatter, the `author` column of the logs).
+
+Tokens are kept in `<data dir>/tokens.json` (0600), never in clear: each entry holds a random salt and
+HMAC-SHA256(salt, token). A token is 256 random bits, so there is no dictionary to attack and a slow hash
+(scrypt) would add nothing but cost on every request; the salt keeps equal digests from showing across data
+dirs. Every entry is compared on every request with `hmac.compare_digest`, so neither which entry matched nor
+how much of a digest matched shows in the timing. The file is re-read when it changes (size, mtime, inode),
+so `oracle token add` and `revoke` take effect on a running server at its next request.
+
+Standard library only: the CLI's `oracle token` commands import this without the service layer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from indexer.locks import WriterLock
+from indexer.safe_write import PRIVATE, private_dir, write_atomic
+
+Access = Literal["read", "write"]
+TOKENS_FILE = "tokens.json"
+TOKEN_PREFIX = "oracle_"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+NAME_RULE = "1-64 characters: letters, digits, '.', '_', '@' or '-', starting with a letter or digit"
+
+
+MIN_TOKEN_CHARS = 16
+MIN_DISTINCT_CHARS = 6
+
+
+def weak_token(token: str) -> str | None:
+    """Why a chosen token (ORACLE_TOKEN) is too easy to guess, or None. Named tokens are 256 random bits and
+    never need this. Length alone let `aaaaaaaaaaaaaaaa`, `1234567890123456` and 16 spaces through: a token
+    must be printable without spaces (a Bearer header cannot carry them intact), use at least 8 different
+    characters, and be neither one word repeated (`passwordpassword`) nor mostly a run or a sequence (`aaaa`,
+    `abcd`, `4321`). 16 random hex digits (64 bits) pass."""
+    make = "make one with `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+    if len(token) < MIN_TOKEN_CHARS:
+        return f"it is {len(token)} characters; use at least {MIN_TOKEN_CHARS} ({make})"
+    if not token.strip() or any(c.isspace() or not c.isprintable() for c in token):
+        return f"it contains spaces or control characters, which a Bearer header cannot carry intact ({make})"
+    if len(set(token)) < MIN_DISTINCT_CHARS:
+        return f"it uses only {len(set(token))} different characters; use at least {MIN_DISTINCT_CHARS} ({make})"
+    period = next((p for p in range(1, len(token) // 2 + 1) if all(c == token[i % p] for i, c in enumerate(token))), 0)
+    if period:
+        return f"it repeats {token[:period]!r}; use random characters ({make})"
+    steps = [ord(b) - ord(a) for a, b in zip(token, token[1:])]
+    if sum(1 for d in steps if abs(d) <= 1) * 3 > len(steps) * 2 or len(set(steps)) <= 2:
+        return f"it is mostly a repeated or sequential run of characters ({make})"
+    return None
+
+
+class TokenError(ValueError):
+    """A token command cannot be done; the message says why and what to do."""
+
+
+class TokenExists(TokenError):
+    """The name already has a token."""
+
+
+class TokenMissing(TokenError):
+    """No token has that name."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a request comes from. `name` None: no named token (the shared ORACLE_TOKEN, a local client)."""
+
+    name: str | None
+    can_write: bool = True
+
+
+ANONYMOUS = Identity(None, True)  # stdio, the CLI in its own process, a loopback server without tokens
+IDENTITY_KEY = "oracle.identity"  # the ASGI scope key server/http/app.py's Guard sets: who this request comes from
+
+
+def identity_of(scope: dict) -> Identity:
+    """Who sent the HTTP request the Guard let through (ANONYMOUS when no token was needed)."""
+    found = scope.get(IDENTITY_KEY)
+    return found if isinstance(found, Identity) else ANONYMOUS
+
+
+@dataclass(frozen=True)
+class TokenEntry:
+    name: str
+    access: Access
+    salt: str  # hex
+    digest: str  # hex HMAC-SHA256(salt, token)
+    created: str  # ISO time, UTC
+
+    def public(self) -> dict[str, str]:
+        """What `oracle token list` shows: never the salt or digest."""
+        return {"name": self.name, "access": self.access, "created": self.created}
+
+
+def _digest(salt: bytes, token: str) -> bytes:
+    return hmac.new(salt, token.encode("utf-8", "surrogateescape"), hashlib.sha256).digest()
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.fullmatch(name or ""):
+        raise TokenError(f"token name {name!r} is not allowed: use {NAME_RULE}")
+    return name
+
+
+class TokenStore:
+    """The named tokens of one data dir. Reads are cached by the file's identity; writes take a file lock
+    so that two `oracle token add` at once cannot lose one another's entry."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = Path(data_dir) / TOKENS_FILE
+        self._lock = WriterLock(Path(data_dir) / "tokens.lock")
+        self._cache: tuple[tuple[int, int, int], tuple[TokenEntry, ...]] | None = None
+        self._cache_lock = threading.Lock()
+
+    # -- reads ----------------------------------------------------------------------------------------
+    def entries(self) -> tuple[TokenEntry, ...]:
+        """Every token entry, from the file as it is now (re-parsed only when it changed)."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return ()
+        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+        with self._cache_lock:
+            if self._cache is not None and self._cache[0] == key:
+                return self._cache[1]
+        entries = self._read()
+        with self._cache_lock:
+            self._cache = (key, entries)
+        return entries
+
+    def _read(self) -> tuple[TokenEntry, ...]:
+        """The file's entries. A file that cannot be parsed is an error, never "no tokens": that would turn
+        team mode off and open the server to anyone."""
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            entries = tuple(TokenEntry(name=e["name"], access=e["access"], salt=e["salt"], digest=e["digest"],
+                                       created=e["created"]) for e in raw["tokens"])
+            for e in entries:  # every lookup decodes these: a bad one must fail here, not in the middle of a request
+                if e.access not in ("read", "write") or len(bytes.fromhex(e.digest)) != 32 or not bytes.fromhex(e.salt):
+                    raise ValueError(f"the entry for {e.name!r} is damaged")
+            return entries
+        except FileNotFoundError:
+            return ()
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise TokenError(f"{self.path} cannot be read ({type(exc).__name__}: {exc}); fix or remove it"
+                             " (then re-create the tokens with `oracle token add`)") from None
+
+    def enabled(self) -> bool:
+        """Team mode: at least one named token exists."""
+        return bool(self.entries())
+
+    def identify(self, token: str) -> Identity | None:
+        """The identity a presented token belongs to, or None. Every entry is compared (constant time)."""
+        found: TokenEntry | None = None
+        for entry in self.entries():
+            if hmac.compare_digest(_digest(bytes.fromhex(entry.salt), token), bytes.fromhex(entry.digest)):
+                found = entry
+        if found is None:
+            return None
+        return Identity(found.name, found.access == "write")
+
+    # -- writes ---------------------------------------------------------------------------------------
+    def add(self, name: str, access: Access, now: dt.datetime | None = None) -> str:
+        """Create a token for `name` and return it (the only time it exists in clear)."""
+        check_name(name)
+        if access not in ("read", "write"):
+            raise TokenError("access must be read or write")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        salt = secrets.token_bytes(16)
+        created = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0).isoformat()
+        with self._lock:
+            entries = list(self._read())
+            if any(e.name == name for e in entries):
+                raise TokenExists(f"a token named {name!r} exists already; revoke it first"
+                                  f" (`oracle token revoke {name}`) or choose another name")
+            entries.append(TokenEntry(name, access, salt.hex(), _digest(salt, token).hex(), created))
+            self._write(entries)
+        return token
+
+    def revoke(self, name: str) -> TokenEntry:
+        """Remove the token named `name`; it stops working at the server's next request."""
+        with self._lock:
+            entries = list(self._read())
+            gone = [e for e in entries if e.name == name]
+            if not gone:
+                known = ", ".join(e.name for e in entries) or "none"
+                raise TokenMissing(f"no token is named {name!r} (tokens: {known})")
+            self._write([e for e in entries if e.name != name])
+        return gone[0]
+
+    def _write(self, entries: list[TokenEntry]) -> None:
+        private_dir(self.path.parent)
+        body = {"version": 1, "tokens": [e.__dict__ for e in sorted(entries, key=lambda e: e.name)]}
+        write_atomic(self.path, json.dumps(body, indent=2) + "\n", PRIVATE, refuse_symlink=True, fsync=True)
+        os.chmod(self.path, PRIVATE)  # an older file with wider permissions is narrowed too
