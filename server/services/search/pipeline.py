@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
 # import it on first use, and two search threads doing that at once met a partially initialised numpy (ImportError
@@ -69,6 +69,40 @@ class _Legs:
     expanded_with: list[str] = field(default_factory=list)  # words query expansion added (_expand)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """Step 1: what to search for and how, read once per search (the index's size included)."""
+
+    request: SearchRequest
+    query: str
+    kq: KeywordQuery
+    filters: Filters
+    where_warnings: list[str]
+    pool: int  # candidates each leg ranks; widened when a page of notes needs more sections
+    sections: int  # sections in the index: the weak-match bar and query expansion both scale with it
+    bm25_bar: float
+    languages: frozenset[str] | None  # the asker's languages, preferred in the ranking (None: no preference)
+
+    @property
+    def wanted(self) -> int:
+        return self.request.offset + self.request.limit
+
+    def widened(self) -> _Plan:
+        return replace(self, pool=self.pool * NOTE_POOL_FACTOR)
+
+
+def _plan(oracle: Oracle, request: SearchRequest) -> _Plan:
+    """The query checked and turned into keyword expressions, the filters (`where` resolved), the pool."""
+    query = validate_query(request.query)
+    notes, where_warnings = resolve_where(oracle, where_conditions(request.where))
+    sections = oracle.store.chunk_count()
+    return _Plan(
+        request=request, query=query, kq=build_keyword_query(query), filters=filters_for(request, notes),
+        where_warnings=where_warnings, pool=max(POOL, request.offset + request.limit), sections=sections,
+        bm25_bar=scoring.weak_bm25(sections),
+        languages=None if request.lang else query_languages(query, oracle.store.structural_languages()))
+
+
 def filters_for(request: SearchRequest, notes: NoteSelection = NoteSelection()) -> Filters:
     """The store's filters for a request; `notes` is its `where` filter resolved (server/services/search/where.py)."""
     return Filters(
@@ -115,9 +149,10 @@ def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multili
         n *= 4
 
 
-def _run_legs(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, filters: Filters, pool: int) -> _Legs:
-    """Both legs at once in hybrid mode: the model and SQLite release the GIL, so latency is the
-    slower leg's, not the sum."""
+def _run_legs(oracle: Oracle, plan: _Plan) -> _Legs:
+    """Step 2: both legs at once in hybrid mode (the model and SQLite release the GIL, so latency is the
+    slower leg's, not the sum)."""
+    request, query, kq, filters, pool = plan.request, plan.query, plan.kq, plan.filters, plan.pool
     legs = _Legs(fts=[], fts_total=0, vector=[], warnings=[], vector_ok=True)
     legs.multilingual = (request.mode != "fts" and wants_multilingual(query)
                          and oracle.indexer.multilingual.ready())
@@ -146,53 +181,66 @@ def _run_legs(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQue
     return legs
 
 
-def _fuse(request: SearchRequest, legs: _Legs, bm25_bar: float) -> tuple[list[scoring.Fused], str, str | None, float | None]:
-    """(fused list, mode actually used, fusion method or None, the vector leg's weight or None)."""
+@dataclass
+class _Fusion:
+    """Step 3's result: one ranked list of candidate sections, and how it was made."""
+
+    fused: list[scoring.Fused]
+    mode: str  # the mode actually used (hybrid falls back to fts when the vector leg fails)
+    method: str | None  # fusion method (hybrid only)
+    weight: float | None  # the vector leg's share in the fusion (hybrid only)
+
+
+def _fuse(oracle: Oracle, plan: _Plan, legs: _Legs) -> _Fusion:
+    """Step 3: the legs fused into one list; weighted fusion then adds query expansion (_expand)."""
+    request = plan.request
     if request.mode == "fts" or not legs.vector_ok:
-        return scoring.single_leg(legs.fts, "fts"), "fts", None, None
+        return _Fusion(scoring.single_leg(legs.fts, "fts"), "fts", None, None)
     if request.mode == "vector":
-        return scoring.single_leg(legs.vector, "vector"), "vector", None, None
+        return _Fusion(scoring.single_leg(legs.vector, "vector"), "vector", None, None)
     method = request.fusion or scoring.DEFAULT_FUSION
-    weight = scoring.semantic_weight(method, legs.multilingual, legs.fts, bm25_bar)
+    weight = scoring.semantic_weight(method, legs.multilingual, legs.fts, plan.bm25_bar)
     fused = scoring.fuse(legs.fts, legs.vector, method=method, semantic_weight=weight,
-                         keyword_floor=scoring.keyword_floor(bm25_bar))
-    return fused, "hybrid", method, weight
+                         keyword_floor=scoring.keyword_floor(plan.bm25_bar))
+    if method == "weighted" and fused:
+        fused = _expand(oracle, plan, fused, weight, legs)
+    return _Fusion(fused, "hybrid", method, weight)
 
 
-def _expand(oracle: Oracle, kq: KeywordQuery, filters: Filters, pool: int, fused: list[scoring.Fused],
-            semantic_weight: float, legs: _Legs) -> list[scoring.Fused]:
+def _expand(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused], semantic_weight: float,
+            legs: _Legs) -> list[scoring.Fused]:
     """Weighted hybrid only: the words of the first ranking's best sections that are rare in the index
-    (server/services/search/expansion.py) make a second keyword query, whose ranking is mixed into the keyword part of the fused
-    scores. The question's own words are not repeated in it: the keyword leg has ranked them already, and
-    common question words made the second query cost as much as the first. The words used are kept in
-    `legs.expanded_with` for the meta."""
+    (server/services/search/expansion.py) make a second keyword query, whose ranking is mixed into the keyword
+    part of the fused scores. The question's own words are not repeated in it: the keyword leg has ranked them
+    already, and common question words made the second query cost as much as the first. The words used are kept
+    in `legs.expanded_with` for the meta."""
     best = [f.id for f in fused[: expansion.EXPANSION_SOURCES]]
     sources = oracle.store.sections_by_id(best)
     texts = [f"{s.title} {s.heading} {s.content}" for s in (sources.get(i) for i in best) if s]
-    weight = expansion.word_weights(texts, frozenset(kq.terms))
+    weight = expansion.word_weights(texts, frozenset(plan.kq.terms))
     candidates = expansion.candidate_words(weight)
-    sections = oracle.store.chunk_count()
-    counts = oracle.store.section_counts([quote(w) for w in candidates], expansion.most_sections(sections))
-    words = expansion.expansion_terms(weight, {w: counts[quote(w)] for w in candidates}, sections)
+    counts = oracle.store.section_counts([quote(w) for w in candidates], expansion.most_sections(plan.sections))
+    words = expansion.expansion_terms(weight, {w: counts[quote(w)] for w in candidates}, plan.sections)
     if not words:
         return fused
     expanded = KeywordQuery(terms=words, unsegmented=())
-    rows, _ = oracle.store.keyword_search(expanded.fts_match, None, (), filters, pool, count=False)
+    rows, _ = oracle.store.keyword_search(expanded.fts_match, None, (), plan.filters, plan.pool, count=False)
     legs.expanded_with = list(words)
     return scoring.with_expansion(fused, [scoring.LegHit(i, s) for i, s in rows], semantic_weight,
                                   expansion.EXPANSION_SHARE)
 
 
-def _total(oracle: Oracle, kq: KeywordQuery, mode: str, legs: _Legs, filters: Filters) -> int:
+def _total(oracle: Oracle, plan: _Plan, mode: str, legs: _Legs) -> int:
     """fts: every keyword match; vector: every embedded chunk passing the filters (all are ranked);
     hybrid: keyword matches plus vector candidates the keyword query does not match."""
     if mode == "fts":
         return legs.fts_total
     if mode == "vector":
-        return oracle.store.count_embedded(filters)
+        return oracle.store.count_embedded(plan.filters)
     fts_ids = {h.id for h in legs.fts}
     vector_only = [h.id for h in legs.vector if h.id not in fts_ids]
     if legs.fts_total > len(legs.fts):
+        kq = plan.kq
         vector_only = sorted(set(vector_only) - oracle.store.keyword_matching_ids(
             kq.fts_match, kq.trigram_match, kq.short_unsegmented, vector_only))
     return legs.fts_total + len(vector_only)
@@ -355,18 +403,6 @@ def _entries(fused: list[scoring.Fused], facts: dict[str, SectionFacts], by_note
     return [_Entry(item, item.score, [], folded.get(item.id, []), []) for item in kept]
 
 
-@dataclass
-class _Ranked:
-    legs: _Legs
-    mode: str
-    method: str | None
-    weight: float | None  # the vector leg's share in the fusion (hybrid only)
-    facts: dict[str, SectionFacts]
-    entries: list[_Entry]
-    total: int
-    use: _Use
-
-
 def _prefer_languages(fused: list[scoring.Fused], facts: dict[str, SectionFacts],
                       languages: frozenset[str] | None) -> list[scoring.Fused]:
     """Notes whose frontmatter or folder puts them in another language than the query's score lower."""
@@ -376,37 +412,81 @@ def _prefer_languages(fused: list[scoring.Fused], facts: dict[str, SectionFacts]
     return scoring.prefer_languages(fused, lang_of, languages)
 
 
-def _rank(oracle: Oracle, request: SearchRequest, query: str, kq: KeywordQuery, filters: Filters, pool: int,
-          bm25_bar: float, languages: frozenset[str] | None = None) -> _Ranked:
-    """legs -> fuse -> facts of the candidates -> note evidence (hybrid) -> adjust (feedback, supersession,
-    language, relations) -> entries."""
-    legs = _run_legs(oracle, request, query, kq, filters, pool)
-    fused, mode, method, weight = _fuse(request, legs, bm25_bar)
-    if method == "weighted" and fused:
-        fused = _expand(oracle, kq, filters, pool, fused, weight, legs)
-    facts = oracle.store.section_facts([f.id for f in fused])
-    fused = [f for f in fused if f.id in facts]  # a vector whose chunk vanished is not a result
-    if mode == "hybrid" and kq.fts_match and not legs.multilingual:
+@dataclass
+class _Adjusted:
+    """Step 4's result: the candidates re-ranked by what else is known of them, with those facts."""
+
+    fused: list[scoring.Fused]
+    facts: dict[str, SectionFacts]  # file, lines, language, ... of every candidate section
+    use: _Use
+    added: list[str]  # sections only a stated relation brought in
+
+
+def _adjust(oracle: Oracle, plan: _Plan, legs: _Legs, fusion: _Fusion) -> _Adjusted:
+    """Step 4: candidates whose section vanished are dropped, then the score moves within stated bounds by
+    each note's keyword evidence beyond its best section (hybrid), the asker's language, feedback verdicts and
+    supersessions (server/services/search/scoring.py); notes stating a matching relation lead."""
+    request, kq = plan.request, plan.kq
+    facts = oracle.store.section_facts([f.id for f in fusion.fused])
+    fused = [f for f in fusion.fused if f.id in facts]  # a vector whose chunk vanished is not a result
+    if fusion.mode == "hybrid" and kq.fts_match and not legs.multilingual:
         note_of = {f.id: facts[f.id].file for f in fused}
         notes = oracle.store.note_keyword_scores(kq.fts_match, sorted(set(note_of.values())))
         fused = scoring.with_note_evidence(fused, note_of, notes)
-    fused = _prefer_languages(fused, facts, languages)  # before supersession places hits by position
+    fused = _prefer_languages(fused, facts, plan.languages)  # before supersession places hits by position
     fused, feedback, pointers = _apply_use(oracle, fused, facts)
     use = _Use(feedback, pointers, {})
     added: list[str] = []
     if request.relation_pattern:
-        fused, use.stating, added = _start_from_relations(oracle, request, fused, facts, filters, legs.warnings)
+        fused, use.stating, added = _start_from_relations(oracle, request, fused, facts, plan.filters,
+                                                          legs.warnings)
         if added:  # notes that only the relation found: their pointers and verdicts too
             pointers.update(successors_for(oracle, {i: facts[i] for i in added})[1])
             feedback.update(_note_verdicts(oracle, added, facts))
-    entries = _entries(fused, facts, request.by_note, languages)
+    return _Adjusted(fused, facts, use, added)
+
+
+def _group(oracle: Oracle, plan: _Plan, legs: _Legs, fusion: _Fusion, adjusted: _Adjusted) -> tuple[list[_Entry], int]:
+    """Step 5: the result list in the unit asked for (notes or sections, copies folded), ordered or filtered by
+    freshness when asked, and how many results there are in all."""
+    request, facts = plan.request, adjusted.facts
+    entries = _entries(adjusted.fused, facts, request.by_note, plan.languages)
     entries, dropped = order_by_freshness(oracle, entries, lambda e: facts[e.lead.id].file,
                                           prefer=request.prefer_fresh, only=request.fresh_only)
-    # Notes: the distinct notes among the candidates of both legs. Sections: every match (see _total).
-    expansion_only = sum(1 for f in fused if f.found_by == ["expansion"])  # in the pool; beyond it, uncounted
-    total = (len(entries) if request.by_note
-             else _total(oracle, kq, mode, legs, filters) + expansion_only + len(added) - dropped)
-    return _Ranked(legs, mode, method, weight, facts, entries, total, use)
+    if request.by_note:  # the distinct notes among the candidates of both legs
+        return entries, len(entries)
+    # Sections: every match (see _total); expansion-only candidates are counted in the pool, not beyond it.
+    expansion_only = sum(1 for f in adjusted.fused if f.found_by == ["expansion"])
+    return entries, _total(oracle, plan, fusion.mode, legs) + expansion_only + len(adjusted.added) - dropped
+
+
+@dataclass
+class _Ranked:
+    """Steps 2-5 for one pool: the legs, the fusion, the candidates' facts and the grouped result list."""
+
+    legs: _Legs
+    fusion: _Fusion
+    facts: dict[str, SectionFacts]
+    entries: list[_Entry]
+    total: int
+    use: _Use
+
+
+def _rank(oracle: Oracle, plan: _Plan) -> _Ranked:
+    """legs -> fuse -> adjust -> group, for the plan's pool."""
+    legs = _run_legs(oracle, plan)
+    fusion = _fuse(oracle, plan, legs)
+    adjusted = _adjust(oracle, plan, legs, fusion)
+    entries, total = _group(oracle, plan, legs, fusion, adjusted)
+    return _Ranked(legs, fusion, adjusted.facts, entries, total, adjusted.use)
+
+
+def _wants_wider_pool(plan: _Plan, ranked: _Ranked) -> bool:
+    """A page of notes can need more sections than the pool holds (several sections per note): widen it while
+    a leg filled the pool and the notes found do not fill the page. The first pool is the same as for
+    sections, so a knowledge base of one-section notes ranks exactly as with sections."""
+    return (plan.request.by_note and len(ranked.entries) < plan.wanted and plan.pool < MAX_POOL
+            and max(len(ranked.legs.fts), len(ranked.legs.vector)) >= plan.pool)
 
 
 def _well_covered(oracle: Oracle, kq: KeywordQuery, page: list[_Entry], bar: scoring.Bar) -> set[str]:
@@ -452,65 +532,76 @@ def _hydrate(oracle: Oracle, entries: list[_Entry], limit: int) -> tuple[list[_E
     return page, docs, vanished
 
 
-def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
-    """Retrieval only, unlogged: the building block for search and consult.
+@dataclass
+class _Page:
+    """Step 6: the page's hits, read in full, and how many entries vanished while the search ran."""
 
-    plan (query, filters, pool) -> rank (legs, fusion, adjustments, notes) -> page -> hydrate the page only.
-    A page of notes can need more sections than the pool holds (several sections per note): the pool then
-    widens and the ranking runs again, so `limit` notes come back whenever the index has them. The first
-    pool is the same as for sections, so a knowledge base of one-section notes ranks exactly as before."""
-    started = time.perf_counter()
-    query = validate_query(request.query)
-    kq = build_keyword_query(query)
-    notes, where_warnings = resolve_where(oracle, where_conditions(request.where))
-    filters = filters_for(request, notes)
-    wanted = request.offset + request.limit
-    pool = max(POOL, wanted)
-    bm25_bar = scoring.weak_bm25(oracle.store.chunk_count())
-    languages = None if request.lang else query_languages(query, oracle.store.structural_languages())
-    ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar, languages)
-    while (request.by_note and len(ranked.entries) < wanted and pool < MAX_POOL
-           and max(len(ranked.legs.fts), len(ranked.legs.vector)) >= pool):
-        pool *= NOTE_POOL_FACTOR
-        ranked = _rank(oracle, request, query, kq, filters, pool, bm25_bar, languages)
-    page, docs, vanished = _hydrate(oracle, ranked.entries[request.offset :], request.limit)
-    bar = scoring.Bar(bm25_bar,
+    hits: list[Hit]
+    vanished: int
+
+
+def _page(oracle: Oracle, plan: _Plan, ranked: _Ranked) -> _Page:
+    """Step 6: only the page is read in full; each hit says whether it is a weak match and how fresh it is."""
+    entries, docs, vanished = _hydrate(oracle, ranked.entries[plan.request.offset :], plan.request.limit)
+    bar = scoring.Bar(plan.bm25_bar,
                       scoring.similarity_bar(ranked.legs.main_share, oracle.embedder.weak_similarity))
-    complete = _well_covered(oracle, kq, page, bar)
-    hits = [_hit(e.lead, e.score, docs[e.lead.id], kq, ranked.use, e.others, e.duplicates, ranked.facts,
-                 e.lead.id in complete, bar, e.translations) for e in page]
+    complete = _well_covered(oracle, plan.kq, entries, bar)
+    hits = [_hit(e.lead, e.score, docs[e.lead.id], plan.kq, ranked.use, e.others, e.duplicates, ranked.facts,
+                 e.lead.id in complete, bar, e.translations) for e in entries]
     fresh = note_staleness(oracle, {h.source_file for h in hits})
-    hits = [h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits]
-    weak = not hits or all(h.weak for h in hits)
-    warnings = where_warnings + ranked.legs.warnings
-    if (ranked.mode in ("hybrid", "vector") and wants_multilingual(query) and ranked.legs.vector_ok
+    return _Page([h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits], vanished)
+
+
+def _warnings(oracle: Oracle, plan: _Plan, ranked: _Ranked, page: _Page, weak: bool) -> list[str]:
+    """What the caller should know about these results, in the order the steps met it."""
+    request, query, legs = plan.request, plan.query, ranked.legs
+    warnings = plan.where_warnings + legs.warnings
+    if (ranked.fusion.mode in ("hybrid", "vector") and wants_multilingual(query) and legs.vector_ok
             and not oracle.embedder.multilingual):  # a multilingual main model reads the query as it is
-        warnings.append(_script_note(ranked.legs.multilingual))
-    if hits and weak:
+        warnings.append(_script_note(legs.multilingual))
+    if page.hits and weak:
         warnings.append("no strong match: the best results are only loosely related to the query")
-    if vanished:
-        warnings.append(f"{vanished} result(s) left out: their notes were re-indexed or removed while this search ran")
-    if not hits and ranked.total:
+    if page.vanished:
+        warnings.append(f"{page.vanished} result(s) left out: their notes were re-indexed or removed while this"
+                        " search ran")
+    if not page.hits and ranked.total:
         warnings.append(past_the_end(request.offset, ranked.total, request.limit))
+    return warnings
+
+
+def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
+    """Retrieval only, unlogged: the building block for search and consult. Reads as its steps:
+
+    plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
+    -> page (only the page is read in full) -> result."""
+    started = time.perf_counter()
+    plan = _plan(oracle, request)
+    ranked = _rank(oracle, plan)
+    while _wants_wider_pool(plan, ranked):
+        plan = plan.widened()
+        ranked = _rank(oracle, plan)
+    page = _page(oracle, plan, ranked)
+    weak = not page.hits or all(h.weak for h in page.hits)
+    fusion, legs = ranked.fusion, ranked.legs
     return SearchResult(
-        query=query,
-        hits=hits,
+        query=plan.query,
+        hits=page.hits,
         total=ranked.total,
         limit=request.limit,
         offset=request.offset,
         meta=SearchMeta(
-            mode=ranked.mode,
-            fusion=ranked.method,
+            mode=fusion.mode,
+            fusion=fusion.method,
             took_ms=round((time.perf_counter() - started) * 1000, 2),
-            fts_matches=ranked.legs.fts_total,
-            vector_matches=len(ranked.legs.vector),
+            fts_matches=legs.fts_total,
+            vector_matches=len(legs.vector),
             unit="note" if request.by_note else "section",
-            semantic_weight=ranked.weight,
-            semantic_model=(MULTILINGUAL_MODEL if ranked.legs.multilingual else oracle.embedder.model_id)
-            if ranked.mode != "fts" else None,
+            semantic_weight=fusion.weight,
+            semantic_model=(MULTILINGUAL_MODEL if legs.multilingual else oracle.embedder.model_id)
+            if fusion.mode != "fts" else None,
             weak=weak,
-            languages=sorted(languages) if languages else None,
-            expanded_with=ranked.legs.expanded_with,
-            warnings=warnings,
+            languages=sorted(plan.languages) if plan.languages else None,
+            expanded_with=legs.expanded_with,
+            warnings=_warnings(oracle, plan, ranked, page, weak),
         ),
     )
