@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock browser node-tools bundle run test test-fast test-system bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean
+.PHONY: install lock browser node-tools bundle run test test-fast test-system bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean docs
 
 # After the packages: mcp.json and .mcp.json naming this checkout's oracle by its absolute path
 # (server/mcp/client_config.py), and the MCP SDK's handshake answers recorded once in the user's cache folder (server/mcp/warm.py),
@@ -76,6 +76,10 @@ test: install browser node-tools
 
 # In-process tiers only, without tests marked slow, property tests with a tenth of their examples: the loop
 # to run while editing.
+# docs/tools.md from the registry (tests/contract/test_docs.py fails when it is out of date)
+docs: install
+	$(BIN)/python -m server.registry.reference
+
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow" --hypothesis-profile=fast tests/unit tests/contract
 

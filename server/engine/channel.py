@@ -237,7 +237,7 @@ def spawn(paths: Paths, argv: list[str], env: dict[str, str] | None = None) -> s
     child_env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [child_env.get("PYTHONPATH")])])
     # glibc gives each thread that allocates its own arena; the engine's search threads grew it by ~120 MB from
     # one session to eight. Two arenas: 8 sessions 833 -> 795 MB in all, the engine 668 -> 632 MB, first search
-    # in a new session unchanged (benchmarks/engine.py, BENCHMARKS.md "One engine"). A user's own setting wins.
+    # in a new session unchanged (benchmarks/engine.py, benchmarks/HISTORY.md "One engine"). A user's own setting wins.
     child_env.setdefault("MALLOC_ARENA_MAX", ENGINE_MALLOC_ARENAS)
     with contextlib.suppress(OSError):
         if os.path.getsize(paths.log) > 1 << 20:

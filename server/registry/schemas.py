@@ -4,7 +4,7 @@ result against it is cheap.
 MCP clients SHOULD check `structuredContent` against a tool's `outputSchema`, and the official Python client
 does so on every call with `jsonschema`, which costs in proportion to the number of (instance value, schema)
 pairs it visits: about 550 for a page of 10 search hits with pydantic's schema, 5-10 ms a call on a busy
-2-core machine, most of what the MCP round trip added to a search (BENCHMARKS.md, "Latency at the client:
+2-core machine, most of what the MCP round trip added to a search (benchmarks/HISTORY.md, "Latency at the client:
 a lean output schema"). The schema published here says the same about the result's shape, with fewer nodes
 to visit:
 
@@ -20,7 +20,7 @@ to visit:
 What a client can no longer check mechanically is the type of each field inside an entry; the server builds
 every result from pydantic models that enforce those types before anything is sent. The HTTP API's OpenAPI
 document keeps pydantic's full schema; the models themselves are unchanged. `tools/list` went from 41.7 KB to
-the size BENCHMARKS.md records ("What Oracle costs an agent's context").
+the size benchmarks/HISTORY.md records ("What Oracle costs an agent's context").
 """
 
 from __future__ import annotations

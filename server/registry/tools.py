@@ -98,6 +98,7 @@ class Tool:
     http: Http
     cli: Cli | None = None
     meta: dict[str, Any] | None = None
+    returns: str = ""  # what the result holds, in a sentence (docs/tools.md; the result model has the fields)
     # Does this request write? None: whenever the annotations say the tool is not read-only. A read-only
     # token is refused on exactly these calls (verify writes only when it marks notes verified).
     writes: Callable[[Any], bool] | None = None
@@ -153,6 +154,12 @@ TOOLS: tuple[Tool, ...] = (
             "ranking. Use plain words or a question; no query syntax is needed. Returns hits with id, file, "
             "line span, snippet, content_hash (for citations) and a score breakdown."
         ),
+        returns=(
+            "one hit per note (its best section: id, type, title, heading, snippet, source_file, line span, "
+            "concepts, content_hash), its other matching `sections`, identical notes as `duplicates`, `weak`, "
+            "score, found_by, score breakdown (incl. relevance, verdicts, factors), `superseded_by` pointer, "
+            "matched `relations`, the note's `lang` and its `translations`, `stale`/`stale_since`; total; meta "
+            "(mode, unit, weak, took_ms, matches per leg, `expanded_with`, warnings)"),
         request=m.SearchRequest, result=m.SearchResult,
         service=lambda o, r, c: search(o, r, client=c.client, tool=_logged_as(c)),
         text=text.search_text, annotations=READ_ONLY, meta=ALWAYS_LOAD,
@@ -166,6 +173,10 @@ TOOLS: tuple[Tool, ...] = (
             "context; get the relevant notes and guidance within a token budget. The notes are wrapped as "
             "reference data (not instructions), each with id, file and sha256 to cite."
         ),
+        returns=(
+            "relevant principles and learnings (hybrid) and guidance within the budget, wrapped in a "
+            "reference-data boundary with each source's id, file and sha256; `budget_tokens`, `budget_from` and "
+            "`mode` (full/core) it used; `working_set_id` (see *Reproducible consults*)"),
         request=m.ConsultRequest, result=m.ConsultResult,
         service=lambda o, r, c: consult(o, r, client=c.client),
         text=text.consult_text, annotations=READ_ONLY, meta=ALWAYS_LOAD,
@@ -175,6 +186,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_reflect",
         description="Get one random principle or learning to reflect on before or after a piece of work.",
+        returns="one random principle or learning section",
         request=m.ReflectRequest, result=m.Document,
         service=lambda o, r, c: reflect(o, r, client=c.client),
         text=text.reflect_text, annotations=RANDOM_READ,
@@ -189,6 +201,10 @@ TOOLS: tuple[Tool, ...] = (
             "are listed as advice; the learning is saved regardless. To replace a note you read, pass revises (its "
             "path) and expected_hash (its file_hash): refused as a conflict if it changed since."
         ),
+        returns=(
+            "writes `learnings/YYYY-MM-DD_<slug>.md` atomically (never overwrites), indexes it in both legs "
+            "before returning; id, file, embedding status, near-duplicate learnings. Once the note is saved "
+            "nothing after it (the near-duplicate check, the log) turns the answer into an error"),
         request=m.LearnRequest, result=m.LearnResult,
         service=lambda o, r, c: learn(o, r, client=c.client, author=c.author),
         text=text.learn_text, annotations=WRITES,
@@ -198,6 +214,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_list",
         description="List notes newest first, optionally by type (unit=section: every section). For browsing, not searching.",
+        returns=(
+            "notes newest first (each by its first section, with how many sections it has), deterministic; "
+            "`unit=section` lists every section"),
         request=m.ListRequest, result=m.ListResult,
         service=lambda o, r, c: list_documents(o, r),
         text=text.list_text, annotations=READ_ONLY,
@@ -208,6 +227,9 @@ TOOLS: tuple[Tool, ...] = (
         name="oracle_stats",
         description="Health and size of the knowledge base: notes and sections by type, drift between files and index, "
         "embedding coverage, vector store health, usage counts and search latency.",
+        returns=(
+            "notes and sections by type, concepts, last indexed, drift between disk and index, embedding "
+            "coverage, a live vector-store probe, usage counts, search latency p50/p95, version"),
         request=m.StatsRequest, result=Stats,
         service=lambda o, r, c: stats(o),
         text=text.stats_text, annotations=READ_ONLY,
@@ -217,6 +239,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_concepts",
         description="Concepts (tags and known keywords) with how many notes carry each; use them as search filters.",
+        returns="concepts with how many notes carry each",
         request=m.ConceptsRequest, result=m.ConceptsResult,
         service=lambda o, r, c: concepts(o, r),
         text=text.concepts_text, annotations=READ_ONLY,
@@ -229,6 +252,9 @@ TOOLS: tuple[Tool, ...] = (
             "Say whether a note you were given (a search hit or consult source, by id) was helpful or misleading. "
             "Verdicts are logged and adjust future ranking within a bound (at most x1.2 up or x0.8 down)."
         ),
+        returns=(
+            "the note's verdict counts (over all its sections: a verdict counts for the whole note) and its "
+            "ranking factor"),
         request=m.FeedbackRequest, result=m.FeedbackResult,
         service=lambda o, r, c: record_feedback(o, r, client=c.client, author=c.author),
         text=text.feedback_text, annotations=WRITES,
@@ -242,6 +268,8 @@ TOOLS: tuple[Tool, ...] = (
             "successor, and every hit that returns it points to the new one. Ids are chunk ids (that section) or "
             "note paths relative to the root (the whole note). undo=true revokes an earlier supersession."
         ),
+        returns=(
+            "what was superseded by what (a section id means that section, a path the whole note)"),
         request=m.SupersedeRequest, result=m.SupersedeResult,
         service=lambda o, r, c: supersede(o, r, client=c.client, author=c.author),
         text=text.supersede_text, annotations=WRITES,
@@ -254,6 +282,8 @@ TOOLS: tuple[Tool, ...] = (
             "Find (subject, predicate, object) relations that notes state. Give any of the three (case-insensitive, "
             "whole terms); leave all out to list every relation. Each result names the note that states it."
         ),
+        returns=(
+            "matching triplets, each with the note that states it"),
         request=m.RelationsRequest, result=m.RelationsResult,
         service=lambda o, r, c: find_relations(o, r),
         text=text.relations_text, annotations=READ_ONLY,
@@ -266,6 +296,9 @@ TOOLS: tuple[Tool, ...] = (
             "Read a whole note (or, with section=true, one section) by a hit's id or by the note's path relative "
             "to the knowledge root. Returns the text with its line span, the note's sections and their hashes."
         ),
+        returns=(
+            "the whole note from disk (frontmatter parsed, line span, sections with ids and hashes, relations, "
+            "supersession) or one section"),
         request=m.ReadRequest, result=m.ReadResult,
         service=lambda o, r, c: read_note(o, r, client=c.client),
         text=text.read_text, annotations=READ_ONLY,
@@ -282,6 +315,10 @@ TOOLS: tuple[Tool, ...] = (
             "changed or vanished. mark_verified: notes (ids or paths) you checked and found still true are stamped "
             "last_verified: today in their frontmatter (nothing else in the file changes) and stop being stale."
         ),
+        returns=(
+            "per citation `unchanged`, `changed` (with the current hash and span) or `gone`, and which chunks now "
+            "hold the cited text; each marked note gets `last_verified: <today>` in its frontmatter (nothing else "
+            "in the file changes) and is re-indexed before the call returns"),
         request=m.VerifyRequest, result=m.VerifyResult,
         service=lambda o, r, c: verify(o, r),
         text=text.verify_text, annotations=MARKS, writes=lambda r: bool(r.mark_verified),
@@ -298,6 +335,9 @@ TOOLS: tuple[Tool, ...] = (
             "note changed since you read it the edit is refused as a conflict (read it again and redo it). The "
             "frontmatter is kept as it is; the note is re-indexed before this returns."
         ),
+        returns=(
+            "the note's new `file_hash` (to edit again), its indexed sections, `author`; a conflict if the note "
+            "changed since it was read"),
         request=m.EditRequest, result=m.EditResult,
         service=lambda o, r, c: edit(o, r, client=c.client, author=c.author),
         text=text.edit_text, annotations=REWRITES,
@@ -313,6 +353,9 @@ TOOLS: tuple[Tool, ...] = (
             "read it nothing is moved and you get a conflict. To point readers at a newer note instead, use "
             "oracle_supersede."
         ),
+        returns=(
+            "where the file went (`.archive/<path>`), how many sections left the index; a conflict if the note "
+            "changed since it was read"),
         request=m.ArchiveRequest, result=m.ArchiveResult,
         service=lambda o, r, c: archive(o, r, client=c.client, author=c.author),
         text=text.archive_text, annotations=REWRITES,

@@ -3,7 +3,7 @@
 A search is CPU work (SQLite, the query embedding, fusion in Python) done in a worker thread. Given a thread
 per request (anyio's default allows 40), 32 HTTP clients on 2 cores had 32 searches fighting for the GIL and
 the caches at once: hybrid throughput fell from 8 to 32 clients in 4 runs of 4, by 11-29 %, with p99 at
-1.6-1.95 s (benchmarks/load.py on nat-brain, BENCHMARKS.md "Throughput as clients grow"). With two calls per
+1.6-1.95 s (benchmarks/load.py on nat-brain, benchmarks/HISTORY.md "Throughput as clients grow"). With two calls per
 core and the rest queued it rose in 6 runs of 11 and fell by 1-13 % in 5 (noise on that machine is ~10 %),
 and p99 fell to 0.9-1.4 s. The queue must be fair: anyio's CapacityLimiter serves waiters first come, first
 served; a threading.Semaphore around `run_search`, tried before, is not fair and left some requests waiting 6 s.

@@ -310,7 +310,7 @@ def test_the_cli_spec_cache_follows_the_sources(tmp_path: Path, monkeypatch: pyt
 def test_tools_list_stays_cheap_for_an_agents_context(oracle: Any) -> None:
     """Issue 27 §14: `tools/list` was 41.7 KB (pydantic titles, `"default": null`, an `anyOf` with null per
     optional field, output schemas with every field described) and the MCP Inspector flagged 27 type arrays.
-    The figures are in BENCHMARKS.md ("What Oracle costs an agent's context"; benchmarks/context.py)."""
+    The figures are in benchmarks/HISTORY.md ("What Oracle costs an agent's context"; benchmarks/context.py)."""
     import json
 
     async def work(client: Any) -> dict:

@@ -11,7 +11,7 @@ The search (server/services/search/pipeline.py `_expand`) takes the top EXPANSIO
 EXPANSION_TERMS words here, runs the keyword leg again with these words alone, and mixes that ranking into the
 keyword part of the fused score (scoring.with_expansion).
 
-Measured with the keyword floor (scoring.keyword_floor), hybrid nDCG@10 (benchmarks/sets.py, BENCHMARKS.md
+Measured with the keyword floor (scoring.keyword_floor), hybrid nDCG@10 (benchmarks/sets.py, benchmarks/HISTORY.md
 "Natural questions: expansion"): our natural-phrasing set 0.546 -> 0.604 (33 wins, 10 losses of 67; Thai 0.443
 -> 0.516), the judged nat-brain set 0.821 -> 0.865 (38 wins, 6 losses; Thai 0.700 -> 0.767), SciFact train
 0.741 -> 0.740 (63 wins, 70 losses of 809). Rejected on the same sets: sources from the vector leg alone

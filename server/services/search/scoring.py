@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-# Chosen on the SciFact training split (809 queries; benchmarks/quality.py --sweep, BENCHMARKS.md):
+# Chosen on the SciFact training split (809 queries; benchmarks/quality.py --sweep, benchmarks/HISTORY.md):
 # weighted w=0.3 gave nDCG@10 0.741 against 0.733 for the best RRF (k=5, w=0.4) and 0.715 for RRF k=60.
 DEFAULT_FUSION = "weighted"
 WEIGHTED_SEMANTIC_WEIGHT = 0.3
@@ -213,7 +213,7 @@ def with_note_evidence(fused: list[Fused], note_of: dict[str, str], note_scores:
     fusion), and the sum is divided by 1 + weight to stay in the fused score's range.
     Measured on nat-brain's 60 judged questions (hybrid nDCG@10 0.8125 without it): weight 0.3 -> 0.8213
     (15 wins, 6 losses), 0.5 -> 0.8205, 0.7 -> 0.819, 1.0 -> 0.805; 0.3 is the low end of the plateau, with
-    the fewest losses. SciFact train is unchanged query for query (BENCHMARKS.md)."""
+    the fewest losses. SciFact train is unchanged query for query (benchmarks/HISTORY.md)."""
     best_note = max(note_scores.values(), default=0.0)
     if best_note <= 0 or not fused:
         return fused
