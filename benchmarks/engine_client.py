@@ -2,6 +2,7 @@
 engine (server/engine.py, server/relay.py), at the official MCP SDK client (issue 24's open figures).
 
     .venv/bin/python benchmarks/engine_client.py latency [--runs 2] [--data DIR] [--json out.json]
+    .venv/bin/python benchmarks/engine_client.py paired [--runs 3] [--data DIR] [--json out.json]
     .venv/bin/python benchmarks/engine_client.py save [--sessions 4] [--saves 10] [--standalone] [--json out.json]
 
 latency (nat-brain, its 60 judged questions, limit 10), per run, in this order:
@@ -12,6 +13,9 @@ latency (nat-brain, its 60 judged questions, limit 10), per run, in this order:
   3. in this process, on the same index: `run_search` per question (hybrid) with the query-embedding calls and the
      query-expansion step (server/search.py `_expand`) timed inside it.
   Figures per series: first call, p50, p95, p95/p50, p50 / the plain server's p50 (medians over runs, and each run).
+paired (nat-brain): the plain server and a new session on the warm engine spawned together, each question sent to
+  both one right after the other: p50, p95 and their ratio measured at the same moments (read these ratios on a
+  busy machine; `latency` runs its series one after another).
 save (a copy of the starter knowledge/): N sessions attached to one engine (`--standalone`: N standalone servers,
   for comparison); per save, a new note with a word no other note has is written into the root, and every
   session polls `oracle_search` (fts, then hybrid, alternately) until the note is the first hit: ms from the write
@@ -92,6 +96,81 @@ async def run_session(command: list[str], env: dict[str, str], tool: str, querie
                 assert serving["mode"] == expect, serving
     return {**series_figures(calls), "spawn_to_tools_ms": round((listed - spawned) * 1000, 1), "calls": calls,
             "load": load()}
+
+
+async def paired_sessions(plain_cmd: list[str], env: dict[str, str], queries: list[str], mode: str) -> dict:
+    """The plain server and a new `oracle serve` on the warm engine, spawned together; each question goes to both,
+    one right after the other (which one first alternates), from the first call after `tools/list`. Both see the
+    same load at the same moment, so the ratio holds on a busy machine where two series run apart do not."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    times: dict[str, list[float]] = {"plain": [], "oracle": []}
+    async with AsyncExitStack() as stack:
+        errlog = stack.enter_context(open(os.devnull, "w"))
+        plain = await stack.enter_async_context(Client(stdio_client(StdioServerParameters(
+            command=plain_cmd[0], args=plain_cmd[1:], env=env, cwd=str(REPO)), errlog=errlog), read_timeout_seconds=300))
+        oracle = await stack.enter_async_context(Client(stdio_client(StdioServerParameters(
+            command=ORACLE[0], args=[*ORACLE[1:], "serve"], env=env, cwd=str(REPO)), errlog=errlog),
+            read_timeout_seconds=300))
+        await plain.list_tools()
+        await oracle.list_tools()
+        for i, q in enumerate(queries):
+            pair = [("plain", plain, "search", {"query": q, "limit": LIMIT}),
+                    ("oracle", oracle, "oracle_search", {"query": q, "limit": LIMIT, "mode": mode})]
+            for name, client, tool, args in (pair if i % 2 == 0 else pair[::-1]):
+                began = time.perf_counter()
+                result = await client.call_tool(tool, args)
+                times[name].append((time.perf_counter() - began) * 1000)
+                if result.is_error:
+                    raise RuntimeError(f"{tool} failed: {result.content}")
+        serving = (await oracle.call_tool("oracle_stats", {})).structured_content["serving"]
+        assert serving["mode"] == "engine", serving
+    o, pl = series_figures(times["oracle"]), series_figures(times["plain"])
+    return {"oracle": o, "plain": pl, "x plain": round(o["p50"] / pl["p50"], 2),
+            "per-query ratio p50": round(statistics.median(a / b for a, b in zip(times["oracle"], times["plain"])), 2),
+            "load": load()}
+
+
+def paired(args: argparse.Namespace) -> dict:
+    queries = [q["query"] for q in json.loads(QUERIES.read_text(encoding="utf-8"))]
+    work = Path(tempfile.mkdtemp(prefix="oracle-bench-pair-"))
+    env = bench_env(work, str(NATBRAIN))
+    runs = []
+    try:
+        shutil.copytree(args.data, work / "data")
+        subprocess.run([*ORACLE, "index"], env=env, cwd=REPO, check=True, capture_output=True, timeout=3600)
+        subprocess.run([sys.executable, "-m", "server.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
+        from plain_server import build
+
+        plain_db = work / "plain.db"
+        build(plain_db, NATBRAIN)
+        plain_cmd = [sys.executable, str(REPO / "benchmarks" / "plain_server.py"), str(plain_db)]
+        # the engine started and warm (a first session made one hybrid search, then left), as for a new agent window
+        anyio.run(run_session, [*ORACLE, "serve"], env, "oracle_search", queries[:1], "hybrid", "engine")
+        time.sleep(5)
+        for n in range(args.runs):
+            run = {mode: anyio.run(paired_sessions, plain_cmd, env, queries, mode) for mode in MODES}
+            for mode in MODES:
+                f = run[mode]
+                print(f"run {n + 1} {mode}: oracle first {f['oracle']['first']} p50 {f['oracle']['p50']} p95"
+                      f" {f['oracle']['p95']} p95/p50 {f['oracle']['p95/p50']}; plain p50 {f['plain']['p50']}"
+                      f" p95 {f['plain']['p95']}; p50 x plain {f['x plain']}, per-query ratio p50"
+                      f" {f['per-query ratio p50']} (load {f['load']})", flush=True)
+            runs.append(run)
+    finally:
+        wait_no_engine(env)
+        shutil.rmtree(work, ignore_errors=True)
+    med = statistics.median
+    summary = {mode: {"oracle p50": med(r[mode]["oracle"]["p50"] for r in runs),
+                      "oracle p95": med(r[mode]["oracle"]["p95"] for r in runs),
+                      "oracle p95/p50": med(r[mode]["oracle"]["p95/p50"] for r in runs),
+                      "oracle first": med(r[mode]["oracle"]["first"] for r in runs),
+                      "plain p50": med(r[mode]["plain"]["p50"] for r in runs),
+                      "x plain": med(r[mode]["x plain"] for r in runs),
+                      "per-query ratio p50": med(r[mode]["per-query ratio p50"] for r in runs)} for mode in MODES}
+    print(json.dumps(summary, indent=1))
+    return {"runs": runs, "summary": summary}
 
 
 def wait_no_engine(env: dict[str, str], timeout: float = 60) -> None:
@@ -385,16 +464,20 @@ def main() -> int:
     lat.add_argument("--runs", type=int, default=2)
     lat.add_argument("--data", default=str(REPO / "benchmarks" / "out" / "natbrain-data"),
                      help="an index of nat-brain, copied (never written)")
+    pr = sub.add_parser("paired", help="warm engine and plain server, question by question (ratios on a busy machine)")
+    pr.add_argument("--runs", type=int, default=3)
+    pr.add_argument("--data", default=str(REPO / "benchmarks" / "out" / "natbrain-data"),
+                    help="an index of nat-brain, copied (never written)")
     sv = sub.add_parser("save")
     sv.add_argument("--sessions", type=int, default=4)
     sv.add_argument("--saves", type=int, default=10)
     sv.add_argument("--standalone", action="store_true", help="N standalone servers instead of one engine")
     sv.add_argument("--timeout", type=float, default=30.0)
-    for p in (lat, sv):
+    for p in (lat, pr, sv):
         p.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     print(f"load average at start: {load()}", flush=True)
-    figures = latency(args) if args.what == "latency" else save(args)
+    figures = {"latency": latency, "paired": paired, "save": save}[args.what](args)
     print(f"load average at end: {load()}", flush=True)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
