@@ -1,14 +1,16 @@
 """Memory and first-call latency of stdio sessions on one shared engine (server/engine/process.py) vs standalone servers.
 
-    .venv/bin/python benchmarks/engine.py [--root PATH] [--sessions 1,4,8] [--standalone 1,4] [--first 5]
+    .venv/bin/python benchmarks/engine.py [--root PATH [--data DIR]] [--sessions 1,4,8] [--standalone 1,4] [--first 5]
 
 Every session is a real `oracle serve` over stdio driven by the official MCP SDK client, and makes one hybrid
-`oracle_search` (so every model a search needs is loaded) before memory is read. Figures:
+`oracle_search` (`--queries FILE`: every question of a judged set, a hybrid run) before memory is read. Figures:
 - memory of all Oracle processes of the run (the sessions, plus the engine when there is one), from /proc:
   the sum of RSS (what `ps` shows, shared pages counted in each process) and of PSS (shared pages split);
 - first `oracle_search` in a new session while the engine is warm: the call alone, and spawn to answer.
-The knowledge base (default: the bundled knowledge/) is indexed once into a temp data dir; runtime, cache and
-data folders are private to the run, and every engine is stopped at the end.
+The knowledge base (default: the bundled knowledge/) is indexed once into a temp data dir (`--data DIR`: a copy of
+an existing index of the root, e.g. benchmarks/out/natbrain-data for nat-brain, is used instead and DIR is never
+written); runtime, cache and data folders are private to the run, and every engine is stopped at the end. Oracle
+runs as `python -m server.cli` from this source tree (PYTHONPATH), so a git worktree measures its own code.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from pathlib import Path
 import anyio
 
 REPO = Path(__file__).resolve().parent.parent
-ORACLE = REPO / ".venv" / "bin" / "oracle"
+ORACLE = [sys.executable, "-m", "server.cli"]  # this tree's code (the environment's PYTHONPATH names REPO)
 QUERY = "how should we handle retries and flaky network calls"
+QUERIES = [QUERY]  # --queries: a judged set's questions (e.g. nat-brain's 60, Thai ones load the second model)
 
 
 def proc_mem(pid: int) -> tuple[float, float]:
@@ -81,11 +84,12 @@ async def open_sessions(stack: AsyncExitStack, env: dict[str, str], n: int, args
 
     clients = []
     for _ in range(n):
-        params = StdioServerParameters(command=str(ORACLE), args=["serve", *args], env=env)
+        params = StdioServerParameters(command=ORACLE[0], args=[*ORACLE[1:], "serve", *args], env=env, cwd=str(REPO))
         errlog = stack.enter_context(open(os.devnull, "w"))
         client = await stack.enter_async_context(Client(stdio_client(params, errlog=errlog), read_timeout_seconds=300))
-        result = await client.call_tool("oracle_search", {"query": QUERY, "mode": "hybrid", "limit": 5})
-        assert not result.is_error and result.structured_content["hits"], result
+        for query in QUERIES:  # one hybrid run: every model a search needs is loaded
+            result = await client.call_tool("oracle_search", {"query": query, "mode": "hybrid", "limit": 10})
+            assert not result.is_error, result
         serving = (await client.call_tool("oracle_stats", {})).structured_content["serving"]
         assert serving["mode"] == ("in-process" if "--standalone" in args else "engine"), serving
         clients.append(client)
@@ -96,7 +100,7 @@ async def measure_sessions(env: dict[str, str], n: int, args: list[str]) -> dict
     async with AsyncExitStack() as stack:
         await open_sessions(stack, env, n, args)
         await anyio.sleep(1.0)
-        return memory(env["ORACLE_DATA_DIR"])
+        return {**memory(env["ORACLE_DATA_DIR"]), "load": load()}
 
 
 async def first_search(env: dict[str, str]) -> tuple[float, float]:
@@ -104,7 +108,7 @@ async def first_search(env: dict[str, str]) -> tuple[float, float]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=str(ORACLE), args=["serve"], env=env)
+    params = StdioServerParameters(command=ORACLE[0], args=[*ORACLE[1:], "serve"], env=env, cwd=str(REPO))
     with open(os.devnull, "w") as errlog:
         spawned = time.perf_counter()
         async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=300) as client:
@@ -117,26 +121,44 @@ async def first_search(env: dict[str, str]) -> tuple[float, float]:
     return (done - start) * 1000, (done - spawned) * 1000
 
 
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def bench_env(work: Path, root: str) -> dict[str, str]:
+    """A run's environment: no ORACLE_* of the caller's, private runtime, cache and data folders, this tree first
+    on PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    env.update(ORACLE_ROOT=os.path.realpath(root), ORACLE_DATA_DIR=str(work / "data"),
+               ORACLE_RUNTIME_DIR=str(work / "run"), ORACLE_CACHE_DIR=str(work / "cache"), PYTHONIOENCODING="utf-8",
+               PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return env
+
+
 def stop_engines(env: dict[str, str]) -> None:
-    subprocess.run([str(ORACLE), "engine", "stop"], env=env, capture_output=True, timeout=120)
+    subprocess.run([*ORACLE, "engine", "stop"], env=env, cwd=REPO, capture_output=True, timeout=120)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", default=str(REPO / "knowledge"))
+    parser.add_argument("--data", help="an existing index of --root, copied (never written)")
     parser.add_argument("--sessions", default="1,4,8")
     parser.add_argument("--standalone", default="1,4")
     parser.add_argument("--first", type=int, default=5, help="new sessions timed on the warm engine")
+    parser.add_argument("--queries", help="a judged query set (JSON list of {query}); each session searches them all")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
+    if args.queries:
+        QUERIES[:] = [q["query"] for q in json.loads(Path(args.queries).read_text(encoding="utf-8"))]
 
     work = Path(tempfile.mkdtemp(prefix="oracle-bench-engine-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(ORACLE_ROOT=os.path.realpath(args.root), ORACLE_DATA_DIR=str(work / "data"),
-               ORACLE_RUNTIME_DIR=str(work / "run"), ORACLE_CACHE_DIR=str(work / "cache"), PYTHONIOENCODING="utf-8")
-    figures: dict = {"root": args.root, "standalone": {}, "engine": {}}
+    env = bench_env(work, args.root)
+    figures: dict = {"root": args.root, "standalone": {}, "engine": {}, "load": [load()]}
     try:
-        subprocess.run([str(ORACLE), "index"], env=env, check=True, capture_output=True, timeout=3600)
+        if args.data:
+            shutil.copytree(args.data, work / "data")
+        subprocess.run([*ORACLE, "index"], env=env, cwd=REPO, check=True, capture_output=True, timeout=3600)
         subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
         for n in [int(x) for x in args.standalone.split(",") if x]:
             figures["standalone"][n] = anyio.run(measure_sessions, env, n, ["--standalone"])
@@ -151,6 +173,8 @@ def main() -> int:
             "call_median": round(statistics.median(c for c, _ in times), 1),
             "spawn_to_answer_median": round(statistics.median(s for _, s in times), 1)}
         print(f"first oracle_search in a new session, warm engine: {figures['first_search_warm_engine_ms']}", flush=True)
+        figures["load"].append(load())
+        print(f"load average (1, 5, 15 min) at start / end: {figures['load']}", flush=True)
     finally:
         stop_engines(env)
         shutil.rmtree(work, ignore_errors=True)

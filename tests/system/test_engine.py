@@ -217,6 +217,45 @@ def test_killing_the_engine_mid_call_gives_an_error_and_the_next_call_works(kb: 
         session.close()
 
 
+def test_killing_the_engine_gives_every_session_its_error_and_a_new_session_a_new_engine(kb: dict[str, str]) -> None:
+    """Issue 24's "done when": with several sessions each waiting on a call, kill -9 of the engine answers every
+    one of those calls with the error (none hangs), each session's next call works in its own process, and a
+    session started afterwards is not stuck on the dead engine's socket, record and secret: it starts a new one."""
+    sessions = [Session(kb), Session(kb, mode="legacy"), Session(kb)]
+    late = None
+    try:
+        pid = sessions[0].serving()["pid"]
+        assert {s.serving()["pid"] for s in sessions} == {pid}
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            pending = [s.portal.start_task_soon(s.client.call_tool, "oracle_search", {"query": "retry", "mode": mode})
+                       for s, mode in zip(sessions, ("fts", "hybrid", "fts"))]
+            time.sleep(0.5)
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGCONT)
+        began = time.monotonic()
+        for call in pending:
+            with pytest.raises(MCPError) as failed:
+                call.result(timeout=60)
+            assert "engine stopped while this call was running" in str(failed.value)
+            assert f"engine pid {pid}" in str(failed.value)
+        assert time.monotonic() - began < 30  # an error, not a wait for some timeout
+        for s in sessions:
+            hits = s.ok("oracle_search", {"query": "retry backoff", "mode": "fts"})["hits"]
+            assert hits and hits[0]["title"] == "Retry with backoff"
+            assert s.serving()["mode"] == "fallback"
+        wait_for(lambda: not alive(pid), "the killed engine to be gone")
+        late = Session(kb)
+        served = late.serving()
+        assert served["mode"] == "engine" and served["pid"] != pid
+        assert late.ok("oracle_search", {"query": "retry backoff", "mode": "fts"})["hits"]
+        assert engine_pids(kb) == [served["pid"]]
+    finally:
+        for s in [*sessions, *([late] if late else [])]:
+            s.close()
+
+
 def test_a_stopped_engine_leaves_its_sessions_working(kb: dict[str, str]) -> None:
     session = Session(kb, mode="legacy")
     try:
