@@ -4,8 +4,9 @@ indexer/config.py builds its Settings on the same functions, so both always agre
 
 from __future__ import annotations
 
-import hashlib
 import os
+
+from indexer.digest import sha256
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECKOUT_KNOWLEDGE = os.path.join(PROJECT, "knowledge")
@@ -49,7 +50,7 @@ def resolve_root(given: str | None) -> str:
 
 def default_data_dir(root: str) -> str:
     """One index per knowledge root, so pointing ORACLE_ROOT elsewhere never mixes two bases."""
-    digest = hashlib.sha256(root.encode()).hexdigest()[:10]
+    digest = sha256(root.encode()).hexdigest()[:10]
     return os.path.join(data_home(), f"{os.path.basename(root) or 'root'}-{digest}")
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from pathlib import Path
+
+from indexer.digest import token_hex
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 PRIVATE = 0o600  # the data dir's files: indexes, logs, the server record
@@ -32,7 +33,7 @@ def create_new(folder: Path, prefix: str, mode: int = PRIVATE) -> tuple[int, Pat
     follow anything already at the name; so a planted symlink can neither be predicted nor followed.
     """
     for _ in range(16):
-        path = folder / f"{prefix}.{secrets.token_hex(8)}.tmp"
+        path = folder / f"{prefix}.{token_hex(8)}.tmp"
         try:
             return os.open(path, _NEW_FILE, mode), path
         except FileExistsError:

@@ -11,14 +11,13 @@ replaced by one HTTP/1.1 exchange over a socket with `Connection: close`.
 
 from __future__ import annotations
 
-import hmac
 import json
 import os
-import secrets
 import socket
 import time
 from urllib.parse import urlencode
 
+from indexer.digest import compare_digest, token_bytes, token_hex
 from server.engine import channel as engine_channel
 
 SERVER_FILE = "server.json"
@@ -58,7 +57,7 @@ def record(data_dir: str | os.PathLike, root: str | os.PathLike, host: str, port
     Why the proof: the record outlives a server that was killed, and whatever listens on that port later
     (another program, another user's process) must not receive the CLI's queries or its ORACLE_TOKEN."""
     os.makedirs(data_dir, mode=0o700, exist_ok=True)
-    secret = secrets.token_bytes(32)
+    secret = token_bytes(32)
     engine_channel.write_private(server_file(data_dir), json.dumps({
         "pid": os.getpid(), "host": host, "port": port, "root": str(root), "started": time.time(),
         "secret": secret.hex()}).encode())
@@ -96,7 +95,7 @@ def verify(endpoint: Endpoint, timeout: float = 5.0) -> None:
     """RemoteUnavailable unless the listener proves it holds the recorded secret (before any query or token)."""
     if endpoint.secret is None:
         raise RemoteUnavailable("no secret recorded")
-    nonce = secrets.token_hex(16)
+    nonce = token_hex(16)
     host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
     head = (f"GET /api/server-proof?nonce={nonce} HTTP/1.1\r\nHost: {host}:{endpoint.port}\r\n"
             "Accept: application/json\r\nConnection: close\r\n\r\n")
@@ -105,7 +104,7 @@ def verify(endpoint: Endpoint, timeout: float = 5.0) -> None:
         given = json.loads(raw).get("proof") if status == 200 else None
     except (OSError, ValueError, AttributeError) as exc:
         raise RemoteUnavailable(f"no proof: {exc}") from None
-    if not isinstance(given, str) or not hmac.compare_digest(given, engine_channel.server_proof(endpoint.secret, nonce)):
+    if not isinstance(given, str) or not compare_digest(given, engine_channel.server_proof(endpoint.secret, nonce)):
         raise RemoteUnavailable("the listener did not prove the recorded secret: not our server")
 
 

@@ -10,7 +10,6 @@ table is derived again on the next run. Only the standard library is imported on
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import sys
@@ -18,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from indexer.digest import sha256
 from indexer.safe_write import PRIVATE, write_atomic
 
 PACKAGES = ("server", "indexer")
@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent.parent  # server/
 
 def _key() -> str:
     """A digest of every source file's name, size and mtime (~100 stats, about a millisecond)."""
-    digest = hashlib.sha256(sys.version.encode())
+    digest = sha256(sys.version.encode())
     for package in PACKAGES:
         folder = HERE.parent / package
         for path in sorted(folder.rglob("*.py")):

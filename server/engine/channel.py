@@ -20,11 +20,8 @@ nothing and gets nothing; a connection that cannot prove the secret is closed wi
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import json
 import os
-import secrets
 import socket
 import stat
 import subprocess
@@ -32,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from indexer.digest import compare_digest, hmac_sha256, sha256, token_bytes, token_hex
 from indexer.safe_write import PRIVATE, write_atomic
 
 PROTOCOL = 1
@@ -82,7 +80,7 @@ def settings_fingerprint(environ: dict[str, str] | None = None) -> str:
 def engine_key(root: str, data_dir: str, flags: list[str], code: str) -> str:
     """Sessions share an engine when all of these match; anything else gets its own."""
     text = "\x00".join([root, data_dir, " ".join(sorted(flags)), settings_fingerprint(), code, sys.executable])
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
 class Paths:
@@ -145,21 +143,21 @@ def alive(pid: int) -> bool:
 
 # -- the proof --------------------------------------------------------------------------------------
 def proof(secret: bytes, side: str, engine_nonce: str, client_nonce: str) -> str:
-    return hmac.new(secret, f"oracle-engine {side} {engine_nonce} {client_nonce}".encode(), hashlib.sha256).hexdigest()
+    return hmac_sha256(secret, f"oracle-engine {side} {engine_nonce} {client_nonce}".encode())
 
 
 def server_proof(secret: bytes, nonce: str) -> str:
     """What `oracle serve --http` answers at /api/server-proof: the CLI's nonce signed with the secret recorded in
     `server.json` (server/cli/remote.py), so a stale record never sends a query to whatever took the port."""
-    return hmac.new(secret, f"oracle-http-server {nonce}".encode(), hashlib.sha256).hexdigest()
+    return hmac_sha256(secret, f"oracle-http-server {nonce}".encode())
 
 
 def new_nonce() -> str:
-    return secrets.token_hex(16)
+    return token_hex(16)
 
 
 def new_secret() -> bytes:
-    return secrets.token_bytes(32)
+    return token_bytes(32)
 
 
 class LineSocket:
@@ -216,7 +214,7 @@ def connect(paths: Paths, op: str = "mcp", timeout: float = HANDSHAKE_TIMEOUT, e
             theirs = str(answer["proof"])
         except (ValueError, TypeError, KeyError, OSError):
             raise ChannelError("the engine refused the proof or closed the connection") from None
-        if not hmac.compare_digest(theirs, proof(secret, "engine", engine_nonce, mine)):
+        if not compare_digest(theirs, proof(secret, "engine", engine_nonce, mine)):
             raise ChannelError("the engine's proof is wrong: not our engine")
         sock.settimeout(None)
         return line, answer

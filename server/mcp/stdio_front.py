@@ -24,7 +24,6 @@ the data dir's `mcp-handshake.json` is used instead.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import queue
@@ -36,6 +35,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from indexer.digest import sha256
 from indexer.safe_write import PRIVATE, write_atomic
 
 CACHE_NAME = "mcp-handshake.json"  # in the data dir, when the shared cache folder cannot be written
@@ -63,7 +63,7 @@ def code_key() -> str:
     oracle.toml, a Chroma URL and collection, ORACLE_MULTILINGUAL, folder types, the default type, port, file and
     chunk limits, log retention) and none changes them beyond the instructions, which are made live anyway. A
     setting that did would only cost one wrong early answer: the replay to the SDK rewrites the entry."""
-    h = hashlib.sha256(sys.version.encode("utf-8"))
+    h = sha256(sys.version.encode("utf-8"))
     here = Path(__file__).resolve().parent.parent  # server/
     files = [*sorted(here.rglob("*.py")), *sorted((here.parent / "indexer").rglob("*.py"))]
     for name in ("mcp", "mcp_types", "pydantic"):  # an upgrade rewrites a package's top-level modules

@@ -124,6 +124,20 @@ def engine_pids(env: dict[str, str]) -> list[int]:
     return pids
 
 
+def relay_pids(env: dict[str, str]) -> list[int]:
+    """Every live `oracle serve` (stdio) process started with this test's data dir (its environment says)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in args and b"ORACLE_DATA_DIR=" + env["ORACLE_DATA_DIR"].encode() in environ:
+            pids.append(int(proc.name))
+    return pids
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -162,6 +176,12 @@ def test_sessions_share_one_engine_and_see_each_others_learnings(kb: dict[str, s
                 or "MALLOC_ARENA_MAX" in kb)
         status = json.loads(cli(kb, "engine", "status", "--json").stdout)
         assert len(status) == 1 and status[0]["sessions"] == 3 and status[0]["watching"] is True
+        # A relay stays small: no OpenSSL (indexer/digest.py), no MCP SDK, no pydantic in its memory.
+        relays = relay_pids(kb)
+        assert len(relays) == 3
+        for pid in relays:
+            maps = Path(f"/proc/{pid}/maps").read_text()
+            assert "libcrypto" not in maps and "pydantic_core" not in maps, pid
 
         legacy = sessions[1]
         legacy.portal.call(legacy.client.subscribe_resource, "oracle://stats")
