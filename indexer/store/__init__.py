@@ -112,6 +112,7 @@ class Store(Reads, Writes):
                 self.conn.close()
                 self.recovered_from = set_aside(self.path, exc)
                 self._readers = ThreadReaders(self.path)
+                self.section_count_cache = SectionCounts()  # a new file: its states say nothing of the old one's
                 self._connect()
             self.verified = True
             return True
