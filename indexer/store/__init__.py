@@ -25,6 +25,7 @@ from indexer.store.keyword import (
     BM25_WEIGHTS,
     TIE_SLACK,
     Filters,
+    SectionCounts,
     count_embedded,
     filtered_ids,
     keyword_matching_ids,
@@ -72,6 +73,7 @@ class Store(Reads, Writes):
         self.model_id = model_id or MODEL_ID
         self._write_lock = threading.RLock()  # one writer connection, shared by this process's threads
         self._readers = ThreadReaders(path)
+        self.section_count_cache = SectionCounts()  # query expansion's document frequencies (keyword.py)
         self.recovered_from: Path | None = None
         self.verified = False  # quick_check passed (or the file was made new) in this process
         existed = path.exists()
@@ -110,6 +112,7 @@ class Store(Reads, Writes):
                 self.conn.close()
                 self.recovered_from = set_aside(self.path, exc)
                 self._readers = ThreadReaders(self.path)
+                self.section_count_cache = SectionCounts()  # a new file: its states say nothing of the old one's
                 self._connect()
             self.verified = True
             return True

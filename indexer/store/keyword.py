@@ -9,6 +9,7 @@ The lead tunes ranking through these functions: their results are kept byte-iden
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -255,14 +256,66 @@ def terms_matched(store: Store, terms: Sequence[str], ids: Sequence[str]) -> dic
     return counts
 
 
+# FTS5 keeps the list of a word table's segments in one row of its data table (FTS5_STRUCTURE_ROWID, 10). Every
+# write flushes a new segment into it and advances the write counter it holds (the tables do not use the
+# secure-delete option, which alone edits segments in place), so its bytes name one state of the table.
+_WORD_TABLE_STATE = "SELECT block FROM documents_fts_data WHERE id = 10"
+SECTION_COUNTS_KEPT = 50_000  # (term, cap) pairs a store remembers before it starts over
+
+
+class SectionCounts:
+    """Section counts already read, valid for one state of the word table (`_WORD_TABLE_STATE`).
+
+    Counting is what query expansion costs most: FTS5 stores no document frequency, so each count walks the
+    term's list of sections (a word in 700 of nat-brain's 7,310 sections ~0.14 ms, forty candidate words
+    3.5-5 ms a search). Candidate words repeat from search to search (the everyday ones, which cost most,
+    above all), and a count cannot change while the table does not; any write does change the state, and
+    the counts of the old one are dropped. One per store, shared by its threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state: bytes | None = None
+        self._counts: dict[tuple[str, int], int] = {}
+
+    def known(self, state: bytes | None, terms: Sequence[str], cap: int) -> dict[str, int]:
+        """The counts of `terms` (under `cap`) read at `state`; none for an unknown state."""
+        with self._lock:
+            if state is None or state != self._state:
+                return {}
+            return {t: self._counts[(t, cap)] for t in terms if (t, cap) in self._counts}
+
+    def remember(self, state: bytes | None, counts: dict[str, int], cap: int) -> None:
+        """Keep `counts` (under `cap`), read at `state`; the counts of an older state are forgotten."""
+        if state is None:
+            return
+        with self._lock:
+            if state != self._state or len(self._counts) + len(counts) > SECTION_COUNTS_KEPT:
+                self._state, self._counts = state, {}
+            self._counts.update({(t, cap): n for t, n in counts.items()})
+
+
+def word_table_state(store: Store) -> bytes | None:
+    """The word table's state as FTS5 records it (see `_WORD_TABLE_STATE`); None if it records none."""
+    rows = store.fetch(_WORD_TABLE_STATE)
+    return bytes(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
 def section_counts(store: Store, terms: Sequence[str], cap: int) -> dict[str, int]:
     """How many sections hold each of `terms` (quoted FTS5 strings) in the word table, stemmed as the index is
     ("buffers" counts the sections holding "buffer"), counted up to `cap` + 1: the document frequencies query
     expansion weighs words by, where a word in more than `cap` sections is too common to matter. One MATCH per
-    term; the cap stops a common word's count early (a word of 4,000 of nat-brain's 7,310 sections took ~2 ms
-    to count in full, as long as twenty rare ones)."""
+    term not counted before in this state of the table (SectionCounts); the cap stops a common word's count
+    early (a word of 4,000 of nat-brain's 7,310 sections took ~2 ms to count in full, as long as twenty rare
+    ones). Counts are kept only when the table's state was the same before and after they were read, so
+    none is ever kept under a state it was not read in."""
+    state = word_table_state(store)
+    known = store.section_count_cache.known(state, terms, cap)
     sql = "SELECT count(*) FROM (SELECT 1 FROM documents_fts WHERE documents_fts MATCH ? LIMIT ?)"
-    return {term: int(store.fetch(sql, [term, cap + 1])[0][0]) for term in terms}
+    missing = [term for term in dict.fromkeys(terms) if term not in known]
+    counted = {term: int(store.fetch(sql, [term, cap + 1])[0][0]) for term in missing}
+    if counted and word_table_state(store) == state:
+        store.section_count_cache.remember(state, counted, cap)
+    return {term: known[term] if term in known else counted[term] for term in terms}
 
 
 def note_keyword_scores(store: Store, fts_match: str | None, files: Sequence[str]) -> dict[str, float]:

@@ -213,3 +213,25 @@ def test_verify_leaves_a_sound_index_alone(tmp_path: Path) -> None:
     finally:
         store.close()
     assert not list(tmp_path.glob("new.db.corrupt-*"))
+
+
+def test_section_counts_are_remembered_until_the_word_table_changes(store: Store) -> None:
+    """Query expansion's document frequencies: a count read once is given again without a MATCH while the word
+    table is unchanged, and a write (a new section, a note removed) is seen at once."""
+    terms = ['"router"', '"routers"', '"quokka"', '"nothing"', '"router"']
+    assert store.section_counts(terms, 100) == {'"router"': 2, '"routers"': 2, '"quokka"': 1, '"nothing"': 0}
+    assert store.section_counts(['"router"'], 0) == {'"router"': 1}  # cut at cap + 1, remembered per cap
+    matches: list[str] = []
+    fetch = store.fetch
+
+    def counting(sql: str, args=()) -> list[tuple]:
+        if "MATCH" in sql:
+            matches.append(sql)
+        return fetch(sql, args)
+
+    store.fetch = counting  # type: ignore[method-assign]
+    assert store.section_counts(terms, 100)['"router"'] == 2 and not matches
+    _index(store, "learnings/third.md", "# Routers\n\nA third router note.\n")
+    assert store.section_counts(['"router"', '"quokka"'], 100) == {'"router"': 3, '"quokka"': 1} and matches
+    store.remove_file("learnings/long.md")
+    assert store.section_counts(['"router"', '"quokka"'], 100) == {'"router"': 2, '"quokka"': 0}
