@@ -324,3 +324,77 @@ def test_a_learn_through_one_engine_is_found_through_another(tmp_path: Path) -> 
     finally:
         a.close()
         b.close()
+
+
+MID_SYNC_CHILD = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {tests!r})
+    from _corpus import open_oracle
+    from pathlib import Path
+    oracle = open_oracle(Path({root!r}), Path({data!r}), database_url={url!r})
+    def progress(phase, done, total):
+        print(phase, done, total, flush=True)
+    oracle.indexer.sync(vectors=False, progress=progress)
+    print("finished", flush=True)
+""")
+
+
+@pytest.mark.slow
+def test_an_indexer_killed_mid_sync_is_taken_over_and_every_note_is_indexed_once(tmp_path: Path) -> None:
+    """kill -9 of an engine in the middle of its sync (its first batch of notes committed, the next one being
+    written, note by note, with the writer lock held): another engine's sync gets the lock at once and indexes
+    exactly the notes the dead one did not commit; no note is half there, none twice, none lost."""
+    root = write_root(tmp_path / "root")
+    for n in range(400):  # enough notes that the kill lands inside the second batch of 64
+        (root / f"learnings/bulk-{n:03d}.md").write_text(
+            f"---\ntitle: Bulk note {n}\n---\n# Bulk note {n}\n\nIntro {n} about routers.\n\n## Part one\n\n"
+            f"Deploys of service {n} roll back on error.\n\n## Part two\n\nLatency budget {n} is tight.\n",
+            encoding="utf-8")
+    total = len(NOTES) + 400
+    url = _pg.new_database()
+    script = MID_SYNC_CHILD.format(tests=str(Path(__file__).resolve().parents[1]), root=str(root),
+                                   data=str(tmp_path / "a"), url=url)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=Path(__file__).resolve().parents[2])
+    oracle = open_oracle(root, tmp_path / "b", database_url=url)
+    try:
+        assert child.stdout is not None
+        while True:  # the child's first keyword batch is committed: kill it while it writes the next
+            line = child.stdout.readline()
+            assert line, child.stderr.read() if child.stderr else "the child ended"
+            if line.startswith("keyword "):
+                break
+        assert oracle.indexer.lock.held_elsewhere()
+        waited = time.monotonic()
+        while oracle.store.db.run("SELECT count(*) FROM files")[0][0] < 70:  # the second batch's writes under way
+            assert time.monotonic() - waited < 30 and child.poll() is None
+            time.sleep(0.005)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        committed = oracle.store.db.run("SELECT count(*) FROM files")[0][0]
+        assert 70 <= committed < 128, committed  # killed inside the second batch, between or inside notes
+        started = time.monotonic()
+        report = oracle.indexer.sync(vectors=False)
+        assert time.monotonic() - started < 30
+        assert report.added == total - committed and report.changed == 0 and report.removed == 0
+        assert sorted(oracle.store.notes()) == sorted([*NOTES, *(f"learnings/bulk-{n:03d}.md" for n in range(400))])
+        db = oracle.store.db
+        # every note whole: its sections as many as its row says, each with its postings and length, totals exact
+        assert db.run("SELECT count(*) FROM files f WHERE f.chunk_count <>"
+                      " (SELECT count(*) FROM documents d WHERE d.file = f.path)")[0][0] == 0
+        assert db.run("SELECT count(*) FROM documents d WHERE NOT EXISTS"
+                      " (SELECT 1 FROM fts_docs l WHERE l.tbl = 0 AND l.doc = d.rowid)")[0][0] == 0
+        assert db.run("SELECT count(*) FROM postings p WHERE p.tbl = 0 AND NOT EXISTS"
+                      " (SELECT 1 FROM documents d WHERE d.rowid = p.doc)")[0][0] == 0
+        assert (db.run("SELECT n, tokens FROM fts_stats WHERE tbl = 0")[0]
+                == tuple(db.run("SELECT count(*), sum(len) FROM fts_docs WHERE tbl = 0")[0]))
+        assert db.run("SELECT count(*) FROM documents")[0][0] == oracle.store.chunk_count()
+        again = oracle.indexer.sync(vectors=False)
+        assert again.added == again.changed == again.removed == 0  # nothing left to do, nothing done twice
+        hits = search(oracle, SearchRequest(query="latency budget 399", mode="fts", limit=1)).hits
+        assert hits and hits[0].source_file == "learnings/bulk-399.md"
+    finally:
+        if child.poll() is None:
+            child.kill()
+        oracle.close()
+
