@@ -202,6 +202,21 @@ def test_pgvector_leg_and_its_failure_falls_back_to_keywords(tmp_path: Path) -> 
             .endswith("USING hnsw (embedding vector_cosine_ops)")
         hit = search(oracle, SearchRequest(query="how do we roll back a release", mode="vector", limit=3))
         assert hit.hits and hit.hits[0].source_file == "learnings/deploy.md"
+        # the vector query says which of its hits the index holds (the search's next read, without filters)
+        vector = oracle.embedder.embed_query("how do we roll back a release")
+        ids = [h.id for h in oracle.vectors.query(vector, 5)]
+        assert oracle.store.filtered_ids(ids, Filters()) == set(ids)
+        gone = ids[0]
+        other = oracle.store.db.pool.getconn()  # as another engine would: a section removed, its vector left
+        try:
+            other.execute("DELETE FROM documents WHERE id = %s", [gone])
+        finally:
+            oracle.store.db.pool.putconn(other)
+        assert [h.id for h in oracle.vectors.query(vector, 5)] == ids
+        assert oracle.store.filtered_ids(ids, Filters()) == set(ids) - {gone}
+        oracle.vectors.query(vector, 5)  # with a filter, the filter is read (the stash is for unfiltered checks)
+        assert oracle.store.filtered_ids(ids, Filters(type="learning")) == {
+            i for i in ids if i != gone and oracle.store.sections_by_id([i])[i].type == "learning"}
         oracle.store.db.run("ALTER TABLE chunk_vectors RENAME COLUMN embedding TO lost")  # a real failure
         fallback = search(oracle, SearchRequest(query="router latency", mode="hybrid", limit=3))
         assert fallback.meta.mode == "fts" and fallback.hits
@@ -398,3 +413,71 @@ def test_an_indexer_killed_mid_sync_is_taken_over_and_every_note_is_indexed_once
             child.kill()
         oracle.close()
 
+
+# -- fewer round trips per search: reads fetched ahead ------------------------------------------------------
+def test_reads_fetched_ahead_equal_sqlite_and_are_dropped_after_a_write(tmp_path: Path, monkeypatch) -> None:
+    """section_facts brings its notes' frontmatter supersessions along, sections_by_id their notes' dates, the
+    supersession log's check whether any verdict exists: what a search asks next, in the same round trip. The
+    next call uses it once, on the same thread, for exactly the same notes, unless this process wrote since or it is
+    older than STASH_SECONDS; otherwise it reads again."""
+    from indexer.store.pg import db as pg_db
+
+    root = write_root(tmp_path / "root")
+    sqlite = open_oracle(root, tmp_path / "s")
+    pg = open_oracle(root, tmp_path / "p", database_url=_pg.new_database())
+    try:
+        for oracle in (sqlite, pg):
+            oracle.indexer.sync(vectors=False)
+        ids = [i for i, _ in sqlite.store.keyword_search('"the" OR "router" OR "deploy"', None, [], Filters(), 50)[0]]
+        assert len(ids) > 3
+        files = sorted({f.file for f in sqlite.store.section_facts(ids).values()})
+        assert pg.store.section_facts(ids) == sqlite.store.section_facts(ids)
+        assert pg.store.superseded_files(files) == sqlite.store.superseded_files(files)
+        assert pg.store.sections_by_id(ids) == sqlite.store.sections_by_id(ids)
+        assert pg.store.note_dates(files) == sqlite.store.note_dates(files)
+        assert pg.store.chunk_count() == sqlite.store.chunk_count() == pg.store.db.run("SELECT count(*) FROM documents")[0][0]
+
+        sent: list[str] = []
+        real = pg.store.db.connection
+
+        def counting():
+            sent.append("connection")
+            return real()
+        monkeypatch.setattr(pg.store.db, "connection", counting)
+        pg.store.section_facts(ids)
+        pg.store.superseded_files(files)  # from the stash: no round trip of its own
+        assert len(sent) == 1
+        pg.store.superseded_files(files)  # used once: read again
+        assert len(sent) == 2
+        pg.store.section_facts(ids)
+        pg.store.superseded_files(files[:-1])  # other notes: read
+        assert len(sent) == 4
+        pg.store.sections_by_id(ids)
+        threading.Thread(target=lambda: pg.store.note_dates(files)).start()  # another thread: its own read
+        time.sleep(0.2)
+        assert len(sent) == 6
+        monkeypatch.setattr(pg.store.db, "connection", real)
+
+        # a write of this process (here: a frontmatter supersession, as the indexer writes it) drops the stash
+        pg.store.section_facts(ids)
+        with pg.store.transaction() as conn:
+            conn.execute("INSERT INTO superseded_files (file, target) VALUES (?, ?)", (files[0], "learnings/new.md"))
+        assert pg.store.superseded_files(files) == {files[0]: "learnings/new.md"}
+        # another engine's write (its own connection) is seen once the stash is older than STASH_SECONDS
+        pg.store.section_facts(ids)
+        other = pg.store.db.pool.getconn()
+        try:
+            other.execute("DELETE FROM superseded_files")
+        finally:
+            pg.store.db.pool.putconn(other)
+        monkeypatch.setattr(pg_db, "STASH_SECONDS", 0.0)
+        assert pg.store.superseded_files(files) == {}
+
+        # the verdict check rides along with the supersession log's
+        assert pg.logs.supersessions() == {} and pg.logs.has_feedback() is False
+        pg.logs.log_feedback("t", ids[0], "helpful", None, None)
+        pg.logs.supersessions()
+        assert pg.logs.has_feedback() is True
+    finally:
+        sqlite.close()
+        pg.close()
