@@ -6,7 +6,7 @@
 Each question of Q.json (a list of {"query": ...} or of strings; default: nat-brain's unjudged questions) is asked
 once untimed, then `--rounds` times in every mode through `server.search.run_search` (limit 10), round after round;
 printed per mode: the median over rounds of each round's median, p95, and, on PostgreSQL, the statements sent per
-search (each one a round trip to the server, or one pipeline sync). `--trace N` prints, for the N-th question in
+search and the round trips they took (statements sent together in psycopg's pipeline mode are one). `--trace N` prints, for the N-th question in
 hybrid mode, every statement in the order sent, with its time (the statement's execute and fetch on the calling
 thread; the vector leg runs on a thread of its own, beside the keyword leg).
 The machine's load average is printed at the start and the end.
@@ -36,6 +36,7 @@ class Trace:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.events: list[tuple[str, str, float]] = []
+        self.pipelines = 0
         self.on = False
 
     def install(self) -> None:
@@ -55,30 +56,37 @@ class Trace:
                 finally:
                     took = (time.perf_counter() - t0) * 1000
                     text = query if isinstance(query, str) else getattr(query, "as_string", lambda c=None: str(query))(None)
+                    conn = getattr(self, "connection", None)
+                    mark = "[pipelined] " if getattr(conn, "_pipeline", None) is not None else ""
                     with trace.lock:
-                        trace.events.append((threading.current_thread().name, " ".join(str(text).split())[:110], took))
+                        trace.events.append((threading.current_thread().name,
+                                             mark + " ".join(str(text).split())[:110], took))
             setattr(cls, name, timed)
 
         wrap(psycopg.Cursor, "execute")
         wrap(psycopg.Cursor, "executemany")
-        if hasattr(psycopg.Connection, "pipeline"):
-            original_sync = psycopg.Pipeline.sync
+        original_pipeline = psycopg.Connection.pipeline
 
-            def sync(self):
-                t0 = time.perf_counter()
-                try:
-                    return original_sync(self)
-                finally:
-                    if trace.on:
-                        with trace.lock:
-                            trace.events.append((threading.current_thread().name, "<pipeline sync>",
-                                                 (time.perf_counter() - t0) * 1000))
-            psycopg.Pipeline.sync = sync
+        def pipeline(self):  # statements sent inside are one round trip: counted as such (see round_trips)
+            if trace.on:
+                with trace.lock:
+                    trace.pipelines += 1
+            return original_pipeline(self)
+        psycopg.Connection.pipeline = pipeline
+
 
     def take(self) -> list[tuple[str, str, float]]:
         with self.lock:
             out, self.events = self.events, []
         return out
+
+    def take_counted(self) -> tuple[int, int]:
+        """(statements, round trips) since the last take."""
+        with self.lock:
+            events, self.events = self.events, []
+            pipelines, self.pipelines = self.pipelines, 0
+        inside = sum(1 for _, sql, _ in events if sql.startswith("[pipelined] "))
+        return len(events), len(events) - inside + pipelines
 
 
 def load_queries(path: Path) -> list[str]:
@@ -125,9 +133,13 @@ def main() -> None:
             result = run_search(oracle, SearchRequest(query=queries[args.trace], limit=10, mode="hybrid"))
             total = (time.perf_counter() - t0) * 1000
             trace.on = False
+            pipelines = trace.pipelines
             events = trace.take()
-            print(f"trace: {queries[args.trace]!r}: {len(events)} statements, {sum(e[2] for e in events):.1f} ms"
-                  f" in them, search {total:.1f} ms, {len(result.hits)} hits")
+            trace.pipelines = 0
+            inside = sum(1 for _, sql, _ in events if sql.startswith("[pipelined] "))
+            print(f"trace: {queries[args.trace]!r}: {len(events)} statements in {len(events) - inside + pipelines}"
+                  f" round trips, {sum(e[2] for e in events):.1f} ms in them, search {total:.1f} ms,"
+                  f" {len(result.hits)} hits")
             for thread, sql, took in events:
                 print(f"  {took:6.2f} ms  {thread[:18]:18}  {sql}")
         if args.by_statement and args.database_url:
@@ -143,7 +155,7 @@ def main() -> None:
                   f" {sum(sum(v) for v in kinds.values()):.1f} ms in all")
             for sql, times in sorted(kinds.items(), key=lambda kv: -sum(kv[1])):
                 print(f"  {len(times):4d} x  median {statistics.median(times):6.2f} ms  sum {sum(times):7.1f} ms  {sql}")
-        per_mode: dict[str, dict] = {m: {"medians": [], "all": [], "statements": []} for m in modes}
+        per_mode: dict[str, dict] = {m: {"medians": [], "all": [], "statements": [], "round_trips": []} for m in modes}
         for _ in range(args.rounds):
             for mode in modes:
                 samples = []
@@ -154,7 +166,9 @@ def main() -> None:
                     run_search(oracle, SearchRequest(query=q, limit=10, mode=mode))
                     samples.append((time.perf_counter() - t0) * 1000)
                     trace.on = False
-                    per_mode[mode]["statements"].append(len(trace.take()))
+                    sent, trips = trace.take_counted()
+                    per_mode[mode]["statements"].append(sent)
+                    per_mode[mode]["round_trips"].append(trips)
                 per_mode[mode]["medians"].append(statistics.median(samples))
                 per_mode[mode]["all"] += samples
         for mode, f in per_mode.items():
@@ -164,6 +178,7 @@ def main() -> None:
                 "round_p50s_ms": [round(x, 2) for x in f["medians"]],
                 "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
                 "statements_per_search": round(statistics.fmean(f["statements"]), 2) if args.database_url else None,
+                "round_trips_per_search": round(statistics.fmean(f["round_trips"]), 2) if args.database_url else None,
             }
     finally:
         oracle.close()
