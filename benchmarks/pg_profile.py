@@ -109,9 +109,14 @@ def main() -> None:
     args = parser.parse_args()
 
     from indexer.config import Settings
-    from server.app import Oracle
-    from server.models import SearchRequest
-    from server.search import run_search
+    try:  # server/ split into layers (main after 1214218)
+        from server.services.app import Oracle
+        from server.services.models import SearchRequest
+        from server.services.search.pipeline import run_search
+    except ImportError:
+        from server.app import Oracle
+        from server.models import SearchRequest
+        from server.search import run_search
 
     trace = Trace()
     if args.database_url:
