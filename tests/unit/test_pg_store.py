@@ -444,6 +444,11 @@ def test_reads_fetched_ahead_equal_sqlite_and_are_dropped_after_a_write(tmp_path
             sent.append("connection")
             return real()
         monkeypatch.setattr(pg.store.db, "connection", counting)
+        pg.store.chunk_count()  # a search's first read brings the two that follow it
+        assert pg.store.structural_languages() == sqlite.store.structural_languages()
+        assert pg.store.pending_count() == sqlite.store.pending_count() == sqlite.store.chunk_count()
+        assert len(sent) == 1
+        sent.clear()
         pg.store.section_facts(ids)
         pg.store.superseded_files(files)  # from the stash: no round trip of its own
         assert len(sent) == 1
@@ -458,6 +463,9 @@ def test_reads_fetched_ahead_equal_sqlite_and_are_dropped_after_a_write(tmp_path
         assert len(sent) == 6
         monkeypatch.setattr(pg.store.db, "connection", real)
 
+        pg.store.chunk_count()
+        pg.store.mark_in_vector(ids[:2])  # a write of this process: the count fetched ahead is not used
+        assert pg.store.pending_count() == sqlite.store.chunk_count() - 2
         # a write of this process (here: a frontmatter supersession, as the indexer writes it) drops the stash
         pg.store.section_facts(ids)
         with pg.store.transaction() as conn:

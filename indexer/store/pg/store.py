@@ -122,10 +122,28 @@ class PgStore(Reads):
                           " d.position LIMIT 1), f.last_verified, f.review_after FROM files f"
                           " WHERE f.path IN (SELECT file FROM documents WHERE id = ANY(%s))")
 
+    _LANGUAGES = ("SELECT lang, count(*) FROM files WHERE lang IS NOT NULL AND lang_from IN ('frontmatter', 'folder')"
+                  " GROUP BY lang ORDER BY lang")
+    _PENDING = "SELECT count(*) FROM documents WHERE in_vector = 0"
+
     def chunk_count(self) -> int:
         """How many sections the index holds: the section word table's row count, which every note's write keeps
-        in its own transaction (one row per section), instead of counting the documents (a scan per search)."""
-        return int(self.db.run("SELECT n FROM fts_stats WHERE tbl = %s", [SECTIONS])[0][0])
+        in its own transaction (one row per section), instead of counting the documents (a scan per search).
+        A search reads it first, then the notes' stated languages and (vector leg) the sections not embedded yet:
+        those two come in the same round trip, for the calls that follow (Database.stash)."""
+        count, languages, pending = self.db.fetch_many([("SELECT n FROM fts_stats WHERE tbl = %s", [SECTIONS]),
+                                                        (self._LANGUAGES, []), (self._PENDING, [])])
+        self.db.stash("structural_languages", None, {lang: n for lang, n in languages})
+        self.db.stash("pending_count", None, int(pending[0][0]))
+        return int(count[0][0])
+
+    def structural_languages(self) -> dict[str, int]:
+        hit, value = self.db.take("structural_languages", None)
+        return dict(value) if hit else super().structural_languages()  # type: ignore[call-overload]
+
+    def pending_count(self) -> int:
+        hit, value = self.db.take("pending_count", None)
+        return int(value) if hit else super().pending_count()  # type: ignore[call-overload]
 
     def section_facts(self, ids: Sequence[str]) -> dict[str, SectionFacts]:
         if not ids or len(ids) > BATCH:
