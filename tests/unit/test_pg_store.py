@@ -198,6 +198,8 @@ def test_pgvector_leg_and_its_failure_falls_back_to_keywords(tmp_path: Path) -> 
     try:
         report = oracle.indexer.sync()
         assert not report.vector_failed and oracle.vectors.count() == oracle.store.chunk_count()
+        again = oracle.indexer.sync()  # nothing changed: no vector is written again (the data dir has no Chroma
+        assert again.embeddings_cached == again.embedded == 0 and oracle.store.pending_count() == 0  # folder)
         assert oracle.store.db.run("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_vectors_hnsw'")[0][0] \
             .endswith("USING hnsw (embedding vector_cosine_ops)")
         hit = search(oracle, SearchRequest(query="how do we roll back a release", mode="vector", limit=3))
