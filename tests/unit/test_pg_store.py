@@ -388,6 +388,10 @@ def test_an_indexer_killed_mid_sync_is_taken_over_and_every_note_is_indexed_once
             time.sleep(0.005)
         os.kill(child.pid, signal.SIGKILL)
         child.wait(10)
+        waited = time.monotonic()
+        while oracle.indexer.lock.held_elsewhere():  # its session ends: a COMMIT it sent is done, the rest rolled back
+            assert time.monotonic() - waited < 10
+            time.sleep(0.01)
         committed = oracle.store.db.run("SELECT count(*) FROM files")[0][0]
         assert 70 <= committed < 128, committed  # killed inside the second batch, between or inside notes
         started = time.monotonic()
