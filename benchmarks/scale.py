@@ -1,6 +1,14 @@
 """Scale benchmark: generated knowledge bases of 1k, 10k and 100k chunks through the real indexer and search.
 
     .venv/bin/python benchmarks/scale.py [--sizes 1000,10000,100000] [--queries 200] [--json out.json]
+        [--database-url URL] [--seed-from FROM.db] [--server-runs 0] [--search-only --work DIR]
+
+`--database-url` (a PostgreSQL server, any database on it) puts each size's store in a new database of its own on
+that server (the PostgreSQL store, ORACLE_DATABASE_URL) instead of SQLite + Chroma under the data dir.
+`--seed-from` copies an existing index's embedding caches (benchmarks/seed_cache.py; `{size}` in the path is
+replaced by the size) into each new store first, so the embedding phase measures the store, not the model.
+`--search-only` (with `--work` of an earlier `--keep` run) measures the searches again on the indexes that run
+left, each on its own store.
 
 For each size a knowledge base is generated (deterministic seed) in a temporary folder, never in the
 repository: notes built from sentences of the SciFact corpus (read at run time from
@@ -260,19 +268,18 @@ SEARCH_CONFIGS: dict[str, dict] = {
 }
 
 
-def search_latency(root: Path, data_dir: Path, queries: list[str], warmup: int) -> dict:
+def search_latency(root: Path, data_dir: Path, queries: list[str], warmup: int, database_url: str | None = None) -> dict:
     """Warm in-process latency of run_search per configuration, and the hybrid legs timed one by one."""
     from chromadb.api.client import SharedSystemClient
 
     from indexer.config import Settings
-    from indexer.store import filtered_ids
     from server.services.search import scoring
     from server.services.app import Oracle
     from server.services.models import SearchRequest
-    from server.services.search.query import build_keyword_query
-    from server.services.search.pipeline import POOL, _keyword_leg, _total, _Legs, filters_for, run_search
+    from server.services.search.pipeline import POOL, _keyword_leg, _Legs, _plan, _total, run_search
 
-    oracle = Oracle.open(Settings.from_env(root=root, data_dir=data_dir))
+    extra = {"database_url": database_url} if database_url else {}
+    oracle = Oracle.open(Settings.from_env(root=root, data_dir=data_dir, **extra))
     try:
         figures: dict[str, dict] = {}
         totals: dict[str, list[int]] = {}
@@ -300,8 +307,8 @@ def search_latency(root: Path, data_dir: Path, queries: list[str], warmup: int) 
                                         "documents_by_id": [], "hybrid_total": []}
         for q in queries:
             request = SearchRequest(query=q, limit=LIMIT)
-            kq = build_keyword_query(q)
-            filters = filters_for(request)
+            plan = _plan(oracle, request)
+            kq, filters = plan.kq, plan.filters
             t0 = time.perf_counter()
             fts, fts_total = _keyword_leg(oracle, kq, filters, POOL)
             t1 = time.perf_counter()
@@ -309,23 +316,23 @@ def search_latency(root: Path, data_dir: Path, queries: list[str], warmup: int) 
             t2 = time.perf_counter()
             hits = oracle.vectors.query(vector, POOL)
             t3 = time.perf_counter()
-            filtered_ids(oracle.store, [h.id for h in hits], filters)
+            oracle.store.filtered_ids([h.id for h in hits], filters)
             t4 = time.perf_counter()
             oracle.store.documents_by_id([h.id for h in fts] + [h.id for h in hits])
             t5 = time.perf_counter()
             legs_obj = _Legs(fts=fts, fts_total=fts_total, warnings=[], vector_ok=True,
                              vector=[scoring.LegHit(h.id, h.similarity) for h in hits])
-            _total(oracle, kq, "hybrid", legs_obj, filters)
+            _total(oracle, plan, "hybrid", legs_obj)
             t6 = time.perf_counter()
             for key, a, b in (("keyword_leg", t0, t1), ("embed_query", t1, t2), ("chroma_query", t2, t3),
                               ("filter_check", t3, t4), ("documents_by_id", t4, t5), ("hybrid_total", t5, t6)):
                 legs[key].append((b - a) * 1000)
         figures["hybrid_legs"] = {k: summary_ms(v) for k, v in legs.items()}
 
-        conn = oracle.store.conn
-        chunks = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-        typed = conn.execute("SELECT count(*) FROM documents WHERE type = ?", (FILTER_TYPE,)).fetchone()[0]
-        tagged = conn.execute("SELECT count(*) FROM doc_concepts WHERE concept = ?", (FILTER_CONCEPT,)).fetchone()[0]
+        fetch = oracle.store.fetch  # either store's reads, in sqlite3's `?` dialect
+        chunks = fetch("SELECT count(*) FROM documents")[0][0]
+        typed = fetch("SELECT count(*) FROM documents WHERE type = ?", (FILTER_TYPE,))[0][0]
+        tagged = fetch("SELECT count(*) FROM doc_concepts WHERE concept = ?", (FILTER_CONCEPT,))[0][0]
         figures["filter_share"] = {"type": round(typed / chunks, 3), "concept": round(tagged / chunks, 3)}
         figures["mean_embed_tokens"] = mean_tokens(oracle)
         return figures
@@ -343,7 +350,7 @@ def mean_tokens(oracle, sample: int = 2000) -> float:
     tokenizer = Tokenizer.from_file(str(model_files()[1]))
     tokenizer.enable_truncation(MAX_TOKENS)
     tokenizer.no_padding()  # tokenizer.json pads to 128 by default; the embedder does not
-    ids = [r[0] for r in oracle.store.conn.execute("SELECT id FROM documents ORDER BY rowid")]
+    ids = [r[0] for r in oracle.store.fetch("SELECT id FROM documents ORDER BY rowid")]
     picked = ids[:: max(1, len(ids) // sample)]
     texts = list(oracle.store.embed_texts(picked).values())
     return round(statistics.fmean(len(e.ids) for e in tokenizer.encode_batch(texts)), 1)
@@ -369,6 +376,8 @@ def first_search(env: dict[str, str], query: str, repeats: int) -> dict:
 
     samples: list[float] = []
     meta: dict = {}
+    if repeats <= 0:
+        return {"median_s": None, "max_s": None, "runs": 0, "mode": None, "warnings": []}
     for _ in range(repeats):
         took, content = anyio.run(once)
         samples.append(took)
@@ -377,15 +386,61 @@ def first_search(env: dict[str, str], query: str, repeats: int) -> dict:
             "mode": meta.get("mode"), "warnings": meta.get("warnings", [])}
 
 
-def measure_size(corpus: Corpus, size: int, work: Path, seed: int, warmup: int, server_runs: int) -> dict:
+def new_database(server_url: str, size: int) -> str:
+    """A new, empty database on the PostgreSQL server at `server_url` for one size; its URL."""
+    from urllib.parse import urlparse, urlunparse
+
+    import psycopg
+
+    name = f"oracle_scale_{size}_{int(time.time())}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING "UTF8"')
+    return urlunparse(urlparse(server_url)._replace(path="/" + name))
+
+
+def database_bytes(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+
+
+def seed(source: Path, data_dir: Path, database_url: str | None) -> None:
+    where = ["--database-url", database_url] if database_url else ["--data-dir", str(data_dir)]
+    data_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, str(HERE / "seed_cache.py"), str(source), *where], check=True,
+                   env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL)
+
+
+def search_again(corpus: Corpus, size: int, work: Path, warmup: int) -> dict:
+    """The searches of an earlier `--keep` run, measured again on the index it left (its `store.json`)."""
+    base = work / f"kb-{size}"
+    kept = json.loads((base / "store.json").read_text(encoding="utf-8"))
+    load_start = loadavg()
+    latency = search_latency(base / "root", base / "data", corpus.queries, warmup, kept.get("database_url"))
+    log(f"[{size}] hybrid p50 {latency['hybrid']['p50_ms']} ms, p95 {latency['hybrid']['p95_ms']} ms")
+    return {"store": kept["store"], "search": latency, "load": {"start": load_start, "end": loadavg()}}
+
+
+def measure_size(corpus: Corpus, size: int, work: Path, seed_: int, warmup: int, server_runs: int,
+                 server_url: str | None = None, seed_from: Path | None = None) -> dict:
     load_start = loadavg()
     base = work / f"kb-{size}"
     root, data_dir = base / "root", base / "data"
     t0 = time.perf_counter()
-    generated = generate(corpus, root, size, seed)
+    generated = generate(corpus, root, size, seed_)
     generate_s = time.perf_counter() - t0
     log(f"[{size}] generated {generated['files']} files, {generated['chunks']} chunks in {generate_s:.1f}s")
     env = {**os.environ, "ORACLE_ROOT": str(root), "ORACLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO)}
+    env.pop("ORACLE_DATABASE_URL", None)
+    database_url = new_database(server_url, size) if server_url else None
+    if database_url:
+        env["ORACLE_DATABASE_URL"] = database_url
+    (base / "store.json").write_text(json.dumps({"store": "postgresql" if database_url else "sqlite",
+                                                 "database_url": database_url}), encoding="utf-8")
+    if seed_from:
+        seed(Path(str(seed_from).replace("{size}", str(size))), data_dir, database_url)
+        log(f"[{size}] embedding caches seeded from {seed_from}")
 
     full, wall, peak = run_index(env)
     if full["vector_failed"] or full["chunks_written"] != size:
@@ -395,15 +450,20 @@ def measure_size(corpus: Corpus, size: int, work: Path, seed: int, warmup: int, 
     sqlite_bytes = sum(disk_usage(p) for p in data_dir.glob("oracle.db*"))
     chroma_bytes = disk_usage(data_dir / "chroma")
     total_bytes = disk_usage(data_dir)
+    if database_url:  # the store is the database (the data dir keeps the engine's own files, and the logs)
+        sqlite_bytes = database_bytes(database_url)
+        total_bytes += sqlite_bytes
 
     unchanged, unchanged_wall, _ = run_index(env)
     log(f"[{size}] unchanged re-index {unchanged_wall:.2f}s")
-    latency = search_latency(root, data_dir, corpus.queries, warmup)
+    latency = search_latency(root, data_dir, corpus.queries, warmup, database_url)
     log(f"[{size}] hybrid p50 {latency['hybrid']['p50_ms']} ms, p95 {latency['hybrid']['p95_ms']} ms")
     startup = first_search(env, corpus.queries[0], server_runs)
     log(f"[{size}] serve -> first search {startup['median_s']}s")
     mib = 1024 * 1024
     return {
+        "store": "postgresql" if database_url else "sqlite",
+        "seeded_from": str(seed_from) if seed_from else None,
         "generated": {**generated, "seconds": round(generate_s, 2)},
         "index": {
             "wall_s": round(wall, 2),
@@ -412,7 +472,8 @@ def measure_size(corpus: Corpus, size: int, work: Path, seed: int, warmup: int, 
             "keyword_chunks_per_s": round(full["chunks_written"] / full["keyword_seconds"], 1),
             "embedding_s": round(full["vector_seconds"], 2),
             "embedded": full["embedded"],
-            "embedding_chunks_per_s": round(full["embedded"] / full["vector_seconds"], 1),
+            "cached": full.get("embeddings_cached"),
+            "embedding_chunks_per_s": round(full["chunks_written"] / full["vector_seconds"], 1),
             "peak_rss_mib": round(peak, 1),
         },
         "disk": {"sqlite_mib": round(sqlite_bytes / mib, 1), "chroma_mib": round(chroma_bytes / mib, 1),
@@ -437,7 +498,7 @@ ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("embedding phase: model + Chroma upsert (s)", ("index", "embedding_s")),
     ("embedding phase (chunks/s)", ("index", "embedding_chunks_per_s")),
     ("peak RSS of `oracle index` (MiB)", ("index", "peak_rss_mib")),
-    ("data dir on disk: SQLite (MiB)", ("disk", "sqlite_mib")),
+    ("data dir on disk: SQLite, or the PostgreSQL database (MiB)", ("disk", "sqlite_mib")),
     ("data dir on disk: Chroma (MiB)", ("disk", "chroma_mib")),
     ("data dir on disk: total (MiB)", ("disk", "total_mib")),
     ("unchanged re-index, wall (s)", ("unchanged_reindex", "wall_s")),
@@ -525,10 +586,25 @@ def main() -> int:
     parser.add_argument("--work", type=Path, help="where to generate (default: a new temp dir, removed after)")
     parser.add_argument("--keep", action="store_true", help="keep the generated knowledge bases and indexes")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--database-url", help="a PostgreSQL server URL: each size's store in a new database on it")
+    parser.add_argument("--seed-from", type=Path, help="an oracle.db whose embedding caches seed each new store"
+                        " ({size} is replaced by the size)")
+    parser.add_argument("--search-only", action="store_true",
+                        help="measure the searches again on the indexes an earlier --keep run left in --work")
     args = parser.parse_args()
     sizes = sorted({int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()})
 
     corpus = load_corpus(args.data, args.queries)
+    if args.search_only:
+        if not args.work:
+            sys.exit("--search-only needs --work (an earlier --keep run's folder)")
+        again = {size: search_again(corpus, size, args.work, args.warmup) for size in sizes}
+        print(json.dumps(again, indent=2, ensure_ascii=False))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"command": " ".join(sys.argv), "sizes": {str(s): v for s, v in again.items()}},
+                                            indent=2, ensure_ascii=False), encoding="utf-8")
+        return 0
     work = args.work or Path(tempfile.mkdtemp(prefix="oracle-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     if REPO in work.resolve().parents:
@@ -538,7 +614,8 @@ def main() -> int:
     results: dict[int, dict] = {}
     try:
         for size in sizes:
-            results[size] = measure_size(corpus, size, work, args.seed, args.warmup, args.server_runs)
+            results[size] = measure_size(corpus, size, work, args.seed, args.warmup, args.server_runs,
+                                         args.database_url, args.seed_from)
             if not args.keep:
                 shutil.rmtree(work / f"kb-{size}", ignore_errors=True)
     finally:

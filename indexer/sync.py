@@ -338,8 +338,10 @@ class Indexer:
             except VectorStoreUnavailable as exc:
                 report.warnings.append(str(exc))
 
-        elif self.settings.chroma_url is None and not self.settings.chroma_path.exists():
-            # The embedded vector store was deleted: re-add every chunk from the embedding cache.
+        elif (self.settings.chroma_url is None and self.settings.database_url is None
+              and not self.settings.chroma_path.exists()):
+            # The embedded vector store was deleted: re-add every chunk from the embedding cache. (The PostgreSQL
+            # store keeps its vectors in the database and makes no such folder: that is not a loss.)
             self.store.mark_all_out_of_vector()
         elif self.settings.chroma_url is not None:
             self._requeue_lost_vectors()

@@ -1,5 +1,6 @@
 """Two real `oracle serve --http` engines on one PostgreSQL database (a server the tests start, tests/_pg.py):
-a learning saved through one is found through the other within 2 s, in every search mode."""
+a learning saved through one is found through the other within 2 s, in every search mode (a killed indexer's
+lock taken over: tests/unit/test_pg_store.py)."""
 
 from __future__ import annotations
 
@@ -32,19 +33,24 @@ def test_two_engines_share_one_store(tmp_path: Path) -> None:
             assert saved.status_code == 201, saved.text
             # Visible at once: every mode's first search through B that starts after A's answer finds it (the
             # clock is read when each search starts: on a loaded machine one answer may itself take a second or two).
+            # Each mode is timed from its own first search (the modes are asked one after another), so a slow
+            # answer in one mode does not count against the next.
             started = time.monotonic()
             found: dict[str, float] = {}
+            first: dict[str, float] = {}
             for mode in ("fts", "vector", "hybrid"):
                 while mode not in found and time.monotonic() - started < 10:
                     asked = time.monotonic() - started
+                    first.setdefault(mode, asked)
                     hits = client.get(b_url + "/api/search", params={"query": "wombat burrows", "mode": mode,
                                                                      "limit": 1}).json()["hits"]
                     if hits and hits[0]["title"] == "Wombat burrows":
-                        found[mode] = round(asked, 3)
+                        found[mode] = round(asked - first[mode], 3)
                     else:
                         time.sleep(0.05)
+            print("found through the other engine, seconds after that mode's first search:", found)
             assert set(found) == {"fts", "vector", "hybrid"}, found
-            assert found["fts"] < 2.0, found
+            assert all(seconds < 2.0 for seconds in found.values()), found  # learn stores both legs before answering
             stats = client.get(b_url + "/api/stats").json()
             assert stats["files"]["total"] == len(_pg.NOTES) + 1, stats
     finally:

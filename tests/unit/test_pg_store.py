@@ -198,10 +198,27 @@ def test_pgvector_leg_and_its_failure_falls_back_to_keywords(tmp_path: Path) -> 
     try:
         report = oracle.indexer.sync()
         assert not report.vector_failed and oracle.vectors.count() == oracle.store.chunk_count()
+        again = oracle.indexer.sync()  # nothing changed: no vector is written again (the data dir has no Chroma
+        assert again.embeddings_cached == again.embedded == 0 and oracle.store.pending_count() == 0  # folder)
         assert oracle.store.db.run("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_vectors_hnsw'")[0][0] \
             .endswith("USING hnsw (embedding vector_cosine_ops)")
         hit = search(oracle, SearchRequest(query="how do we roll back a release", mode="vector", limit=3))
         assert hit.hits and hit.hits[0].source_file == "learnings/deploy.md"
+        # the vector query says which of its hits the index holds (the search's next read, without filters)
+        vector = oracle.embedder.embed_query("how do we roll back a release")
+        ids = [h.id for h in oracle.vectors.query(vector, 5)]
+        assert oracle.store.filtered_ids(ids, Filters()) == set(ids)
+        gone = ids[0]
+        other = oracle.store.db.pool.getconn()  # as another engine would: a section removed, its vector left
+        try:
+            other.execute("DELETE FROM documents WHERE id = %s", [gone])
+        finally:
+            oracle.store.db.pool.putconn(other)
+        assert [h.id for h in oracle.vectors.query(vector, 5)] == ids
+        assert oracle.store.filtered_ids(ids, Filters()) == set(ids) - {gone}
+        oracle.vectors.query(vector, 5)  # with a filter, the filter is read (the stash is for unfiltered checks)
+        assert oracle.store.filtered_ids(ids, Filters(type="learning")) == {
+            i for i in ids if i != gone and oracle.store.sections_by_id([i])[i].type == "learning"}
         oracle.store.db.run("ALTER TABLE chunk_vectors RENAME COLUMN embedding TO lost")  # a real failure
         fallback = search(oracle, SearchRequest(query="router latency", mode="hybrid", limit=3))
         assert fallback.meta.mode == "fts" and fallback.hits
@@ -324,3 +341,157 @@ def test_a_learn_through_one_engine_is_found_through_another(tmp_path: Path) -> 
     finally:
         a.close()
         b.close()
+
+
+MID_SYNC_CHILD = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {tests!r})
+    from _corpus import open_oracle
+    from pathlib import Path
+    oracle = open_oracle(Path({root!r}), Path({data!r}), database_url={url!r})
+    def progress(phase, done, total):
+        print(phase, done, total, flush=True)
+    oracle.indexer.sync(vectors=False, progress=progress)
+    print("finished", flush=True)
+""")
+
+
+@pytest.mark.slow
+def test_an_indexer_killed_mid_sync_is_taken_over_and_every_note_is_indexed_once(tmp_path: Path) -> None:
+    """kill -9 of an engine in the middle of its sync (its first batch of notes committed, the next one being
+    written, note by note, with the writer lock held): another engine's sync gets the lock at once and indexes
+    exactly the notes the dead one did not commit; no note is half there, none twice, none lost."""
+    root = write_root(tmp_path / "root")
+    for n in range(400):  # enough notes that the kill lands inside the second batch of 64
+        (root / f"learnings/bulk-{n:03d}.md").write_text(
+            f"---\ntitle: Bulk note {n}\n---\n# Bulk note {n}\n\nIntro {n} about routers.\n\n## Part one\n\n"
+            f"Deploys of service {n} roll back on error.\n\n## Part two\n\nLatency budget {n} is tight.\n",
+            encoding="utf-8")
+    total = len(NOTES) + 400
+    url = _pg.new_database()
+    script = MID_SYNC_CHILD.format(tests=str(Path(__file__).resolve().parents[1]), root=str(root),
+                                   data=str(tmp_path / "a"), url=url)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=Path(__file__).resolve().parents[2])
+    oracle = open_oracle(root, tmp_path / "b", database_url=url)
+    try:
+        assert child.stdout is not None
+        while True:  # the child's first keyword batch is committed: kill it while it writes the next
+            line = child.stdout.readline()
+            assert line, child.stderr.read() if child.stderr else "the child ended"
+            if line.startswith("keyword "):
+                break
+        assert oracle.indexer.lock.held_elsewhere()
+        waited = time.monotonic()
+        while oracle.store.db.run("SELECT count(*) FROM files")[0][0] < 70:  # the second batch's writes under way
+            assert time.monotonic() - waited < 30 and child.poll() is None
+            time.sleep(0.005)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        waited = time.monotonic()
+        while oracle.indexer.lock.held_elsewhere():  # its session ends: a COMMIT it sent is done, the rest rolled back
+            assert time.monotonic() - waited < 10
+            time.sleep(0.01)
+        committed = oracle.store.db.run("SELECT count(*) FROM files")[0][0]
+        assert 70 <= committed < 128, committed  # killed inside the second batch, between or inside notes
+        started = time.monotonic()
+        report = oracle.indexer.sync(vectors=False)
+        assert time.monotonic() - started < 30
+        assert report.added == total - committed and report.changed == 0 and report.removed == 0
+        assert sorted(oracle.store.notes()) == sorted([*NOTES, *(f"learnings/bulk-{n:03d}.md" for n in range(400))])
+        db = oracle.store.db
+        # every note whole: its sections as many as its row says, each with its postings and length, totals exact
+        assert db.run("SELECT count(*) FROM files f WHERE f.chunk_count <>"
+                      " (SELECT count(*) FROM documents d WHERE d.file = f.path)")[0][0] == 0
+        assert db.run("SELECT count(*) FROM documents d WHERE NOT EXISTS"
+                      " (SELECT 1 FROM fts_docs l WHERE l.tbl = 0 AND l.doc = d.rowid)")[0][0] == 0
+        assert db.run("SELECT count(*) FROM postings p WHERE p.tbl = 0 AND NOT EXISTS"
+                      " (SELECT 1 FROM documents d WHERE d.rowid = p.doc)")[0][0] == 0
+        assert (db.run("SELECT n, tokens FROM fts_stats WHERE tbl = 0")[0]
+                == tuple(db.run("SELECT count(*), sum(len) FROM fts_docs WHERE tbl = 0")[0]))
+        assert db.run("SELECT count(*) FROM documents")[0][0] == oracle.store.chunk_count()
+        again = oracle.indexer.sync(vectors=False)
+        assert again.added == again.changed == again.removed == 0  # nothing left to do, nothing done twice
+        hits = search(oracle, SearchRequest(query="latency budget 399", mode="fts", limit=1)).hits
+        assert hits and hits[0].source_file == "learnings/bulk-399.md"
+    finally:
+        if child.poll() is None:
+            child.kill()
+        oracle.close()
+
+
+# -- fewer round trips per search: reads fetched ahead ------------------------------------------------------
+def test_reads_fetched_ahead_equal_sqlite_and_are_dropped_after_a_write(tmp_path: Path, monkeypatch) -> None:
+    """section_facts brings its notes' frontmatter supersessions along, sections_by_id their notes' dates, the
+    supersession log's check whether any verdict exists: what a search asks next, in the same round trip. The
+    next call uses it once, on the same thread, for exactly the same notes, unless this process wrote since or it is
+    older than STASH_SECONDS; otherwise it reads again."""
+    from indexer.store.pg import db as pg_db
+
+    root = write_root(tmp_path / "root")
+    sqlite = open_oracle(root, tmp_path / "s")
+    pg = open_oracle(root, tmp_path / "p", database_url=_pg.new_database())
+    try:
+        for oracle in (sqlite, pg):
+            oracle.indexer.sync(vectors=False)
+        ids = [i for i, _ in sqlite.store.keyword_search('"the" OR "router" OR "deploy"', None, [], Filters(), 50)[0]]
+        assert len(ids) > 3
+        files = sorted({f.file for f in sqlite.store.section_facts(ids).values()})
+        assert pg.store.section_facts(ids) == sqlite.store.section_facts(ids)
+        assert pg.store.superseded_files(files) == sqlite.store.superseded_files(files)
+        assert pg.store.sections_by_id(ids) == sqlite.store.sections_by_id(ids)
+        assert pg.store.note_dates(files) == sqlite.store.note_dates(files)
+        assert pg.store.chunk_count() == sqlite.store.chunk_count() == pg.store.db.run("SELECT count(*) FROM documents")[0][0]
+
+        sent: list[str] = []
+        real = pg.store.db.connection
+
+        def counting():
+            sent.append("connection")
+            return real()
+        monkeypatch.setattr(pg.store.db, "connection", counting)
+        pg.store.chunk_count()  # a search's first read brings the two that follow it
+        assert pg.store.structural_languages() == sqlite.store.structural_languages()
+        assert pg.store.pending_count() == sqlite.store.pending_count() == sqlite.store.chunk_count()
+        assert len(sent) == 1
+        sent.clear()
+        pg.store.section_facts(ids)
+        pg.store.superseded_files(files)  # from the stash: no round trip of its own
+        assert len(sent) == 1
+        pg.store.superseded_files(files)  # used once: read again
+        assert len(sent) == 2
+        pg.store.section_facts(ids)
+        pg.store.superseded_files(files[:-1])  # other notes: read
+        assert len(sent) == 4
+        pg.store.sections_by_id(ids)
+        threading.Thread(target=lambda: pg.store.note_dates(files)).start()  # another thread: its own read
+        time.sleep(0.2)
+        assert len(sent) == 6
+        monkeypatch.setattr(pg.store.db, "connection", real)
+
+        pg.store.chunk_count()
+        pg.store.mark_in_vector(ids[:2])  # a write of this process: the count fetched ahead is not used
+        assert pg.store.pending_count() == sqlite.store.chunk_count() - 2
+        # a write of this process (here: a frontmatter supersession, as the indexer writes it) drops the stash
+        pg.store.section_facts(ids)
+        with pg.store.transaction() as conn:
+            conn.execute("INSERT INTO superseded_files (file, target) VALUES (?, ?)", (files[0], "learnings/new.md"))
+        assert pg.store.superseded_files(files) == {files[0]: "learnings/new.md"}
+        # another engine's write (its own connection) is seen once the stash is older than STASH_SECONDS
+        pg.store.section_facts(ids)
+        other = pg.store.db.pool.getconn()
+        try:
+            other.execute("DELETE FROM superseded_files")
+        finally:
+            pg.store.db.pool.putconn(other)
+        monkeypatch.setattr(pg_db, "STASH_SECONDS", 0.0)
+        assert pg.store.superseded_files(files) == {}
+
+        # the verdict check rides along with the supersession log's
+        assert pg.logs.supersessions() == {} and pg.logs.has_feedback() is False
+        pg.logs.log_feedback("t", ids[0], "helpful", None, None)
+        pg.logs.supersessions()
+        assert pg.logs.has_feedback() is True
+    finally:
+        sqlite.close()
+        pg.close()

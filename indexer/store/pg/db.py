@@ -9,6 +9,7 @@ are the PostgreSQL store's own.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -27,6 +28,10 @@ CONNECT_TIMEOUT = 5.0  # seconds to wait for the server to answer a new connecti
 # that go on until enough rows pass (pgvector 0.8). Set once per connection, not per query.
 SESSION_SETTINGS = {"hnsw.ef_search": "1000", "hnsw.iterative_scan": "strict_order"}
 POOL_WAIT = 30.0  # seconds a request waits for a free connection when all are busy (32 clients on 2 cores)
+# How long a read fetched ahead (Database.stash) may wait for the call that uses it: the reads of one search come
+# within milliseconds of each other; a stash older than this, or made before any write of this process, is
+# dropped and the read runs again (see Database.stash).
+STASH_SECONDS = 1.0
 
 
 class DatabaseUnavailable(RuntimeError):
@@ -101,6 +106,8 @@ class Database:
         self._closed = False
         self._users = 0
         self._lock = threading.Lock()
+        self.generation = 0  # bumped by every write of this process (transactions, and writing statements)
+        self._stashes = threading.local()
         try:  # one plain connection first: its error names the cause (a pool's says only "incomplete")
             psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT)).close()
         except Exception as exc:
@@ -154,9 +161,54 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection]:
         """A connection inside one transaction: committed when the block ends, rolled back if it raises."""
+        self.wrote()
+        try:
+            with self.connection() as conn:
+                with conn.transaction():
+                    yield conn
+        finally:
+            self.wrote()
+
+    # -- reads fetched ahead: fewer round trips per search --------------------------------------------
+    def wrote(self) -> None:
+        """This process writes (or wrote): every read fetched ahead on any thread is stale from now on."""
+        with self._lock:
+            self.generation += 1
+
+    def stash(self, key: str, match: object, value: object) -> None:
+        """Keep `value`, read ahead on this thread in the round trip of another read, for the next `take(key,
+        match)` on this thread. A search reads in a known order (server/search.py: the candidates' facts, then
+        their notes' supersessions; the page's sections, then their notes' dates); what the next call will ask
+        can ride along with the current one instead of costing a round trip of its own."""
+        stashes = getattr(self._stashes, "entries", None)
+        if stashes is None:
+            stashes = self._stashes.entries = {}
+        stashes[key] = (self.generation, time.monotonic(), match, value)
+
+    def take(self, key: str, match: object) -> tuple[bool, object]:
+        """(True, value) of the stash under `key` if it was read for exactly `match`, on this thread, less than
+        STASH_SECONDS ago, and this process has written nothing since; (False, None) otherwise (the caller reads).
+        A stash is used once. Another engine's write in that second is seen by the next search, as it would be
+        by a read that ran a moment earlier."""
+        stashes = getattr(self._stashes, "entries", None)
+        entry = stashes.pop(key, None) if stashes else None
+        if entry is None:
+            return False, None
+        generation, at, wanted, value = entry
+        if generation != self.generation or time.monotonic() - at > STASH_SECONDS or wanted != match:
+            return False, None
+        return True, value
+
+    def fetch_many(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple]]:
+        """Every row of each statement (PostgreSQL's dialect), sent together in one round trip (psycopg's
+        pipeline mode) on one connection."""
         with self.connection() as conn:
-            with conn.transaction():
-                yield conn
+            if len(statements) == 1:
+                sql, args = statements[0]
+                return [conn.execute(sql, list(args)).fetchall()]
+            with conn.pipeline():
+                cursors = [conn.execute(sql, list(args)) for sql, args in statements]
+            return [cur.fetchall() for cur in cursors]
 
     def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
         """Every row of one read, written in sqlite3's dialect (see `pg_sql`)."""
@@ -171,6 +223,8 @@ class Database:
 
     def run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
         """One statement in PostgreSQL's own dialect (`%s`), its rows (none for a statement without)."""
+        if sql.split(None, 1)[0].upper() not in ("SELECT", "WITH"):  # the store's reads (no CTE of it writes)
+            self.wrote()
         with self.connection() as conn:
             cur = conn.execute(sql, list(args))
             return cur.fetchall() if cur.description else []

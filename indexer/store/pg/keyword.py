@@ -37,18 +37,20 @@ SECTIONS, NOTES = 0, 1  # the two word tables (postings.tbl)
 
 
 def _phrase_matches(tbl: int, phrases: Sequence[tuple[str, ...]], weights: Sequence[float],
-                    docs: Sequence[int] | None = None) -> tuple[str, list]:
+                    docs: Sequence[int] | str | None = None) -> tuple[str, list]:
     """SQL for (i, doc, f): each phrase's matching rows with its column-weighted frequency, `docs` only when
-    given (then n_i is not needed)."""
+    given (then n_i is not needed): rowids, or a SQL query that yields them (no parameters of its own)."""
     parts: list[str] = []
     args: list = []
     wexpr = " + ".join(f"coalesce(p0.tf[{c + 1}], 0) * {float(w)!r}" for c, w in enumerate(weights) if w)
+    in_sql = isinstance(docs, str)
     for i, tokens in enumerate(phrases):
-        restrict = " AND p0.doc = ANY(%s)" if docs is not None else ""
+        restrict = (f" AND p0.doc IN ({docs})" if in_sql else " AND p0.doc = ANY(%s)") if docs is not None else ""
+        doc_args = [list(docs)] if docs is not None and not in_sql else []
         if len(tokens) == 1:
             parts.append(f"SELECT {i} AS i, p0.doc, ({wexpr or '0'})::float8 AS f FROM postings p0"
                          f" WHERE p0.tbl = %s AND p0.term = %s{restrict}")
-            args += [tbl, tokens[0]] + ([list(docs)] if docs is not None else [])
+            args += [tbl, tokens[0], *doc_args]
             continue
         joins = "".join(f" JOIN postings p{k} ON p{k}.tbl = p0.tbl AND p{k}.doc = p0.doc AND p{k}.term = %s"
                         for k in range(1, len(tokens)))
@@ -57,7 +59,7 @@ def _phrase_matches(tbl: int, phrases: Sequence[tuple[str, ...]], weights: Seque
                  f" FROM unnest(p0.pos) x WHERE {follows}) AS f FROM postings p0{joins}"
                  f" WHERE p0.tbl = %s AND p0.term = %s{restrict}")
         parts.append(f"SELECT * FROM ({inner}) ph WHERE f > 0")
-        args += [list(map(float, weights)), *tokens[1:], tbl, tokens[0]] + ([list(docs)] if docs is not None else [])
+        args += [list(map(float, weights)), *tokens[1:], tbl, tokens[0], *doc_args]
     return " UNION ALL ".join(parts), args
 
 
@@ -161,38 +163,41 @@ def keyword_search(store: PgStore, fts_match: str | None, trigram_match: str | N
     return ranked, int(total)
 
 
-def _rowids(store: PgStore, ids: Sequence[str]) -> dict[int, str]:
-    return dict(store.db.run("SELECT rowid, id FROM documents WHERE id = ANY(%s)", [list(ids)]))
-
-
 def keyword_matching_ids(store: PgStore, fts_match: str | None, trigram_match: str | None,
                          like_terms: Sequence[str], ids: Sequence[str]) -> set[str]:
-    """Which of `ids` the keyword query matches at all (to count a true hybrid total)."""
+    """Which of `ids` the keyword query matches at all (to count a true hybrid total): one statement for every
+    source (it was one to find the sections' rowids and one per source)."""
     sources = _sources(fts_match, trigram_match, like_terms)
     if not sources or not ids:
         return set()
-    id_of = _rowids(store, ids)
-    found: set[str] = set()
-    for sql, args in sources:
-        rows = store.db.run(f"SELECT k.doc FROM ({sql}) k WHERE k.doc = ANY(%s)", [*args, list(id_of)])
-        found.update(id_of[r] for (r,) in rows)
-    return found
+    union = " UNION ALL ".join(f"SELECT k{n}.doc FROM ({sql}) k{n}" for n, (sql, _) in enumerate(sources))
+    rows = store.db.run(f"SELECT d.id FROM documents d WHERE d.id = ANY(%s) AND d.rowid IN ({union})",
+                        [list(ids), *(a for _, args in sources for a in args)])
+    return {r[0] for r in rows}
 
 
 def terms_matched(store: PgStore, terms: Sequence[str], ids: Sequence[str]) -> dict[str, int]:
-    """How many of `terms` (quoted FTS5 strings) each of `ids` contains in the word table."""
+    """How many of `terms` (quoted FTS5 strings) each of `ids` contains in the word table: one statement (it was
+    one to find the sections' rowids and one per term). A term counts once for a section whichever of its phrases
+    match, as one MATCH does in the SQLite store; a term given twice counts twice."""
     if not terms or not ids:
         return {}
-    id_of = _rowids(store, ids)
-    counts = dict.fromkeys(id_of.values(), 0)
-    for term in terms:  # one quoted term: one MATCH in the SQLite store, any of its phrases counts once
+    parts: list[str] = []
+    args: list = []
+    for t, term in enumerate(terms):
         phrases = match_phrases(term)
         if not phrases:
             continue
-        sql, args = _phrase_matches(SECTIONS, phrases, sqlite_keyword.BM25_WEIGHTS[1:], list(id_of))
-        for (doc,) in store.db.run(f"SELECT DISTINCT doc FROM ({sql}) m", args):
-            counts[id_of[doc]] += 1
-    return counts
+        sql, term_args = _phrase_matches(SECTIONS, phrases, sqlite_keyword.BM25_WEIGHTS[1:], "SELECT rowid FROM want")
+        parts.append(f"SELECT DISTINCT {t} AS t, m{t}.doc FROM ({sql}) m{t}")
+        args += term_args
+    if not parts:
+        return {r[0]: 0 for r in store.db.run("SELECT id FROM documents WHERE id = ANY(%s)", [list(ids)])}
+    rows = store.db.run(
+        "WITH want AS MATERIALIZED (SELECT rowid, id FROM documents WHERE id = ANY(%s))"
+        f" SELECT w.id, count(u.t) FROM want w LEFT JOIN ({' UNION ALL '.join(parts)}) u ON u.doc = w.rowid"
+        " GROUP BY w.id", [list(ids), *args])
+    return {i: int(n) for i, n in rows}
 
 
 def section_counts(store: PgStore, terms: Sequence[str], cap: int) -> dict[str, int]:
@@ -234,6 +239,10 @@ def filtered_ids(store: PgStore, ids: Sequence[str], filters: Filters) -> set[st
     """Which of `ids` exist in the index and pass the filters (vector hits are checked here)."""
     if not ids:
         return set()
+    if not filters.active:  # the vector leg's hits: the vector query said which are indexed (PgVectorStore.query)
+        hit, indexed = store.db.take("indexed_ids", tuple(ids))
+        if hit:
+            return set(indexed)  # type: ignore[arg-type]
     where, args = _filter_sql(filters)
     rows = store.db.run(f"SELECT d.id FROM documents d WHERE d.id = ANY(%s) AND {where}", [list(ids), *args])
     return {r[0] for r in rows}

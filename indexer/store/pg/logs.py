@@ -121,6 +121,23 @@ class PgLogs(Logs):
                     return ("other", row[1])
                 return ("done", row[1]) if row[1] is not None else ("busy", None)
 
+    def supersessions(self) -> dict[str, tuple[str, str | None, float, str, str | None]]:
+        """Logs.supersessions, whose check of the log's last id also asks whether any verdict was ever given: a
+        search asks that next (server/feedback.py), and gets the answer from this round trip (Database.stash)."""
+        ((last, any_feedback),) = self.db.run(
+            "SELECT (SELECT max(id) FROM supersede_log), EXISTS (SELECT 1 FROM feedback_log)")
+        self.db.stash("has_feedback", None, bool(any_feedback))
+        cached = self._supersessions
+        if cached is not None and cached[0] == last:
+            return dict(cached[1])
+        current = self._read_supersessions()
+        self._supersessions = (last, current)
+        return dict(current)
+
+    def has_feedback(self) -> bool:
+        hit, value = self.db.take("has_feedback", None)
+        return bool(value) if hit else super().has_feedback()
+
     def feedback_counts(self, doc_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         out: dict[str, tuple[int, int]] = {}
         for part in batched(list(dict.fromkeys(doc_ids))):

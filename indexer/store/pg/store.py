@@ -26,7 +26,7 @@ from indexer.store.pg.db import Database, database, pg_sql
 from indexer.store.pg.keyword import NOTES, POS_SHIFT, SECTIONS
 from indexer.store.pg.schema import SCHEMA_VERSION, WRITER_LOCK, migrate
 from indexer.store.reads import Reads
-from indexer.store.rows import FileState
+from indexer.store.rows import BATCH, SECTION_COLUMNS, FileState, Section, SectionFacts, marks
 from indexer.store.tokens import tokenize_rows
 from indexer.store.writes import _embed_key, body_hash, note_text, section_text
 
@@ -107,6 +107,79 @@ class PgStore(Reads):
             with self.db.connection() as conn:
                 yield PgCursorConn(conn)
         return block()
+
+    # -- the reads of one search, with what the next one needs fetched in the same round trip ---------
+    # server/search.py reads a candidate pool's facts and then their notes' frontmatter supersessions, and the page's
+    # sections and then their notes' dates (freshness). Each first read sends the second with it (pipeline mode,
+    # one round trip) and stashes its rows for the second call (Database.stash: this thread, this second, no write
+    # of this process in between, exactly the same notes); the statements are the SQLite store's own.
+    _FACTS = ("SELECT d.id, d.file, d.kind, d.parent_id, d.content_hash, f.body_hash, d.heading, d.line_start,"
+              " d.line_end, f.lang, f.lang_from, f.translation_key FROM documents d LEFT JOIN files f ON f.path = d.file"
+              " WHERE d.id IN ({})")
+    _SUPERSEDED_OF_IDS = ("SELECT file, target FROM superseded_files WHERE file IN"
+                          " (SELECT file FROM documents WHERE id = ANY(%s))")
+    _NOTE_DATES_OF_IDS = ("SELECT f.path, f.type, (SELECT d.date FROM documents d WHERE d.file = f.path ORDER BY"
+                          " d.position LIMIT 1), f.last_verified, f.review_after FROM files f"
+                          " WHERE f.path IN (SELECT file FROM documents WHERE id = ANY(%s))")
+
+    _LANGUAGES = ("SELECT lang, count(*) FROM files WHERE lang IS NOT NULL AND lang_from IN ('frontmatter', 'folder')"
+                  " GROUP BY lang ORDER BY lang")
+    _PENDING = "SELECT count(*) FROM documents WHERE in_vector = 0"
+
+    def chunk_count(self) -> int:
+        """How many sections the index holds: the section word table's row count, which every note's write keeps
+        in its own transaction (one row per section), instead of counting the documents (a scan per search).
+        A search reads it first, then the notes' stated languages and (vector leg) the sections not embedded yet:
+        those two come in the same round trip, for the calls that follow (Database.stash)."""
+        count, languages, pending = self.db.fetch_many([("SELECT n FROM fts_stats WHERE tbl = %s", [SECTIONS]),
+                                                        (self._LANGUAGES, []), (self._PENDING, [])])
+        self.db.stash("structural_languages", None, {lang: n for lang, n in languages})
+        self.db.stash("pending_count", None, int(pending[0][0]))
+        return int(count[0][0])
+
+    def structural_languages(self) -> dict[str, int]:
+        hit, value = self.db.take("structural_languages", None)
+        return dict(value) if hit else super().structural_languages()  # type: ignore[call-overload]
+
+    def pending_count(self) -> int:
+        hit, value = self.db.take("pending_count", None)
+        return int(value) if hit else super().pending_count()  # type: ignore[call-overload]
+
+    def section_facts(self, ids: Sequence[str]) -> dict[str, SectionFacts]:
+        if not ids or len(ids) > BATCH:
+            return super().section_facts(ids)
+        part = list(ids)
+        facts, superseded = self.db.fetch_many([(pg_sql(self._FACTS.format(marks(len(part)))), part),
+                                                (self._SUPERSEDED_OF_IDS, [part])])
+        out = {row[0]: SectionFacts(*row) for row in facts}
+        self.db.stash("superseded_files", frozenset(f.file for f in out.values()), dict(superseded))
+        return out
+
+    def superseded_files(self, files: Sequence[str] | None = None) -> dict[str, str]:
+        if files is not None:
+            hit, value = self.db.take("superseded_files", frozenset(files))
+            if hit:
+                return {f: t for f, t in sorted(value.items())}  # type: ignore[union-attr]
+        return super().superseded_files(files)
+
+    def sections_by_id(self, ids: Sequence[str]) -> dict[str, Section]:
+        if not ids or len(ids) > BATCH:
+            return super().sections_by_id(ids)
+        part = list(ids)
+        rows, dates = self.db.fetch_many([
+            (pg_sql(f"SELECT {SECTION_COLUMNS} FROM documents WHERE id IN ({marks(len(part))})"), part),
+            (self._NOTE_DATES_OF_IDS, [part])])
+        out = {row[0]: Section.from_row(row) for row in rows}
+        self.db.stash("note_dates", frozenset(s.file for s in out.values()), {r[0]: tuple(r[1:]) for r in dates})
+        return out
+
+    def note_dates(self, files: Sequence[str] | None = None
+                   ) -> dict[str, tuple[str, str | None, str | None, str | None]]:
+        if files is not None:
+            hit, value = self.db.take("note_dates", frozenset(files))
+            if hit:
+                return {f: value[f] for f in sorted(value)}  # type: ignore[index]
+        return super().note_dates(files)
 
     def ids_with_hash_prefix(self, prefix: str, limit: int = 20) -> list[str]:
         rows = self.db.run("SELECT id FROM documents WHERE starts_with(content_hash, %s) ORDER BY id LIMIT %s",

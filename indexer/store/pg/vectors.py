@@ -149,18 +149,24 @@ class PgVectorStore(StoreHealth):
                               if self._exists() else [], read=True))
 
     def query(self, vector: np.ndarray, n: int, where: dict | None = None) -> list[VectorHit]:
-        """The n nearest sections by cosine similarity (1 - distance), best first, ties by id."""
+        """The n nearest sections by cosine similarity (1 - distance), best first, ties by id.
+
+        The same statement says which of them the index still holds: a search asks that next (the store's
+        `filtered_ids` without filters, server/search.py) and takes the answer from here (Database.stash)."""
         clause, args = _where_sql(where)
 
         def run() -> list[tuple]:
             if not self._exists():
                 return []
             return self.db.run(  # hnsw.ef_search and iterative scans: the pool's session settings (db.py)
-                f"SELECT id, embedding <=> %s::vector AS d FROM {TABLE} WHERE {clause} ORDER BY d, id LIMIT %s",
-                [_literal(vector), *args, int(n)])
+                f"WITH v AS (SELECT id, embedding <=> %s::vector AS d FROM {TABLE} WHERE {clause} ORDER BY d, id"
+                " LIMIT %s) SELECT v.id, v.d, EXISTS (SELECT 1 FROM documents x WHERE x.id = v.id) FROM v"
+                " ORDER BY v.d, v.id", [_literal(vector), *args, int(n)])
 
         rows = self._call("query", run, read=True)
-        return [VectorHit(id=i, similarity=1.0 - float(d)) for i, d in rows]
+        hits = [VectorHit(id=i, similarity=1.0 - float(d)) for i, d, _ in rows]
+        self.db.stash("indexed_ids", tuple(h.id for h in hits), {i for i, _, indexed in rows if indexed})
+        return hits
 
     def reset(self) -> None:
         """Drop the vectors and their table (a change of model may change the dimension)."""
