@@ -24,7 +24,6 @@ What it does:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import math
 import os

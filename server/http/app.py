@@ -48,7 +48,6 @@ from server.mcp.server import build_server
 from server.services.models import NoteData
 from server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
 from server.services.slots import ServiceSlots
-from server.services.stats import stats
 from server.services.supersede import supersessions_overview
 from server.services.team import (
     ANONYMOUS,

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from _corpus import open_oracle
 from server.cli import spec as clispec

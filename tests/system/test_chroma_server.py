@@ -22,8 +22,6 @@ What a demanding user expects, and what is checked:
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import sqlite3
 import subprocess

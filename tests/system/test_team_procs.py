@@ -14,7 +14,6 @@ from typing import Any
 
 import anyio
 import httpx
-import pytest
 
 from _procs import oracle_cmd, serve_http, stop_process
 from test_dashboard import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS

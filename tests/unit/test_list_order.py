@@ -8,7 +8,6 @@ time also comes from `YYYY-MM-DD_HH-MM_slug.md` names and from a datetime in fro
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest

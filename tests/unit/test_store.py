@@ -28,7 +28,7 @@ def _index(store: Store, rel: str, text: str) -> None:
 def store(tmp_path: Path):
     store = Store(tmp_path / "index.db")
     _index(store, "learnings/deploy.md",
-           f"---\ntitle: Blue green deploys\ntags: ops;deploy\n---\n\n# Blue green deploys\n\n## Why\n\n"
+           "---\ntitle: Blue green deploys\ntags: ops;deploy\n---\n\n# Blue green deploys\n\n## Why\n\n"
            "Switch the router only after the green pool passes its health checks.\n")
     _index(store, "learnings/long.md",
            f"---\ntitle: Quokka feeding\ntags: [{LONG_TAG}]\n---\n\n# Quokka feeding\n\n## Rule\n\n"
