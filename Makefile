@@ -75,13 +75,13 @@ test: install browser node-tools
 	$(BIN)/python -m pytest -q $(XDIST)
 
 # In-process tiers only, without tests marked slow, property tests with a tenth of their examples: the loop
-# to run while editing.
+# to run while editing (on the same two workers as the full suite).
+test-fast: install
+	$(BIN)/python -m pytest -q $(XDIST) -m "not slow" --hypothesis-profile=fast tests/unit tests/contract
+
 # docs/tools.md from the registry (tests/contract/test_docs.py fails when it is out of date)
 docs: install
 	$(BIN)/python -m server.registry.reference
-
-test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow" --hypothesis-profile=fast tests/unit tests/contract
 
 # Real processes, the watcher, a Chroma server, Chromium.
 test-system: install browser node-tools
