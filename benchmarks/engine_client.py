@@ -132,19 +132,26 @@ async def paired_sessions(plain_cmd: list[str], env: dict[str, str], queries: li
             "load": load()}
 
 
+def prepare(data: str, work: Path, env: dict[str, str]) -> Path:
+    """A private copy of the nat-brain index (brought up to this code's schema), the handshake cache recorded, and
+    the plain server's database built: what every latency series starts from. Returns that database."""
+    from plain_server import build
+
+    shutil.copytree(data, work / "data")
+    subprocess.run([*ORACLE, "index"], env=env, cwd=REPO, check=True, capture_output=True, timeout=3600)
+    subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
+    plain_db = work / "plain.db"
+    build(plain_db, NATBRAIN)
+    return plain_db
+
+
 def paired(args: argparse.Namespace) -> dict:
     queries = [q["query"] for q in json.loads(QUERIES.read_text(encoding="utf-8"))]
     work = Path(tempfile.mkdtemp(prefix="oracle-bench-pair-"))
     env = bench_env(work, str(NATBRAIN))
     runs = []
     try:
-        shutil.copytree(args.data, work / "data")
-        subprocess.run([*ORACLE, "index"], env=env, cwd=REPO, check=True, capture_output=True, timeout=3600)
-        subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
-        from plain_server import build
-
-        plain_db = work / "plain.db"
-        build(plain_db, NATBRAIN)
+        plain_db = prepare(args.data, work, env)
         plain_cmd = [sys.executable, str(REPO / "benchmarks" / "plain_server.py"), str(plain_db)]
         # the engine started and warm (a first session made one hybrid search, then left), as for a new agent window
         anyio.run(run_session, [*ORACLE, "serve"], env, "oracle_search", queries[:1], "hybrid", "engine")
@@ -267,14 +274,7 @@ def latency(args: argparse.Namespace) -> dict:
     env = bench_env(work, str(NATBRAIN))
     runs = []
     try:
-        shutil.copytree(args.data, work / "data")
-        subprocess.run([*ORACLE, "index"], env=env, cwd=REPO, check=True, capture_output=True, timeout=3600)
-        subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
-        sys.path.insert(0, str(REPO / "benchmarks"))
-        from plain_server import build
-
-        plain_db = work / "plain.db"
-        build(plain_db, NATBRAIN)
+        plain_db = prepare(args.data, work, env)
         for n in range(args.runs):
             print(f"run {n + 1}/{args.runs} (load {load()})", flush=True)
             runs.append(latency_run(env, plain_db, queries))
