@@ -111,30 +111,37 @@ def records(env: dict[str, str]) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("e-*.json"))] if folder.is_dir() else []
 
 
-def engine_pids(env: dict[str, str]) -> list[int]:
-    """Every live `oracle engine run` process for this test's runtime folder (ps, not the records)."""
-    pids = []
+def processes() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, command line) of every process readable in /proc (ps, not the records)."""
     for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
         try:
             args = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"engine" in args and b"run" in args and env["ORACLE_DATA_DIR"].encode() in args and alive(int(proc.name)):
-            pids.append(int(proc.name))
-    return pids
+        yield int(proc.name), args
+
+
+def engine_pids(env: dict[str, str]) -> list[int]:
+    """Every live `oracle engine run` process for this test's runtime folder."""
+    data = env["ORACLE_DATA_DIR"].encode()
+    return [pid for pid, args in processes()
+            if b"engine" in args and b"run" in args and data in args and alive(pid)]
 
 
 def relay_pids(env: dict[str, str]) -> list[int]:
-    """Every live `oracle serve` (stdio) process started with this test's data dir (its environment says)."""
+    """Every `oracle serve` (stdio) process started with this test's data dir (its environment says)."""
+    wanted = b"ORACLE_DATA_DIR=" + env["ORACLE_DATA_DIR"].encode()
     pids = []
-    for proc in Path("/proc").iterdir():
+    for pid, args in processes():
+        if b"serve" not in args:
+            continue
         try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-            environ = (proc / "environ").read_bytes().split(b"\0")
+            if wanted in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                pids.append(pid)
         except OSError:
             continue
-        if b"serve" in args and b"ORACLE_DATA_DIR=" + env["ORACLE_DATA_DIR"].encode() in environ:
-            pids.append(int(proc.name))
     return pids
 
 
