@@ -112,6 +112,8 @@ class Settings:
     embedding_model: str | None = None
     # ORACLE_DATABASE_URL, else oracle.toml's [database] url: the whole store in PostgreSQL (indexer/store/pg/)
     database_url: str | None = None
+    # ORACLE_RERANK_MODEL, else oracle.toml's [rerank] model: a cross-encoder folder, or `off` (indexer/rerank.py)
+    rerank_model: str | None = None
 
     @property
     def embedding(self):
@@ -120,6 +122,13 @@ class Settings:
 
         return model_spec(self.embedding_model or self.layout.embedding_model, self.root,
                           self.layout.query_prefix, self.layout.passage_prefix)
+
+    @property
+    def rerank(self):
+        """The reranker's spec (indexer/rerank.py), or None: none configured, or ORACLE_RERANK_MODEL=off."""
+        from indexer.rerank import rerank_spec
+
+        return rerank_spec(self.rerank_model, self.root, self.layout.rerank)
 
     @property
     def folder_types(self) -> dict[str, str]:
@@ -179,6 +188,9 @@ class Settings:
         embedding_model = str(overrides.pop("embedding_model", None) or env.get("ORACLE_EMBEDDING_MODEL") or "").strip() or None
         if embedding_model and embedding_model != "minilm":  # a folder: from the working dir
             embedding_model = str(Path(embedding_model).expanduser().resolve())
+        rerank_model = str(overrides.pop("rerank_model", None) or env.get("ORACLE_RERANK_MODEL") or "").strip() or None
+        if rerank_model and rerank_model != "off":  # a folder: from the working dir
+            rerank_model = str(Path(rerank_model).expanduser().resolve())
         retention = {name: _whole(env, var, default) for name, var, default in (
             ("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
             ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)) if name not in overrides}
@@ -201,6 +213,7 @@ class Settings:
             max_chunks_per_file=int(max_chunks_text),
             multilingual=multilingual,
             embedding_model=embedding_model,
+            rerank_model=rerank_model,
             **retention,  # type: ignore[arg-type]
             **overrides,  # type: ignore[arg-type]
         )

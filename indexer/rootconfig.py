@@ -27,6 +27,7 @@ from pathlib import Path
 
 from indexer.fields import FrontmatterSchema
 from indexer.freshness import FreshnessPolicy
+from indexer.rerank import RerankPolicy
 
 CONFIG_NAME = "oracle.toml"
 DOC_TYPES = ("principle", "learning", "retro")
@@ -43,7 +44,7 @@ DEFAULT_EXCLUDED_DIRS = frozenset({"node_modules", "__pycache__", "_site", "site
 
 _INDEX_KEYS = {"include", "exclude", "default_type", "gitignore"}
 _EMBEDDING_KEYS = {"model", "query_prefix", "passage_prefix"}
-_TOP_KEYS = {"index", "types", "embedding", "freshness", "frontmatter", "database"}
+_TOP_KEYS = {"index", "types", "embedding", "freshness", "frontmatter", "database", "rerank"}
 
 
 class ConfigError(ValueError):
@@ -180,6 +181,7 @@ class Layout:
     query_prefix: str | None = None
     passage_prefix: str | None = None
     freshness: FreshnessPolicy = FreshnessPolicy()  # [freshness]: days a note of each type stays fresh
+    rerank: RerankPolicy = RerankPolicy()  # [rerank]: an optional cross-encoder folder (indexer/rerank.py)
     frontmatter: FrontmatterSchema = FrontmatterSchema()  # [frontmatter]: required fields, allowed values
     database_url: str | None = None  # [database] url: the PostgreSQL store (ORACLE_DATABASE_URL wins)
     # key -> (precedence, type); precedence: where it was written (environment 2 > oracle.toml 1 > built-in 0),
@@ -343,6 +345,7 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
     query_prefix: str | None = None
     passage_prefix: str | None = None
     freshness = FreshnessPolicy()
+    rerank = RerankPolicy()
     frontmatter = FrontmatterSchema()
     database_url: str | None = None
     if path.is_symlink():  # a repository could point it at any file of the person indexing; `oracle init` refuses it too
@@ -363,8 +366,8 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
             if key not in _TOP_KEYS:
                 raise ConfigError(f"{_where(path, text, key, None)}: unknown section or key {key!r}; "
                                   f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}), [types],"
-                                  f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))}), [freshness], [frontmatter]"
-                                  " and [database] (url)")
+                                  f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))}), [freshness], [frontmatter],"
+                                  " [database] (url) and [rerank] (model, top, weight)")
         index = data.get("index", {})
         if not isinstance(index, dict):
             raise ConfigError(f"{_where(path, text, 'index', None)}: `index` must be a table ([index])")
@@ -421,6 +424,11 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"{where}: url must be a string: postgresql://USER:PASSWORD@HOST:5432/DATABASE")
             database_url = value.strip()
+        if "rerank" in data:
+            try:
+                rerank = RerankPolicy.parse(data["rerank"], _where(path, text, "rerank", None))
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         if "freshness" in data:
             try:
                 freshness = FreshnessPolicy.parse(data["freshness"], _where(path, text, "freshness", None))
@@ -453,6 +461,7 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
         query_prefix=query_prefix,
         passage_prefix=passage_prefix,
         freshness=freshness,
+        rerank=rerank,
         frontmatter=frontmatter,
         database_url=database_url,
     )

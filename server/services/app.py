@@ -19,6 +19,7 @@ from indexer.backends import open_logs, open_store, open_vectors
 from indexer.config import Settings
 from indexer.embed import Embedder
 from indexer.maintenance import SWEEP_SECONDS, Maintenance, Reporter
+from indexer.rerank import CrossEncoder
 from indexer.safe_write import private_dir
 from indexer.store import Store
 from indexer.sync import Indexer
@@ -47,6 +48,7 @@ class Oracle:
     # How this Oracle is being served, for oracle_stats (server/services/stats.py `Serving`): a shared engine
     # (server/engine/process.py) updates its session count; a stdio session that lost its engine says why it runs alone.
     serving: dict = field(default_factory=lambda: {"mode": "in-process", "detail": "this process"})
+    reranker: CrossEncoder | None = None  # [rerank] in oracle.toml (indexer/rerank.py); None: fused order only
 
     def __post_init__(self) -> None:
         self.ready.set()
@@ -72,7 +74,8 @@ class Oracle:
             for part in reversed(opened):
                 part.close()
             raise
-        return cls(settings, store, vectors, embedder, indexer, logs)
+        spec = settings.rerank
+        return cls(settings, store, vectors, embedder, indexer, logs, reranker=CrossEncoder(spec) if spec else None)
 
     def start(
         self,

@@ -268,6 +268,7 @@ class ScoreBreakdown(BaseModel):
     superseded_factor: float = 1.0
     language_factor: float = 1.0  # below 1 for a note in another language than the query's (scoring.prefer_languages)
     expansion_score: float | None = None  # bm25 for the query expanded with words of the best notes (server/services/search/expansion.py)
+    rerank_score: float | None = None  # the cross-encoder's score ([rerank]); the hit's score blends it with `fused`
 
 
 class SupersededBy(BaseModel):
@@ -356,6 +357,9 @@ class SearchMeta(BaseModel):
     expanded_with: list[NoteText] = Field(
         default_factory=list, description="Words of the first ranking's best notes added to a second keyword "
         "query (hybrid search): how the answer's own vocabulary was found for a question phrased otherwise.")
+    reranked_by: str | None = Field(
+        default=None, description="The cross-encoder that reordered the first results ([rerank] in oracle.toml);"
+        " null when none is configured or it failed (see warnings).")
     warnings: list[NoteText] = Field(default_factory=list)
 
 

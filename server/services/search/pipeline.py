@@ -22,6 +22,8 @@ from indexer.fields import NoteSelection
 from indexer.language import STRUCTURAL, query_languages
 from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from indexer.multilingual import covered_share, wants_multilingual
+from indexer.parse import compose_embed_text
+from indexer.rerank import RerankUnavailable
 from indexer.store import Filters, Section, SectionFacts
 from indexer.vectors import VectorStoreUnavailable
 from server.services.search import expansion
@@ -301,7 +303,7 @@ def _start_from_relations(
 
 def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use: _Use, others: list[scoring.Fused],
          duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], covered: bool,
-         bar: scoring.Bar, translations: list[scoring.Fused]) -> Hit:
+         bar: scoring.Bar, translations: list[scoring.Fused], rerank: float | None = None) -> Hit:
     terms = kq.terms + kq.unsegmented
     feedback = use.feedback.get(item.id, (0, 0))
     return Hit(
@@ -333,6 +335,7 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
             superseded_factor=item.superseded_factor,
             language_factor=item.language_factor,
             expansion_score=item.expansion_score,
+            rerank_score=rerank,
         ),
         also_in_file=[o.id for o in others],
         sections=[
@@ -388,6 +391,7 @@ class _Entry:
     others: list[scoring.Fused]
     duplicates: list[scoring.Fused]
     translations: list[scoring.Fused]
+    rerank: float | None = None  # the cross-encoder's score, when one reordered this entry (_rerank)
 
 
 def _entries(fused: list[scoring.Fused], facts: dict[str, SectionFacts], by_note: bool,
@@ -489,6 +493,35 @@ def _wants_wider_pool(plan: _Plan, ranked: _Ranked) -> bool:
             and max(len(ranked.legs.fts), len(ranked.legs.vector)) >= plan.pool)
 
 
+def _rerank(oracle: Oracle, plan: _Plan, ranked: _Ranked) -> str | None:
+    """Step 5b, only with `[rerank]` configured: a cross-encoder reads the question with each of the first
+    `top` results (its leading section, titled as the embedding model sees it) and its scores are blended
+    with the fused order (scoring.blend_rerank). The first `top` are reordered whatever the page's offset,
+    so pages stay consistent. Returns the reranker's id, or None when none ran (a failure is a warning and
+    keeps the fused order)."""
+    reranker = oracle.reranker
+    if reranker is None or len(ranked.entries) < 2:
+        return None
+    head = ranked.entries[: reranker.spec.top]
+    docs = oracle.store.sections_by_id([e.lead.id for e in head])
+    present = [e for e in head if e.lead.id in docs]  # a note re-indexed meanwhile: _hydrate drops it later
+    try:
+        judged = reranker.score(plan.query, [compose_embed_text(docs[e.lead.id].title, docs[e.lead.id].heading,
+                                                                docs[e.lead.id].content) for e in present])
+        model_id = reranker.model_id
+    except RerankUnavailable as exc:
+        ranked.legs.warnings.append(f"reranker unavailable, results keep the fused order: {exc}")
+        return None
+    order = scoring.blend_rerank([e.score for e in present], judged, reranker.spec.weight)
+    reordered = []
+    for index, score in order:
+        entry = present[index]
+        entry.score, entry.rerank = score, round(judged[index], scoring.SCORE_DECIMALS)
+        reordered.append(entry)
+    ranked.entries[: len(head)] = reordered + [e for e in head if e.lead.id not in docs]
+    return model_id
+
+
 def _well_covered(oracle: Oracle, kq: KeywordQuery, page: list[_Entry], bar: scoring.Bar) -> set[str]:
     """Leads (among those the legs call weak) that hold most of the query's words (scoring.COVERAGE), the
     keyword evidence that does not depend on the index's size. Unsegmented terms (trigram) are not counted."""
@@ -547,7 +580,7 @@ def _page(oracle: Oracle, plan: _Plan, ranked: _Ranked) -> _Page:
                       scoring.similarity_bar(ranked.legs.main_share, oracle.embedder.weak_similarity))
     complete = _well_covered(oracle, plan.kq, entries, bar)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], plan.kq, ranked.use, e.others, e.duplicates, ranked.facts,
-                 e.lead.id in complete, bar, e.translations) for e in entries]
+                 e.lead.id in complete, bar, e.translations, e.rerank) for e in entries]
     fresh = note_staleness(oracle, {h.source_file for h in hits})
     return _Page([h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits], vanished)
 
@@ -580,6 +613,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     while _wants_wider_pool(plan, ranked):
         plan = plan.widened()
         ranked = _rank(oracle, plan)
+    reranked_by = _rerank(oracle, plan, ranked)
     page = _page(oracle, plan, ranked)
     weak = not page.hits or all(h.weak for h in page.hits)
     fusion, legs = ranked.fusion, ranked.legs
@@ -602,6 +636,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
             weak=weak,
             languages=sorted(plan.languages) if plan.languages else None,
             expanded_with=legs.expanded_with,
+            reranked_by=reranked_by,
             warnings=_warnings(oracle, plan, ranked, page, weak),
         ),
     )

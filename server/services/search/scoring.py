@@ -377,3 +377,23 @@ def below_successors(items: list[Fused], successors: dict[str, frozenset[str]]) 
             best = min((keys[t] for t in chunks if t in keys), default=None)
             keys[current] = own if best is None else best + own
     return sorted(items, key=lambda item: keys[item.id])
+
+
+def blend_rerank(scores: list[float], model: list[float], weight: float) -> list[tuple[int, float]]:
+    """The first results reordered with a cross-encoder's scores (indexer/rerank.py).
+
+    Each result's fused score and its model score are min-max scaled over these results and blended, the
+    reranker's share being `weight` (1: its order alone). The blend is mapped back into the fused scores'
+    range [lowest, highest], so the page stays sorted by score and the results after these stay below them.
+    Returns (index into the input, new score), best first; ties keep the fused order."""
+    if not scores:
+        return []
+    lo, hi = min(scores), max(scores)
+    m_lo, m_hi = min(model), max(model)
+    blended = []
+    for i, (score, judged) in enumerate(zip(scores, model)):
+        fused = (score - lo) / (hi - lo) if hi > lo else 1.0
+        ranked = (judged - m_lo) / (m_hi - m_lo) if m_hi > m_lo else 1.0
+        blended.append(((1.0 - weight) * fused + weight * ranked, i))
+    blended.sort(key=lambda b: (-b[0], b[1]))
+    return [(i, round(lo + b * (hi - lo), SCORE_DECIMALS)) for b, i in blended]
