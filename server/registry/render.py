@@ -46,16 +46,18 @@ def _names(items: list[str], count: int, limit: int = 3) -> str:
     return shown + (f", ... ({count - limit} more)" if count > limit else "")
 
 
-def result_count(total: int, unit: str, mode: str, took_ms: float) -> str:
-    """The first line of a search answer, for the CLI and the MCP tool's text alike: "3 notes (hybrid, 9 ms)"."""
+def result_count(total: int, unit: str, mode: str, took_ms: float, reranked_by: str | None = None) -> str:
+    """The first line of a search answer, for the CLI and the MCP tool's text alike: "3 notes (hybrid, 9 ms)",
+    "3 notes (hybrid, reranked by ce-1a2b, 9 ms)" when a cross-encoder reordered them."""
     noun = "note" if unit == "note" else "section"
-    return f"{total} {noun}{'' if total == 1 else 's'} ({mode}, {took_ms} ms)"
+    how = f"{mode}, reranked by {reranked_by}" if reranked_by else mode
+    return f"{total} {noun}{'' if total == 1 else 's'} ({how}, {took_ms} ms)"
 
 
 def search(data: dict) -> tuple[list[str], list[str]]:
     """(stdout lines, stderr lines) for a SearchResult."""
     meta = data["meta"]
-    out = [result_count(data["total"], meta.get("unit", "note"), meta["mode"], meta["took_ms"])]
+    out = [result_count(data["total"], meta.get("unit", "note"), meta["mode"], meta["took_ms"], meta.get("reranked_by"))]
     for n, hit in enumerate(data["hits"], start=data["offset"] + 1):
         where = f"{hit['source_file']}:{hit['line_start']}-{hit['line_end']}"
         heading = f" › {hit['heading']}" if hit["heading"] else ""

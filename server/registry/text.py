@@ -33,7 +33,8 @@ def plural(n: int, word: str) -> str:
 
 
 def search_text(request: Any, result: SearchResult) -> str:
-    lines = [result_count(result.total, result.meta.unit, result.meta.mode, result.meta.took_ms)]
+    lines = [result_count(result.total, result.meta.unit, result.meta.mode, result.meta.took_ms,
+                          result.meta.reranked_by)]
     lines += [f"warning: {w}" for w in result.meta.warnings]
     for n, hit in enumerate(result.hits, start=result.offset + 1):
         heading = f" › {hit.heading}" if hit.heading else ""

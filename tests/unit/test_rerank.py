@@ -19,6 +19,7 @@ import pytest
 from indexer.config import ConfigError, Settings
 from indexer.embed import MINILM_TOKENIZER
 from indexer.rerank import CrossEncoder, RerankPolicy, RerankSpec, RerankUnavailable, pair_logits
+from server.registry.text import search_text
 from server.services.models import SearchRequest
 from server.services.search import scoring
 from server.services.search.pipeline import search
@@ -182,6 +183,7 @@ def test_the_reranker_reorders_the_first_results(base: Path, tmp_path: Path, mak
     assert after.meta.reranked_by and after.meta.reranked_by.startswith("ce-")
     assert after.hits[0].source_file == "learnings/savanna.md"  # the only passage holding the model's word
     assert after.hits[0].breakdown.rerank_score == 3.0
+    assert f"({mode}, reranked by {after.meta.reranked_by}, " in search_text(None, after).splitlines()[0]  # MCP text, CLI
     assert {h.source_file for h in after.hits} == {h.source_file for h in before.hits}  # reordered, not refiltered
     scores = [h.score for h in after.hits]
     assert scores == sorted(scores, reverse=True) and max(scores) == max(h.score for h in before.hits)
