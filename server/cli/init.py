@@ -220,6 +220,20 @@ def render_config(s: Survey, environ: Mapping[str, str] | None = None) -> str:
         "# model.onnx and tokenizer.json (query_prefix / passage_prefix: what it expects before each, e.g. \"query: \").",
         "# A change re-embeds every note at the next `oracle index`; keyword search answers meanwhile.",
         '# model = "minilm"',
+        "",
+        "# [rerank]",
+        "# A cross-encoder folder (model.onnx + tokenizer.json) that rereads each search's first `top` results and",
+        "# blends its order with the fused one (`weight`: its share). Off unless a model is named; none ships with Oracle.",
+        '# model = "models/ms-marco-MiniLM-L-6-v2"',
+        "# top = 20",
+        "# weight = 0.5",
+        "",
+        "# [frontmatter]",
+        "# What notes must hold: `oracle index` reports each note that does not (it never refuses one).",
+        '# required = ["owner"]',
+        '# types = ["learning"]                 # the note types checked (default: all)',
+        "# [frontmatter.allowed]",
+        '# status = ["draft", "final"]',
     ]
     return "\n".join(lines) + "\n"
 

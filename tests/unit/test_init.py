@@ -131,3 +131,20 @@ def test_an_exclude_added_after_indexing_removes_those_files_without_the_vanishe
             oracle.indexer.sync(vectors=False)
     finally:
         oracle.close()
+
+
+def test_the_commented_rerank_and_frontmatter_examples_work_once_uncommented(tmp_path: Path) -> None:
+    from indexer.rootconfig import load_layout
+
+    root = tmp_path / "notes"
+    (root / "learnings").mkdir(parents=True)
+    (root / "learnings" / "a.md").write_text("# A\n\ntext\n", encoding="utf-8")
+    init(root)
+    text = (root / "oracle.toml").read_text(encoding="utf-8")
+    block = text[text.index("# [rerank]"):]
+    lines = [line[2:] if line.startswith("# ") and ("=" in line or line.startswith("# [")) else line
+             for line in block.splitlines()]
+    (root / "oracle.toml").write_text(text[: text.index("# [rerank]")] + "\n".join(lines) + "\n", encoding="utf-8")
+    layout = load_layout(root)
+    assert layout.rerank.model == "models/ms-marco-MiniLM-L-6-v2" and (layout.rerank.top, layout.rerank.weight) == (20, 0.5)
+    assert layout.frontmatter.required == ("owner",)
