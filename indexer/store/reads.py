@@ -234,24 +234,26 @@ class Reads:
                           " AND kind != 'bullet' ORDER BY id LIMIT 1 OFFSET ?", [*types, index])
         return Section.from_row(rows[0]) if rows else None
 
-    def list_sections(self, doc_type: str | None, first_per_note: bool, limit: int,
+    def list_sections(self, filters: Filters, first_per_note: bool, limit: int,
                       offset: int) -> tuple[int, list[tuple[Section, int]]]:
         """Newest first (note date, then time of day when known, then path), deterministic: (total,
-        [(section, sections in its note or 1)]). With `first_per_note`, each note once, by its first section."""
-        where, args = ("1 = 1", []) if doc_type is None else ("type = ?", [doc_type])
-        order = "(date IS NULL), date DESC, timestamp DESC NULLS LAST, file, position, id"  # SQLite's NULL order, said
+        [(section, sections in its note or 1)]) of the sections `filters` let through (a type, a `where`
+        filter's notes, ...). With `first_per_note`, each note once, by its first section."""
+        where, args = filters.sql(self.dialect)
         if first_per_note:
-            total = self._scalar(f"SELECT count(DISTINCT file) FROM documents WHERE {where}", args)
-            columns = ", ".join(f"d.{c.strip()}" for c in SECTION_COLUMNS.split(","))
-            order = "(d.date IS NULL), d.date DESC, d.timestamp DESC NULLS LAST, d.file, d.position, d.id"
+            total = self._scalar(f"SELECT count(DISTINCT d.file) FROM documents d WHERE {where}", args)
+            columns = ", ".join(f"s.{c.strip()}" for c in SECTION_COLUMNS.split(","))
+            order = "(s.date IS NULL), s.date DESC, s.timestamp DESC NULLS LAST, s.file, s.position, s.id"
             sql = (
-                f"SELECT {columns}, g.n FROM (SELECT file, min(position) AS first, count(*) AS n FROM documents"
-                f" WHERE {where} GROUP BY file) g JOIN documents d ON d.file = g.file AND d.position = g.first"
+                f"SELECT {columns}, g.n FROM (SELECT d.file, min(d.position) AS first, count(*) AS n FROM documents d"
+                f" WHERE {where} GROUP BY d.file) g JOIN documents s ON s.file = g.file AND s.position = g.first"
                 f" ORDER BY {order} LIMIT ? OFFSET ?"
             )
         else:
-            total = self._scalar(f"SELECT count(*) FROM documents WHERE {where}", args)
-            sql = f"SELECT {SECTION_COLUMNS}, 1 FROM documents WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
+            total = self._scalar(f"SELECT count(*) FROM documents d WHERE {where}", args)
+            order = "(d.date IS NULL), d.date DESC, d.timestamp DESC NULLS LAST, d.file, d.position, d.id"
+            columns = ", ".join(f"d.{c.strip()}" for c in SECTION_COLUMNS.split(","))
+            sql = f"SELECT {columns}, 1 FROM documents d WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
         return total, [(Section.from_row(r), r[17]) for r in self.fetch(sql, [*args, limit, offset])]
 
     def concept_counts(self, doc_type: str | None, limit: int) -> tuple[int, list[tuple[str, int]]]:

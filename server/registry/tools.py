@@ -213,7 +213,8 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         name="oracle_list",
-        description="List notes newest first, optionally by type (unit=section: every section). For browsing, not searching.",
+        description="List notes newest first, optionally by type or frontmatter (unit=section: every section). For "
+        "browsing, not searching.",
         returns=(
             "notes newest first (each by its first section, with how many sections it has), deterministic; "
             "`unit=section` lists every section"),

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from indexer.concepts import normalise_tags
 from indexer.parse import relation_key
 from indexer.rootconfig import DOC_TYPES
-from indexer.store import Section, Store
+from indexer.store import Filters, Section, Store
 from server.services.app import Oracle
 from server.services.models import (
     ConceptCount,
@@ -24,8 +24,10 @@ from server.services.models import (
     NoteText,
     ReflectRequest,
     past_the_end,
+    where_conditions,
 )
 from server.services.relations import relation_graph
+from server.services.search.where import resolve_where
 
 
 class NotFound(LookupError):
@@ -62,9 +64,11 @@ def reflect(oracle: Oracle, request: ReflectRequest, client: str = "cli", rng: r
 
 def list_documents(oracle: Oracle, request: ListRequest) -> ListResult:
     """Newest first (by note date, then its time of day when known, then path), deterministic; one entry per
-    note unless asked for sections."""
-    total, rows = oracle.store.list_sections(None if request.type == "all" else request.type,
-                                             request.by_note, request.limit, request.offset)
+    note unless asked for sections; a `where` filter on frontmatter fields as search applies it."""
+    notes, warnings = resolve_where(oracle, where_conditions(request.where))
+    filters = Filters(type=None if request.type == "all" else request.type, only_notes=notes.only,
+                      excluded_notes=notes.excluded)
+    total, rows = oracle.store.list_sections(filters, request.by_note, request.limit, request.offset)
     items = [
         ListItem(
             id=s.id, type=s.type, title=s.title, heading=s.heading, source_file=s.file, date=s.date,
@@ -74,7 +78,8 @@ def list_documents(oracle: Oracle, request: ListRequest) -> ListResult:
     ]
     return ListResult(items=items, total=total, limit=request.limit, offset=request.offset,
                       unit="note" if request.by_note else "section",
-                      warnings=[past_the_end(request.offset, total, request.limit)] if total and not items else [])
+                      warnings=warnings + ([past_the_end(request.offset, total, request.limit)] if total and not items
+                                           else []))
 
 
 def concepts(oracle: Oracle, request: ConceptsRequest) -> ConceptsResult:

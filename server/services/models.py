@@ -153,6 +153,14 @@ def _where(value: object) -> dict | None:
 
 # A dict to Python, any JSON to a client: FastAPI's query-string models take it as one string parameter.
 Where = Annotated[Any, BeforeValidator(_where), WithJsonSchema(_WHERE_SCHEMA)]
+# The same filter where a tool's schema only points at search's (every tool's schema is read into an agent's
+# context: tests/contract/test_registry.py holds tools/list under 31 KB); validated by the same rule.
+_WHERE_BRIEF: dict = {
+    "anyOf": [{"type": "object", "maxProperties": 20}, {"type": "string", "maxLength": 10_000}, {"type": "null"}],
+    "default": None,
+    "description": 'Frontmatter filter, as oracle_search\'s: {"status": "draft"}.',
+}
+WhereBrief = Annotated[Any, BeforeValidator(_where), WithJsonSchema(_WHERE_BRIEF)]
 
 
 def where_conditions(where: dict | None) -> tuple[FieldCondition, ...]:
@@ -554,6 +562,7 @@ class ListRequest(BaseModel):
     unit: Literal["note", "section"] | None = Field(
         default=None, description="note (default): one entry per note, by its first section; section: every section.")
     group_by_file: bool | None = Field(default=None, description="Older name: true = unit note, false = unit section.")
+    where: WhereBrief = None
 
     @property
     def by_note(self) -> bool:

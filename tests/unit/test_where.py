@@ -15,7 +15,8 @@ from indexer.fields import parse_where
 from conftest import STORES, store_overrides
 from indexer.store import Filters, SCHEMA_VERSION
 from server.mcp.completions import complete_field_names, complete_field_values
-from server.services.models import SearchRequest
+from server.services.browse import list_documents
+from server.services.models import ListRequest, SearchRequest
 from server.mcp.resources import read_resource
 from server.services.search.pipeline import run_search
 from server.services.stats import stats
@@ -203,3 +204,21 @@ def test_a_filter_is_parsed_once_into_the_request(kb) -> None:
     request = SearchRequest(query="x", where='{"Status": "Draft", "industries": {"in": ["b", "a"]}}')
     assert request.where == {"Status": {"in": ["draft"]}, "industries": {"in": ["a", "b"]}}
     assert parse_where(request.where)[0].field == "Status"  # field names are matched as written
+
+
+def test_list_applies_the_filter_like_search(kb) -> None:
+    def listed(where: object, **params: object) -> tuple[list[str], int, list[str]]:
+        result = list_documents(kb, ListRequest(where=where, limit=20, **params))
+        return [i.source_file for i in result.items], result.total, result.warnings
+
+    files, total, warnings = listed({"industries": "finance"})
+    assert total == 3 and not warnings
+    assert files == ["learnings/2026-01-06_everywhere.md", "learnings/2026-01-05_card-retries.md",
+                     "principles/payments.md"]  # newest first, as without a filter
+    assert listed({"industries": "finance"}, type="principle")[:2] == (["principles/payments.md"], 1)
+    sections, total, _ = listed({"status": "final"}, unit="section")
+    assert total == len(sections) == 2 and set(sections) == {"learnings/2026-01-06_everywhere.md",
+                                                              "learnings/2026-01-07_shop-tills.md"}
+    assert listed({"owner": {"exists": False}})[1] == 3
+    files, total, warnings = listed({"industris": "finance"})
+    assert files == [] and total == 0 and any("no note has the field 'industris'" in w for w in warnings)
