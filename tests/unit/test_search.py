@@ -346,3 +346,43 @@ def test_vector_leg_down_falls_back_to_keywords(search_index, vectors_down, mode
 def test_vector_leg_down_fts_mode_has_no_warning(vectors_down):
     result = run(vectors_down, "quokka", mode="fts")
     assert result.meta.warnings == [] and result.total == QUOKKA_CHUNKS
+
+
+def test_hybrid_embeds_the_question_before_the_keyword_leg_starts(search_index, monkeypatch):
+    """The embedding spreads over the cores itself (indexer/embed.py QUERY_THREADS): the keyword leg starts after
+    it, beside the vector store's lookup, rather than fighting it for the cores. The results are the same."""
+    from server.services.search import pipeline
+
+    before = dump(run(search_index, "quote fts5 search terms", mode="hybrid"))
+    order: list[str] = []
+    embed_query, keyword_leg = search_index.embedder.embed_query, pipeline._keyword_leg
+
+    def embedding(query):
+        order.append("embedding")
+        vector = embed_query(query)
+        order.append("embedded")
+        return vector
+
+    def keywords(*args):
+        order.append("keyword leg")
+        return keyword_leg(*args)
+
+    monkeypatch.setattr(search_index.embedder, "embed_query", embedding)
+    monkeypatch.setattr(pipeline, "_keyword_leg", keywords)
+    assert dump(run(search_index, "quote fts5 search terms", mode="hybrid")) == before
+    assert order == ["embedding", "embedded", "keyword leg"]
+
+
+def test_a_failed_question_embedding_falls_back_to_keywords(search_index, monkeypatch):
+    """The question is embedded on the search's own thread now; its failure still costs the vector leg only."""
+    from indexer.embed import EmbeddingUnavailable
+
+    def broken(query):
+        raise EmbeddingUnavailable("embedding model failed: test")
+
+    keyword = run(search_index, "quote fts5 search terms", mode="fts", limit=10)
+    monkeypatch.setattr(search_index.embedder, "embed_query", broken)
+    result = run(search_index, "quote fts5 search terms", mode="hybrid", limit=10)
+    assert result.meta.mode == "fts"
+    assert result.meta.warnings == ["vector search unavailable, showing keyword results only: embedding model failed: test"]
+    assert [h.id for h in result.hits] == [h.id for h in keyword.hits] and result.total == keyword.total

@@ -8,7 +8,7 @@ sections; by default the page is made of notes (server/services/search/notes.py)
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 # numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
@@ -127,12 +127,24 @@ def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multili
     """Nearest chunks by cosine similarity, by the main model or (blended by `main_share`) the multilingual
     one; filters are applied against SQLite after the query, fetching more until `pool` pass them or the
     index runs out."""
+    return _nearest(oracle, query, _question_vector(oracle, query, main_share), filters, pool, multilingual,
+                    main_share)
+
+
+def _question_vector(oracle: Oracle, query: str, main_share: float) -> numpy.ndarray | None:
+    """The question embedded by the main model (None when the multilingual model ranks alone); EmbeddingUnavailable
+    when the index's vectors are another model's."""
     stored = oracle.store.get_meta("embedding_model") or MINILM_ID
     if stored != oracle.embedder.model_id:
         raise EmbeddingUnavailable(
             f"the index's vectors are {stored}'s and the configured model is {oracle.embedder.model_id};"
             " the next index run re-embeds them")
-    vector = oracle.embedder.embed_query(query) if main_share > 0 else None
+    return oracle.embedder.embed_query(query) if main_share > 0 else None
+
+
+def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: Filters, pool: int,
+             multilingual: bool, main_share: float) -> list[scoring.LegHit]:
+    """The vector leg after the question is embedded: the store's nearest chunks that pass the filters."""
     if multilingual:
         def nearest(n: int) -> list[tuple[str, float]]:
             return oracle.indexer.multilingual.nearest(query, n, vector, main_share)
@@ -149,9 +161,25 @@ def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multili
         n *= 4
 
 
+def _vector_leg_beside(oracle: Oracle, query: str, filters: Filters, pool: int, multilingual: bool,
+                       main_share: float) -> Future:
+    """Hybrid mode's vector leg, to run beside the keyword leg: the question is embedded here first, then the
+    nearest chunks are looked up on another thread while the keyword leg runs. The embedding spreads over the
+    cores itself (indexer/embed.py QUERY_THREADS); begun beside the keyword leg, it fought that leg for them and
+    both took longer (benchmarks/HISTORY.md, "Hybrid search made faster at the client"). The future holds the
+    leg's hits, or the exception that failed it."""
+    try:
+        vector = _question_vector(oracle, query, main_share)
+    except Exception as exc:  # noqa: BLE001 - raised where the leg's result is read, as from the thread
+        failed: Future = Future()
+        failed.set_exception(exc)
+        return failed
+    return _LEG_POOL.submit(_nearest, oracle, query, vector, filters, pool, multilingual, main_share)
+
+
 def _run_legs(oracle: Oracle, plan: _Plan) -> _Legs:
     """Step 2: both legs at once in hybrid mode (the model and SQLite release the GIL, so latency is the
-    slower leg's, not the sum)."""
+    slower leg's, not the sum); the question is embedded before the keyword leg starts (_vector_leg_beside)."""
     request, query, kq, filters, pool = plan.request, plan.query, plan.kq, plan.filters, plan.pool
     legs = _Legs(fts=[], fts_total=0, vector=[], warnings=[], vector_ok=True)
     legs.multilingual = (request.mode != "fts" and wants_multilingual(query)
@@ -159,8 +187,7 @@ def _run_legs(oracle: Oracle, plan: _Plan) -> _Legs:
     legs.main_share = covered_share(query) if legs.multilingual else 1.0
     vector_future = None
     if request.mode == "hybrid":
-        vector_future = _LEG_POOL.submit(_vector_leg, oracle, query, filters, pool, legs.multilingual,
-                                         legs.main_share)
+        vector_future = _vector_leg_beside(oracle, query, filters, pool, legs.multilingual, legs.main_share)
     if request.mode in ("hybrid", "fts"):
         legs.fts, legs.fts_total = _keyword_leg(oracle, kq, filters, pool)
         if kq.empty:
