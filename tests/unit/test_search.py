@@ -386,3 +386,35 @@ def test_a_failed_question_embedding_falls_back_to_keywords(search_index, monkey
     assert result.meta.mode == "fts"
     assert result.meta.warnings == ["vector search unavailable, showing keyword results only: embedding model failed: test"]
     assert [h.id for h in result.hits] == [h.id for h in keyword.hits] and result.total == keyword.total
+
+
+@pytest.mark.parametrize("query", ["quote fts5 search terms", "how do agents share a repository safely"])
+def test_step_4_reads_made_during_expansion_give_the_same_ranking(search_index, monkeypatch, query):
+    """Weighted fusion reads step 4's facts and note scores for the legs' candidates on another thread while query
+    expansion runs (_prefetch); step 4 then reads only what expansion added. Ranked from those reads or from
+    reads made afterwards, the candidates come out the same, to the last digit."""
+    import copy
+    from dataclasses import replace
+
+    from server.services.search import pipeline
+
+    calls: list[list[str]] = []
+    scores = search_index.store.note_keyword_scores
+
+    def note_scores(match, files):
+        calls.append(list(files))
+        return scores(match, files)
+
+    monkeypatch.setattr(search_index.store, "note_keyword_scores", note_scores)
+    plan = pipeline._plan(search_index, SearchRequest(query=query, mode="hybrid", limit=10))
+    legs = pipeline._run_legs(search_index, plan)
+    fusion = pipeline._fuse(search_index, plan, legs)
+    assert fusion.prefetched is not None and legs.expanded_with
+    # each from its own copy of the candidates: step 4 adjusts their scores in place
+    early = pipeline._adjust(search_index, plan, legs, replace(fusion, fused=copy.deepcopy(fusion.fused)))
+    assert len(calls) in (1, 2)  # the legs' notes early, and those only expansion found, if any
+    late = pipeline._adjust(search_index, plan, legs, replace(fusion, fused=copy.deepcopy(fusion.fused),
+                                                             prefetched=None))
+    assert sorted(calls[-1]) == sorted(set(calls[0]) | set(calls[1] if len(calls) == 3 else []))
+    assert early.facts == late.facts
+    assert [vars(f) for f in early.fused] == [vars(f) for f in late.fused]
