@@ -51,10 +51,10 @@ MAX_CHARS_TOKENIZED = MAX_TOKENS * 32
 # over the cores: on 2 cores, 160 s against 194 s for the 8,103 chunks of benchmarks/speed.py.
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 # A question is one short text (~17 tokens): on one thread its matrix products leave the other core idle while the
-# search waits on them. The first session, which embeds every question, spreads each op over this many threads
-# (2 on 2 cores: 3.8 ms a question instead of 6.2, the same vectors bit for bit; benchmarks/HISTORY.md, "Hybrid
-# search made faster at the client"). It shares its weights with no one, so a session of its own for questions
-# would cost another copy of them; the others stay single-threaded for indexing.
+# search waits on them. The first session, which embeds every question (and any call of one batch), spreads each
+# op over this many threads (2 on 2 cores: 3.8 ms a question instead of 6.2, the same vectors bit for bit;
+# benchmarks/HISTORY.md, "Hybrid search made faster at the client"). A session of its own for questions would cost
+# another copy of the weights; many-batch calls (indexing) run on the single-threaded others (_bulk_sessions).
 QUERY_THREADS = max(1, min(2, os.cpu_count() or 1))
 # onnxruntime >= 1.2x on Linux and macOS writes a device id under ~/.cache/Microsoft/DeveloperTools and
 # sends usage events to Microsoft unless this is set before its environment is created. Oracle promises
@@ -337,12 +337,22 @@ class Embedder:
             self._run_batches(self._sessions[0], batches, encodings, out)
             return out
         costs = [len(b) * len(encodings[b[-1]].ids) for b in batches]  # padded tokens: b[-1] is its longest
-        shards = balanced_shards(batches, costs, len(self._sessions))
+        workers = self._bulk_sessions()
+        shards = balanced_shards(batches, costs, len(workers))
         futures = [self._pool.submit(self._run_batches, s, shard, encodings, out)
-                   for s, shard in zip(self._sessions, shards)]
+                   for s, shard in zip(workers, shards)]
         for future in futures:
             future.result()
         return out
+
+    def _bulk_sessions(self) -> list:
+        """The session each worker of a many-batch call runs on: the single-threaded ones only, as many workers
+        as before. The question session's two threads beside the other sessions made three on two cores, and
+        indexing took 1.2-1.3x as long; two runs at once on one single-threaded session (a session is safe to
+        run from several threads) are as fast as two sessions: 16.0 s against 16.4 s a pass over every 10th of
+        nat-brain's texts, the same vectors (benchmarks/HISTORY.md, "Hybrid search made faster at the client")."""
+        single = self._sessions[1:] if self._query_threads > 1 and len(self._sessions) > 1 else self._sessions
+        return [single[i % len(single)] for i in range(len(self._sessions))]
 
     def _run_batches(self, session, batches: list[list[int]], encodings, out: np.ndarray | None) -> np.ndarray:
         """Embed these batches with one session, writing rows of `out` that no other worker touches."""
