@@ -1,5 +1,6 @@
 """Where a search's own time goes: each step of the pipeline (server/services/search/pipeline.py) timed in-process,
-with the query embedding and query expansion inside them, over a judged question set.
+with the query embedding and query expansion inside them, over a judged question set. In hybrid mode the
+question is embedded (_question_vector) before the keyword leg starts beside the vector store lookup (_nearest).
 
     .venv/bin/python benchmarks/search_steps.py --data DATA_COPY [--root ROOT] [--queries FILE] [--mode hybrid] [--rounds 2]
 
@@ -21,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 NATBRAIN = REPO.parent / "shared" / "eval-data" / "nat-brain-oracle"
-STEPS = ("_plan", "_run_legs", "_keyword_leg", "_vector_leg", "_fuse", "_expand", "_adjust", "_group", "_page")
+STEPS = ("_plan", "_run_legs", "_keyword_leg", "_question_vector", "_nearest", "_fuse", "_expand", "_adjust", "_group", "_page")
 
 
 def timed(times: dict[str, list[float]], name: str, fn: Callable) -> Callable:

@@ -50,6 +50,12 @@ MAX_CHARS_TOKENIZED = MAX_TOKENS * 32
 # Several single-threaded sessions working on different batches beat one session spreading each batch
 # over the cores: on 2 cores, 160 s against 194 s for the 8,103 chunks of benchmarks/speed.py.
 WORKERS = max(1, min(4, os.cpu_count() or 1))
+# A question is one short text (~17 tokens): on one thread its matrix products leave the other core idle while the
+# search waits on them. The first session, which embeds every question (and any call of one batch), spreads each
+# op over this many threads (2 on 2 cores: 3.8 ms a question instead of 6.2, the same vectors bit for bit;
+# benchmarks/HISTORY.md, "Hybrid search made faster at the client"). A session of its own for questions would cost
+# another copy of the weights; many-batch calls (indexing) run on the single-threaded others (_bulk_sessions).
+QUERY_THREADS = max(1, min(2, os.cpu_count() or 1))
 # onnxruntime >= 1.2x on Linux and macOS writes a device id under ~/.cache/Microsoft/DeveloperTools and
 # sends usage events to Microsoft unless this is set before its environment is created. Oracle promises
 # to work offline and to write nothing beyond its knowledge root and data dir (tests/test_paths.py).
@@ -189,9 +195,11 @@ def balanced_shards(batches: list[list[int]], costs: list[int], workers: int) ->
 class Embedder:
     """Loads the model on first use (start-up stays fast) and is safe to share between threads."""
 
-    def __init__(self, model: ModelSpec | str | None = None, workers: int | None = None, rewrite: bool = True) -> None:
+    def __init__(self, model: ModelSpec | str | None = None, workers: int | None = None, rewrite: bool = True,
+                 query_threads: int | None = None) -> None:
         self.spec = model if isinstance(model, ModelSpec) else model_spec(model)
         self._workers = workers or WORKERS
+        self._query_threads = QUERY_THREADS if query_threads is None else query_threads
         self._rewrite = rewrite  # False: MiniLM's packaged graph as it is (benchmarks and tests compare the two)
         self.graph = ""  # which graph the sessions run, once loaded (indexer.model_graph.session_model)
         self._lock = threading.Lock()
@@ -225,13 +233,17 @@ class Embedder:
         assert self._dimensions is not None
         return self._dimensions
 
-    def _options(self):
+    def _options(self, threads: int = 1):
+        """Session options: `threads` intra-op threads (the query session's, QUERY_THREADS). Its threads sleep
+        between ops instead of spinning: spinning, they burned the core the keyword leg runs on beside them."""
         import onnxruntime as ort
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        if threads > 1:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return options
 
     def _load(self) -> None:
@@ -268,11 +280,11 @@ class Embedder:
             model, tokenizer_path = folder_files(self.spec.folder)
             source, graph = str(model), f"model folder {self.spec.folder}"
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        options = self._options()
+        options = [self._options(self._query_threads if i == 0 else 1) for i in range(self._workers)]
 
         def open_sessions(src: bytes | str) -> list:
-            return [ort.InferenceSession(src, options, providers=["CPUExecutionProvider"])
-                    for _ in range(self._workers)]
+            return [ort.InferenceSession(src, options[i], providers=["CPUExecutionProvider"])
+                    for i in range(self._workers)]
 
         try:
             sessions = open_sessions(source)
@@ -325,12 +337,22 @@ class Embedder:
             self._run_batches(self._sessions[0], batches, encodings, out)
             return out
         costs = [len(b) * len(encodings[b[-1]].ids) for b in batches]  # padded tokens: b[-1] is its longest
-        shards = balanced_shards(batches, costs, len(self._sessions))
+        workers = self._bulk_sessions()
+        shards = balanced_shards(batches, costs, len(workers))
         futures = [self._pool.submit(self._run_batches, s, shard, encodings, out)
-                   for s, shard in zip(self._sessions, shards)]
+                   for s, shard in zip(workers, shards)]
         for future in futures:
             future.result()
         return out
+
+    def _bulk_sessions(self) -> list:
+        """The session each worker of a many-batch call runs on: the single-threaded ones only, as many workers
+        as before. The question session's two threads beside the other sessions made three on two cores, and
+        indexing took 1.2-1.3x as long; two runs at once on one single-threaded session (a session is safe to
+        run from several threads) are as fast as two sessions: 16.0 s against 16.4 s a pass over every 10th of
+        nat-brain's texts, the same vectors (benchmarks/HISTORY.md, "Hybrid search made faster at the client")."""
+        single = self._sessions[1:] if self._query_threads > 1 and len(self._sessions) > 1 else self._sessions
+        return [single[i % len(single)] for i in range(len(self._sessions))]
 
     def _run_batches(self, session, batches: list[list[int]], encodings, out: np.ndarray | None) -> np.ndarray:
         """Embed these batches with one session, writing rows of `out` that no other worker touches."""

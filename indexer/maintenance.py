@@ -24,9 +24,12 @@ until a file event wakes it or TICK_SECONDS pass:
   4. once, warm_delay after start: load the models (Thai segmenter, multilingual and embedding models),
      so the first query does not pay for them;
   5. watch=True: the sweep, a full incremental sync every sweep_seconds (what the events missed);
-  6. the vector backlog (a first index, a big note): slice by slice, and only until anything above is due.
+  6. the vector backlog (a first index, a big note): slice by slice, and only until anything above is due;
+  7. every MERGE_CHECK_SECONDS, once nothing above has work: an FTS5 word table made of more than MERGE_ABOVE
+     segments (each write adds one) is merged into one, MERGE_PAGES pages a slice (Store.merge_segments): every
+     question walks each segment, and merged they answer the same in less time.
 
-Long jobs (5, 6 and the initial sync) check `_busy()` / `_stopping()` between slices or batches of files,
+Long jobs (5, 6, 7 and the initial sync) check `_busy()` / `_stopping()` between slices or batches of files,
 so a file event, a log flush or `stop()` waits for one slice at most.
 
 The state involved, and who changes it: the owner's ready event (set by this worker once the initial
@@ -38,6 +41,7 @@ set and the next writer, in any process, reconciles).
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import threading
 import time
@@ -55,6 +59,9 @@ BACKLOG_IDLE_SECONDS = 1.0  # how often an idle worker looks for pending chunks 
 BATCH_RETRY_SECONDS = 1.0  # after a failed batch of file events, before it is tried again
 STOP_TIMEOUT = 60.0  # stop() waits this long for the current step (one slice, one Chroma request)
 SWEEP_SECONDS = 300.0
+MERGE_CHECK_SECONDS = 60.0  # how often the word tables' segments are counted (one small read each)
+MERGE_ABOVE = 4  # more segments than this are merged into one; FTS5's automerge keeps up to ~4 a level itself
+MERGE_PAGES = 200  # pages written per slice of a merge: ~30 ms on nat-brain, so a save waits that long at most
 HOLD_MAX_SECONDS = 3.0  # a client that never lists the tools does not hold the initial sync back longer than this
 
 Reporter = Callable[[SyncReport], None]
@@ -105,6 +112,7 @@ class Maintenance:
         self._repair_at = 0.0
         self._repair_backoff = RETRY_SECONDS
         self._backlog_at = 0.0
+        self._merge_at = now + warm_delay  # job 7, first after the warm-up
         self._more = False  # the last backlog step did work and may have more: tick again without sleeping
         self._loading = False  # in a model load, which touches no store (stop(abandon_loads=True) may leave it)
         self._abandoned = False
@@ -223,6 +231,8 @@ class Maintenance:
             self._sweep()
         if self._warm_at is None and now >= self._backlog_at and not self._busy():
             self._backlog(now)
+        if self._warm_at is None and now >= self._merge_at and not self._more and not self._busy():
+            self._merge_segments(now)
 
     # -- the jobs -------------------------------------------------------------------------------------
     def _report(self, report: SyncReport) -> None:
@@ -346,6 +356,29 @@ class Maintenance:
             self._report(self.indexer.sync(stop_vectors=self._busy, cancel=self._stopping))
         except SyncRefused as exc:
             _say(f"oracle watch: sweep skipped: {exc}")
+
+    def _merge_segments(self, now: float) -> None:
+        """Job 7: each word table of more than MERGE_ABOVE segments merged into one, slice by slice while nothing
+        else waits (an interrupted merge goes on at the next tick: the count stays high until it is done)."""
+        from indexer.store.keyword import MERGED_TABLES
+
+        store = self.indexer.store
+        if not hasattr(store, "merge_segments"):  # the PostgreSQL store: no FTS5 segments
+            self._merge_at = float("inf")
+            return
+        self._merge_at = now + MERGE_CHECK_SECONDS
+        try:
+            for table in MERGED_TABLES:
+                if store.segment_count(table) <= MERGE_ABOVE:
+                    continue
+                while store.merge_segments(table, MERGE_PAGES):
+                    if self._busy():
+                        self._merge_at = now  # made way; the next tick goes on
+                        self._more = True
+                        return
+        except sqlite3.Error as exc:  # the write lock held past the busy timeout, a read-only file: next time
+            if not self._stop.is_set():
+                _say(f"oracle: merging the index's word tables failed: {exc}; trying again later")
 
     def _backlog(self, now: float) -> None:
         """Chunks still missing from the vector store (a first index, a big note) and multilingual

@@ -92,8 +92,8 @@ def _model_once() -> Iterator[None]:
     def load(self: Embedder) -> None:
         if self._sessions:
             return
-        # per model, and the packaged graph stays comparable with the rewritten one
-        key = (self.spec, self._workers, self._rewrite)
+        # per model, and the packaged graph stays comparable with the rewritten one (and one question thread with two)
+        key = (self.spec, self._workers, self._rewrite, self._query_threads)
         if key not in loaded:
             real_load(self)
             loaded[key] = (self._tokenizer, self._pool, self._sessions, self.graph, self._translate, self._inputs,

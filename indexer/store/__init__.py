@@ -30,8 +30,10 @@ from indexer.store.keyword import (
     filtered_ids,
     keyword_matching_ids,
     keyword_search,
+    merge_segments,
     note_keyword_scores,
     section_counts,
+    segment_count,
     terms_matched,
 )
 from indexer.store.reads import Pattern, Reads
@@ -154,6 +156,9 @@ class Store(Reads, Writes):
     filtered_ids = filtered_ids
     count_embedded = count_embedded
     section_counts = section_counts
+    # the maintenance worker's (indexer/maintenance.py): the PostgreSQL store has no segments to merge
+    segment_count = segment_count
+    merge_segments = merge_segments
 
     # -- reading ------------------------------------------------------------------------------------
     def reading(self) -> AbstractContextManager[sqlite3.Connection]:

@@ -96,3 +96,50 @@ def test_batches_are_dealt_longest_first_to_the_least_loaded_session() -> None:
     round_robin = [sum(costs[0::2]), sum(costs[1::2])]
     assert abs(loads[0] - loads[1]) <= min(costs) < abs(round_robin[0] - round_robin[1])
     assert balanced_shards(batches[:1], costs[:1], 2) == [[[0]], []]
+
+
+def test_the_question_session_runs_on_two_threads_and_gives_the_same_vectors() -> None:
+    """The first session (every question's) spreads its ops over QUERY_THREADS threads that sleep between ops;
+    the indexer's others stay single-threaded. Each output is computed by one thread either way, so the vectors
+    are the same bit for bit, questions and batches alike."""
+    one, two = Embedder("minilm", workers=2, query_threads=1), Embedder("minilm", workers=2, query_threads=2)
+    two.warm()
+    options = [s.get_session_options() for s in two._sessions]
+    assert [o.intra_op_num_threads for o in options] == [2, 1]
+    assert options[0].get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    one.warm()
+    assert [s.get_session_options().intra_op_num_threads for s in one._sessions] == [1, 1]
+    questions = ["is it safe to amend a commit when several agents share the repo?", "quokka", "ก", "",
+                 "how do I hold off until the person stops typing " * 20]
+    for question in questions:
+        assert np.array_equal(one.embed_query(question), two.embed_query(question)), question
+    texts = bundled_texts()[::7] + EDGE_TEXTS  # _encode: embed() is memoised per model in tests (conftest.py)
+    assert np.array_equal(one._encode(texts, ""), two._encode(texts, ""))
+
+
+def test_many_batch_calls_run_on_the_single_threaded_sessions(monkeypatch) -> None:
+    """Indexing's calls of many batches keep off the two-threaded question session (three threads on two cores
+    made indexing 1.2-1.3x slower): as many workers as sessions, on the single-threaded ones, two runs at once on
+    one session if need be. A call of one batch (a question, a small note) runs on the question session."""
+    two = Embedder("minilm", workers=2, query_threads=2)
+    two.warm()
+    question, single = two._sessions
+    assert two._bulk_sessions() == [single, single]
+    used: list = []
+    run_batches = two._run_batches
+
+    def recording(session, batches, encodings, out):
+        used.append(session)
+        return run_batches(session, batches, encodings, out)
+
+    monkeypatch.setattr(two, "_run_batches", recording)
+    texts = bundled_texts()[:40]
+    vectors = two._encode(texts, "")
+    assert len(used) == 2 and all(s is single for s in used)
+    used.clear()
+    two._encode(texts[:3], "")
+    assert used == [question]
+    one = Embedder("minilm", workers=2, query_threads=1)
+    one.warm()
+    assert np.array_equal(vectors, one._encode(texts, ""))
+    assert one._bulk_sessions() == one._sessions

@@ -212,3 +212,68 @@ def test_a_stopped_session_keeps_the_vectors_it_computed(tmp_path: Path, make_or
     done = second.indexer.sync()
     assert done.embedded == total - EMBED_STEP and not done.vector_failed
     assert second.store.pending_count() == 0
+
+
+def two_section_notes(root: Path, n: int) -> None:
+    for i in range(n):
+        write(root / f"learnings/2026-02-{i + 1:02d}_gannet-{i}.md",
+              f"---\ntitle: Gannet {i}\n---\n# Gannet {i}\n\nA gannet dives for fish number {i} off the cliff.\n\n"
+              f"## Colony\n\nThe colony of {i} gannets nests on the cliff{' ledge' * i}.\n")
+
+
+def keyword_answers(store) -> list:
+    """What the keyword reads of a search answer, floats and order exactly."""
+    from indexer.store import Filters
+
+    files = [p for p in store.file_states()]
+    out = []
+    for match in ('"gannet"', '"cliff" OR "colony"', '"fish" OR "ledge" OR "nests"'):
+        out.append(store.keyword_search(match, None, (), Filters(), 10))
+        out.append(sorted(store.note_keyword_scores(match, files).items()))
+    out.append(store.section_counts(['"gannet"', '"ledge"', '"colony"'], 100))
+    return out
+
+
+def test_merging_the_word_tables_segments_changes_no_answer(tmp_path: Path, make_oracle) -> None:
+    """Each note is written in its own transaction, and each transaction adds a segment to the FTS5 tables;
+    merged into one (Store.merge_segments, slice by slice), they give every keyword read the same answer."""
+    root = tmp_path / "root"
+    two_section_notes(root, 12)
+    oracle = make_oracle(root, tmp_path / "data")
+    oracle.indexer.sync(vectors=False)
+    store = oracle.store
+    assert [store.segment_count(t) for t in ("documents_fts", "notes_fts")] == [12, 12]
+    before = keyword_answers(store)
+    while store.merge_segments("documents_fts", 1):
+        pass
+    assert store.segment_count("documents_fts") == 1 and store.segment_count("notes_fts") == 12
+    while store.merge_segments("notes_fts", 200):
+        pass
+    assert store.segment_count("notes_fts") == 1
+    assert not store.merge_segments("notes_fts", 200)  # nothing left to do
+    assert keyword_answers(store) == before
+
+
+def test_the_worker_merges_the_word_tables_segments(tmp_path: Path, make_oracle) -> None:
+    """Job 7: a started Oracle whose word tables hold more than MERGE_ABOVE segments merges each into one once
+    its other jobs are done; a table at or under the bar is left as it is."""
+    from indexer.maintenance import MERGE_ABOVE
+
+    root = tmp_path / "root"
+    two_section_notes(root, MERGE_ABOVE + 2)
+    oracle = make_oracle(root, tmp_path / "data")
+    oracle.indexer.sync(vectors=False)
+    store = oracle.store
+    assert store.segment_count("documents_fts") > MERGE_ABOVE
+    while store.merge_segments("notes_fts", 200):  # merged already: the worker has nothing to do there
+        pass
+    two_section_notes(root, 2)  # rewritten: the same two notes' sections again, one more segment each
+    write(root / "learnings/2026-03-01_other.md", "---\ntitle: Other\n---\n# Other\n\nA puffin.\n")
+    oracle.indexer.sync(vectors=False)
+    notes_segments = store.segment_count("notes_fts")
+    assert 1 < notes_segments <= MERGE_ABOVE
+    oracle.start(watch=False)
+    wait_for(lambda: store.segment_count("documents_fts") == 1, "the word table merged")
+    assert store.segment_count("notes_fts") == notes_segments
+    result = run_search(oracle, SearchRequest(query="gannet colony", mode="fts"))
+    assert result.hits and result.meta.fts_matches == 2 * (MERGE_ABOVE + 2)

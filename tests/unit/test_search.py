@@ -346,3 +346,75 @@ def test_vector_leg_down_falls_back_to_keywords(search_index, vectors_down, mode
 def test_vector_leg_down_fts_mode_has_no_warning(vectors_down):
     result = run(vectors_down, "quokka", mode="fts")
     assert result.meta.warnings == [] and result.total == QUOKKA_CHUNKS
+
+
+def test_hybrid_embeds_the_question_before_the_keyword_leg_starts(search_index, monkeypatch):
+    """The embedding spreads over the cores itself (indexer/embed.py QUERY_THREADS): the keyword leg starts after
+    it, beside the vector store's lookup, rather than fighting it for the cores. The results are the same."""
+    from server.services.search import pipeline
+
+    before = dump(run(search_index, "quote fts5 search terms", mode="hybrid"))
+    order: list[str] = []
+    embed_query, keyword_leg = search_index.embedder.embed_query, pipeline._keyword_leg
+
+    def embedding(query):
+        order.append("embedding")
+        vector = embed_query(query)
+        order.append("embedded")
+        return vector
+
+    def keywords(*args):
+        order.append("keyword leg")
+        return keyword_leg(*args)
+
+    monkeypatch.setattr(search_index.embedder, "embed_query", embedding)
+    monkeypatch.setattr(pipeline, "_keyword_leg", keywords)
+    assert dump(run(search_index, "quote fts5 search terms", mode="hybrid")) == before
+    assert order == ["embedding", "embedded", "keyword leg"]
+
+
+def test_a_failed_question_embedding_falls_back_to_keywords(search_index, monkeypatch):
+    """The question is embedded on the search's own thread now; its failure still costs the vector leg only."""
+    from indexer.embed import EmbeddingUnavailable
+
+    def broken(query):
+        raise EmbeddingUnavailable("embedding model failed: test")
+
+    keyword = run(search_index, "quote fts5 search terms", mode="fts", limit=10)
+    monkeypatch.setattr(search_index.embedder, "embed_query", broken)
+    result = run(search_index, "quote fts5 search terms", mode="hybrid", limit=10)
+    assert result.meta.mode == "fts"
+    assert result.meta.warnings == ["vector search unavailable, showing keyword results only: embedding model failed: test"]
+    assert [h.id for h in result.hits] == [h.id for h in keyword.hits] and result.total == keyword.total
+
+
+@pytest.mark.parametrize("query", ["quote fts5 search terms", "how do agents share a repository safely"])
+def test_step_4_reads_made_during_expansion_give_the_same_ranking(search_index, monkeypatch, query):
+    """Weighted fusion reads step 4's facts and note scores for the legs' candidates on another thread while query
+    expansion runs (_prefetch); step 4 then reads only what expansion added. Ranked from those reads or from
+    reads made afterwards, the candidates come out the same, to the last digit."""
+    import copy
+    from dataclasses import replace
+
+    from server.services.search import pipeline
+
+    calls: list[list[str]] = []
+    scores = search_index.store.note_keyword_scores
+
+    def note_scores(match, files):
+        calls.append(list(files))
+        return scores(match, files)
+
+    monkeypatch.setattr(search_index.store, "note_keyword_scores", note_scores)
+    plan = pipeline._plan(search_index, SearchRequest(query=query, mode="hybrid", limit=10))
+    legs = pipeline._run_legs(search_index, plan)
+    fusion = pipeline._fuse(search_index, plan, legs)
+    assert fusion.prefetched is not None and legs.expanded_with
+    # each from its own copy of the candidates: step 4 adjusts their scores in place
+    early = pipeline._adjust(search_index, plan, legs, replace(fusion, fused=copy.deepcopy(fusion.fused)))
+    assert len(calls) in (1, 2)  # the legs' notes early, and those only expansion found, if any
+    late = pipeline._adjust(search_index, plan, legs, replace(fusion, fused=copy.deepcopy(fusion.fused),
+                                                             prefetched=None))
+    assert sorted(calls[-1]) == sorted(set(calls[0]) | set(calls[1] if len(calls) == 3 else []))
+    assert early.facts == late.facts
+    assert [vars(f) for f in early.fused] == [vars(f) for f in late.fused]

@@ -8,7 +8,7 @@ sections; by default the page is made of notes (server/services/search/notes.py)
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 # numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
@@ -129,12 +129,24 @@ def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multili
     """Nearest chunks by cosine similarity, by the main model or (blended by `main_share`) the multilingual
     one; filters are applied against SQLite after the query, fetching more until `pool` pass them or the
     index runs out."""
+    return _nearest(oracle, query, _question_vector(oracle, query, main_share), filters, pool, multilingual,
+                    main_share)
+
+
+def _question_vector(oracle: Oracle, query: str, main_share: float) -> numpy.ndarray | None:
+    """The question embedded by the main model (None when the multilingual model ranks alone); EmbeddingUnavailable
+    when the index's vectors are another model's."""
     stored = oracle.store.get_meta("embedding_model") or MINILM_ID
     if stored != oracle.embedder.model_id:
         raise EmbeddingUnavailable(
             f"the index's vectors are {stored}'s and the configured model is {oracle.embedder.model_id};"
             " the next index run re-embeds them")
-    vector = oracle.embedder.embed_query(query) if main_share > 0 else None
+    return oracle.embedder.embed_query(query) if main_share > 0 else None
+
+
+def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: Filters, pool: int,
+             multilingual: bool, main_share: float) -> list[scoring.LegHit]:
+    """The vector leg after the question is embedded: the store's nearest chunks that pass the filters."""
     if multilingual:
         def nearest(n: int) -> list[tuple[str, float]]:
             return oracle.indexer.multilingual.nearest(query, n, vector, main_share)
@@ -151,9 +163,25 @@ def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multili
         n *= 4
 
 
+def _vector_leg_beside(oracle: Oracle, query: str, filters: Filters, pool: int, multilingual: bool,
+                       main_share: float) -> Future:
+    """Hybrid mode's vector leg, to run beside the keyword leg: the question is embedded here first, then the
+    nearest chunks are looked up on another thread while the keyword leg runs. The embedding spreads over the
+    cores itself (indexer/embed.py QUERY_THREADS); begun beside the keyword leg, it fought that leg for them and
+    both took longer (benchmarks/HISTORY.md, "Hybrid search made faster at the client"). The future holds the
+    leg's hits, or the exception that failed it."""
+    try:
+        vector = _question_vector(oracle, query, main_share)
+    except Exception as exc:  # noqa: BLE001 - raised where the leg's result is read, as from the thread
+        failed: Future = Future()
+        failed.set_exception(exc)
+        return failed
+    return _LEG_POOL.submit(_nearest, oracle, query, vector, filters, pool, multilingual, main_share)
+
+
 def _run_legs(oracle: Oracle, plan: _Plan) -> _Legs:
     """Step 2: both legs at once in hybrid mode (the model and SQLite release the GIL, so latency is the
-    slower leg's, not the sum)."""
+    slower leg's, not the sum); the question is embedded before the keyword leg starts (_vector_leg_beside)."""
     request, query, kq, filters, pool = plan.request, plan.query, plan.kq, plan.filters, plan.pool
     legs = _Legs(fts=[], fts_total=0, vector=[], warnings=[], vector_ok=True)
     legs.multilingual = (request.mode != "fts" and wants_multilingual(query)
@@ -161,8 +189,7 @@ def _run_legs(oracle: Oracle, plan: _Plan) -> _Legs:
     legs.main_share = covered_share(query) if legs.multilingual else 1.0
     vector_future = None
     if request.mode == "hybrid":
-        vector_future = _LEG_POOL.submit(_vector_leg, oracle, query, filters, pool, legs.multilingual,
-                                         legs.main_share)
+        vector_future = _vector_leg_beside(oracle, query, filters, pool, legs.multilingual, legs.main_share)
     if request.mode in ("hybrid", "fts"):
         legs.fts, legs.fts_total = _keyword_leg(oracle, kq, filters, pool)
         if kq.empty:
@@ -191,10 +218,36 @@ class _Fusion:
     mode: str  # the mode actually used (hybrid falls back to fts when the vector leg fails)
     method: str | None  # fusion method (hybrid only)
     weight: float | None  # the vector leg's share in the fusion (hybrid only)
+    # What step 4 reads of the candidates before query expansion, read on another thread while it ran (_prefetch)
+    prefetched: Future | None = None
+
+
+@dataclass
+class _Prefetched:
+    """Step 4's reads for the candidates the legs found, made while query expansion runs: their facts and the
+    keyword scores of their notes (None when step 4 does not weigh note evidence)."""
+
+    asked: frozenset[str]  # the section ids looked up (those whose section vanished are not in `facts`)
+    facts: dict[str, SectionFacts]
+    notes: dict[str, float] | None
+
+
+def _prefetch(oracle: Oracle, ids: list[str], fts_match: str | None) -> _Prefetched:
+    facts = oracle.store.section_facts(ids)
+    notes = (oracle.store.note_keyword_scores(fts_match, sorted({f.file for f in facts.values()})) if fts_match
+             else None)
+    return _Prefetched(frozenset(ids), facts, notes)
+
+
+def _weighs_note_evidence(mode: str, kq: KeywordQuery, legs: _Legs) -> bool:
+    """Whether step 4 adds each note's keyword evidence beyond its best section (scoring.with_note_evidence)."""
+    return mode == "hybrid" and bool(kq.fts_match) and not legs.multilingual
 
 
 def _fuse(oracle: Oracle, plan: _Plan, legs: _Legs) -> _Fusion:
-    """Step 3: the legs fused into one list; weighted fusion then adds query expansion (_expand)."""
+    """Step 3: the legs fused into one list; weighted fusion then adds query expansion (_expand), while another
+    thread reads what step 4 needs of the candidates found so far (_prefetch: SQLite and PostgreSQL release the
+    GIL, and expansion waits on its own keyword query most of its time)."""
     request = plan.request
     if request.mode == "fts" or not legs.vector_ok:
         return _Fusion(scoring.single_leg(legs.fts, "fts"), "fts", None, None)
@@ -204,9 +257,12 @@ def _fuse(oracle: Oracle, plan: _Plan, legs: _Legs) -> _Fusion:
     weight = scoring.semantic_weight(method, legs.multilingual, legs.fts, plan.bm25_bar)
     fused = scoring.fuse(legs.fts, legs.vector, method=method, semantic_weight=weight,
                          keyword_floor=scoring.keyword_floor(plan.bm25_bar))
+    prefetched = None
     if method == "weighted" and fused:
+        notes_for = plan.kq.fts_match if _weighs_note_evidence("hybrid", plan.kq, legs) else None
+        prefetched = _LEG_POOL.submit(_prefetch, oracle, [f.id for f in fused], notes_for)
         fused = _expand(oracle, plan, fused, weight, legs)
-    return _Fusion(fused, "hybrid", method, weight)
+    return _Fusion(fused, "hybrid", method, weight, prefetched)
 
 
 def _expand(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused], semantic_weight: float,
@@ -431,11 +487,16 @@ def _adjust(oracle: Oracle, plan: _Plan, legs: _Legs, fusion: _Fusion) -> _Adjus
     each note's keyword evidence beyond its best section (hybrid), the asker's language, feedback verdicts and
     supersessions (server/services/search/scoring.py); notes stating a matching relation lead."""
     request, kq = plan.request, plan.kq
-    facts = oracle.store.section_facts([f.id for f in fusion.fused])
+    early = fusion.prefetched.result() if fusion.prefetched else None
+    ids = [f.id for f in fusion.fused]
+    if early is None:
+        facts = oracle.store.section_facts(ids)
+    else:  # only the sections query expansion added are left to read
+        facts = {**early.facts, **oracle.store.section_facts([i for i in ids if i not in early.asked])}
     fused = [f for f in fusion.fused if f.id in facts]  # a vector whose chunk vanished is not a result
-    if fusion.mode == "hybrid" and kq.fts_match and not legs.multilingual:
+    if _weighs_note_evidence(fusion.mode, kq, legs):
         note_of = {f.id: facts[f.id].file for f in fused}
-        notes = oracle.store.note_keyword_scores(kq.fts_match, sorted(set(note_of.values())))
+        notes = _note_scores(oracle, kq, set(note_of.values()), early)
         fused = scoring.with_note_evidence(fused, note_of, notes)
     fused = _prefer_languages(fused, facts, plan.languages)  # before supersession places hits by position
     fused, feedback, pointers = _apply_use(oracle, fused, facts)
@@ -448,6 +509,20 @@ def _adjust(oracle: Oracle, plan: _Plan, legs: _Legs, fusion: _Fusion) -> _Adjus
             pointers.update(successors_for(oracle, {i: facts[i] for i in added})[1])
             feedback.update(_note_verdicts(oracle, added, facts))
     return _Adjusted(fused, facts, use, added)
+
+
+def _note_scores(oracle: Oracle, kq: KeywordQuery, files: set[str], early: _Prefetched | None) -> dict[str, float]:
+    """The keyword scores of these notes as whole notes (store.note_keyword_scores), those read early reused: a
+    note's score does not depend on which other notes are asked about, and the best of exactly these notes is what
+    scales them (scoring.with_note_evidence), so the early ones are kept only for these notes."""
+    if early is None or early.notes is None:
+        return oracle.store.note_keyword_scores(kq.fts_match, sorted(files))
+    asked = {facts.file for facts in early.facts.values()}
+    scores = {path: score for path, score in early.notes.items() if path in files}
+    missing = files - asked
+    if missing:
+        scores.update(oracle.store.note_keyword_scores(kq.fts_match, sorted(missing)))
+    return scores
 
 
 def _group(oracle: Oracle, plan: _Plan, legs: _Legs, fusion: _Fusion, adjusted: _Adjusted) -> tuple[list[_Entry], int]:
