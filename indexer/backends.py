@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from indexer.config import Settings
 
 if TYPE_CHECKING:
+    from indexer.exact import ExactVectors
     from indexer.multilingual import MultilingualIndex
 
 
@@ -45,15 +46,25 @@ def open_logs(settings: Settings, *, prune: bool = True) -> Any:
     return Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows, prune=prune)
 
 
-def open_multilingual(settings: Settings, store: Any, mode: str) -> MultilingualIndex:
-    """The multilingual vector cache, read from the store that holds it."""
+def open_exact(settings: Settings, store: Any) -> ExactVectors | None:
+    """The exact vector leg of a small SQLite base (indexer/exact.py); None for PostgreSQL (pgvector's own)."""
+    if getattr(store, "dialect", "sqlite") == "postgresql":
+        return None
+    from indexer.exact import ExactVectors
+
+    return ExactVectors(settings.db_path, settings.exact_limit)
+
+
+def open_multilingual(settings: Settings, store: Any, mode: str, exact: ExactVectors | None = None) -> MultilingualIndex:
+    """The multilingual vector cache, read from the store that holds it; with SQLite it takes its main-model
+    rows from `exact`'s matrix when that one is loaded."""
     if getattr(store, "dialect", "sqlite") == "postgresql":
         from indexer.store.pg.multilingual import PgMultilingualIndex
 
         return PgMultilingualIndex(store, mode)
     from indexer.multilingual import MultilingualIndex
 
-    return MultilingualIndex(settings.db_path, mode)
+    return MultilingualIndex(settings.db_path, mode, exact=exact)
 
 
 def writer_lock(settings: Settings, store: Any) -> Any:

@@ -21,6 +21,9 @@ DEFAULT_PORT = 37778
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
 DEFAULT_LOG_RETENTION_DAYS = 365  # usage logs older than this are deleted (0: kept for ever)
 DEFAULT_LOG_MAX_ROWS = 1_000_000  # and each usage log keeps at most this many rows (0: no limit)
+# Embedded sections up to which a SQLite base ranks its vectors exactly in NumPy, not by Chroma's HNSW
+# (indexer/exact.py); ORACLE_EXACT_LIMIT, 0: always Chroma
+DEFAULT_EXACT_LIMIT = 50_000
 DEFAULT_MAX_CHUNKS_PER_FILE = 2000  # more is a dump, not a note; and it would hold the indexer for minutes
 
 DEFAULT_FOLDER_TYPES: dict[str, str] = dict(BUILTIN_FOLDER_TYPES)
@@ -114,6 +117,7 @@ class Settings:
     database_url: str | None = None
     # ORACLE_RERANK_MODEL, else oracle.toml's [rerank] model: a cross-encoder folder, or `off` (indexer/rerank.py)
     rerank_model: str | None = None
+    exact_limit: int = DEFAULT_EXACT_LIMIT  # ORACLE_EXACT_LIMIT (indexer/exact.py)
 
     @property
     def embedding(self):
@@ -191,6 +195,11 @@ class Settings:
         rerank_model = str(overrides.pop("rerank_model", None) or env.get("ORACLE_RERANK_MODEL") or "").strip() or None
         if rerank_model and rerank_model != "off":  # a folder: from the working dir
             rerank_model = str(Path(rerank_model).expanduser().resolve())
+        if "exact_limit" not in overrides:
+            exact_text = (env.get("ORACLE_EXACT_LIMIT") or str(DEFAULT_EXACT_LIMIT)).strip()
+            if not exact_text.isdigit():
+                raise ConfigError(f"ORACLE_EXACT_LIMIT={exact_text!r} is not a whole number (0: always Chroma's HNSW)")
+            overrides["exact_limit"] = int(exact_text)
         retention = {name: _whole(env, var, default) for name, var, default in (
             ("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
             ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)) if name not in overrides}

@@ -15,7 +15,8 @@ Cost and scope, so that English-only bases never pay for it:
 - Vectors live in their own table of the index database, keyed by the section's embed key (a hash of the
   embedded text), so an unchanged section is never embedded twice and a reindex reuses them. A search
   ranks by brute force over matrices loaded once per index change (both models' vectors: 3.5 KB a
-  section, 25 MB for nat-brain's 7,300; the products take a few milliseconds).
+  section, 25 MB for nat-brain's 7,300; the products take a few milliseconds). The main model's rows are
+  those of the exact vector leg's matrix (indexer/exact.py) when it holds one, not a second copy.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from indexer.store.schema import connect_reader
 
 if TYPE_CHECKING:  # numpy loads on first use: a server answers its handshake without it
     import numpy as np
+
+    from indexer.exact import ExactVectors
 
 MODEL_ID = "use-multilingual-v3"
 DIMENSIONS = 512
@@ -127,7 +130,8 @@ class MultilingualIndex:
     is then an exact "has anything committed since I loaded the matrix", whichever thread asks. Writes go
     through the store's writer (`write`, `prune`, inside the caller's transaction)."""
 
-    def __init__(self, db_path: Path, mode: str = "auto", embedder: MultilingualEmbedder | None = None):
+    def __init__(self, db_path: Path, mode: str = "auto", embedder: MultilingualEmbedder | None = None,
+                 exact: ExactVectors | None = None):
         if mode not in MODES:
             raise ValueError(f"ORACLE_MULTILINGUAL={mode!r}: use one of {', '.join(MODES)}")
         self.db_path = db_path
@@ -136,7 +140,11 @@ class MultilingualIndex:
         self._wanted = False  # sticky: once a base holds other scripts, its vectors are kept up to date
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
-        self._matrix: tuple[int, list[str], np.ndarray, np.ndarray] | None = None
+        # (data_version, ids, multilingual rows, main-model rows or None when they are read from `exact`)
+        self._matrix: tuple[int, list[str], np.ndarray, np.ndarray | None] | None = None
+        self.exact = exact  # the main model's matrix, shared (indexer/exact.py); None: this index reads its own
+        # (exact matrix version, the ids list it was made for, the exact matrix's row of each of those ids)
+        self._shared: tuple[object, list[str], np.ndarray] | None = None
 
     def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple]:
         with self._lock:
@@ -212,15 +220,26 @@ class MultilingualIndex:
             "DELETE FROM ml_vectors WHERE key NOT IN (SELECT embed_key FROM documents WHERE embed_key IS NOT NULL)"
         ).rowcount
 
-    def _loaded(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+    def _loaded(self) -> tuple[list[str], np.ndarray, np.ndarray | None]:
         """(section ids, multilingual matrix, main-model matrix) of every section with a multilingual
         vector, reloaded after any commit. The main model's rows come from its embedding cache (zeros for
-        a section it has not embedded yet): a query mixing scripts is ranked by both (see `nearest`)."""
+        a section it has not embedded yet): a query mixing scripts is ranked by both (see `nearest`). The
+        main-model matrix is None while the exact vector leg holds those rows (see `_main_similarities`)."""
         import numpy as np
 
+        shared = self.exact is not None and self.exact.matrix() is not None
         with self._lock:
             version = self._data_version()
-            if self._matrix is None or self._matrix[0] != version:
+            if self._matrix is None or self._matrix[0] != version or (self._matrix[3] is None) != shared:
+                self._shared = None
+                if shared:
+                    rows = self._rows("SELECT d.id, m.vector FROM documents d JOIN ml_vectors m ON m.key = d.embed_key"
+                                      " ORDER BY d.id")
+                    multi = np.zeros((len(rows), DIMENSIONS), dtype=np.float32)
+                    for n, (_, blob) in enumerate(rows):
+                        multi[n] = np.frombuffer(blob, dtype=np.float32)
+                    self._matrix = (version, [r[0] for r in rows], multi, None)
+                    return self._matrix[1], self._matrix[2], None
                 rows = self._rows(
                     "SELECT d.id, m.vector, e.vector FROM documents d JOIN ml_vectors m ON m.key = d.embed_key"
                     " LEFT JOIN embeddings e ON e.key = d.embed_key ORDER BY d.id")
@@ -233,6 +252,29 @@ class MultilingualIndex:
                         main[n] = np.frombuffer(main_blob, dtype=np.float32)
                 self._matrix = (version, [r[0] for r in rows], multi, main)
             return self._matrix[1], self._matrix[2], self._matrix[3]
+
+    def _main_similarities(self, ids: list[str], main: np.ndarray | None, vector: np.ndarray) -> np.ndarray:
+        """The main model's similarity of each of `ids` to `vector` (0 for a section it has not embedded): from
+        our own matrix, or from the exact leg's, whose row of each id is looked up once per index change
+        (the exact leg's matrix is not held here: a reload there frees the old one)."""
+        import numpy as np
+
+        if main is not None:
+            return main @ vector
+        assert self.exact is not None
+        matrix = self.exact.matrix()
+        if matrix is None:  # the base grew past the exact leg's limit since _loaded: our own rows from now on
+            again, _, main = self._loaded()
+            if again == ids and main is not None:
+                return main @ vector
+            return np.zeros(len(ids), dtype=np.float32)  # and a commit came meanwhile: this query's English share is lost
+        shared = self._shared
+        if shared is None or shared[0] != matrix.version or shared[1] is not ids:
+            shared = (matrix.version, ids, np.array([matrix.row.get(i, -1) for i in ids], dtype=np.int64))
+            self._shared = shared
+        rows = shared[2]
+        sims = matrix.vectors @ vector
+        return np.where(rows >= 0, sims[rows], np.float32(0))
 
     def _data_version(self) -> object:
         """Changes whenever anything committed since it was last read (the caller holds the lock)."""
@@ -262,7 +304,7 @@ class MultilingualIndex:
         query_vector = self.embedder.embed([query])[0]
         sims = (1.0 - share) * (multi @ query_vector)  # on one BLAS thread (_one_blas_thread_for_good)
         if share > 0:
-            sims += share * (main @ main_vector)
+            sims += share * self._main_similarities(ids, main, main_vector)
         n = min(n, len(ids))
         top = np.argpartition(-sims, n - 1)[:n] if n < len(ids) else np.arange(len(ids))
         return sorted(((ids[i], float(sims[i])) for i in top), key=lambda p: (-p[1], p[0]))

@@ -22,7 +22,7 @@ from indexer.config import Settings
 from indexer.discover import Found, Unreadable, discover, note_type, on_disk, read_inside, too_large, unindexable
 from indexer.embed import MODEL_ID as MINILM_ID
 from indexer.embed import Embedder, EmbeddingUnavailable
-from indexer.backends import open_multilingual, open_store, open_vectors, writer_lock
+from indexer.backends import open_exact, open_multilingual, open_store, open_vectors, writer_lock
 from indexer.multilingual import SLICE as ML_SLICE
 from indexer.parse import ParsedFile, compose_embed_text, parse_markdown
 from indexer.store import FileState, Store
@@ -123,7 +123,8 @@ class Indexer:
         self.embedder = embedder or Embedder(settings.embedding)
         # A main model that reads every script needs no second one for Thai or CJK queries: `auto` is off then.
         multilingual = "off" if settings.multilingual == "auto" and self.embedder.multilingual else settings.multilingual
-        self.multilingual = open_multilingual(settings, self.store, multilingual)
+        self.exact = open_exact(settings, self.store)  # the vector leg of a small SQLite base (indexer/exact.py)
+        self.multilingual = open_multilingual(settings, self.store, multilingual, self.exact)
         self.model_change: str | None = None  # "old -> new" once adopt_model re-keyed the index in this process
         try:
             self.store.model_id = self.embedder.model_id

@@ -113,5 +113,7 @@ class Oracle:
         self.stop(abandon_loads)  # first: the worker writes into every store below
         self.vectors.close()
         self.indexer.multilingual.close()
+        if self.indexer.exact is not None:
+            self.indexer.exact.close()
         self.store.close()
         self.logs.close()

@@ -58,6 +58,14 @@ WOMBAT_PATTERN = (
 SEMANTIC_WOMBAT = WOMBAT_PATTERN  # its own text: the vector leg must rank it first
 
 
+@pytest.fixture(autouse=True)
+def chroma_answers_every_query(monkeypatch):
+    """Every vector query goes to Chroma, as above ORACLE_EXACT_LIMIT: these tests are about Chroma's faults, and
+    below the limit the vector leg reads SQLite instead (indexer/exact.py; tests/unit/test_search.py
+    test_a_small_base_keeps_its_vector_leg_while_chroma_is_down)."""
+    monkeypatch.setenv("ORACLE_EXACT_LIMIT", "0")
+
+
 class ChromaServer:
     """One `chroma run` process; start/kill/freeze it like an operator (or a crash) would."""
 
@@ -275,7 +283,7 @@ def test_frozen_server_costs_one_timeout_then_nothing(tmp_path: Path, corpus: Pa
 
 def test_processes_and_mcp_session_across_outages(tmp_path: Path, corpus: Path, chroma: ChromaServer) -> None:
     data = tmp_path / "data"
-    env = oracle_env(corpus, data) | {"ORACLE_CHROMA_URL": chroma.url}
+    env = oracle_env(corpus, data) | {"ORACLE_CHROMA_URL": chroma.url, "ORACLE_EXACT_LIMIT": "0"}  # chroma_answers_every_query
     done = run_oracle(env, "index", "--json")
     assert done.returncode == 0, done.stderr
     first = json.loads(done.stdout)

@@ -44,6 +44,14 @@ PATTERN = "A numbat eats termites with its long sticky tongue and never digs its
 TITLE = "Numbats live on termites"
 
 
+@pytest.fixture(autouse=True)
+def chroma_answers_every_query(monkeypatch):
+    """Every vector query goes to Chroma, as above ORACLE_EXACT_LIMIT: these tests are about Chroma's faults, and
+    below the limit the vector leg reads SQLite instead (indexer/exact.py; tests/unit/test_search.py
+    test_a_small_base_keeps_its_vector_leg_while_chroma_is_down)."""
+    monkeypatch.setenv("ORACLE_EXACT_LIMIT", "0")
+
+
 def own_tree(path: Path, uid: int, gid: int) -> None:
     os.chown(path, uid, gid)
     for folder, dirs, files in os.walk(path):
@@ -92,7 +100,7 @@ def test_unreadable_chroma_folder_keyword_search_then_vectors_return(shared_base
         if as_root:
             own_tree(chroma, NOBODY, NOBODY)
 
-    env = oracle_env(root, data)
+    env = oracle_env(root, data) | {"ORACLE_EXACT_LIMIT": "0"}  # see chroma_answers_every_query
     command = [*prefix, *oracle_cmd(), "serve", "--standalone"]
     params = StdioServerParameters(command=command[0], args=[*command[1:]], env=env, cwd=str(shared_base))
 

@@ -535,7 +535,11 @@ def test_garbage_vector_metadata_is_moved_aside_and_rebuilt(tmp_path: Path, make
     first.close()
     (tmp_path / "data" / "chroma" / "chroma.sqlite3").write_bytes(b"garbage" * 1000)
     oracle = make_oracle(root, tmp_path / "data")
-    assert search(oracle, SearchRequest(query="osprey rollback", mode="vector")).meta.warnings  # down, and says so
+    # A small base's vector leg reads SQLite (indexer/exact.py): searches keep their vector results meanwhile
+    meanwhile = search(oracle, SearchRequest(query="osprey rollback", mode="vector"))
+    assert meanwhile.meta.mode == "vector" and meanwhile.meta.vector_matches > 0 and not meanwhile.meta.warnings
+    ok, detail = oracle.vectors.probe()
+    assert not ok and detail  # the store is down, and says so
     oracle.start(sync=False)
     _wait_for(lambda: oracle.vectors.down is None and oracle.store.pending_count() == 0
               and oracle.vectors.count() == chunks, "the worker's rebuild")

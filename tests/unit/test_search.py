@@ -318,14 +318,35 @@ def closed_loopback_port() -> int:
 
 @pytest.fixture(scope="module")
 def vectors_down(search_index, search_root):
-    """The same SQLite index, but Chroma configured at a closed loopback port: a real connection failure."""
+    """The same SQLite index, but Chroma configured at a closed loopback port: a real connection failure. The
+    exact vector leg of small bases (indexer/exact.py) is off (limit 0), so that Chroma answers every query,
+    as it does above the limit."""
     if search_index.settings.database_url:
         pytest.skip("the PostgreSQL store keeps its vectors in the database of its keyword index, so there is no"
                     " Chroma server to lose; its vector failures: tests/unit/test_pg_store.py")
     oracle = open_oracle(search_root, search_index.settings.data_dir,
-                         chroma_url=f"http://127.0.0.1:{closed_loopback_port()}")
+                         chroma_url=f"http://127.0.0.1:{closed_loopback_port()}", exact_limit=0)
     yield oracle
     oracle.close()
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_a_small_base_keeps_its_vector_leg_while_chroma_is_down(search_index, search_root, mode):
+    """Below the exact limit the vector leg reads the vectors cached in SQLite, not Chroma: with Chroma
+    unreachable a search answers exactly as with it up, without a warning (the sections Chroma could not take
+    meanwhile are not marked embedded and are reported as pending; oracle_stats reports the store as down)."""
+    if search_index.settings.database_url:
+        pytest.skip("no Chroma with the PostgreSQL store")
+    oracle = open_oracle(search_root, search_index.settings.data_dir,
+                         chroma_url=f"http://127.0.0.1:{closed_loopback_port()}")
+    try:
+        query = "how do agents share a repository safely"
+        down = run(oracle, query, mode=mode, limit=10)
+        assert down.meta.mode == mode and down.meta.vector_matches > 0
+        assert not any("unavailable" in w for w in down.meta.warnings), down.meta.warnings
+        assert dump(down) == dump(run(search_index, query, mode=mode, limit=10))
+    finally:
+        oracle.close()
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])

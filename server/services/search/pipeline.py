@@ -146,12 +146,18 @@ def _question_vector(oracle: Oracle, query: str, main_share: float) -> numpy.nda
 
 def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: Filters, pool: int,
              multilingual: bool, main_share: float) -> list[scoring.LegHit]:
-    """The vector leg after the question is embedded: the store's nearest chunks that pass the filters."""
+    """The vector leg after the question is embedded: the nearest chunks that pass the filters, ranked exactly
+    for a SQLite base of up to EXACT_LIMIT embedded sections (indexer/exact.py), else by the vector store."""
     if multilingual:
         def nearest(n: int) -> list[tuple[str, float]]:
             return oracle.indexer.multilingual.nearest(query, n, vector, main_share)
     else:
+        exact = oracle.indexer.exact  # a small SQLite base ranks every vector exactly (indexer/exact.py)
+
         def nearest(n: int) -> list[tuple[str, float]]:
+            found = exact.nearest(vector, n) if exact is not None else None
+            if found is not None:
+                return found
             return [(h.id, h.similarity) for h in oracle.vectors.query(vector, n)]
     n = pool * OVERFETCH if filters.active else pool
     while True:

@@ -1,0 +1,143 @@
+"""Exact nearest sections for small bases: the main model's vectors ranked by brute force in NumPy.
+
+Why not Chroma's HNSW for these: at nat-brain's size (7,310 sections) every Chroma query cost a fixed
+~3 ms whatever its search breadth, and its answers changed between processes: vectors still in Chroma's
+write log rather than its saved HNSW file are re-inserted at every open, in an order that builds another
+graph (5 of 1,143 searches differed between two runs of the same index; benchmarks/HISTORY.md, "Exact vector
+search for small bases"). The same files and the same question must give byte-identical results, in any
+process. Here the similarity of every embedded section is computed (one float32 matrix-vector product on
+one BLAS thread: the same bits in every process) and ties go to the smaller section id.
+
+What ranks: exactly the sections the vector store holds (`documents.in_vector = 1`, what `count_embedded`
+and the "not embedded yet" warning count), each with the vector cached for its text in the `embeddings`
+table (the vectors Chroma was given). The matrix is read once per index change (SQLite's `data_version` on
+a read connection of its own, as indexer/multilingual.py does), 1.5 KB a section (11 MB for nat-brain).
+The multilingual index (indexer/multilingual.py) takes its main-model rows from this matrix rather than
+holding a copy of its own.
+
+Above EXACT_LIMIT embedded sections (ORACLE_EXACT_LIMIT, 50,000 by default; 0: always Chroma) the pipeline asks Chroma as before (`nearest` returns None): the matrix
+would grow past ~75 MB and a product over it past the HNSW look-up. The exact path reads SQLite only, so it
+answers while Chroma is down; sections Chroma did not take meanwhile are not marked embedded and do not rank
+(the search warns that they are pending, as before). The PostgreSQL store has no such object: pgvector's
+exact search is its own (indexer/store/pg/vectors.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from indexer.config import DEFAULT_EXACT_LIMIT as EXACT_LIMIT
+from indexer.store.schema import connect_reader
+
+if TYPE_CHECKING:  # numpy loads on first use
+    import numpy as np
+
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """The main model's vectors of one index state: `ids` sorted, row i of `vectors` is ids[i]'s; `embedded`
+    says which rows may rank (in_vector = 1); `row` maps an id to its row."""
+
+    version: object
+    ids: list[str]
+    vectors: np.ndarray  # float32, (len(ids), dimensions)
+    embedded: np.ndarray  # bool, (len(ids),)
+    count: int  # embedded rows
+    row: dict[str, int]
+
+
+class ExactVectors:
+    """The exact vector leg of one SQLite index database (see the module docstring)."""
+
+    def __init__(self, db_path: Path, limit: int | None = None) -> None:
+        self.db_path = db_path
+        self.limit = EXACT_LIMIT if limit is None else limit
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._matrix: Matrix | None = None
+        self._too_many: tuple[object, int] | None = None  # (data_version, embedded count) above the limit
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._matrix = None
+            self._too_many = None
+
+    def matrix(self) -> Matrix | None:
+        """Every section with a cached main-model vector, as of the last commit; None above the limit."""
+        import numpy as np
+
+        with self._lock:
+            if self._conn is None:
+                self._conn = connect_reader(self.db_path)
+            conn = self._conn
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if self._matrix is not None and self._matrix.version == version:
+                return self._matrix
+            if self._too_many is not None and self._too_many[0] == version:
+                return None
+            embedded = conn.execute("SELECT count(*) FROM documents WHERE in_vector = 1").fetchone()[0]
+            if embedded > self.limit:
+                self._matrix, self._too_many = None, (version, embedded)
+                return None
+            _one_blas_thread()
+            rows = conn.execute("SELECT d.id, d.in_vector, e.vector FROM documents d"
+                                " JOIN embeddings e ON e.key = d.embed_key ORDER BY d.id").fetchall()
+            width = len(rows[0][2]) // 4 if rows else 0
+            rows = [r for r in rows if len(r[2]) == 4 * width]  # a stray other-width blob cannot rank
+            vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), width)
+            flags = np.fromiter((r[1] == 1 for r in rows), dtype=bool, count=len(rows))
+            ids = [r[0] for r in rows]
+            self._matrix = Matrix(version, ids, vectors, flags, int(flags.sum()), {i: n for n, i in enumerate(ids)})
+            self._too_many = None
+            return self._matrix
+
+    def nearest(self, vector: np.ndarray, n: int) -> list[tuple[str, float]] | None:
+        """The n embedded sections most similar to `vector` (cosine: the vectors are L2-normalised), best
+        first, equal similarities by id; None when the base is above the limit (ask Chroma)."""
+        matrix = self.matrix()
+        if matrix is None:
+            return None
+        if not matrix.count or n <= 0:
+            return []
+        import numpy as np
+
+        sims = matrix.vectors @ np.asarray(vector, dtype=np.float32)
+        if matrix.count < len(matrix.ids):
+            sims[~matrix.embedded] = -np.inf
+        return [(matrix.ids[i], float(sims[i])) for i in top(sims, min(n, matrix.count))]
+
+
+def top(sims: np.ndarray, n: int) -> np.ndarray:
+    """Row numbers of the n largest values, largest first, equal values by row number (rows are in id order).
+    Every row tied with the n-th value is considered, so which of them make the cut does not depend on how
+    argpartition happened to split them."""
+    import numpy as np
+
+    if n < len(sims):
+        cut = sims[np.argpartition(-sims, n - 1)[n - 1]]
+        rows = np.flatnonzero(sims >= cut)
+    else:
+        rows = np.arange(len(sims))
+    return rows[np.lexsort((rows, -sims[rows]))][:n]
+
+
+_BLAS_SET = False
+
+
+def _one_blas_thread() -> None:
+    """One BLAS thread for the process (indexer/multilingual.py `_one_blas_thread_for_good` says why it is
+    process-wide): a matrix-vector product is memory-bound, and one thread gives the same bits every time."""
+    global _BLAS_SET
+    if not _BLAS_SET:
+        from indexer.multilingual import _one_blas_thread_for_good
+
+        _one_blas_thread_for_good()
+        _BLAS_SET = True
