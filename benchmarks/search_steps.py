@@ -70,6 +70,9 @@ def main() -> int:
                 values = times[name]
                 print(f"{name:14} p50 {statistics.median(values):7.2f} ms   mean {statistics.fmean(values):7.2f} ms"
                       f"   calls {len(values)}")
+        with open("/proc/self/status") as f:  # the process after its searches: models, matrices, caches
+            rss = next(line.split()[1] for line in f if line.startswith("VmRSS:"))
+        print(f"RSS after the searches: {int(rss) / 1024:.0f} MB")
     finally:
         oracle.close()
     return 0
