@@ -55,7 +55,8 @@ def open_exact(settings: Settings, store: Any) -> ExactVectors | None:
     return ExactVectors(settings.db_path, settings.exact_limit)
 
 
-def open_multilingual(settings: Settings, store: Any, mode: str, exact: ExactVectors | None = None) -> MultilingualIndex:
+def open_multilingual(settings: Settings, store: Any, mode: str,
+                      exact: ExactVectors | None = None) -> MultilingualIndex:
     """The multilingual vector cache, read from the store that holds it; with SQLite it takes its main-model
     rows from `exact`'s matrix when that one is loaded."""
     if getattr(store, "dialect", "sqlite") == "postgresql":

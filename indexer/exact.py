@@ -2,8 +2,8 @@
 
 Why not Chroma's HNSW for these: at nat-brain's size (7,310 sections) every Chroma query cost a fixed
 ~3 ms whatever its search breadth, and its answers changed between processes: vectors still in Chroma's
-write log rather than its saved HNSW file are re-inserted at every open, in an order that builds another
-graph (5 of 1,143 searches differed between two runs of the same index; benchmarks/HISTORY.md, "Exact vector
+write log rather than its saved HNSW file are re-inserted at every open, and the approximate answer changes
+with the graph (5 of 1,143 searches differed between two runs of the same index; benchmarks/HISTORY.md, "Exact vector
 search for small bases"). The same files and the same question must give byte-identical results, in any
 process. Here the similarity of every embedded section is computed (one float32 matrix-vector product on
 one BLAS thread: the same bits in every process) and ties go to the smaller section id.
@@ -15,11 +15,12 @@ a read connection of its own, as indexer/multilingual.py does), 1.5 KB a section
 The multilingual index (indexer/multilingual.py) takes its main-model rows from this matrix rather than
 holding a copy of its own.
 
-Above EXACT_LIMIT embedded sections (ORACLE_EXACT_LIMIT, 50,000 by default; 0: always Chroma) the pipeline asks Chroma as before (`nearest` returns None): the matrix
-would grow past ~75 MB and a product over it past the HNSW look-up. The exact path reads SQLite only, so it
-answers while Chroma is down; sections Chroma did not take meanwhile are not marked embedded and do not rank
-(the search warns that they are pending, as before). The PostgreSQL store has no such object: pgvector's
-exact search is its own (indexer/store/pg/vectors.py).
+Above EXACT_LIMIT embedded sections (ORACLE_EXACT_LIMIT, 50,000 by default; 0: always Chroma) the pipeline
+asks Chroma as before (`nearest` returns None): at 50,000 the matrix is 75 MB and the product, reading RAM once
+the matrix outgrows the caches, costs ~7 ms, about what Chroma's query costs at that size. The exact path reads
+SQLite only, so it answers while Chroma is down; sections Chroma did not take meanwhile are not marked
+embedded and do not rank (the search warns that they are pending, as before). The PostgreSQL store has no
+such object: pgvector's exact search is its own (indexer/store/pg/vectors.py).
 """
 
 from __future__ import annotations

@@ -267,7 +267,8 @@ class MultilingualIndex:
             again, _, main = self._loaded()
             if again == ids and main is not None:
                 return main @ vector
-            return np.zeros(len(ids), dtype=np.float32)  # and a commit came meanwhile: this query's English share is lost
+            # and a commit came meanwhile: this one query loses its English share
+            return np.zeros(len(ids), dtype=np.float32)
         shared = self._shared
         if shared is None or shared[0] != matrix.version or shared[1] is not ids:
             shared = (matrix.version, ids, np.array([matrix.row.get(i, -1) for i in ids], dtype=np.int64))
