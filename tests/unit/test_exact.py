@@ -149,3 +149,21 @@ def test_the_multilingual_index_shares_the_main_matrix(tmp_path, make_oracle):
         assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
     finally:
         own.close()
+
+
+def test_a_reload_after_writes_equals_a_fresh_load(small_base, tmp_path):
+    """After a commit only new texts' vectors are read; the rest are copied from the previous matrix. The result
+    must be the matrix a fresh load makes: new, removed and re-flagged sections alike."""
+    exact = small_base.indexer.exact
+    before = exact.matrix()
+    write(tmp_path / "root/learnings/kayak.md", "# Kayak\n\n## Rolling\n\nAn eskimo roll rights a capsized kayak.\n")
+    (tmp_path / "root/learnings/rice.md").unlink()
+    small_base.indexer.sync_paths(["learnings/kayak.md", "learnings/rice.md"])
+    small_base.store.mark_in_vector([before.ids[0]], 0)
+    after = exact.matrix()
+    assert after is not before and after.version != before.version
+    conn = small_base.store.conn
+    fresh = exact._load(conn, after.version, None)
+    assert after.ids == fresh.ids and len(after.ids) == len(before.ids)  # one note in, one out, one section each
+    assert np.array_equal(after.vectors, fresh.vectors) and np.array_equal(after.embedded, fresh.embedded)
+    assert after.count == fresh.count == len(after.ids) - 1 and after.key_row == fresh.key_row
