@@ -46,6 +46,13 @@ PROBE_TIMEOUT = 1.0  # the heartbeat before a client is built
 RETRY_SECONDS = 1.0  # how often the maintenance worker probes a store that is down
 
 
+# chromadb caches one client System per path per process and hands it back to every later PersistentClient on
+# that path. This records, per path, the generation stamp that cached System has seen (read when it was opened,
+# or written by this process), so a new VectorStore opened after another process wrote drops it and reads the
+# files again instead of querying a stale in-memory index.
+_SYSTEM_SEEN: dict[str, str] = {}
+
+
 class VectorStoreUnavailable(RuntimeError):
     """ChromaDB could not be opened or answered with an error."""
 
@@ -174,6 +181,7 @@ class VectorStore(StoreHealth):
         token = f"{os.getpid()}-{time.time_ns()}"
         write_atomic(self._generation_file, token, PRIVATE)  # a random temporary name, never a planted link
         self._seen_generation = token
+        _SYSTEM_SEEN[str(self.path)] = token  # the process-wide System holds this write
 
     def _refresh_if_stale(self) -> None:
         """Reopen the embedded store when another process has written to it since we opened it."""
@@ -240,7 +248,10 @@ class VectorStore(StoreHealth):
                         self._client = self._connect_server(settings)
                     else:
                         self.path.mkdir(parents=True, exist_ok=True)
+                        if _SYSTEM_SEEN.get(str(self.path)) != generation:
+                            self._forget_embedded_system()  # a cached System from before another process wrote
                         self._client = chromadb.PersistentClient(path=str(self.path), settings=settings)
+                        _SYSTEM_SEEN[str(self.path)] = generation
                 collection = self._client.get_or_create_collection(
                     self.collection_name, configuration={"hnsw": {"space": "cosine", "ef_search": EF_SEARCH}}, embedding_function=None
                 )
