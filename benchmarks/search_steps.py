@@ -1,6 +1,6 @@
 """Where a search's own time goes: each step of the pipeline (server/services/search/pipeline.py) timed in-process,
 with the query embedding and query expansion inside them, over a judged question set. In hybrid mode the
-question is embedded (_question_vector) before the keyword leg starts beside the vector store lookup (_nearest).
+question is embedded (_question_vector) and looked up (_nearest) on another thread while the keyword leg runs.
 
     .venv/bin/python benchmarks/search_steps.py --data DATA_COPY [--root ROOT] [--queries FILE] [--mode hybrid] [--rounds 2]
 

@@ -312,12 +312,16 @@ class Embedder:
         self._load()
         return self._encode(texts, self.spec.passage_prefix, batch_size)
 
-    def embed_query(self, query: str) -> np.ndarray:
-        """A question, with the model's query prefix: one L2-normalised float32 vector."""
+    def embed_query(self, query: str, beside: bool = False) -> np.ndarray:
+        """A question, with the model's query prefix: one L2-normalised float32 vector. `beside`: the caller runs
+        other work on another core meanwhile (hybrid search's keyword leg), so the question goes to a
+        single-threaded session instead of the question session's QUERY_THREADS threads, which would fight that
+        work for the cores. The same vector bit for bit either way (tests/unit/test_embed.py)."""
         self._load()
-        return self._encode([query], self.spec.query_prefix)[0]
+        return self._encode([query], self.spec.query_prefix, session=self._sessions[-1] if beside else None)[0]
 
-    def _encode(self, texts: list[str], prefix: str, batch_size: int = BATCH_SIZE) -> np.ndarray:
+    def _encode(self, texts: list[str], prefix: str, batch_size: int = BATCH_SIZE, session=None) -> np.ndarray:
+        """`session`: the one to run a single batch on (default: the question session, sessions[0])."""
         import numpy as np
 
         assert self._tokenizer is not None and self._pool is not None
@@ -334,7 +338,7 @@ class Embedder:
             out = self._run_batches(self._sessions[0], batches, encodings, None)
             return out
         if len(batches) == 1:
-            self._run_batches(self._sessions[0], batches, encodings, out)
+            self._run_batches(session or self._sessions[0], batches, encodings, out)
             return out
         costs = [len(b) * len(encodings[b[-1]].ids) for b in batches]  # padded tokens: b[-1] is its longest
         workers = self._bulk_sessions()

@@ -113,6 +113,8 @@ def test_the_question_session_runs_on_two_threads_and_gives_the_same_vectors() -
                  "how do I hold off until the person stops typing " * 20]
     for question in questions:
         assert np.array_equal(one.embed_query(question), two.embed_query(question)), question
+        # hybrid search embeds beside its keyword leg on the single-threaded session: the same vector
+        assert np.array_equal(two.embed_query(question, beside=True), two.embed_query(question)), question
     texts = bundled_texts()[::7] + EDGE_TEXTS  # _encode: embed() is memoised per model in tests (conftest.py)
     assert np.array_equal(one._encode(texts, ""), two._encode(texts, ""))
 
@@ -139,6 +141,9 @@ def test_many_batch_calls_run_on_the_single_threaded_sessions(monkeypatch) -> No
     used.clear()
     two._encode(texts[:3], "")
     assert used == [question]
+    used.clear()
+    two.embed_query("quokka", beside=True)  # hybrid search's question, beside its keyword leg
+    assert used == [single]
     one = Embedder("minilm", workers=2, query_threads=1)
     one.warm()
     assert np.array_equal(vectors, one._encode(texts, ""))

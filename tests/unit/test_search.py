@@ -369,36 +369,40 @@ def test_vector_leg_down_fts_mode_has_no_warning(vectors_down):
     assert result.meta.warnings == [] and result.total == QUOKKA_CHUNKS
 
 
-def test_hybrid_embeds_the_question_before_the_keyword_leg_starts(search_index, monkeypatch):
-    """The embedding spreads over the cores itself (indexer/embed.py QUERY_THREADS): the keyword leg starts after
-    it, beside the vector store's lookup, rather than fighting it for the cores. The results are the same."""
+def test_hybrid_embeds_the_question_on_one_core_while_the_keyword_leg_runs(search_index, monkeypatch):
+    """The question is embedded on another thread, on a single-threaded session (`beside`), while the keyword leg
+    runs on the search's thread: the embedding here waits until the keyword leg has started, which would time out
+    if the legs ran one after the other. The results are the same."""
+    import threading
+
     from server.services.search import pipeline
 
     before = dump(run(search_index, "quote fts5 search terms", mode="hybrid"))
-    order: list[str] = []
+    started = threading.Event()
+    seen: list[tuple[bool, bool]] = []
     embed_query, keyword_leg = search_index.embedder.embed_query, pipeline._keyword_leg
+    search_thread = threading.get_ident()
 
-    def embedding(query):
-        order.append("embedding")
-        vector = embed_query(query)
-        order.append("embedded")
-        return vector
+    def embedding(query, beside=False):
+        seen.append((beside, threading.get_ident() != search_thread))
+        assert started.wait(10), "the keyword leg did not start while the question was being embedded"
+        return embed_query(query, beside=beside)
 
     def keywords(*args):
-        order.append("keyword leg")
+        started.set()
         return keyword_leg(*args)
 
     monkeypatch.setattr(search_index.embedder, "embed_query", embedding)
     monkeypatch.setattr(pipeline, "_keyword_leg", keywords)
     assert dump(run(search_index, "quote fts5 search terms", mode="hybrid")) == before
-    assert order == ["embedding", "embedded", "keyword leg"]
+    assert seen == [(True, True)]
 
 
 def test_a_failed_question_embedding_falls_back_to_keywords(search_index, monkeypatch):
-    """The question is embedded on the search's own thread now; its failure still costs the vector leg only."""
+    """The question is embedded on the vector leg's thread; its failure still costs the vector leg only."""
     from indexer.embed import EmbeddingUnavailable
 
-    def broken(query):
+    def broken(query, beside=False):
         raise EmbeddingUnavailable("embedding model failed: test")
 
     keyword = run(search_index, "quote fts5 search terms", mode="fts", limit=10)

@@ -133,15 +133,15 @@ def _vector_leg(oracle: Oracle, query: str, filters: Filters, pool: int, multili
                     main_share)
 
 
-def _question_vector(oracle: Oracle, query: str, main_share: float) -> numpy.ndarray | None:
+def _question_vector(oracle: Oracle, query: str, main_share: float, beside: bool = False) -> numpy.ndarray | None:
     """The question embedded by the main model (None when the multilingual model ranks alone); EmbeddingUnavailable
-    when the index's vectors are another model's."""
+    when the index's vectors are another model's. `beside`: the keyword leg runs meanwhile (Embedder.embed_query)."""
     stored = oracle.store.get_meta("embedding_model") or MINILM_ID
     if stored != oracle.embedder.model_id:
         raise EmbeddingUnavailable(
             f"the index's vectors are {stored}'s and the configured model is {oracle.embedder.model_id};"
             " the next index run re-embeds them")
-    return oracle.embedder.embed_query(query) if main_share > 0 else None
+    return oracle.embedder.embed_query(query, beside=beside) if main_share > 0 else None
 
 
 def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: Filters, pool: int,
@@ -171,23 +171,22 @@ def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: 
 
 def _vector_leg_beside(oracle: Oracle, query: str, filters: Filters, pool: int, multilingual: bool,
                        main_share: float) -> Future:
-    """Hybrid mode's vector leg, to run beside the keyword leg: the question is embedded here first, then the
-    nearest chunks are looked up on another thread while the keyword leg runs. The embedding spreads over the
-    cores itself (indexer/embed.py QUERY_THREADS); begun beside the keyword leg, it fought that leg for them and
-    both took longer (benchmarks/HISTORY.md, "Hybrid search made faster at the client"). The future holds the
-    leg's hits, or the exception that failed it."""
-    try:
-        vector = _question_vector(oracle, query, main_share)
-    except Exception as exc:  # noqa: BLE001 - raised where the leg's result is read, as from the thread
-        failed: Future = Future()
-        failed.set_exception(exc)
-        return failed
-    return _LEG_POOL.submit(_nearest, oracle, query, vector, filters, pool, multilingual, main_share)
+    """Hybrid mode's vector leg, on another thread while the keyword leg runs on the search's: the question is
+    embedded on a single-threaded session (one core) and its nearest sections looked up, the keyword leg takes
+    the other core. Embedding first on both cores and only then starting the keyword leg was faster while the
+    look-up was Chroma's ~3 ms; with the exact look-up (~2 ms) the legs overlap best this way: legs 12.4 -> 10.1
+    ms, a search 24.7 -> 21.9 ms on nat-brain in-process (benchmarks/HISTORY.md, "Hybrid search: the legs side by
+    side again"). The future holds the leg's hits, or the exception that failed it."""
+    def leg() -> list[scoring.LegHit]:
+        vector = _question_vector(oracle, query, main_share, beside=True)
+        return _nearest(oracle, query, vector, filters, pool, multilingual, main_share)
+
+    return _LEG_POOL.submit(leg)
 
 
 def _run_legs(oracle: Oracle, plan: _Plan) -> _Legs:
     """Step 2: both legs at once in hybrid mode (the model and SQLite release the GIL, so latency is the
-    slower leg's, not the sum); the question is embedded before the keyword leg starts (_vector_leg_beside)."""
+    slower leg's, not the sum: _vector_leg_beside)."""
     request, query, kq, filters, pool = plan.request, plan.query, plan.kq, plan.filters, plan.pool
     legs = _Legs(fts=[], fts_total=0, vector=[], warnings=[], vector_ok=True)
     legs.multilingual = (request.mode != "fts" and wants_multilingual(query)
