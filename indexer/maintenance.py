@@ -45,7 +45,8 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from indexer.store.logs import FLUSH_INTERVAL, Logs
 from indexer.sync import Indexer, SyncRefused, SyncReport
@@ -63,12 +64,34 @@ MERGE_CHECK_SECONDS = 60.0  # how often the word tables' segments are counted (o
 MERGE_ABOVE = 4  # more segments than this are merged into one; FTS5's automerge keeps up to ~4 a level itself
 MERGE_PAGES = 200  # pages written per slice of a merge: ~30 ms on nat-brain, so a save waits that long at most
 HOLD_MAX_SECONDS = 3.0  # a client that never lists the tools does not hold the initial sync back longer than this
+# The interpreter's GIL switch interval while a tick runs (CPython's default is 5 ms). A search gives the GIL up
+# hundreds of times (sqlite3 releases it for every row it steps) and each time waits up to one interval to get it
+# back from a thread running Python: while the worker built the Thai dictionary (0.85 s of pure Python) an
+# English keyword search took 852 ms instead of 8; with 0.1 ms, 50 ms (benchmarks/HISTORY.md, "A search beside
+# the warm-up").
+TICK_SWITCH_INTERVAL = 0.0001
 
 Reporter = Callable[[SyncReport], None]
 
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def _searches_first(interval: float = TICK_SWITCH_INTERVAL) -> Iterator[None]:
+    """The background's Python work hands the GIL back to a waiting search within `interval` instead of
+    CPython's 5 ms (TICK_SWITCH_INTERVAL says why). Process-wide while the block runs; the value found is
+    restored. Only this worker's thread changes it."""
+    found = sys.getswitchinterval()
+    if interval >= found:  # already as short (set again, a value read back would drift by a microsecond)
+        yield
+        return
+    sys.setswitchinterval(interval)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(found)
 
 
 class Maintenance:
@@ -179,7 +202,8 @@ class Maintenance:
                 self.on_ready()
         while not self._stop.is_set():
             try:
-                self._tick()
+                with _searches_first():
+                    self._tick()
             except Exception as exc:  # noqa: BLE001 - the worker outlives any one job's failure
                 if self._stop.is_set():
                     break  # shutting down: the store may already refuse work; nothing to report

@@ -10,6 +10,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from _corpus import damage_table, write
 from indexer.sync import VECTOR_SLICE
 from server.services.learn import learn
@@ -277,3 +279,45 @@ def test_the_worker_merges_the_word_tables_segments(tmp_path: Path, make_oracle)
     assert store.segment_count("notes_fts") == notes_segments
     result = run_search(oracle, SearchRequest(query="gannet colony", mode="fts"))
     assert result.hits and result.meta.fts_matches == 2 * (MERGE_ABOVE + 2)
+
+
+def test_the_workers_jobs_hand_the_gil_to_searches_within_a_tenth_of_a_millisecond(tmp_path: Path, make_oracle) -> None:
+    """A search gives the GIL up at every row SQLite steps and waits up to one switch interval to get it back
+    from a thread running Python (the warm-up's Thai dictionary, a sync): the worker's ticks run under
+    TICK_SWITCH_INTERVAL, and the interpreter's own value is back once the worker stops. The warm-up here is the
+    real one, observed as it starts (benchmarks/HISTORY.md, "A search beside the warm-up", has the latencies)."""
+    import sys
+
+    from indexer.maintenance import TICK_SWITCH_INTERVAL
+
+    root = tmp_path / "root"
+    small_notes(root, 2)
+    oracle = make_oracle(root, tmp_path / "data")
+    found = sys.getswitchinterval()
+    seen: list[float] = []
+    warm = oracle.indexer.embedder.warm
+
+    def observed_warm() -> None:
+        seen.append(sys.getswitchinterval())
+        warm()
+
+    oracle.indexer.embedder.warm = observed_warm  # the worker's warm-up job calls it (maintenance._warm)
+    oracle.start(watch=False)
+    wait_for(lambda: seen, "the worker's warm-up")
+    assert seen[0] == pytest.approx(TICK_SWITCH_INTERVAL) and TICK_SWITCH_INTERVAL < found
+    oracle.close()
+    assert sys.getswitchinterval() == pytest.approx(found)
+
+
+def test_searches_first_restores_the_interval_it_found() -> None:
+    import sys
+
+    from indexer.maintenance import _searches_first
+
+    found = sys.getswitchinterval()
+    with _searches_first(0.0002):
+        assert sys.getswitchinterval() == pytest.approx(0.0002)
+        with _searches_first(0.001):  # never raises an interval set lower
+            assert sys.getswitchinterval() == pytest.approx(0.0002)
+        assert sys.getswitchinterval() == pytest.approx(0.0002)
+    assert sys.getswitchinterval() == pytest.approx(found)
