@@ -19,10 +19,12 @@ until a file event wakes it or TICK_SECONDS pass:
      of its own small files: a saved note never waits behind the backlog of job 6);
   3. vector-store health: a store that is down is probed every RETRY_SECONDS and repaired once it answers
      (`Indexer.repair_vectors`: requeue what it lost, resume searches, upsert what is pending); one that
-     failed a write is repaired with backoff; a healthy one is compared with the index at warm-up time
-     and then every HEALTH_SECONDS (a Chroma server restarted without its data while nobody searched);
-  4. once, warm_delay after start: load the models (Thai segmenter, multilingual and embedding models),
-     so the first query does not pay for them;
+     failed a write is repaired with backoff; a healthy one is compared with the index once the warm-up is
+     done (opening it imports chromadb, which a search beside it would wait on) and then every HEALTH_SECONDS
+     (a Chroma server restarted without its data while nobody searched);
+  4. once, warm_delay after start and once no search has run for WARM_QUIET_SECONDS (at most
+     WARM_DEFER_MAX_SECONDS later): load the models (Thai segmenter, multilingual and embedding models), so the
+     first query does not pay for them;
   5. watch=True: the sweep, a full incremental sync every sweep_seconds (what the events missed);
   6. the vector backlog (a first index, a big note): slice by slice, and only until anything above is due;
   7. every MERGE_CHECK_SECONDS, once nothing above has work: an FTS5 word table made of more than MERGE_ABOVE
@@ -41,6 +43,7 @@ set and the next writer, in any process, reconciles).
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import sys
 import threading
@@ -70,12 +73,39 @@ HOLD_MAX_SECONDS = 3.0  # a client that never lists the tools does not hold the 
 # English keyword search took 852 ms instead of 8; with 0.1 ms, 50 ms (benchmarks/HISTORY.md, "A search beside
 # the warm-up").
 TICK_SWITCH_INTERVAL = 0.0001
+# The warm-up (job 4) waits, once due, until no search is running and none has for WARM_QUIET_SECONDS, at most
+# WARM_DEFER_MAX_SECONDS: a model load's imports and C calls hold the GIL for up to ~0.2 s each at times,
+# which a search running beside it waits out (what a search needs, it loads itself).
+WARM_QUIET_SECONDS = 0.5
+WARM_DEFER_MAX_SECONDS = 10.0
+_searches = 0  # searches running in this process (searching)
+_last_search = 0.0  # time.monotonic() when the last of them ended
+_searches_lock = threading.Lock()
 
 Reporter = Callable[[SyncReport], None]
 
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def searching() -> Iterator[None]:
+    """Around each search (server/services/search/pipeline.py): the warm-up waits for a quiet moment."""
+    global _searches, _last_search
+    with _searches_lock:
+        _searches += 1
+    try:
+        yield
+    finally:
+        with _searches_lock:
+            _searches -= 1
+            _last_search = time.monotonic()
+
+
+def _quiet(now: float) -> bool:
+    """No search running, and none for WARM_QUIET_SECONDS."""
+    return _searches == 0 and now - _last_search >= WARM_QUIET_SECONDS
 
 
 @contextmanager
@@ -129,6 +159,7 @@ class Maintenance:
         # When each periodic job is next due (time.monotonic()).
         now = time.monotonic()
         self._warm_at: float | None = now + warm_delay  # None once warmed
+        self._to_load: list[tuple[Callable[[], object], str]] | None = None  # the warm-up's loads left
         self._sweep_at = now + sweep_seconds
         self._health_at = now + warm_delay  # once at start-up (with the warm-up), then every health_seconds
         self._probe_at = 0.0
@@ -248,7 +279,8 @@ class Maintenance:
         if self._events is not None:
             self._file_events()
         self._vector_health(now)
-        if self._warm_at is not None and now >= self._warm_at:
+        if self._warm_at is not None and now >= self._warm_at and (
+                _quiet(now) or now >= self._warm_at + WARM_DEFER_MAX_SECONDS):
             self._warm()
         if self._events is not None and now >= self._sweep_at and not self._busy():
             self._sweep_at = now + self.sweep_seconds
@@ -302,7 +334,7 @@ class Maintenance:
             ok = self._repair()
             self._repair_backoff = RETRY_SECONDS if ok else min(self._repair_backoff * 2, REPAIR_BACKOFF_MAX)
             self._repair_at = now + self._repair_backoff
-        elif now >= self._health_at:
+        elif now >= self._health_at and self._warm_at is None:  # the first check opens the store: after the warm-up
             self._health_at = now + self.health_seconds
             try:
                 lost = vectors.count() < self.indexer.store.embedded_count()
@@ -342,12 +374,34 @@ class Maintenance:
         return done
 
     def _warm(self) -> None:
-        """Load what the first query would otherwise wait for; each failure is said once. What to load is
-        read from the store first; the loads themselves touch no store, so a stopping owner may leave them
-        (`stop(abandon_loads=True)`), and each is skipped once a stop was asked for."""
+        """Load what the first query would otherwise wait for, one model a tick, each in a quiet moment (the
+        tick checks `_quiet` before each): a burst of searches arriving mid-way waits out one load, not all.
+        Each failure is said once. What to load is read from the store first; the loads themselves touch no
+        store, so a stopping owner may leave them (`stop(abandon_loads=True)`), and each is skipped once a stop
+        was asked for."""
+        if self._to_load is None:
+            self._to_load = self._warm_loads()
+        if self._to_load:
+            load, failure = self._to_load.pop(0)
+            self._loading = True
+            try:
+                if not self._stop.is_set():
+                    load()
+            except Exception as exc:
+                if not self._abandoned:
+                    _say(f"oracle: {failure}: {exc}")
+            finally:
+                self._loading = False
+        if not self._to_load:
+            self._warm_at = None
+            # What the start-up and the loads made lives as long as the process: out of the cyclic collector's
+            # reach, a full collection no longer walks it (indexer/segment.py `_tokenizer` says what that cost).
+            gc.freeze()
+
+    def _warm_loads(self) -> list[tuple[Callable[[], object], str]]:
+        """The loads the warm-up makes, in order, with what to say if one fails."""
         from indexer import segment
 
-        self._warm_at = None
         indexer = self.indexer
         thai = multilingual = False
         try:
@@ -364,16 +418,7 @@ class Maintenance:
             (indexer.multilingual.embedder.warm, multilingual,
              "multilingual model unavailable, other scripts use the English one"),
         )
-        for load, wanted, failure in loads:
-            self._loading = True
-            try:
-                if wanted and not self._stop.is_set():
-                    load()
-            except Exception as exc:
-                if not self._abandoned:
-                    _say(f"oracle: {failure}: {exc}")
-            finally:
-                self._loading = False
+        return [(load, failure) for load, wanted, failure in loads if wanted]
 
     def _sweep(self) -> None:
         try:

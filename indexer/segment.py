@@ -46,10 +46,18 @@ def is_thai_char(char: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _tokenizer():
-    """PyThaiNLP's newmm word tokenizer, imported once (the import and dictionary load cost ~1 s)."""
+    """PyThaiNLP's newmm word tokenizer, imported once (the import and dictionary load cost ~1 s). Its dictionary
+    is a trie of ~420,000 Python objects that live as long as the process: once it is built they are moved out
+    of the cyclic garbage collector's reach (`gc.freeze`), or every full collection walked them, a ~100 ms pause
+    (200-270 ms under load) that a search caught now and then (benchmarks/HISTORY.md, "A search beside the
+    warm-up")."""
+    import gc
+
     with _lock:
         from pythainlp.tokenize import word_tokenize
 
+        word_tokenize("ภาษาไทย", engine="newmm")  # builds the dictionary's trie
+        gc.freeze()
         return word_tokenize
 
 

@@ -321,3 +321,33 @@ def test_searches_first_restores_the_interval_it_found() -> None:
             assert sys.getswitchinterval() == pytest.approx(0.0002)
         assert sys.getswitchinterval() == pytest.approx(0.0002)
     assert sys.getswitchinterval() == pytest.approx(found)
+
+
+def test_the_warm_up_waits_for_a_quiet_moment_and_loads_one_model_a_tick(tmp_path: Path, make_oracle) -> None:
+    """A model load holds the GIL in places (imports, C calls) that a search beside it waits out: the warm-up waits
+    until no search runs and none has for WARM_QUIET_SECONDS, then loads one model a tick, a quiet moment each."""
+    from indexer import maintenance
+
+    root = tmp_path / "root"
+    small_notes(root, 2)
+    write(root / "learnings/2026-02-01_thai.md", "---\ntitle: ภาษาไทย\n---\n# ภาษาไทย\n\nบันทึกภาษาไทยสั้นๆ\n")
+    oracle = make_oracle(root, tmp_path / "data")
+    loaded: list[tuple[str, float]] = []
+    warm = oracle.indexer.embedder.warm
+
+    def observed_warm() -> None:
+        loaded.append(("embedder", time.monotonic()))
+        warm()
+
+    oracle.indexer.embedder.warm = observed_warm
+    with maintenance.searching():  # a search running, as far as the worker can tell
+        oracle.start(watch=False)
+        oracle.wait_ready()
+        time.sleep(1.0)  # several ticks past the warm-up's due time
+        assert loaded == []
+    ended = time.monotonic()
+    wait_for(lambda: loaded, "the warm-up once the search ended")
+    assert loaded[0][1] - ended >= maintenance.WARM_QUIET_SECONDS
+    worker = oracle.maintenance
+    wait_for(lambda: worker._warm_at is None, "the warm-up's other loads")
+    assert worker._to_load == []  # the Thai dictionary too, in a tick of its own

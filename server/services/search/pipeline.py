@@ -20,6 +20,7 @@ from indexer.embed import MODEL_ID as MINILM_ID
 from indexer.embed import EmbeddingUnavailable
 from indexer.fields import NoteSelection
 from indexer.language import STRUCTURAL, query_languages
+from indexer.maintenance import searching
 from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from indexer.multilingual import covered_share, wants_multilingual
 from indexer.parse import compose_embed_text
@@ -688,13 +689,14 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
     -> page (only the page is read in full) -> result."""
     started = time.perf_counter()
-    plan = _plan(oracle, request)
-    ranked = _rank(oracle, plan)
-    while _wants_wider_pool(plan, ranked):
-        plan = plan.widened()
+    with searching():  # the background warm-up waits for a quiet moment (indexer/maintenance.py)
+        plan = _plan(oracle, request)
         ranked = _rank(oracle, plan)
-    reranked_by = _rerank(oracle, plan, ranked)
-    page = _page(oracle, plan, ranked)
+        while _wants_wider_pool(plan, ranked):
+            plan = plan.widened()
+            ranked = _rank(oracle, plan)
+        reranked_by = _rerank(oracle, plan, ranked)
+        page = _page(oracle, plan, ranked)
     weak = not page.hits or all(h.weak for h in page.hits)
     fusion, legs = ranked.fusion, ranked.legs
     return SearchResult(
