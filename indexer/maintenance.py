@@ -67,12 +67,12 @@ MERGE_CHECK_SECONDS = 60.0  # how often the word tables' segments are counted (o
 MERGE_ABOVE = 4  # more segments than this are merged into one; FTS5's automerge keeps up to ~4 a level itself
 MERGE_PAGES = 200  # pages written per slice of a merge: ~30 ms on nat-brain, so a save waits that long at most
 HOLD_MAX_SECONDS = 3.0  # a client that never lists the tools does not hold the initial sync back longer than this
-# The interpreter's GIL switch interval while a tick runs (CPython's default is 5 ms). A search gives the GIL up
-# hundreds of times (sqlite3 releases it for every row it steps) and each time waits up to one interval to get it
-# back from a thread running Python: while the worker built the Thai dictionary (0.85 s of pure Python) an
-# English keyword search took 852 ms instead of 8; with 0.1 ms, 50 ms (benchmarks/HISTORY.md, "A search beside
-# the warm-up").
-TICK_SWITCH_INTERVAL = 0.0001
+# The interpreter's GIL switch interval while the worker runs Python for long (the warm-up, file events, the
+# sweep, the backlog; CPython's default is 5 ms). A search gives the GIL up hundreds of times (sqlite3 releases it
+# for every row it steps) and each time waits up to one interval to get it back from a thread running Python: while
+# the worker built the Thai dictionary (0.85 s of pure Python) an English keyword search took 852 ms instead of 8;
+# with 0.1 ms, 50 ms (benchmarks/HISTORY.md, "A search beside the warm-up").
+BACKGROUND_SWITCH_INTERVAL = 0.0001
 # The warm-up (job 4) waits, once due, until no search is running and none has for WARM_QUIET_SECONDS, at most
 # WARM_DEFER_MAX_SECONDS: a model load's imports and C calls hold the GIL for up to ~0.2 s each at times,
 # which a search running beside it waits out (what a search needs, it loads itself).
@@ -109,9 +109,9 @@ def _quiet(now: float) -> bool:
 
 
 @contextmanager
-def _searches_first(interval: float = TICK_SWITCH_INTERVAL) -> Iterator[None]:
+def _searches_first(interval: float = BACKGROUND_SWITCH_INTERVAL) -> Iterator[None]:
     """The background's Python work hands the GIL back to a waiting search within `interval` instead of
-    CPython's 5 ms (TICK_SWITCH_INTERVAL says why). Process-wide while the block runs; the value found is
+    CPython's 5 ms (BACKGROUND_SWITCH_INTERVAL says why). Process-wide while the block runs; the value found is
     restored. Only this worker's thread changes it."""
     found = sys.getswitchinterval()
     if interval >= found:  # already as short (set again, a value read back would drift by a microsecond)
@@ -233,8 +233,7 @@ class Maintenance:
                 self.on_ready()
         while not self._stop.is_set():
             try:
-                with _searches_first():
-                    self._tick()
+                self._tick()
             except Exception as exc:  # noqa: BLE001 - the worker outlives any one job's failure
                 if self._stop.is_set():
                     break  # shutting down: the store may already refuse work; nothing to report
@@ -277,16 +276,20 @@ class Maintenance:
         if self.logs is not None:
             self.logs.tick()
         if self._events is not None:
-            self._file_events()
+            with _searches_first():
+                self._file_events()
         self._vector_health(now)
         if self._warm_at is not None and now >= self._warm_at and (
                 _quiet(now) or now >= self._warm_at + WARM_DEFER_MAX_SECONDS):
-            self._warm()
+            with _searches_first():
+                self._warm()
         if self._events is not None and now >= self._sweep_at and not self._busy():
             self._sweep_at = now + self.sweep_seconds
-            self._sweep()
+            with _searches_first():
+                self._sweep()
         if self._warm_at is None and now >= self._backlog_at and not self._busy():
-            self._backlog(now)
+            with _searches_first():
+                self._backlog(now)
         if self._warm_at is None and now >= self._merge_at and not self._more and not self._busy():
             self._merge_segments(now)
 

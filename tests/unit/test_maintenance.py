@@ -283,12 +283,12 @@ def test_the_worker_merges_the_word_tables_segments(tmp_path: Path, make_oracle)
 
 def test_the_workers_jobs_hand_the_gil_to_searches_within_a_tenth_of_a_millisecond(tmp_path: Path, make_oracle) -> None:
     """A search gives the GIL up at every row SQLite steps and waits up to one switch interval to get it back
-    from a thread running Python (the warm-up's Thai dictionary, a sync): the worker's ticks run under
-    TICK_SWITCH_INTERVAL, and the interpreter's own value is back once the worker stops. The warm-up here is the
+    from a thread running Python (the warm-up's Thai dictionary, a sync): the worker's long jobs run under
+    BACKGROUND_SWITCH_INTERVAL, and the interpreter's own value is back once the worker stops. The warm-up here is the
     real one, observed as it starts (benchmarks/HISTORY.md, "A search beside the warm-up", has the latencies)."""
     import sys
 
-    from indexer.maintenance import TICK_SWITCH_INTERVAL
+    from indexer.maintenance import BACKGROUND_SWITCH_INTERVAL
 
     root = tmp_path / "root"
     small_notes(root, 2)
@@ -304,7 +304,7 @@ def test_the_workers_jobs_hand_the_gil_to_searches_within_a_tenth_of_a_milliseco
     oracle.indexer.embedder.warm = observed_warm  # the worker's warm-up job calls it (maintenance._warm)
     oracle.start(watch=False)
     wait_for(lambda: seen, "the worker's warm-up")
-    assert seen[0] == pytest.approx(TICK_SWITCH_INTERVAL) and TICK_SWITCH_INTERVAL < found
+    assert seen[0] == pytest.approx(BACKGROUND_SWITCH_INTERVAL) and BACKGROUND_SWITCH_INTERVAL < found
     oracle.close()
     assert sys.getswitchinterval() == pytest.approx(found)
 
