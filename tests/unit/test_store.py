@@ -235,3 +235,22 @@ def test_section_counts_are_remembered_until_the_word_table_changes(store: Store
     assert store.section_counts(['"router"', '"quokka"'], 100) == {'"router"': 3, '"quokka"': 1} and matches
     store.remove_file("learnings/long.md")
     assert store.section_counts(['"router"', '"quokka"'], 100) == {'"router"': 2, '"quokka"': 0}
+
+
+def test_section_facts_are_read_from_their_index_alone(store: Store, tmp_path: Path) -> None:
+    """A search reads ~100 candidates' facts; from the covering index it never touches the rows that hold the text
+    (0.7 -> 0.3 ms for 100 sections on nat-brain). An index written before the index existed gains it at open."""
+    ids = [doc_id for doc_id, _ in keyword_search(store, '"router"', None, [], Filters(), 10)[0]]
+    facts = store.section_facts(ids)
+    assert {f.file for f in facts.values()} == {"learnings/deploy.md", "learnings/long.md"}
+    sql = ("SELECT d.id, d.file, d.kind, d.parent_id, d.content_hash, d.heading, d.line_start, d.line_end"
+           " FROM documents d INDEXED BY documents_facts WHERE d.id IN (?, ?)")
+    plan = " ".join(str(row[-1]) for row in store.fetch("EXPLAIN QUERY PLAN " + sql, ids))
+    assert "COVERING INDEX documents_facts" in plan
+    store.conn.execute("DROP INDEX documents_facts")
+    store.close()
+    again = Store(tmp_path / "index.db")
+    try:
+        assert again.section_facts(ids) == facts
+    finally:
+        again.close()
