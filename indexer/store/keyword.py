@@ -362,13 +362,20 @@ def section_counts(store: Store, terms: Sequence[str], cap: int) -> dict[str, in
     return {term: known[term] if term in known else counted[term] for term in terms}
 
 
-def note_keyword_scores(store: Store, fts_match: str | None, files: Sequence[str]) -> dict[str, float]:
-    """-bm25 of each of `files` (note paths) matching the word query as whole notes; notes that do not
-    match are absent, and so are notes of one section, whose whole text is that section's (search adds only
+def note_keyword_scores(store: Store, fts_match: str | None, files: Sequence[str] | None) -> dict[str, float]:
+    """-bm25 of each of `files` (note paths; None: every note) matching the word query as whole notes; notes that
+    do not match are absent, and so are notes of one section, whose whole text is that section's (search adds only
     what a note holds beyond its best section, so one-section notes rank exactly as the section table says)."""
-    if not fts_match or not files:
+    if not fts_match or files is not None and not files:
         return {}
     weights = ", ".join(str(w) for w in NOTE_BM25_WEIGHTS)
+    if files is None:
+        rows = store.fetch(
+            f"SELECT f.path, n.s FROM (SELECT rowid AS r, -bm25(notes_fts, {weights}) AS s FROM notes_fts"
+            " WHERE notes_fts MATCH ?) n JOIN files f ON f.rowid = n.r WHERE f.chunk_count > 1",
+            [fts_match],
+        )
+        return {path: float(score) for path, score in rows}
     marks = ",".join("?" * len(files))
     # `+rowid` checks each match against the candidates' rowids, rather than one MATCH per candidate.
     rows = store.fetch(

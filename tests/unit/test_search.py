@@ -413,33 +413,46 @@ def test_a_failed_question_embedding_falls_back_to_keywords(search_index, monkey
     assert [h.id for h in result.hits] == [h.id for h in keyword.hits] and result.total == keyword.total
 
 
+@pytest.mark.parametrize("every", [True, False], ids=["every-note", "candidates"])
 @pytest.mark.parametrize("query", ["quote fts5 search terms", "how do agents share a repository safely"])
-def test_step_4_reads_made_during_expansion_give_the_same_ranking(search_index, monkeypatch, query):
-    """Weighted fusion reads step 4's facts and note scores for the legs' candidates on another thread while query
-    expansion runs (_prefetch); step 4 then reads only what expansion added. Ranked from those reads or from
-    reads made afterwards, the candidates come out the same, to the last digit."""
+def test_step_4_reads_made_early_give_the_same_ranking(search_index, monkeypatch, query, every):
+    """Hybrid search reads step 4's facts and note scores ahead of it: the keyword candidates' facts and every matching
+    note's score while the vector leg runs (_read_beside), the other candidates' facts beside query expansion
+    (_prefetch); step 4 then reads only what is left. Above EVERY_NOTE_MAX_MATCHES keyword matches the note scores
+    are read for the candidates instead, beside expansion, and those of the notes expansion added after it. Ranked
+    from any of these reads or from reads made afterwards, the candidates come out the same, to the last digit."""
     import copy
     from dataclasses import replace
 
     from server.services.search import pipeline
 
-    calls: list[list[str]] = []
+    calls: list[list[str] | None] = []
     scores = search_index.store.note_keyword_scores
 
     def note_scores(match, files):
-        calls.append(list(files))
+        calls.append(None if files is None else list(files))
         return scores(match, files)
 
     monkeypatch.setattr(search_index.store, "note_keyword_scores", note_scores)
+    if not every:
+        monkeypatch.setattr(pipeline, "EVERY_NOTE_MAX_MATCHES", 0)
     plan = pipeline._plan(search_index, SearchRequest(query=query, mode="hybrid", limit=10))
     legs = pipeline._run_legs(search_index, plan)
+    assert legs.read is not None and legs.read.asked == {h.id for h in legs.fts}
+    assert calls == ([None] if every else [])  # every matching note, once, while the vector leg ran
     fusion = pipeline._fuse(search_index, plan, legs)
     assert fusion.prefetched is not None and legs.expanded_with
     # each from its own copy of the candidates: step 4 adjusts their scores in place
     early = pipeline._adjust(search_index, plan, legs, replace(fusion, fused=copy.deepcopy(fusion.fused)))
-    assert len(calls) in (1, 2)  # the legs' notes early, and those only expansion found, if any
-    late = pipeline._adjust(search_index, plan, legs, replace(fusion, fused=copy.deepcopy(fusion.fused),
-                                                             prefetched=None))
-    assert sorted(calls[-1]) == sorted(set(calls[0]) | set(calls[1] if len(calls) == 3 else []))
+    if every:
+        assert calls == [None]  # the notes expansion added are among them
+    else:
+        assert len(calls) in (1, 2)  # the legs' notes beside expansion, and those only expansion found, if any
+    made = len(calls)
+    late = pipeline._adjust(search_index, plan, replace(legs, read=None),
+                            replace(fusion, fused=copy.deepcopy(fusion.fused), prefetched=None))
+    assert len(calls) == made + 1 and calls[-1] is not None
+    if not every:
+        assert sorted(calls[-1]) == sorted(set(calls[0]) | set(calls[1] if made == 2 else []))
     assert early.facts == late.facts
     assert [vars(f) for f in early.fused] == [vars(f) for f in late.fused]

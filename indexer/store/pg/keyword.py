@@ -223,15 +223,17 @@ def section_counts(store: PgStore, terms: Sequence[str], cap: int) -> dict[str, 
     return {term: out[term] for term in terms}
 
 
-def note_keyword_scores(store: PgStore, fts_match: str | None, files: Sequence[str]) -> dict[str, float]:
-    """bm25 of each of `files` (notes of more than one section) matching the word query as whole notes."""
+def note_keyword_scores(store: PgStore, fts_match: str | None, files: Sequence[str] | None) -> dict[str, float]:
+    """bm25 of each of `files` (notes of more than one section; None: every such note) matching the word query as
+    whole notes."""
     phrases = match_phrases(fts_match)
-    if not phrases or not files:
+    if not phrases or files is not None and not files:
         return {}
     sql, args = bm25_scores(NOTES, phrases, NOTE_BM25_WEIGHTS)
+    among = " AND f.path = ANY(%s)" if files is not None else ""
     rows = store.db.run(
-        f"SELECT f.path, k.s FROM ({sql}) k JOIN files f ON f.rowid = k.doc"
-        " WHERE f.path = ANY(%s) AND f.chunk_count > 1", [*args, list(files)])
+        f"SELECT f.path, k.s FROM ({sql}) k JOIN files f ON f.rowid = k.doc WHERE f.chunk_count > 1{among}",
+        [*args, *([list(files)] if files is not None else [])])
     return {path: float(score) for path, score in rows}
 
 
