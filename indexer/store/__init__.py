@@ -169,6 +169,12 @@ class Store(Reads, Writes):
         """Every row of one read on this thread's connection (see ThreadReaders)."""
         return self._readers.fetch(sql, args)
 
+    def write_state(self) -> int:
+        """A number that changes whenever a commit lands in the index, from any connection of any process, as
+        seen from this thread's reader (`PRAGMA data_version`): equal on one thread means nothing was written
+        between the two reads. The maintenance worker's idle look for pending vectors is skipped while it holds."""
+        return int(self.fetch("PRAGMA data_version")[0][0])
+
     def fetch_dicts(self, sql: str, args: Sequence = ()) -> list[dict]:
         return self._readers.fetch_dicts(sql, args)
 

@@ -154,7 +154,7 @@ class Reads:
             sql = (
                 "SELECT d.id, d.file, d.kind, d.parent_id, d.content_hash, f.body_hash, d.heading, d.line_start,"
                 " d.line_end, f.lang, f.lang_from, f.translation_key"
-                f" FROM documents d INDEXED BY documents_facts LEFT JOIN files f ON f.path = d.file"
+                f" FROM documents d INDEXED BY documents_sections LEFT JOIN files f ON f.path = d.file"
                 f" WHERE d.id IN ({marks(len(part))})"
             )  # the index holds every column read (schema.py): SQLite would take the primary key's and read the rows
             for row in self.fetch(sql, part):

@@ -351,3 +351,34 @@ def test_the_warm_up_waits_for_a_quiet_moment_and_loads_one_model_a_tick(tmp_pat
     worker = oracle.maintenance
     wait_for(lambda: worker._warm_at is None, "the warm-up's other loads")
     assert worker._to_load == []  # the Thai dictionary too, in a tick of its own
+
+
+def test_an_idle_worker_looks_for_pending_vectors_again_only_after_a_write(tmp_path: Path, make_oracle) -> None:
+    """Looking for sections without vectors scans every section against the multilingual vectors (8.5 ms on
+    nat-brain), which an idle worker did every second beside whatever search ran then. Nothing can be pending
+    until something is written, by this process or another: the look is skipped until the index's write state
+    (PRAGMA data_version) moves."""
+    import sqlite3
+
+    from indexer import maintenance
+
+    root = tmp_path / "root"
+    small_notes(root, 3)
+    oracle = make_oracle(root, tmp_path / "data")
+    looks: list[float] = []
+    flush = oracle.indexer.flush_vectors
+
+    def observed_flush(*args, **kwargs):
+        looks.append(time.monotonic())
+        return flush(*args, **kwargs)
+
+    oracle.indexer.flush_vectors = observed_flush
+    oracle.start(watch=False)
+    worker = oracle.maintenance
+    wait_for(lambda: worker._backlog_idle_at is not None, "an idle look that found nothing pending")
+    seen = len(looks)
+    time.sleep(4 * maintenance.BACKLOG_IDLE_SECONDS)
+    assert len(looks) == seen, "the worker looked again with nothing written"
+    with sqlite3.connect(oracle.store.path) as other:  # another process's commit, as far as this one can tell
+        other.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('test_write', '1')")
+    wait_for(lambda: len(looks) > seen, "a look after the write")

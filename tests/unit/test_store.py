@@ -244,10 +244,10 @@ def test_section_facts_are_read_from_their_index_alone(store: Store, tmp_path: P
     facts = store.section_facts(ids)
     assert {f.file for f in facts.values()} == {"learnings/deploy.md", "learnings/long.md"}
     sql = ("SELECT d.id, d.file, d.kind, d.parent_id, d.content_hash, d.heading, d.line_start, d.line_end"
-           " FROM documents d INDEXED BY documents_facts WHERE d.id IN (?, ?)")
+           " FROM documents d INDEXED BY documents_sections WHERE d.id IN (?, ?)")
     plan = " ".join(str(row[-1]) for row in store.fetch("EXPLAIN QUERY PLAN " + sql, ids))
-    assert "COVERING INDEX documents_facts" in plan
-    store.conn.execute("DROP INDEX documents_facts")
+    assert "COVERING INDEX documents_sections" in plan
+    store.conn.execute("DROP INDEX documents_sections")
     store.close()
     again = Store(tmp_path / "index.db")
     try:

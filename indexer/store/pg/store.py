@@ -141,6 +141,10 @@ class PgStore(Reads):
         hit, value = self.db.take("structural_languages", None)
         return dict(value) if hit else super().structural_languages()  # type: ignore[call-overload]
 
+    def write_state(self) -> None:
+        """None: this store cannot tell cheaply whether anything was written (Store.write_state)."""
+        return None
+
     def pending_count(self) -> int:
         hit, value = self.db.take("pending_count", None)
         return int(value) if hit else super().pending_count()  # type: ignore[call-overload]
