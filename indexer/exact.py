@@ -112,7 +112,7 @@ class ExactVectors:
         (an embed key names one text embedded by one model, and a cached vector never changes): the rest are
         copied from it, so a write costs the next search the section list, not 11 MB of vectors (nat-brain:
         44 ms for the whole read, 27 ms for this). The list comes from a covering index (schema.py
-        `documents_sections`: 14 -> 2 ms), and a commit that changed none of it (a note's other fields, the word
+        `documents_sections`: 14 -> 9 ms), and a commit that changed none of it (a note's other fields, the word
         tables' merge, a meta row) keeps the matrix as it is: the first search after it paid 45-75 ms."""
         import numpy as np
 

@@ -68,7 +68,7 @@ CREATE INDEX IF NOT EXISTS documents_type ON documents(type);
 CREATE INDEX IF NOT EXISTS documents_in_vector ON documents(in_vector);
 -- What a search reads of sections without their text, which the table's rows hold: each candidate's facts
 -- (store.section_facts: 100 random sections 0.7 -> 0.3 ms on nat-brain) and, after every commit, the list of
--- embedded sections the exact vector leg ranks (indexer/exact.py: 14 -> 2 ms). documents_facts was its first form.
+-- embedded sections the exact vector leg ranks (indexer/exact.py: 14 -> 9 ms). documents_facts was its first form.
 DROP INDEX IF EXISTS documents_facts;
 CREATE INDEX IF NOT EXISTS documents_sections ON documents(id, in_vector, embed_key, file, kind, parent_id, content_hash,
     heading, line_start, line_end);
