@@ -81,6 +81,12 @@ class ExactVectors:
             self._matrix = None
             self._too_many = None
 
+    def refresh(self) -> None:
+        """Bring a matrix this process has loaded up to date now (the writer, after re-indexing files); one never
+        loaded stays unloaded (a one-shot CLI learn does not search)."""
+        if self._matrix is not None:
+            self.matrix()
+
     def matrix(self) -> Matrix | None:
         """Every section with a cached main-model vector, as of the last commit; None above the limit."""
         with self._lock:

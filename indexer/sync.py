@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import hashlib
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -395,8 +396,22 @@ class Indexer:
         self._flush_multilingual(report, files=set(rels))
         if report.added or report.changed or report.removed:
             self._mark_indexed(report)
+        self._refresh_exact(report)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _refresh_exact(self, report: SyncReport) -> None:
+        """After a write that changed sections or their vectors, bring the exact vector leg's matrix (when this
+        process has one: it searches) up to date here, on the writer's thread, rather than in the next search: the
+        rebuild (reading the section list, copying the vectors) cost that search 20-50 ms on nat-brain
+        (indexer/exact.py). A failure here is the next search's to meet, as before."""
+        if self.exact is None or not (report.added or report.changed or report.removed or report.embedded
+                                      or report.embeddings_cached):
+            return
+        try:
+            self.exact.refresh()
+        except sqlite3.Error:
+            pass
 
     def _sync_paths_keyword(self, rels: list[str]) -> SyncReport:
         report = SyncReport()
@@ -525,6 +540,7 @@ class Indexer:
         self._flush_both(report, stop=stop)
         if report.embedded or report.embeddings_cached:  # an idle worker calls this every second: not then
             self._mark_indexed(report)
+            self._refresh_exact(report)
         report.seconds = time.perf_counter() - started
         return report
 

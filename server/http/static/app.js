@@ -870,26 +870,34 @@
     const placed = obstacles.slice();
     const hit = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
     for (const { text, x, y, r, own } of items) {
-      const w = text.getComputedTextLength();
       const spots = [[0, r + 11, 'middle'], [0, -r - 4, 'middle'], [r + 3, 4, 'start'], [-r - 3, 4, 'end'],
         [r + 2, r + 9, 'start'], [-r - 2, r + 9, 'end'], [r + 2, -r - 2, 'start'], [-r - 2, -r - 2, 'end'],
         [0, r + 23, 'middle'], [0, -r - 16, 'middle']];
-      const spot = spots.map(([dx, dy, anchor]) => ({ dx, dy, anchor,
-        box: { x: x + dx - (anchor === 'middle' ? w / 2 : anchor === 'end' ? w : 0), y: y + dy - 10, w, h: 13 } }))
-        .find((c) => !placed.some((b) => b.id !== own && hit(c.box, b)));
-      if (!spot) { text.setAttribute('visibility', 'hidden'); continue; }
-      setAttrs(text, { x: spot.dx, y: spot.dy.toFixed(1), 'text-anchor': spot.anchor });
-      placed.push(spot.box);
+      let box = null;
+      for (const [dx, dy, anchor] of spots) {
+        setAttrs(text, { x: dx, y: dy.toFixed(1), 'text-anchor': anchor });
+        const candidate = textBox(text, x, y);
+        if (!placed.some((b) => b.id !== own && hit(candidate, b))) { box = candidate; break; }
+      }
+      if (!box) { text.setAttribute('visibility', 'hidden'); continue; }
+      placed.push(box);
     }
     return placed;
+  }
+
+  /** The box the text's glyphs take, as drawn (`x`, `y`: its node's position; 0 for a text outside a node), one
+   * unit wider each way: a box guessed from the font size missed the ascent and descent of some fonts, and a
+   * label then touched a node. */
+  function textBox(text, x, y) {
+    const b = text.getBBox();
+    return { x: x + b.x - 1, y: y + b.y - 1, w: b.width + 2, h: b.height + 2 };
   }
 
   /** A relation's label at the middle of its line, hidden where it would overlap a label or a node. */
   function placeEdgeLabels(items, placed) {
     const hit = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
-    for (const { text, x, y } of items) {
-      const w = text.getComputedTextLength();
-      const box = { x: x - w / 2, y: y - 9, w, h: 11 };
+    for (const { text } of items) {
+      const box = textBox(text, 0, 0);
       if (placed.some((b) => hit(box, b))) { text.setAttribute('visibility', 'hidden'); continue; }
       placed.push(box);
     }
