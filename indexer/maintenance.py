@@ -169,7 +169,7 @@ class Maintenance:
         # The index's write state (Store.write_state) when the backlog last found nothing pending: looking again
         # costs a scan of every section against the multilingual vectors (8.5 ms a second on nat-brain, beside
         # whatever search runs then), and nothing can be pending until something is written.
-        self._backlog_idle_at: int | None = None
+        self._backlog_idle_state: int | None = None
         self._merge_at = now + warm_delay  # job 7, first after the warm-up
         self._more = False  # the last backlog step did work and may have more: tick again without sleeping
         self._loading = False  # in a model load, which touches no store (stop(abandon_loads=True) may leave it)
@@ -463,7 +463,7 @@ class Maintenance:
         if indexer.vectors.down is not None:
             return  # job 3 repairs and then flushes
         state = indexer.store.write_state()
-        if state is not None and state == self._backlog_idle_at:
+        if state is not None and state == self._backlog_idle_state:
             self._backlog_at = now + BACKLOG_IDLE_SECONDS  # nothing written since nothing was pending
             return
         report = indexer.flush_vectors(stop=self._busy)
@@ -475,4 +475,4 @@ class Maintenance:
             self._more = True  # made way for something, or finished: the next tick looks again at once
         else:
             self._backlog_at = now + BACKLOG_IDLE_SECONDS  # nothing was pending
-            self._backlog_idle_at = state
+            self._backlog_idle_state = state

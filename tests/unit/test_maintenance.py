@@ -375,7 +375,7 @@ def test_an_idle_worker_looks_for_pending_vectors_again_only_after_a_write(tmp_p
     oracle.indexer.flush_vectors = observed_flush
     oracle.start(watch=False)
     worker = oracle.maintenance
-    wait_for(lambda: worker._backlog_idle_at is not None, "an idle look that found nothing pending")
+    wait_for(lambda: worker._backlog_idle_state is not None, "an idle look that found nothing pending")
     seen = len(looks)
     time.sleep(4 * maintenance.BACKLOG_IDLE_SECONDS)
     assert len(looks) == seen, "the worker looked again with nothing written"

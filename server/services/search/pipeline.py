@@ -268,10 +268,12 @@ def _prefetch(oracle: Oracle, ids: list[str], fts_match: str | None, early: _Pre
     asked = early.asked if early else frozenset()
     facts = {**(early.facts if early else {}), **oracle.store.section_facts([i for i in ids if i not in asked])}
     if early is not None and early.notes is not None:
-        return _Prefetched(asked | frozenset(ids), facts, early.notes, early.every_note)
-    notes = (oracle.store.note_keyword_scores(fts_match, sorted({facts[i].file for i in ids if i in facts}))
-             if fts_match else None)
-    return _Prefetched(frozenset(ids), {i: facts[i] for i in ids if i in facts}, notes)
+        notes, every = early.notes, early.every_note
+    else:
+        notes = (oracle.store.note_keyword_scores(fts_match, sorted({f.file for f in facts.values()})) if fts_match
+                 else None)
+        every = False
+    return _Prefetched(asked | frozenset(ids), facts, notes, every)
 
 
 def _weighs_note_evidence(mode: str, kq: KeywordQuery, legs: _Legs) -> bool:
