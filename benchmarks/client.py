@@ -42,10 +42,10 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from indexer.config import Settings  # noqa: E402
-from server.services.app import Oracle  # noqa: E402
-from server.services.models import SearchRequest  # noqa: E402
-from server.services.search.pipeline import run_search  # noqa: E402
+from oracle_indexer.config import Settings  # noqa: E402
+from oracle_server.services.app import Oracle  # noqa: E402
+from oracle_server.services.models import SearchRequest  # noqa: E402
+from oracle_server.services.search.pipeline import run_search  # noqa: E402
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from plain_server import build  # noqa: E402
@@ -180,7 +180,7 @@ def in_process(workload: Workload, figures: RunFigures) -> None:
 
 
 # `oracle` from the tree on PYTHONPATH: with -c, sys.path[0] is the working directory (this repository), dropped
-LAUNCH = "import sys; sys.path[:] = [p for p in sys.path if p not in (\"\", \".\")]; from server.cli.commands import main; sys.exit(main())"
+from trees import LAUNCH, importable  # noqa: E402
 
 
 def one_run(workload: Workload, validate: bool = True, before: Path | None = None) -> RunFigures:
@@ -202,7 +202,7 @@ def one_run(workload: Workload, validate: bool = True, before: Path | None = Non
               figures, "oracle", validate)
     if before is not None:  # an older Oracle (a source tree, e.g. `git archive REV | tar -x -C DIR`), same run
         anyio.run(measure_server, [sys.executable, "-c", LAUNCH, "serve", "--no-watch"],
-                  {**oracle_env, "ORACLE_ENGINE": "0", "PYTHONPATH": str(before.resolve())}, oracle_calls(workload.queries, "oracle before"),
+                  {**oracle_env, "ORACLE_ENGINE": "0", "PYTHONPATH": importable(before)}, oracle_calls(workload.queries, "oracle before"),
                   figures, "oracle before", validate)
     in_process(workload, figures)
     return figures

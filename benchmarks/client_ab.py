@@ -24,6 +24,7 @@ import anyio
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
+from trees import importable  # noqa: E402
 from client import LAUNCH, LIMIT, MODES, ORACLE, WARMUP, settle, workloads  # noqa: E402
 
 
@@ -37,7 +38,7 @@ async def run(before: Path, rounds: int, passes: int) -> dict[str, dict[str, lis
     servers = {
         "current": StdioServerParameters(command=str(ORACLE), args=["serve", "--standalone", "--no-watch"], env=env, cwd=str(REPO)),
         "before": StdioServerParameters(command=sys.executable, args=["-c", LAUNCH, "serve", "--no-watch"],
-                                        env={**env, "ORACLE_ENGINE": "0", "PYTHONPATH": str(before.resolve())}, cwd=str(REPO)),
+                                        env={**env, "ORACLE_ENGINE": "0", "PYTHONPATH": importable(before)}, cwd=str(REPO)),
     }
     out: dict[str, dict[str, list[float]]] = {}
     async with AsyncExitStack() as stack:

@@ -66,9 +66,9 @@ def tokens(n_bytes: int) -> int:
 async def measure(root: Path, data: Path) -> dict[str, Any]:
     from mcp import Client
 
-    from indexer.config import Settings
-    from server.services.app import Oracle
-    from server.mcp.server import build_server
+    from oracle_indexer.config import Settings
+    from oracle_server.services.app import Oracle
+    from oracle_server.mcp.server import build_server
 
     oracle = Oracle.open(Settings.from_env(root=root, data_dir=data))
     oracle.indexer.sync(vectors=False)

@@ -9,11 +9,11 @@ EVERY-th of them; the first config is the reference (the indexer's layout: 2 sin
 8 texts sorted by length, shards assigned round robin) and every other config's vectors are checked against it
 (cosine >= 0.999). Keys: sessions, threads (intra-op), batch, tokens (a token budget per batch instead), dynamic
 (sessions take the next batch from a shared queue), opt (GraphOptimizationLevel), no_arena, entries (session
-config entries), cap (the token cap, default indexer.embed.MAX_TOKENS: texts are tokenized per cap, and a
+config entries), cap (the token cap, default oracle_indexer.models.embed.MAX_TOKENS: texts are tokenized per cap, and a
 config with another cap than the first is not compared with it), graph ("packaged": the installed file as it is,
-the default; "rewritten": indexer/model_graph.py's in-memory rewrite, what the indexer runs; or the path of another
+the default; "rewritten": indexer/models/model_graph.py's in-memory rewrite, what the indexer runs; or the path of another
 ONNX file, e.g. a quantised one), slice (texts embedded per call, each call sorted and batched on its own as
-the indexer's slices of indexer.sync.VECTOR_SLICE are; default: the whole sample at once), multilingual ("after":
+the indexer's slices of oracle_indexer.worker.sync.VECTOR_SLICE are; default: the whole sample at once), multilingual ("after":
 the multilingual encoder over the sample after the main model, as the indexer did; "beside": in a thread at the
 same time, as it does now; texts/s then counts both models' work), deal ("rr": batches dealt to the sessions
 round robin, as the indexer did, the default; "lpt": longest first to the least loaded session, as it does now), cos (the least cosine with the first config's vectors that passes, default 0.999).
@@ -29,9 +29,9 @@ sys.path.insert(0, str(REPO))
 import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
-from indexer.store import Store
-from indexer import embed as E
-from indexer.model_graph import session_model
+from oracle_indexer.store.sqlite import Store
+from oracle_indexer.models import embed as E
+from oracle_indexer.models.model_graph import session_model
 store = Store(Path(os.environ.get("ORACLE_BENCH_DB", REPO / "benchmarks" / "out" / "natbrain-data" / "oracle.db")))
 ids = [r[0] for r in store.conn.execute("SELECT id FROM documents ORDER BY id")]
 texts = list(dict.fromkeys(store.embed_texts(ids).values()))
@@ -115,8 +115,8 @@ def minilm_pass(sessions, cfg, pool, enc, out, part):
 
 
 def multilingual_pass():
-    """The multilingual encoder over the sample, in the indexer's slices (indexer/multilingual.py)."""
-    from indexer.multilingual import SLICE, MultilingualEmbedder
+    """The multilingual encoder over the sample, in the indexer's slices (indexer/models/multilingual.py)."""
+    from oracle_indexer.models.multilingual import SLICE, MultilingualEmbedder
     for start in range(0, len(sample), SLICE):
         MultilingualEmbedder().embed(sample[start:start + SLICE])
 
@@ -124,7 +124,7 @@ def multilingual_pass():
 def once(sessions, cfg, pool):
     enc = encodings(cfg.get("cap", E.MAX_TOKENS))
     out = np.zeros((len(sample), 384), dtype=np.float32)
-    step = cfg.get("slice", len(sample))  # the indexer embeds slices of indexer.sync.VECTOR_SLICE texts
+    step = cfg.get("slice", len(sample))  # the indexer embeds slices of oracle_indexer.worker.sync.VECTOR_SLICE texts
     parts = [list(range(p, min(p + step, len(sample)))) for p in range(0, len(sample), step)]
     multilingual = cfg.get("multilingual")  # None, "after" (main model first) or "beside" (in a thread)
     t = time.perf_counter()
@@ -141,7 +141,7 @@ def once(sessions, cfg, pool):
 cfgs = [json.loads(c) for c in sys.argv[3:]]
 made = [(c, make(c)) for c in cfgs]
 if any(c.get("multilingual") for c in cfgs):  # loaded once, outside the timings (it also sets BLAS to one thread)
-    from indexer.multilingual import MultilingualEmbedder
+    from oracle_indexer.models.multilingual import MultilingualEmbedder
     MultilingualEmbedder().warm()
 pool = ThreadPoolExecutor(8)
 res = {json.dumps(c): [] for c in cfgs}

@@ -10,7 +10,7 @@ Every session is a real `oracle serve` over stdio driven by the official MCP SDK
 The knowledge base (default: the bundled knowledge/) is indexed once into a temp data dir (`--data DIR`: a copy of
 an existing index of the root, e.g. benchmarks/out/natbrain-data for nat-brain, is used instead and DIR is never
 written); runtime, cache and data folders are private to the run, and every engine is stopped at the end. Oracle
-runs as `python -m server.cli` from this source tree (PYTHONPATH), so a git worktree measures its own code.
+runs as `python -m oracle_server.cli` from this source tree (PYTHONPATH), so a git worktree measures its own code.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from pathlib import Path
 import anyio
 
 REPO = Path(__file__).resolve().parent.parent
-ORACLE = [sys.executable, "-m", "server.cli"]  # this tree's code (the environment's PYTHONPATH names REPO)
+from trees import importable  # noqa: E402  (benchmarks/ is sys.path[0] for a script)
+ORACLE = [sys.executable, "-m", "oracle_server.cli"]  # this tree's code (the environment's PYTHONPATH names REPO)
 QUERY = "how should we handle retries and flaky network calls"
 QUERIES = [QUERY]  # --queries: a judged set's questions (e.g. nat-brain's 60, Thai ones load the second model)
 
@@ -131,7 +132,7 @@ def bench_env(work: Path, root: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
     env.update(ORACLE_ROOT=os.path.realpath(root), ORACLE_DATA_DIR=str(work / "data"),
                ORACLE_RUNTIME_DIR=str(work / "run"), ORACLE_CACHE_DIR=str(work / "cache"), PYTHONIOENCODING="utf-8",
-               PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+               PYTHONPATH=os.pathsep.join([importable(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
     return env
 
 
@@ -159,7 +160,7 @@ def main() -> int:
         if args.data:
             shutil.copytree(args.data, work / "data")
         subprocess.run([*ORACLE, "index"], env=env, cwd=REPO, check=True, capture_output=True, timeout=3600)
-        subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
+        subprocess.run([sys.executable, "-m", "oracle_server.mcp.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
         for n in [int(x) for x in args.standalone.split(",") if x]:
             figures["standalone"][n] = anyio.run(measure_sessions, env, n, ["--standalone"])
             print(f"standalone x{n}: {figures['standalone'][n]}", flush=True)

@@ -23,7 +23,7 @@ save (a copy of the starter knowledge/): N sessions attached to one engine (`--s
   the processes holding an inotify watch (those that can react to a save), each process's CPU time during the
   save, and the number of rows the index wrote for the note's file (a trigger on `documents` in the run's copy).
 
-Every process runs this source tree (`python -m server.cli`, PYTHONPATH), with private runtime, cache and data
+Every process runs this source tree (`python -m oracle_server.cli`, PYTHONPATH), with private runtime, cache and data
 folders; the 1-, 5- and 15-minute load averages are printed with every figure (a shared 2-core machine).
 """
 
@@ -139,7 +139,7 @@ def prepare(data: str, work: Path, env: dict[str, str]) -> Path:
 
     shutil.copytree(data, work / "data")
     subprocess.run([*ORACLE, "index"], env=env, cwd=REPO, check=True, capture_output=True, timeout=3600)
-    subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
+    subprocess.run([sys.executable, "-m", "oracle_server.mcp.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
     plain_db = work / "plain.db"
     build(plain_db, NATBRAIN)
     return plain_db
@@ -191,10 +191,10 @@ def wait_no_engine(env: dict[str, str], timeout: float = 60) -> None:
 
 def in_process(env: dict[str, str], queries: list[str]) -> dict:
     """Hybrid run_search per question with its embedding calls and `_expand` timed inside (warm, after warm-up)."""
-    from indexer.config import Settings
-    from server.services.search import pipeline as search_module
-    from server.services.app import Oracle
-    from server.services.models import SearchRequest
+    from oracle_indexer.config import Settings
+    from oracle_server.services.search import pipeline as search_module
+    from oracle_server.services.app import Oracle
+    from oracle_server.services.models import SearchRequest
 
     oracle = Oracle.open(Settings.from_env(root=Path(env["ORACLE_ROOT"]), data_dir=Path(env["ORACLE_DATA_DIR"])))
     timing = {"embed": 0.0, "expand": 0.0}
@@ -435,7 +435,7 @@ def save(args: argparse.Namespace) -> dict:
     env = bench_env(work, str(work / "root"))
     try:
         subprocess.run([*ORACLE, "index"], env=env, cwd=REPO, check=True, capture_output=True, timeout=3600)
-        subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
+        subprocess.run([sys.executable, "-m", "oracle_server.mcp.warm"], env=env, cwd=REPO, capture_output=True, timeout=600)
         add_write_counter(work / "data" / "oracle.db")
         result = anyio.run(save_run, env, args.sessions, args.saves, args.standalone, args.timeout)
     finally:

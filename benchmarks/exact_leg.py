@@ -1,5 +1,5 @@
 """The vector look-up alone on an index copy: Chroma's HNSW query against the exact NumPy ranking
-(indexer/exact.py), per question, alternated, plus what loading the exact matrix costs, and bringing it up to date after a commit.
+(indexer/store/sqlite/exact.py), per question, alternated, plus what loading the exact matrix costs, and bringing it up to date after a commit.
 
     .venv/bin/python benchmarks/exact_leg.py --data DATA_COPY [--rounds 3]
 """
@@ -27,8 +27,8 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=100)
     args = parser.parse_args()
 
-    from indexer.config import Settings
-    from server.services.app import Oracle
+    from oracle_indexer.config import Settings
+    from oracle_server.services.app import Oracle
 
     queries = [q["query"] for f in QUESTIONS for q in json.loads(f.read_text(encoding="utf-8"))]
     oracle = Oracle.open(Settings.from_env(root=Path(args.root), data_dir=Path(args.data)))

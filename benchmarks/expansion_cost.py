@@ -32,10 +32,10 @@ if str(REPO) not in sys.path:
 
 from benchmarks import notes  # noqa: E402
 from benchmarks.sets import NATURAL  # noqa: E402
-from indexer.config import Settings  # noqa: E402
-from server.services.app import Oracle  # noqa: E402
-from server.services.models import SearchRequest  # noqa: E402
-from server.services.search import pipeline  # noqa: E402
+from oracle_indexer.config import Settings  # noqa: E402
+from oracle_server.services.app import Oracle  # noqa: E402
+from oracle_server.services.models import SearchRequest  # noqa: E402
+from oracle_server.services.search import pipeline  # noqa: E402
 
 PARTS = ("expand", "counts", "second_query")
 

@@ -41,7 +41,7 @@ from _procs import free_port, stop_process  # noqa: E402  (shared with the tests
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
 BUNDLED = PROJECT / "knowledge"
-ORACLE = [sys.executable, "-m", "server.cli"]
+ORACLE = [sys.executable, "-m", "oracle_server.cli"]
 TARGET_P95 = {"keyword": 1.5, "vector": 3.0}
 POLL_SECONDS = 0.02
 TOPICS = [

@@ -40,12 +40,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from indexer.config import Settings  # noqa: E402
-from indexer.parse import split_frontmatter, title_for  # noqa: E402
-from server.services.app import Oracle  # noqa: E402
-from server.services.models import SearchRequest  # noqa: E402
-from server.services.search.query import STOPWORDS, is_unsegmented, quote, split_terms  # noqa: E402
-from server.services.search.pipeline import run_search  # noqa: E402
+from oracle_indexer.config import Settings  # noqa: E402
+from oracle_indexer.notes.parse import split_frontmatter, title_for  # noqa: E402
+from oracle_server.services.app import Oracle  # noqa: E402
+from oracle_server.services.models import SearchRequest  # noqa: E402
+from oracle_server.services.search.query import STOPWORDS, is_unsegmented, quote, split_terms  # noqa: E402
+from oracle_server.services.search.pipeline import run_search  # noqa: E402
 
 EVAL = REPO.parent / "shared" / "eval-data" / "nat-brain-oracle"
 DEFAULT_ROOT = EVAL / "ψ" / "memory"

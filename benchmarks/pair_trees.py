@@ -28,11 +28,14 @@ WARM_QUESTIONS = 15
 
 def worker(tree: str, data: str, root: str) -> None:
     """Answer one JSON question per line of stdin with {"t": ms, "hits": [[id, score], ...]} on stdout."""
-    sys.path.insert(0, str(Path(tree).resolve()))
-    from indexer.config import Settings
-    from server.services.app import Oracle
-    from server.services.models import SearchRequest
-    from server.services.search import pipeline
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from trees import importable
+
+    sys.path.insert(0, importable(tree))
+    from oracle_indexer.config import Settings
+    from oracle_server.services.app import Oracle
+    from oracle_server.services.models import SearchRequest
+    from oracle_server.services.search import pipeline
 
     oracle = Oracle.open(Settings.from_env(root=Path(root), data_dir=Path(data)))
     try:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from indexer.parse import parse_markdown  # noqa: E402
-from indexer.sync import decode_markdown  # noqa: E402
+from oracle_indexer.notes.parse import parse_markdown  # noqa: E402
+from oracle_indexer.worker.sync import decode_markdown  # noqa: E402
 
 ALIAS_BOMB = "".join(
     f"{name}: &{name} [{', '.join([f'*{prev}'] * 9) if prev else ', '.join(['lol'] * 9)}]\n"

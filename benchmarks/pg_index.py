@@ -33,8 +33,8 @@ def main() -> None:
     args = parser.parse_args()
     import psycopg
 
-    from indexer.config import Settings
-    from server.services.app import Oracle
+    from oracle_indexer.config import Settings
+    from oracle_server.services.app import Oracle
 
     name = f"oracle_index_{int(time.time())}"
     with psycopg.connect(args.server_url, autocommit=True) as conn:

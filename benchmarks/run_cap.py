@@ -1,4 +1,4 @@
-"""Run another benchmark script with the embedder's token cap changed (an A/B of indexer.embed.MAX_TOKENS).
+"""Run another benchmark script with the embedder's token cap changed (an A/B of oracle_indexer.models.embed.MAX_TOKENS).
 
     .venv/bin/python benchmarks/run_cap.py CAP SCRIPT [ARGS...]
     e.g. ... 128 quality.py --work benchmarks/out/scifact128 --json benchmarks/out/quality-128.json
@@ -13,7 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-import indexer.embed as E  # noqa: E402
+import oracle_indexer.models.embed as E  # noqa: E402
 
 E.MAX_TOKENS = int(sys.argv[1])
 E.MAX_CHARS_TOKENIZED = E.MAX_TOKENS * 32

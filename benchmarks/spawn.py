@@ -11,7 +11,7 @@ Series, per workload (min / median / max of --runs spawns each, and the ratio of
 - (c) Oracle, ORACLE_HANDSHAKE_CACHE=0 (the SDK answers the handshake), a brand-new data dir each spawn;
 - (c') the same on the indexed data dir.
 Every Oracle runs `oracle serve` as mcp.json does (the watcher on). The shared cache is a folder of this benchmark
-(benchmarks/out/spawn-cache, ORACLE_CACHE_DIR), filled first by `python -m server.mcp.warm` (what `make install` runs).
+(benchmarks/out/spawn-cache, ORACLE_CACHE_DIR), filled first by `python -m oracle_server.mcp.warm` (what `make install` runs).
 Workloads: nat-brain (`benchmarks/out/natbrain-data`) and the SciFact abstracts as notes (`benchmarks/out/scifact`,
 written as benchmarks/quality.py writes them), each indexed on first use. --before DIR adds an older Oracle on the
 indexed data dir (its per-data-dir cache warmed by a first start) and on new data dirs: a source tree exported
@@ -36,7 +36,7 @@ EVAL = REPO.parent / "shared" / "eval-data"
 OUT = REPO / "benchmarks" / "out"
 CACHE = OUT / "spawn-cache"
 FRESH = OUT / "spawn-fresh"
-LAUNCH = "import sys; from server.cli.commands import main; sys.exit(main())"
+from trees import LAUNCH, importable  # noqa: E402
 NEW_DATA_DIR = object()  # a variant's data dir: a new, empty one for every spawn
 
 
@@ -65,8 +65,8 @@ def workloads(names: list[str]) -> dict[str, tuple[Path, Path]]:
         root = OUT / "scifact" / "root"
         quality.write_corpus(quality.load_dataset(EVAL / "scifact"), root)
         out["scifact"] = (root, OUT / "scifact" / "data")
-    from indexer.config import Settings
-    from server.services.app import Oracle
+    from oracle_indexer.config import Settings
+    from oracle_server.services.app import Oracle
 
     for name, (root, data) in out.items():
         oracle = Oracle.open(Settings.from_env(root=root, data_dir=data))
@@ -82,7 +82,7 @@ def workloads(names: list[str]) -> dict[str, tuple[Path, Path]]:
 def warm_cache(env: dict[str, str]) -> float:
     """Fill the benchmark's shared handshake cache as `make install` does; seconds it took."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=env, check=True, cwd=REPO)
+    subprocess.run([sys.executable, "-m", "oracle_server.mcp.warm"], env=env, check=True, cwd=REPO)
     return time.perf_counter() - started
 
 
@@ -98,7 +98,7 @@ def main() -> None:
     from plain_server import build
 
     base = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    base.update(PYTHONIOENCODING="utf-8", ORACLE_CACHE_DIR=str(CACHE), PYTHONPATH=str(REPO),
+    base.update(PYTHONIOENCODING="utf-8", ORACLE_CACHE_DIR=str(CACHE), PYTHONPATH=importable(REPO),
                 ORACLE_ENGINE="0")  # one standalone process per spawn, as this benchmark has always measured
     warmed = warm_cache(base)
     serve = [sys.executable, "-c", LAUNCH, "serve"]
@@ -117,13 +117,13 @@ def main() -> None:
             "(c') Oracle, indexed, ORACLE_HANDSHAKE_CACHE=0": (serve, {**env, "ORACLE_HANDSHAKE_CACHE": "0"}, data),
         }
         if args.before:
-            older = {**env, "PYTHONPATH": str(args.before.resolve())}
+            older = {**env, "PYTHONPATH": importable(args.before)}
             variants["before (--before), indexed, its cache warm"] = (serve, older, data)
             variants["before (--before), new data dir"] = (serve, older, NEW_DATA_DIR)
         series[name] = variants
         anyio.run(once, serve, {**env, "ORACLE_DATA_DIR": str(data)})  # the index is current before timing
         if args.before:
-            anyio.run(once, serve, {**env, "ORACLE_DATA_DIR": str(data), "PYTHONPATH": str(args.before.resolve())})
+            anyio.run(once, serve, {**env, "ORACLE_DATA_DIR": str(data), "PYTHONPATH": importable(args.before)})
     samples = {name: {label: [] for label in variants} for name, variants in series.items()}
     load.append(os.getloadavg())
     spawned = 0
@@ -144,7 +144,7 @@ def main() -> None:
     load.append(os.getloadavg())
     shutil.rmtree(FRESH, ignore_errors=True)
     print(f"load average (1/5/15 min): start {fmt(load[0])}, timing {fmt(load[1])}, end {fmt(load[2])};"
-          f" warming the shared cache (python -m server.mcp.warm): {warmed:.1f} s")
+          f" warming the shared cache (python -m oracle_server.mcp.warm): {warmed:.1f} s")
     for name, by_label in samples.items():
         plain = statistics.median(by_label["plain FTS5"])
         print(f"\n{name}: {args.runs} spawns each, seconds, spawn -> first tools/list answered")

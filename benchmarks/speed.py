@@ -25,9 +25,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
+from trees import importable  # noqa: E402  (benchmarks/ is sys.path[0] for a script)
 DEFAULT_ROOT = PROJECT.parent / "shared" / "eval-data" / "nat-brain-oracle" / "ψ" / "memory"
 QUERIES = PROJECT.parent / "shared" / "eval-data" / "nat-brain-oracle" / "queries-unjudged.json"
-ORACLE = [sys.executable, "-m", "server.cli"]
+ORACLE = [sys.executable, "-m", "oracle_server.cli"]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -49,10 +50,10 @@ def search_latency(env: dict[str, str], queries: list[str], runs: int) -> dict[s
     """Warm in-process latency per mode: one untimed pass loads the model and caches, then `runs` passes."""
     os.environ.update(env)
     sys.path.insert(0, str(PROJECT))
-    from indexer.config import Settings
-    from server.services.app import Oracle
-    from server.services.models import SearchRequest
-    from server.services.search.pipeline import search
+    from oracle_indexer.config import Settings
+    from oracle_server.services.app import Oracle
+    from oracle_server.services.models import SearchRequest
+    from oracle_server.services.search.pipeline import search
 
     oracle = Oracle.open(Settings.from_env())
     figures: dict[str, dict[str, float]] = {}
@@ -81,7 +82,7 @@ def mcp_startup(env: dict[str, str], repeats: int = 5) -> dict[str, float]:
     from mcp.client.stdio import StdioServerParameters
 
     async def once() -> float:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "server.cli", "serve", "--standalone"], env=env, cwd=str(PROJECT))
+        params = StdioServerParameters(command=sys.executable, args=["-m", "oracle_server.cli", "serve", "--standalone"], env=env, cwd=str(PROJECT))
         started = time.perf_counter()
         async with Client(params) as client:
             await client.list_tools()
@@ -101,7 +102,7 @@ def main() -> int:
     out = HERE / "out"
     out.mkdir(exist_ok=True)
     data_dir = Path(tempfile.mkdtemp(prefix="speed-", dir=out))
-    env = {**os.environ, "ORACLE_ROOT": str(args.root), "ORACLE_DATA_DIR": str(data_dir), "PYTHONPATH": str(PROJECT)}
+    env = {**os.environ, "ORACLE_ROOT": str(args.root), "ORACLE_DATA_DIR": str(data_dir), "PYTHONPATH": importable(PROJECT)}
     queries = json.loads(QUERIES.read_text(encoding="utf-8"))
     if isinstance(queries, dict):
         queries = queries.get("queries", list(queries.values()))

@@ -8,9 +8,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO)); sys.path.insert(0, str(REPO / "benchmarks"))
 import notes
-from server.services.search import scoring
-from server.services.app import Oracle
-from indexer.config import Settings
+from oracle_server.services.search import scoring
+from oracle_server.services.app import Oracle
+from oracle_indexer.config import Settings
 sets = {"judged": [q for q in json.load(open(notes.DEFAULT_JUDGED)) if q["lang"] == "th"],
         "natural": [q for q in json.load(open(REPO / "benchmarks" / "natural-questions.json", encoding="utf-8")) if q["lang"] == "th"]}
 oracle = Oracle.open(Settings.from_env(root=notes.DEFAULT_ROOT, data_dir=notes.DEFAULT_DATA))

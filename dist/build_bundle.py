@@ -43,7 +43,7 @@ for key in ("ORACLE_ROOT", "ORACLE_DATA_DIR"):  # an option left empty in Claude
     if not os.environ.get(key, "").strip() or "${" in os.environ.get(key, ""):
         os.environ.pop(key, None)
 
-from server.cli.commands import main  # noqa: E402
+from oracle_server.cli.commands import main  # noqa: E402
 
 sys.exit(main(["serve", *sys.argv[1:]]))
 '''
@@ -57,10 +57,10 @@ def tool_and_prompt_list() -> tuple[list[dict], list[dict]]:
     """The tools as the server lists them (built in-process on an empty temp index) and the prompts."""
     import asyncio
 
-    from indexer.config import Settings
-    from server.services.app import Oracle
-    from server.mcp.server import build_server
-    from server.mcp.surface import PROMPTS
+    from oracle_indexer.config import Settings
+    from oracle_server.services.app import Oracle
+    from oracle_server.mcp.server import build_server
+    from oracle_server.mcp.surface import PROMPTS
 
     with tempfile.TemporaryDirectory() as tmp:
         oracle = Oracle.open(Settings.from_env(root=str(PROJECT / "knowledge"), data_dir=tmp))
@@ -141,8 +141,8 @@ def stage(root: Path) -> None:
     lib.mkdir(parents=True)
     (root / "server" / "oracle_mcpb.py").write_text(ENTRY, encoding="utf-8")
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for pkg in ("indexer", "server"):
-        shutil.copytree(PROJECT / pkg, lib / pkg, ignore=ignore)
+    for folder, name in (("indexer", "oracle_indexer"), ("server", "oracle_server")):
+        shutil.copytree(PROJECT / folder, lib / name, ignore=ignore)
     # As the wheel ships it (the `oracle_knowledge` package), not as a checkout's knowledge/ folder: Oracle then
     # copies it to ~/.local/share/oracle/knowledge on first run and writes learnings there, never inside the
     # install folder, which an update or an uninstall deletes (indexer/config.py: bundled_root).
@@ -152,7 +152,7 @@ def stage(root: Path) -> None:
         name = entry.name
         base = name.split("-")[0].split(".")[0].lower()
         if (base in EXCLUDE or name.startswith(("__editable__", "oracle_memory")) or name.endswith(".pth")
-                or name in ("indexer", "server")):
+                or name in ("oracle_indexer", "oracle_server")):
             continue
         if entry.is_dir():
             shutil.copytree(entry, lib / name, ignore=ignore, symlinks=False)

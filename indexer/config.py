@@ -10,8 +10,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer import locate
-from indexer.rootconfig import BUILTIN_FOLDER_TYPES, DOC_TYPES, ConfigError, Layout, load_layout
+from oracle_indexer import locate
+from oracle_indexer.rootconfig import BUILTIN_FOLDER_TYPES, DOC_TYPES, ConfigError, Layout, load_layout
 
 # The starter knowledge of a source checkout. An installed wheel (pipx) has no checkout: it ships the same
 # files as the `oracle_knowledge` package and copies them to a user folder on first use (`bundled_root`).
@@ -22,7 +22,7 @@ DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
 DEFAULT_LOG_RETENTION_DAYS = 365  # usage logs older than this are deleted (0: kept for ever)
 DEFAULT_LOG_MAX_ROWS = 1_000_000  # and each usage log keeps at most this many rows (0: no limit)
 # Embedded sections up to which a SQLite base ranks its vectors exactly in NumPy, not by Chroma's HNSW
-# (indexer/exact.py); ORACLE_EXACT_LIMIT, 0: always Chroma
+# (indexer/store/sqlite/exact.py); ORACLE_EXACT_LIMIT, 0: always Chroma
 DEFAULT_EXACT_LIMIT = 50_000
 DEFAULT_MAX_CHUNKS_PER_FILE = 2000  # more is a dump, not a note; and it would hold the indexer for minutes
 
@@ -110,27 +110,27 @@ class Settings:
     max_chunks_per_file: int = DEFAULT_MAX_CHUNKS_PER_FILE
     log_retention_days: int = DEFAULT_LOG_RETENTION_DAYS
     log_max_rows: int = DEFAULT_LOG_MAX_ROWS
-    multilingual: str = "auto"  # ORACLE_MULTILINGUAL: auto | on | off (indexer/multilingual.py)
+    multilingual: str = "auto"  # ORACLE_MULTILINGUAL: auto | on | off (indexer/models/multilingual.py)
     # ORACLE_EMBEDDING_MODEL, else oracle.toml's [embedding] model: minilm | a model folder (None: the default)
     embedding_model: str | None = None
     # ORACLE_DATABASE_URL, else oracle.toml's [database] url: the whole store in PostgreSQL (indexer/store/pg/)
     database_url: str | None = None
-    # ORACLE_RERANK_MODEL, else oracle.toml's [rerank] model: a cross-encoder folder, or `off` (indexer/rerank.py)
+    # ORACLE_RERANK_MODEL, else oracle.toml's [rerank] model: a cross-encoder folder, or `off` (indexer/models/rerank.py)
     rerank_model: str | None = None
-    exact_limit: int = DEFAULT_EXACT_LIMIT  # ORACLE_EXACT_LIMIT (indexer/exact.py)
+    exact_limit: int = DEFAULT_EXACT_LIMIT  # ORACLE_EXACT_LIMIT (indexer/store/sqlite/exact.py)
 
     @property
     def embedding(self):
-        """The embedding model's spec (indexer/embed.py): the configured model with oracle.toml's prefixes."""
-        from indexer.embed import model_spec
+        """The embedding model's spec (indexer/models/embed.py): the configured model with oracle.toml's prefixes."""
+        from oracle_indexer.models.embed import model_spec
 
         return model_spec(self.embedding_model or self.layout.embedding_model, self.root,
                           self.layout.query_prefix, self.layout.passage_prefix)
 
     @property
     def rerank(self):
-        """The reranker's spec (indexer/rerank.py), or None: none configured, or ORACLE_RERANK_MODEL=off."""
-        from indexer.rerank import rerank_spec
+        """The reranker's spec (indexer/models/rerank.py), or None: none configured, or ORACLE_RERANK_MODEL=off."""
+        from oracle_indexer.models.rerank import rerank_spec
 
         return rerank_spec(self.rerank_model, self.root, self.layout.rerank)
 

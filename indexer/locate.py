@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from indexer.digest import sha256
+from oracle_indexer.digest import sha256
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECKOUT_KNOWLEDGE = os.path.join(PROJECT, "knowledge")

@@ -25,9 +25,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.fields import FrontmatterSchema
-from indexer.freshness import FreshnessPolicy
-from indexer.rerank import RerankPolicy
+from oracle_indexer.notes.fields import FrontmatterSchema
+from oracle_indexer.notes.freshness import FreshnessPolicy
+from oracle_indexer.models.rerank import RerankPolicy
 
 CONFIG_NAME = "oracle.toml"
 DOC_TYPES = ("principle", "learning", "retro")
@@ -181,7 +181,7 @@ class Layout:
     query_prefix: str | None = None
     passage_prefix: str | None = None
     freshness: FreshnessPolicy = FreshnessPolicy()  # [freshness]: days a note of each type stays fresh
-    rerank: RerankPolicy = RerankPolicy()  # [rerank]: an optional cross-encoder folder (indexer/rerank.py)
+    rerank: RerankPolicy = RerankPolicy()  # [rerank]: an optional cross-encoder folder (indexer/models/rerank.py)
     frontmatter: FrontmatterSchema = FrontmatterSchema()  # [frontmatter]: required fields, allowed values
     database_url: str | None = None  # [database] url: the PostgreSQL store (ORACLE_DATABASE_URL wins)
     # key -> (precedence, type); precedence: where it was written (environment 2 > oracle.toml 1 > built-in 0),

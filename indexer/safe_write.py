@@ -14,7 +14,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from indexer.digest import token_hex
+from oracle_indexer.digest import token_hex
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 PRIVATE = 0o600  # the data dir's files: indexes, logs, the server record

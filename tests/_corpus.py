@@ -11,8 +11,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 BUNDLED = PROJECT / "knowledge"
 
 def open_oracle(root: Path, data_dir: Path, **overrides: object):
-    from indexer.config import Settings
-    from server.services.app import Oracle
+    from oracle_indexer.config import Settings
+    from oracle_server.services.app import Oracle
 
     return Oracle.open(Settings.from_env(root=root, data_dir=data_dir, **overrides))
 

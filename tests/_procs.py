@@ -14,7 +14,7 @@ SCRIPT = Path(sys.executable).parent / "oracle"  # the console script pip instal
 
 def oracle_cmd() -> list[str]:
     """The installed `oracle` command, or the module when the console script is absent."""
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "server.cli"]
+    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "oracle_server.cli"]
 
 
 def rss_mb(pid: int) -> float:

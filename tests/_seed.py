@@ -2,7 +2,7 @@
 
 Many system modules start their server on a copy of the bundled knowledge, and each first ran a real
 `oracle index` that embedded all of it again (~300 sections through two models: most of a module's setup).
-The index keeps an embedding cache keyed by content hash (indexer/sync.py), exactly so that an unchanged
+The index keeps an embedding cache keyed by content hash (indexer/worker/sync.py), exactly so that an unchanged
 section is never embedded twice; a user re-indexing meets it every day. The session builds one seed from
 the bundled index it already made in-process with the real ONNX model (`bundled` in conftest.py): a SQLite
 file holding only the two cache tables. A module copies it into its empty data dir, then runs the real
@@ -17,7 +17,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-CACHE_TABLES = ("embeddings", "ml_vectors")  # indexer/store/schema.py: the MiniLM and multilingual caches
+CACHE_TABLES = ("embeddings", "ml_vectors")  # indexer/store/sqlite/schema.py: the MiniLM and multilingual caches
 
 
 def build_seed(index_db: Path, target: Path) -> Path:

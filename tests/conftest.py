@@ -32,7 +32,7 @@ from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("fast", max_examples=10)
 
-from server.services.app import Oracle  # noqa: E402
+from oracle_server.services.app import Oracle  # noqa: E402
 
 import _corpus  # noqa: E402
 import _seed  # noqa: E402
@@ -80,8 +80,8 @@ def _model_once() -> Iterator[None]:
     """
     import numpy as np
 
-    from indexer.embed import BATCH_SIZE, Embedder
-    from indexer.multilingual import MultilingualEmbedder
+    from oracle_indexer.models.embed import BATCH_SIZE, Embedder
+    from oracle_indexer.models.multilingual import MultilingualEmbedder
 
     loaded: dict[tuple, tuple] = {}
     memos: dict[tuple, dict[str, np.ndarray]] = {}  # per model and graph (MiniLM's: rewritten or packaged)

@@ -49,7 +49,7 @@ class SectionFacts:
     heading: str
     line_start: int
     line_end: int
-    lang: str | None = None  # the note's language (indexer/language.py)
+    lang: str | None = None  # the note's language (indexer/notes/language.py)
     lang_from: str | None = None  # "frontmatter" | "folder" | "text": only the first two rank (structural)
     translation_key: str | None = None  # equal for a page and its translations
 

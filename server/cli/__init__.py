@@ -6,7 +6,7 @@ it starts the servers.
 
 def main(argv: list[str] | None = None) -> int:
     """The `oracle` entry point (pyproject.toml). Imports the commands only when called, so that importing
-    `server.cli.spec` or `server.cli.remote` stays cheap."""
-    from server.cli.commands import main as run
+    `oracle_server.cli.spec` or `oracle_server.cli.remote` stays cheap."""
+    from oracle_server.cli.commands import main as run
 
     return run(argv)

@@ -1,7 +1,7 @@
-"""`python -m server.cli ...` is the `oracle` command (tests, benchmarks and the engine's spawn use it)."""
+"""`python -m oracle_server.cli ...` is the `oracle` command (tests, benchmarks and the engine's spawn use it)."""
 
 import sys
 
-from server.cli import main
+from oracle_server.cli import main
 
 sys.exit(main())

@@ -16,14 +16,14 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from indexer import locate
-from server.cli import spec as clispec
-from server.cli import remote
-from server.registry import render
+from oracle_indexer import locate
+from oracle_server.cli import spec as clispec
+from oracle_server.cli import remote
+from oracle_server.registry import render
 
 if TYPE_CHECKING:  # the fast path must not import the service layer (~0.1 s) to find a running server
-    from indexer.config import Settings
-    from server.services.app import Oracle
+    from oracle_indexer.config import Settings
+    from oracle_server.services.app import Oracle
 
 Renderer = Callable[[dict], tuple[list[str], list[str]]]
 
@@ -106,7 +106,7 @@ def _print_error(kind_code: int, message: str) -> int:
 def try_remote(args: argparse.Namespace, specs: dict) -> int | None:
     """Answer through a running server for this root; None when there is none (or it does not answer).
 
-    The root and data dir come from `indexer.locate`, the same functions Settings uses, so nothing heavy is
+    The root and data dir come from `oracle_indexer.locate`, the same functions Settings uses, so nothing heavy is
     imported before the answer is printed. (oracle.toml is the server's to read: it already has.)"""
     request = None if args.local else _remote_request(args, specs)
     if request is None:
@@ -125,7 +125,7 @@ def try_remote(args: argparse.Namespace, specs: dict) -> int | None:
     except remote.RemoteUnavailable:
         return None
     except remote.RemoteError as exc:
-        from server.services.errors import EXIT_CODE, kind_of_status
+        from oracle_server.services.errors import EXIT_CODE, kind_of_status
 
         return _print_error(EXIT_CODE[kind_of_status(exc.status)], str(exc))
     return emit(args, data, _renderer(args.command, specs))
@@ -134,7 +134,7 @@ def try_remote(args: argparse.Namespace, specs: dict) -> int | None:
 def try_engine(args: argparse.Namespace, specs: dict, root: str, data_dir: str) -> int | None:
     """Answer through a running engine for this root, data dir and settings (server/engine/process.py) over its private
     socket, after both sides proved the engine's secret; None when there is none. The CLI never starts one."""
-    from server.engine import channel
+    from oracle_server.engine import channel
 
     spec = specs[args.command]
     folder = channel.runtime_dir()
@@ -164,7 +164,7 @@ def _renderer(command: str, specs: dict) -> Renderer:
     """The CLI's own renderer for a command, else the tool's text (the MCP tool's text content)."""
     if command in RENDERERS:
         return RENDERERS[command]
-    from server.registry.tools import BY_NAME
+    from oracle_server.registry.tools import BY_NAME
 
     tool = BY_NAME[specs[command]["tool"]]
 
@@ -177,7 +177,7 @@ def _renderer(command: str, specs: dict) -> Renderer:
 
 def run_tool(oracle: Oracle, args: argparse.Namespace, spec: dict) -> int:
     """A registry command in this process: the same validation and service as MCP and HTTP."""
-    from server.registry.tools import BY_NAME, Caller
+    from oracle_server.registry.tools import BY_NAME, Caller
 
     tool = BY_NAME[spec["tool"]]
     request = tool.parse(tool_values(args, spec))
@@ -194,7 +194,7 @@ def _no_renderer(data: dict) -> tuple[list[str], list[str]]:
 
 # -- in-process commands --------------------------------------------------------------------------------
 def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
-    from indexer.progress import Progress
+    from oracle_indexer.progress import Progress
 
     report = oracle.indexer.sync(full=args.full, force=args.force, progress=Progress())
     return emit(args, report.as_dict(), render.index)
@@ -231,7 +231,7 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
     keeps the vector store healthy. `run_local`'s `finally` closes the Oracle, which joins the worker."""
     _exit_on_sigterm()
     if args.http:
-        from server.http.app import PortInUse, bind, serve_http
+        from oracle_server.http.app import PortInUse, bind, serve_http
 
         port = args.port or oracle.settings.port
         try:
@@ -248,10 +248,10 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
         finally:
             remote.forget(oracle.settings.data_dir)
         return 0
-    from server.mcp import stdio_front
+    from oracle_server.mcp import stdio_front
 
     front = getattr(args, "stdio_front", None)  # answering the handshake since `main` started it
-    from server.mcp.server import INSTRUCTIONS, build_server
+    from oracle_server.mcp.server import INSTRUCTIONS, build_server
 
     server = build_server(oracle)
     oracle.start(watch=not (args.no_index or args.no_watch), sync=not args.no_index, warm_delay=WARM_DELAY,
@@ -271,8 +271,8 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
 def cmd_init(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from indexer.config import ConfigError
-    from server.cli.init import InitError, init
+    from oracle_indexer.config import ConfigError
+    from oracle_server.cli.init import InitError, init
 
     path = Path(args.path or args.root or ".")
     try:
@@ -289,7 +289,7 @@ def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from indexer.progress import Progress
+    from oracle_indexer.progress import Progress
 
     def report(result) -> None:
         if result.added or result.changed or result.removed or result.skipped:
@@ -324,13 +324,13 @@ def _serve_flags(args: argparse.Namespace) -> list[str]:
 
 def serve_through_engine(args: argparse.Namespace) -> int:
     """`oracle serve` (stdio): relay to the engine of this root, starting it if needed; in-process if not."""
-    from server.engine import relay
+    from oracle_server.engine import relay
 
     root = locate.resolve_root(args.root)
     data_dir = locate.resolve_data_dir(args.data_dir, root)
 
     def in_process(front, reason: str) -> int:
-        from indexer.config import ConfigError, Settings
+        from oracle_indexer.config import ConfigError, Settings
 
         try:
             settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
@@ -344,10 +344,10 @@ def serve_through_engine(args: argparse.Namespace) -> int:
 
 
 def cmd_engine(args: argparse.Namespace) -> int:
-    from server.engine import process as engine
+    from oracle_server.engine import process as engine
 
     if args.action == "run":
-        from indexer.config import ConfigError, Settings
+        from oracle_indexer.config import ConfigError, Settings
 
         if not args.key:
             print("oracle: `oracle engine run` is started by `oracle serve`; use status or stop", file=sys.stderr)
@@ -384,7 +384,7 @@ def cmd_token(args: argparse.Namespace) -> int:
     only, never through a server: whoever can write the data dir administers its tokens."""
     from pathlib import Path
 
-    from server.services.team import TokenError, TokenExists, TokenMissing, TokenStore
+    from oracle_server.services.team import TokenError, TokenExists, TokenMissing, TokenStore
 
     root = locate.resolve_root(args.root)
     store = TokenStore(Path(locate.resolve_data_dir(args.data_dir, root)))
@@ -470,7 +470,7 @@ class _Subcommands(argparse._SubParsersAction):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from server import __version__
+    from oracle_server import __version__
 
     parser = argparse.ArgumentParser(prog="oracle", description="Searchable agent memory made of plain markdown.")
     parser.add_argument("--version", action="version", version=f"oracle {__version__}")
@@ -542,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     answered = try_remote(args, specs)
     if answered is not None:
         return answered
-    from indexer.config import ConfigError, Settings
+    from oracle_indexer.config import ConfigError, Settings
 
     try:
         settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
@@ -550,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"oracle: configuration error: {exc}", file=sys.stderr)
         return 2
     if args.func is cmd_serve and not args.http:
-        from server.mcp import stdio_front
+        from oracle_server.mcp import stdio_front
 
         args.stdio_front = stdio_front.start(settings) if stdio_front.enabled() else None
     code = run_local(args, settings)
@@ -572,9 +572,9 @@ def _quick_exit(args: argparse.Namespace) -> bool:
 def run_local(args: argparse.Namespace, settings: Settings) -> int:
     """Run the command in this process; every failure a caller can act on is one line and its kind's exit
     code (server/services/errors.py), the same code the remote path gives for the server's HTTP status."""
-    from server.services.app import Oracle
+    from oracle_server.services.app import Oracle
 
-    from indexer.store.pg.db import DatabaseUnavailable
+    from oracle_indexer.store.pg.db import DatabaseUnavailable
 
     # A server checks its index in the maintenance worker, off the way to the handshake (Store.verify).
     try:
@@ -584,14 +584,14 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
     if getattr(args, "serving", None):
         oracle.serving.update(args.serving)
     if getattr(args, "stdio_front", None) is not None:  # `oracle serve`: the handshake can be answered now
-        from server.mcp import stdio_front
+        from oracle_server.mcp import stdio_front
 
         stdio_front.attach(args.stdio_front, oracle)
     # Imported after the attach: the early handshake answers need the open index, not these modules.
     from pydantic import ValidationError
 
-    from server.services.errors import classify, problems
-    from server.registry.tools import InvalidArguments
+    from oracle_server.services.errors import classify, problems
+    from oracle_server.registry.tools import InvalidArguments
 
     try:
         if args.func is None:

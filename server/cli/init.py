@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.discover import Discovery, discover, top_folder
-from indexer.language import language_tag
-from indexer.safe_write import SHARED, SymlinkRefused, write_atomic
-from indexer.rootconfig import BUILTIN_FOLDER_TYPES, CONFIG_NAME, Layout, load_layout, read_gitignore
-from server.registry.render import summary_lines
+from oracle_indexer.notes.discover import Discovery, discover, top_folder
+from oracle_indexer.notes.language import language_tag
+from oracle_indexer.safe_write import SHARED, SymlinkRefused, write_atomic
+from oracle_indexer.rootconfig import BUILTIN_FOLDER_TYPES, CONFIG_NAME, Layout, load_layout, read_gitignore
+from oracle_server.registry.render import summary_lines
 
 _DATED = re.compile(r"^\d{4}-\d{2}-\d{2}")
 # Folders of release notes and changelogs: many near-identical entries that crowd out answers.

@@ -17,8 +17,8 @@ import socket
 import time
 from urllib.parse import urlencode
 
-from indexer.digest import compare_digest, token_bytes, token_hex
-from server.engine import channel as engine_channel
+from oracle_indexer.digest import compare_digest, token_bytes, token_hex
+from oracle_server.engine import channel as engine_channel
 
 SERVER_FILE = "server.json"
 CLIENT_HEADER = "X-Oracle-Client"

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from indexer.digest import sha256
-from indexer.safe_write import PRIVATE, write_atomic
+from oracle_indexer.digest import sha256
+from oracle_indexer.safe_write import PRIVATE, write_atomic
 
-PACKAGES = ("server", "indexer")
+PACKAGES = ("server", "indexer")  # the folders (installed as oracle_server, oracle_indexer)
 HERE = Path(__file__).resolve().parent.parent  # server/
 
 
@@ -36,7 +36,7 @@ def _key() -> str:
 
 def _cache_dirs() -> list[Path]:
     """The package's own __pycache__ (as Python caches bytecode), else the user's cache folder."""
-    from indexer.locate import cache_home
+    from oracle_indexer.locate import cache_home
 
     user = cache_home()
     return [HERE / "__pycache__", *([Path(user)] if user else [])]
@@ -46,7 +46,7 @@ def derive(tools: Iterable[Any] | None = None) -> dict[str, Any]:
     """The table, from the registry (or the given tools): {command: {tool, method, path, words, stdin,
     help, options}}."""
     if tools is None:
-        from server.registry.tools import TOOLS as tools
+        from oracle_server.registry.tools import TOOLS as tools
 
     spec: dict[str, Any] = {}
     for tool in tools:

@@ -29,8 +29,9 @@ import sys
 import time
 from pathlib import Path
 
-from indexer.digest import compare_digest, hmac_sha256, sha256, token_bytes, token_hex
-from indexer.safe_write import PRIVATE, write_atomic
+from oracle_indexer.digest import compare_digest, hmac_sha256, sha256, token_bytes, token_hex
+from oracle_indexer.safe_write import PRIVATE, write_atomic
+from oracle_server import child_pythonpath
 
 PROTOCOL = 1
 MAX_HELLO = 4096  # bytes of one handshake line
@@ -230,9 +231,9 @@ def spawn(paths: Paths, argv: list[str], env: dict[str, str] | None = None) -> s
     """Start an engine in the background, detached from this process's terminal, signals and pipes (a test
     harness or an MCP client waiting for the session's pipes to close must never wait for the engine). Its
     stderr goes to `paths.log`. A second engine for the same key exits at once (it cannot take the lock)."""
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above server/
     child_env = dict(os.environ if env is None else env)
-    child_env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [child_env.get("PYTHONPATH")])])
+    if path := child_pythonpath(child_env.get("PYTHONPATH")):
+        child_env["PYTHONPATH"] = path
     # glibc gives each thread that allocates its own arena; the engine's search threads grew it by ~120 MB from
     # one session to eight. Two arenas: 8 sessions 833 -> 795 MB in all, the engine 668 -> 632 MB, first search
     # in a new session unchanged (benchmarks/engine.py, benchmarks/HISTORY.md "One engine"). A user's own setting wins.
@@ -242,7 +243,7 @@ def spawn(paths: Paths, argv: list[str], env: dict[str, str] | None = None) -> s
             os.unlink(paths.log)
     log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     try:
-        return subprocess.Popen([sys.executable, "-m", "server.cli", *argv], env=child_env, cwd="/",
+        return subprocess.Popen([sys.executable, "-m", "oracle_server.cli", *argv], env=child_env, cwd="/",
                                 stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, close_fds=True,
                                 start_new_session=True)
     finally:

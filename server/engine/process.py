@@ -28,7 +28,7 @@ import sys
 import time
 from typing import Any
 
-from server.engine import channel
+from oracle_server.engine import channel
 
 IDLE_SECONDS = 600.0
 MAX_MESSAGE = 64 << 20  # bytes of one JSON-RPC line from a session
@@ -85,7 +85,7 @@ class Engine:
         self.last_active = time.monotonic()
         self.stopping: Any = None  # anyio.Event, made in the loop
         self.lifespan_state: Any = None
-        from server.mcp.server import INSTRUCTIONS
+        from oracle_server.mcp.server import INSTRUCTIONS
 
         self.base_instructions = INSTRUCTIONS  # a relay records them for its handshake cache (server/engine/relay.py)
         self._set_serving()
@@ -204,8 +204,8 @@ class Engine:
 
     async def _call(self, reader: Any, stream: Any) -> None:
         """One CLI tool call (server/cli/commands.py): the registry's validation and service, the result's JSON."""
-        from server.services.errors import classify, problems
-        from server.registry.tools import BY_NAME, Caller, InvalidArguments
+        from oracle_server.services.errors import classify, problems
+        from oracle_server.registry.tools import BY_NAME, Caller, InvalidArguments
 
         try:
             request = json.loads(await reader.receive_until(b"\n", MAX_MESSAGE))
@@ -276,7 +276,7 @@ def _same_user(stream: Any) -> bool:
 
 
 def _version() -> str:
-    from server import __version__
+    from oracle_server import __version__
 
     return __version__
 
@@ -290,8 +290,8 @@ def run(settings: Any, key: str, watch: bool, index: bool) -> int:
         return 0
     import anyio
 
-    from server.services.app import Oracle
-    from server.mcp.server import build_server
+    from oracle_server.services.app import Oracle
+    from oracle_server.mcp.server import build_server
 
     secret = channel.new_secret()
     channel.write_private(paths.secret, secret)

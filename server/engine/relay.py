@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from server.engine import channel
-from server.mcp import stdio_front
+from oracle_server.engine import channel
+from oracle_server.mcp import stdio_front
 
 START_TIMEOUT = 60.0  # seconds to wait for a new engine to answer before serving in-process
 ENGINE_STARTING = ("Right now: the shared Oracle engine for this knowledge base is starting (calls wait for it);"

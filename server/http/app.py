@@ -38,18 +38,18 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from server import __version__
-from server.services.app import Oracle, ServerConfigError
-from server.services.browse import Graph, graph
-from server.services.errors import VALIDATION_STATUS, OracleError, classify, problem, problems
-from server.services.feedback import feedback_overview
-from server.services.files import FileContent, read_file
-from server.mcp.server import build_server
-from server.services.models import NoteData
-from server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
-from server.services.slots import ServiceSlots
-from server.services.supersede import supersessions_overview
-from server.services.team import (
+from oracle_server import __version__
+from oracle_server.services.app import Oracle, ServerConfigError
+from oracle_server.services.browse import Graph, graph
+from oracle_server.services.errors import VALIDATION_STATUS, OracleError, classify, problem, problems
+from oracle_server.services.feedback import feedback_overview
+from oracle_server.services.files import FileContent, read_file
+from oracle_server.mcp.server import build_server
+from oracle_server.services.models import NoteData
+from oracle_server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
+from oracle_server.services.slots import ServiceSlots
+from oracle_server.services.supersede import supersessions_overview
+from oracle_server.services.team import (
     ANONYMOUS,
     IDENTITY_KEY,
     Identity,
@@ -58,7 +58,7 @@ from server.services.team import (
     identity_of,
     weak_token,
 )
-from server.registry.tools import BY_PATH, TOOLS, Caller, Tool
+from oracle_server.registry.tools import BY_PATH, TOOLS, Caller, Tool
 
 STATIC = Path(__file__).resolve().parent / "static"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -514,7 +514,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         nonce with the secret recorded there. The secret itself never leaves the data dir."""
         if proof_secret is None:
             return JSONResponse({"error": "no proof secret"}, status_code=404)
-        from server.engine.channel import server_proof as prove
+        from oracle_server.engine.channel import server_proof as prove
 
         return JSONResponse({"proof": prove(proof_secret, nonce)})
 

@@ -7,7 +7,7 @@ Both name this checkout's `oracle` by its absolute path: a client starts servers
 so the relative `.venv/bin/oracle` the repository used to commit only worked when started from here. Generated
 (and gitignored) because the path is this machine's. Idempotent: a file already saying the same is left alone.
 
-    python -m server.mcp.client_config [FOLDER]     # default: the checkout this module is in
+    python -m oracle_server.mcp.client_config [FOLDER]     # default: the checkout this module is in
 """
 
 from __future__ import annotations

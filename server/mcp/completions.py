@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from server.services.app import Oracle
+from oracle_server.services.app import Oracle
 
 MAX_VALUES = 100  # the protocol's ceiling for one completion response
 MAX_TYPED = 200  # longer input cannot be a prefix of anything useful; refuse to scan with it

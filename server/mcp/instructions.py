@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from server.services.app import Oracle
+    from oracle_server.services.app import Oracle
 
 NOTE_TEMPLATE = "oracle://note/{+path}"
 CHUNK_TEMPLATE = "oracle://chunk/{id}"

@@ -4,7 +4,7 @@ Two halves:
 
 - `ChangeFeed` (no MCP here) keeps a snapshot of what the index holds (each note's sha256 and each
   section's content hash) and, on `check()`, diffs the index against it. It is asked after every batch the
-  file watcher indexes (a hook in `indexer.watch`), so a saved file is announced as soon as it is
+  file watcher indexes (a hook in `oracle_indexer.worker.watch`), so a saved file is announced as soon as it is
   searchable, and polled once a second as a safety net for what no watcher of this process saw (a
   learning written with `--no-watch`, another process's indexer). A poll costs one small query while
   nothing changed.
@@ -33,8 +33,8 @@ import anyio
 import anyio.to_thread
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 
-from server.services.app import Oracle
-from server.mcp.resources import STATS_URI, chunk_uri, note_uri
+from oracle_server.services.app import Oracle
+from oracle_server.mcp.resources import STATS_URI, chunk_uri, note_uri
 
 log = logging.getLogger("oracle.notify")
 POLL_SECONDS = 1.0
@@ -220,7 +220,7 @@ class McpNotifier:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """While the MCP server runs: prime the snapshot, follow the watcher and the poll, deliver."""
-        from indexer.watch import add_batch_listener
+        from oracle_indexer.worker.watch import add_batch_listener
 
         send, receive = anyio.create_memory_object_stream[Changes](256)
         self._loop, self._send = asyncio.get_running_loop(), send

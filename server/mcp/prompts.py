@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from indexer.embed import EmbeddingUnavailable
-from server.services.app import Oracle
-from server.services.browse import REFLECT_TYPES, reflect
-from server.services.consult import consult, quote_sources
-from server.services.learn import DUPLICATE_SIMILARITY, slugify
-from server.services.models import ConsultRequest, Hit, ReflectRequest, SearchRequest, Source
-from server.services.search.pipeline import run_search
+from oracle_indexer.models.embed import EmbeddingUnavailable
+from oracle_server.services.app import Oracle
+from oracle_server.services.browse import REFLECT_TYPES, reflect
+from oracle_server.services.consult import consult, quote_sources
+from oracle_server.services.learn import DUPLICATE_SIMILARITY, slugify
+from oracle_server.services.models import ConsultRequest, Hit, ReflectRequest, SearchRequest, Source
+from oracle_server.services.search.pipeline import run_search
 
 # The bundled retrospectives' sections: used when the knowledge base has too few retrospectives of its own.
 DEFAULT_RETRO_SECTIONS = (

@@ -26,16 +26,16 @@ from urllib.parse import quote
 
 from mcp.shared.uri_template import UriTemplate
 
-from server.services.app import Oracle
-from server.services.boundary import defuse_data, defuse_markers
-from server.services.browse import NotFound
-from server.services.files import FileNotInRoot, PathRefused, safe_path
-from indexer.fields import FieldCondition, value_key, value_text
-from server.mcp.instructions import CHUNK_TEMPLATE, FIELD_TEMPLATE, NOTE_TEMPLATE, STATS_URI
-from server.services.models import ReadRequest
-from server.services.read import read_note
-from server.services.stats import stats
-from server.services.search.where import resolve_where
+from oracle_server.services.app import Oracle
+from oracle_server.services.boundary import defuse_data, defuse_markers
+from oracle_server.services.browse import NotFound
+from oracle_server.services.files import FileNotInRoot, PathRefused, safe_path
+from oracle_indexer.notes.fields import FieldCondition, value_key, value_text
+from oracle_server.mcp.instructions import CHUNK_TEMPLATE, FIELD_TEMPLATE, NOTE_TEMPLATE, STATS_URI
+from oracle_server.services.models import ReadRequest
+from oracle_server.services.read import read_note
+from oracle_server.services.stats import stats
+from oracle_server.services.search.where import resolve_where
 
 PAGE_SIZE = 100  # notes per resources/list page: 10k notes are 100 pages, never one response
 MAX_NOTE_CHARS = 2_000_000  # ReadRequest's ceiling; larger notes are refused by the indexer anyway

@@ -12,14 +12,14 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
-from server import __version__
-from server.services.app import Oracle
-from server.services.errors import classify, problems
-from server.mcp.surface import Surface, link_hits, link_sources
-from server.registry.schemas import lean_schema
-from server.services.slots import ServiceSlots
-from server.services.team import ANONYMOUS, Identity, identity_of
-from server.registry.tools import TOOLS, Caller, InvalidArguments, Tool, input_schema
+from oracle_server import __version__
+from oracle_server.services.app import Oracle
+from oracle_server.services.errors import classify, problems
+from oracle_server.mcp.surface import Surface, link_hits, link_sources
+from oracle_server.registry.schemas import lean_schema
+from oracle_server.services.slots import ServiceSlots
+from oracle_server.services.team import ANONYMOUS, Identity, identity_of
+from oracle_server.registry.tools import TOOLS, Caller, InvalidArguments, Tool, input_schema
 
 INSTRUCTIONS = (
     "Oracle is this team's memory: principles (how we work), learnings (patterns found while working) and "

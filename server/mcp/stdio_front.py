@@ -35,8 +35,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from indexer.digest import sha256
-from indexer.safe_write import PRIVATE, write_atomic
+from oracle_indexer.digest import sha256
+from oracle_indexer.safe_write import PRIVATE, write_atomic
 
 CACHE_NAME = "mcp-handshake.json"  # in the data dir, when the shared cache folder cannot be written
 SHARED_PREFIX = "handshake-"  # handshake-<key>.json in the user's cache folder
@@ -50,7 +50,7 @@ _EOF = object()
 def shared_path(key: str) -> Path | None:
     """This code version's file in the user's cache folder (indexer/locate.py: ORACLE_CACHE_DIR, else
     $XDG_CACHE_HOME/oracle, else ~/.cache/oracle)."""
-    from indexer.locate import cache_home
+    from oracle_indexer.locate import cache_home
 
     folder = cache_home()
     return Path(folder) / f"{SHARED_PREFIX}{key[:32]}.json" if folder is not None else None
@@ -481,7 +481,7 @@ def start(settings: Any) -> Front:
 
 
 def attach(front: Front, oracle: Any) -> None:
-    from server.mcp.instructions import live_instructions
+    from oracle_server.mcp.instructions import live_instructions
 
     front.attach(lambda base: live_instructions(oracle, base))
 

@@ -1,6 +1,6 @@
 """Oracle's MCP surface beyond the tools: resources, prompts, completions, change notifications, live
 instructions, resource links on hits, and the tool-loading hint. A thin adapter like the tools: every
-handler validates, calls one service (`server.mcp.resources`, `server.mcp.prompts`, `server.mcp.completions`) off the
+handler validates, calls one service (`oracle_server.mcp.resources`, `oracle_server.mcp.prompts`, `oracle_server.mcp.completions`) off the
 event loop, and shapes the result into MCP types.
 
 These handlers are registered on the SDK's low-level server (`add_request_handler`), because MCPServer's
@@ -47,10 +47,10 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from server.services.app import Oracle
-from indexer.rootconfig import DOC_TYPES
-from server.services.browse import REFLECT_TYPES, NotFound
-from server.mcp.completions import (
+from oracle_server.services.app import Oracle
+from oracle_indexer.rootconfig import DOC_TYPES
+from oracle_server.services.browse import REFLECT_TYPES, NotFound
+from oracle_server.mcp.completions import (
     Suggestions,
     complete_concepts,
     complete_field_names,
@@ -59,10 +59,10 @@ from server.mcp.completions import (
     complete_projects,
     complete_types,
 )
-from server.mcp.instructions import live_instructions
-from server.services.models import ConsultResult, SearchResult
-from server.mcp.notify import McpNotifier
-from server.mcp.prompts import (
+from oracle_server.mcp.instructions import live_instructions
+from oracle_server.services.models import ConsultResult, SearchResult
+from oracle_server.mcp.notify import McpNotifier
+from oracle_server.mcp.prompts import (
     PromptArgumentError,
     PromptText,
     consult_prompt,
@@ -70,7 +70,7 @@ from server.mcp.prompts import (
     reflect_prompt,
     retrospective_prompt,
 )
-from server.mcp.resources import (
+from oracle_server.mcp.resources import (
     CHUNK_TEMPLATE,
     FIELD_TEMPLATE,
     NOTE_TEMPLATE,
@@ -84,7 +84,7 @@ from server.mcp.resources import (
     parse_uri,
     read_resource,
 )
-from server.services.slots import ServiceSlots
+from oracle_server.services.slots import ServiceSlots
 
 T = TypeVar("T")
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for "Resource not found"

@@ -1,7 +1,7 @@
 """Record the MCP SDK's handshake answers in the shared cache once, so that the very first `oracle serve` on
 any root (a brand-new one included) answers `tools/list` before the SDK has loaded (server/mcp/stdio_front.py).
 
-    python -m server.mcp.warm        # `make install` runs it; a no-op when this code version's answers are there
+    python -m oracle_server.mcp.warm        # `make install` runs it; a no-op when this code version's answers are there
 
 How: start a real `oracle serve` on an empty temporary root and data dir and list its tools through the official
 MCP client, once per protocol era (a 2026-07-28 `server/discover` session and a handshake-era `initialize` one).
@@ -19,7 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from server.mcp import stdio_front
+from oracle_server import child_pythonpath
+from oracle_server.mcp import stdio_front
 
 TIMEOUT_SECONDS = 120.0
 ERAS = ("auto", "legacy")  # the SDK client's default (2026 probe, then fallback) and the initialize handshake
@@ -46,7 +47,7 @@ async def _list_tools(env: dict[str, str], mode: str, cwd: str) -> int:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "server.cli", "serve", "--standalone", "--no-index",
+    params = StdioServerParameters(command=sys.executable, args=["-m", "oracle_server.cli", "serve", "--standalone", "--no-index",
                                                                  "--no-watch"], env=env, cwd=cwd)
     with open(os.devnull, "w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode=mode,  # type: ignore[arg-type]
@@ -66,8 +67,8 @@ def warm() -> Path:
         # The user's other ORACLE_* settings change no answer (stdio_front.code_key) and could only fail the start.
         env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_") or k == "ORACLE_CACHE_DIR"}
         env.update(ORACLE_ROOT=str(work / "root"), ORACLE_DATA_DIR=str(work / "data"), PYTHONIOENCODING="utf-8")
-        repo = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join([repo, *filter(None, [env.get("PYTHONPATH")])])
+        if path := child_pythonpath(env.get("PYTHONPATH")):
+            env["PYTHONPATH"] = path
         for mode in ERAS:
             anyio.run(_list_tools, env, mode, str(work))
     finally:

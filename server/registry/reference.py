@@ -2,8 +2,8 @@
 description, its HTTP route and CLI command, every parameter with its type, default and bounds, and the top-level
 fields of its result, all read from the declarations and their pydantic models.
 
-    python -m server.registry.reference            # rewrite docs/tools.md
-    python -m server.registry.reference --check    # exit 1 if docs/tools.md is not what the registry says
+    python -m oracle_server.registry.reference            # rewrite docs/tools.md
+    python -m oracle_server.registry.reference --check    # exit 1 if docs/tools.md is not what the registry says
 
 tests/contract/test_docs.py runs the check, so a changed tool fails the suite until the page is regenerated.
 """
@@ -16,12 +16,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from server.registry.tools import TOOLS, Tool
+from oracle_server.registry.tools import TOOLS, Tool
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "tools.md"
 HEADER = """# Tools reference
 
-Generated from the registry (`server/registry/tools.py`) by `python -m server.registry.reference`; do not edit by
+Generated from the registry (`server/registry/tools.py`) by `python -m oracle_server.registry.reference`; do not edit by
 hand (tests/contract/test_docs.py checks it). Every tool is the same over MCP, HTTP and the CLI: the same
 parameters, defaults and bounds. [README](../README.md) has one example per tool; [knowledge.md](knowledge.md)
 explains feedback, supersession, consults and edits.
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--check" in args:
         current = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
         if current != text:
-            print(f"{PAGE} is out of date: run `python -m server.registry.reference`", file=sys.stderr)
+            print(f"{PAGE} is out of date: run `python -m oracle_server.registry.reference`", file=sys.stderr)
             return 1
         return 0
     PAGE.parent.mkdir(exist_ok=True)

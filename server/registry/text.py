@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.services.models import (
+from oracle_server.services.models import (
     ArchiveResult,
     ConceptsResult,
     EditResult,
@@ -24,8 +24,8 @@ from server.services.models import (
     VerifyResult,
     WorkingSetCheck,
 )
-from server.registry.render import budget_line, result_count, serving_text
-from server.services.stats import Stats
+from oracle_server.registry.render import budget_line, result_count, serving_text
+from oracle_server.services.stats import Stats
 
 
 def plural(n: int, word: str) -> str:

@@ -14,24 +14,24 @@ from typing import TYPE_CHECKING, Any, Literal
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
-from server.services import models as m
-from server.registry import text
-from server.services.browse import concepts, list_documents, reflect
-from server.services.consult import consult
-from server.services.edit import archive, edit
-from server.services.errors import OracleError, problems
-from server.services.feedback import record_feedback
-from server.services.learn import learn
-from server.registry.schemas import lean_input_schema
-from server.services.read import read_note
-from server.services.relations import find_relations
-from server.services.search.pipeline import search
-from server.services.stats import Stats, stats
-from server.services.supersede import supersede
-from server.services.verify import verify
+from oracle_server.services import models as m
+from oracle_server.registry import text
+from oracle_server.services.browse import concepts, list_documents, reflect
+from oracle_server.services.consult import consult
+from oracle_server.services.edit import archive, edit
+from oracle_server.services.errors import OracleError, problems
+from oracle_server.services.feedback import record_feedback
+from oracle_server.services.learn import learn
+from oracle_server.registry.schemas import lean_input_schema
+from oracle_server.services.read import read_note
+from oracle_server.services.relations import find_relations
+from oracle_server.services.search.pipeline import search
+from oracle_server.services.stats import Stats, stats
+from oracle_server.services.supersede import supersede
+from oracle_server.services.verify import verify
 
 if TYPE_CHECKING:
-    from server.services.app import Oracle
+    from oracle_server.services.app import Oracle
 
 Surface = Literal["mcp", "http", "cli"]
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)

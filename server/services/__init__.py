@@ -1,7 +1,7 @@
 """The one service layer: every behaviour lives here once, as plain functions over an `Oracle` (app.py).
 
 Adapters (MCP, HTTP, CLI) call these through the registry; nothing here knows which adapter called. May
-import: `indexer`, and modules of this package. Never `server.registry`, `mcp`, `engine`, `http` or `cli`.
+import: `indexer`, and modules of this package. Never `oracle_server.registry`, `mcp`, `engine`, `http` or `cli`.
 
 - app.py: the Oracle context (settings, store, vectors, embedder). models.py: request and result models.
   errors.py: one error model. boundary.py: the consult trust boundary's markers.

@@ -4,7 +4,7 @@ Every adapter (CLI, MCP, HTTP) builds one of these and passes it to the service 
 else holds connections. Heavy parts (the ONNX model, chromadb) load on first use.
 
 Lifecycle, the same for every adapter and test: `Oracle.open()` opens the stores (nothing runs in the
-background); `start(watch=...)` starts the one maintenance worker (indexer/maintenance.py: initial sync,
+background); `start(watch=...)` starts the one maintenance worker (indexer/worker/maintenance.py: initial sync,
 usage-log writes, file events, vector-store health and repair, model warm-up, sweep, vector backlog);
 `close()` stops and joins that worker, then closes the stores, so no background work ever meets a closed
 database. A one-shot CLI command opens and closes without starting.
@@ -15,16 +15,16 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from indexer.backends import open_logs, open_store, open_vectors
-from indexer.config import Settings
-from indexer.embed import Embedder
-from indexer.maintenance import SWEEP_SECONDS, Maintenance, Reporter
-from indexer.rerank import CrossEncoder
-from indexer.safe_write import private_dir
-from indexer.store import Store
-from indexer.sync import Indexer
-from indexer.vectors import VectorStore
-from indexer.store.logs import Logs
+from oracle_indexer.store.backends import open_logs, open_store, open_vectors
+from oracle_indexer.config import Settings
+from oracle_indexer.models.embed import Embedder
+from oracle_indexer.worker.maintenance import SWEEP_SECONDS, Maintenance, Reporter
+from oracle_indexer.models.rerank import CrossEncoder
+from oracle_indexer.safe_write import private_dir
+from oracle_indexer.store.sqlite import Store
+from oracle_indexer.worker.sync import Indexer
+from oracle_indexer.store.sqlite.vectors import VectorStore
+from oracle_indexer.store.sqlite.logs import Logs
 
 READY_TIMEOUT = 120.0
 
@@ -48,7 +48,7 @@ class Oracle:
     # How this Oracle is being served, for oracle_stats (server/services/stats.py `Serving`): a shared engine
     # (server/engine/process.py) updates its session count; a stdio session that lost its engine says why it runs alone.
     serving: dict = field(default_factory=lambda: {"mode": "in-process", "detail": "this process"})
-    reranker: CrossEncoder | None = None  # [rerank] in oracle.toml (indexer/rerank.py); None: fused order only
+    reranker: CrossEncoder | None = None  # [rerank] in oracle.toml (indexer/models/rerank.py); None: fused order only
 
     def __post_init__(self) -> None:
         self.ready.set()

@@ -8,12 +8,12 @@ import re
 
 from pydantic import BaseModel
 
-from indexer.concepts import normalise_tags
-from indexer.parse import relation_key
-from indexer.rootconfig import DOC_TYPES
-from indexer.store import Filters, Section, Store
-from server.services.app import Oracle
-from server.services.models import (
+from oracle_indexer.notes.concepts import normalise_tags
+from oracle_indexer.notes.parse import relation_key
+from oracle_indexer.rootconfig import DOC_TYPES
+from oracle_indexer.store.sqlite import Filters, Section, Store
+from oracle_server.services.app import Oracle
+from oracle_server.services.models import (
     ConceptCount,
     ConceptsRequest,
     ConceptsResult,
@@ -26,8 +26,8 @@ from server.services.models import (
     past_the_end,
     where_conditions,
 )
-from server.services.relations import relation_graph
-from server.services.search.where import resolve_where
+from oracle_server.services.relations import relation_graph
+from oracle_server.services.search.where import resolve_where
 
 
 class NotFound(LookupError):

@@ -12,12 +12,12 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from server.services.app import Oracle
-from server.services.boundary import defuse, tag_for
-from server.services.models import ConsultRequest, ConsultResult, SearchRequest, Source
-from server.services.search.pipeline import run_search
-from server.services.working_set import build as build_working_set
-from server.services.working_set import canonical_json, working_set_id
+from oracle_server.services.app import Oracle
+from oracle_server.services.boundary import defuse, tag_for
+from oracle_server.services.models import ConsultRequest, ConsultResult, SearchRequest, Source
+from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.working_set import build as build_working_set
+from oracle_server.services.working_set import canonical_json, working_set_id
 
 PER_TYPE = 5
 CHARS_PER_TOKEN = 4  # a conservative estimate for English prose; no model tokenizer is needed

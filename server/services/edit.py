@@ -8,7 +8,7 @@ wrote meanwhile without having seen it.
   the top of a note without one) is refused. The file is replaced atomically through indexer/safe_write.py
   and re-indexed before the call returns, as a learning is.
 - `archive`: the note leaves the index and moves to `.archive/<its path>` under the root, never deleted. The
-  folder is hidden, so the indexer's own rules (indexer/discover.py) keep it out of the index and out of
+  folder is hidden, so the indexer's own rules (indexer/notes/discover.py) keep it out of the index and out of
   every reader (search, read, /api/file) with no configuration; `git` still tracks it.
 
 Paths are checked as readers check them (server/services/files.py: inside the root, markdown, not hidden, not
@@ -27,13 +27,13 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from indexer.discover import is_within
-from indexer.parse import CHUNK_ID_RE
-from indexer.safe_write import SHARED, write_atomic
-from server.services.app import Oracle
-from server.services.errors import WRITE_ERRNO_KIND, OracleError
-from server.services.files import MAX_READ_BYTES, FileNotInRoot, PathRefused, read_bytes, safe_path
-from server.services.models import ArchiveRequest, ArchiveResult, EditRequest, EditResult
+from oracle_indexer.notes.discover import is_within
+from oracle_indexer.notes.parse import CHUNK_ID_RE
+from oracle_indexer.safe_write import SHARED, write_atomic
+from oracle_server.services.app import Oracle
+from oracle_server.services.errors import WRITE_ERRNO_KIND, OracleError
+from oracle_server.services.files import MAX_READ_BYTES, FileNotInRoot, PathRefused, read_bytes, safe_path
+from oracle_server.services.models import ArchiveRequest, ArchiveResult, EditRequest, EditResult
 
 ARCHIVE_FOLDER = ".archive"
 MAX_SUFFIX = 1000

@@ -87,14 +87,14 @@ def classify(exc: BaseException) -> OracleError | None:
     service layer into the CLI's fast path."""
     if isinstance(exc, OracleError):
         return exc
-    from indexer.sync import SyncRefused
-    from server.services.app import ServerConfigError
-    from server.services.browse import NotFound
-    from server.services.feedback import FeedbackError, FeedbackLimit
-    from server.services.files import FileNotInRoot, PathRefused
-    from server.services.learn import LearnError, LearnKeyConflict, LearnLost
-    from server.services.search.query import QueryError
-    from server.services.supersede import SupersedeError
+    from oracle_indexer.worker.sync import SyncRefused
+    from oracle_server.services.app import ServerConfigError
+    from oracle_server.services.browse import NotFound
+    from oracle_server.services.feedback import FeedbackError, FeedbackLimit
+    from oracle_server.services.files import FileNotInRoot, PathRefused
+    from oracle_server.services.learn import LearnError, LearnKeyConflict, LearnLost
+    from oracle_server.services.search.query import QueryError
+    from oracle_server.services.supersede import SupersedeError
 
     message = str(exc)
     if isinstance(exc, (LearnLost, LearnKeyConflict)):

@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from server.services.app import Oracle
-from server.services.models import FeedbackRequest, FeedbackResult
-from server.services.search.scoring import SCORE_DECIMALS, feedback_factor
+from oracle_server.services.app import Oracle
+from oracle_server.services.models import FeedbackRequest, FeedbackResult
+from oracle_server.services.search.scoring import SCORE_DECIMALS, feedback_factor
 
 
 # feedback_log is never pruned by age (search ranks by it), so what a client can add is bounded instead (issue

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel
 
-from indexer.discover import (
+from oracle_indexer.notes.discover import (
     MARKDOWN_SUFFIXES,
     TooLarge,
     Unreadable,
@@ -25,9 +25,9 @@ from indexer.discover import (
     read_inside,
     target_refused,
 )
-from indexer.rootconfig import Layout
-from server.services.app import Oracle
-from server.services.models import NoteText
+from oracle_indexer.rootconfig import Layout
+from oracle_server.services.app import Oracle
+from oracle_server.services.models import NoteText
 
 MAX_READ_BYTES = 5 * 1024 * 1024
 # The indexer skips these (dotfiles, editor temporaries); a reader must not serve what was never indexed.

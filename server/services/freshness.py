@@ -1,4 +1,4 @@
-"""Freshness in the service layer: which notes are stale (indexer/freshness.py has the rule), the fields each
+"""Freshness in the service layer: which notes are stale (indexer/notes/freshness.py has the rule), the fields each
 hit, consult source and read result carries, `prefer_fresh` / `fresh_only` after ranking, stale counts for
 stats, and marking a note verified today through the same safe writer as learn.
 """
@@ -9,13 +9,13 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from indexer.freshness import Staleness, StampRefused, stamp_verified, staleness
-from indexer.parse import CHUNK_ID_RE, split_frontmatter
-from indexer.safe_write import SHARED, write_atomic
-from server.services.app import Oracle
-from server.services.errors import OracleError
-from server.services.files import PathRefused, read_bytes, safe_path
-from server.services.models import VerifiedNote
+from oracle_indexer.notes.freshness import Staleness, StampRefused, stamp_verified, staleness
+from oracle_indexer.notes.parse import CHUNK_ID_RE, split_frontmatter
+from oracle_indexer.safe_write import SHARED, write_atomic
+from oracle_server.services.app import Oracle
+from oracle_server.services.errors import OracleError
+from oracle_server.services.files import PathRefused, read_bytes, safe_path
+from oracle_server.services.models import VerifiedNote
 
 T = TypeVar("T")
 

@@ -21,14 +21,14 @@ from pathlib import Path
 
 import yaml
 
-from indexer.discover import is_within
-from indexer.parse import bare_title, parse_markdown
-from indexer.safe_write import SHARED, create_new
-from server.services.app import Oracle
-from server.services.edit import expect_unchanged
-from server.services.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest, SupersedeRequest
-from server.services.search.pipeline import run_search
-from server.services.supersede import supersede
+from oracle_indexer.notes.discover import is_within
+from oracle_indexer.notes.parse import bare_title, parse_markdown
+from oracle_indexer.safe_write import SHARED, create_new
+from oracle_server.services.app import Oracle
+from oracle_server.services.edit import expect_unchanged
+from oracle_server.services.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest, SupersedeRequest
+from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.supersede import supersede
 
 SLUG_MAX = 60
 SLUG_MAX_BYTES = 180  # 60 three-byte letters (Thai, CJK); four-byte letters get fewer: names stay < 255 bytes

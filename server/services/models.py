@@ -8,11 +8,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
-from indexer.concepts import tag_parts
-from indexer.fields import FieldCondition, WhereError, canonical_where, parse_where
-from indexer.parse import MAX_TERM_CHARS, relation_term
-from server.services.boundary import defuse_data, defuse_markers
-from server.services.search.query import MAX_QUERY_CHARS
+from oracle_indexer.notes.concepts import tag_parts
+from oracle_indexer.notes.fields import FieldCondition, WhereError, canonical_where, parse_where
+from oracle_indexer.notes.parse import MAX_TERM_CHARS, relation_term
+from oracle_server.services.boundary import defuse_data, defuse_markers
+from oracle_server.services.search.query import MAX_QUERY_CHARS
 
 DocType = Literal["all", "principle", "learning", "retro"]
 SearchMode = Literal["hybrid", "fts", "vector"]
@@ -211,7 +211,7 @@ class SearchRequest(BaseModel):
     @field_validator("lang")
     @classmethod
     def _lang(cls, value: str | None) -> str | None:
-        """`zh-TW`, `ZH` -> `zh`: notes are filed under their primary language code (indexer/language.py)."""
+        """`zh-TW`, `ZH` -> `zh`: notes are filed under their primary language code (indexer/notes/language.py)."""
         return value[:2].lower() if value else None
 
     @field_validator("concepts", mode="before")

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import json
 
-from indexer.parse import split_frontmatter
-from indexer.sync import decode_markdown, file_hash
-from server.services.app import Oracle
-from server.services.browse import NotFound
-from server.services.freshness import fields as freshness_fields
-from server.services.freshness import note_staleness
-from server.services.files import MAX_READ_BYTES, FileNotInRoot, read_bytes
-from server.services.models import ReadRequest, ReadResult, SectionRef
-from server.services.relations import stating_files
-from server.services.supersede import successors_for
+from oracle_indexer.notes.parse import split_frontmatter
+from oracle_indexer.worker.sync import decode_markdown, file_hash
+from oracle_server.services.app import Oracle
+from oracle_server.services.browse import NotFound
+from oracle_server.services.freshness import fields as freshness_fields
+from oracle_server.services.freshness import note_staleness
+from oracle_server.services.files import MAX_READ_BYTES, FileNotInRoot, read_bytes
+from oracle_server.services.models import ReadRequest, ReadResult, SectionRef
+from oracle_server.services.relations import stating_files
+from oracle_server.services.supersede import successors_for
 
 
 def _json_safe(meta: dict) -> dict:

@@ -1,15 +1,15 @@
 """Relations: (subject, predicate, object) triplets that notes state in their frontmatter.
 
-Terms match case- and spacing-insensitively (`indexer.parse.relation_key`), exactly otherwise: a
+Terms match case- and spacing-insensitively (`oracle_indexer.notes.parse.relation_key`), exactly otherwise: a
 triplet is a claim, and "sqlite" should not find "sqlite-vec". Search can start from a triplet pattern:
 the notes stating a matching relation come first, then text and vector results fill the page.
 """
 
 from __future__ import annotations
 
-from indexer.store import Filters, Pattern
-from server.services.app import Oracle
-from server.services.models import RelationHit, RelationsRequest, RelationsResult, Triplet
+from oracle_indexer.store.sqlite import Filters, Pattern
+from oracle_server.services.app import Oracle
+from oracle_server.services.models import RelationHit, RelationsRequest, RelationsResult, Triplet
 
 
 def find_relations(oracle: Oracle, request: RelationsRequest) -> RelationsResult:

@@ -7,12 +7,12 @@ import time
 
 from pydantic import BaseModel, Field
 
-from indexer.discover import discover
-from indexer.vectors import VectorStoreUnavailable
-from server import __version__
-from server.services.app import Oracle
-from server.services.freshness import stale_by_type
-from server.services.models import NoteText
+from oracle_indexer.notes.discover import discover
+from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
+from oracle_server import __version__
+from oracle_server.services.app import Oracle
+from oracle_server.services.freshness import stale_by_type
+from oracle_server.services.models import NoteText
 
 
 class Drift(BaseModel):

@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from indexer.parse import CHUNK_ID_RE as _CHUNK_ID
-from server.services.app import Oracle
-from server.services.files import PathRefused, safe_path
-from server.services.models import NoteRef, SupersededBy, SupersedeRequest, SupersedeResult
+from oracle_indexer.notes.parse import CHUNK_ID_RE as _CHUNK_ID
+from oracle_server.services.app import Oracle
+from oracle_server.services.files import PathRefused, safe_path
+from oracle_server.services.models import NoteRef, SupersededBy, SupersedeRequest, SupersedeResult
 
 
 class SupersedeError(ValueError):

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from indexer.locks import WriterLock
-from indexer.safe_write import PRIVATE, private_dir, write_atomic
+from oracle_indexer.locks import WriterLock
+from oracle_indexer.safe_write import PRIVATE, private_dir, write_atomic
 
 Access = Literal["read", "write"]
 TOKENS_FILE = "tokens.json"

@@ -11,10 +11,10 @@ reproduce on the index as it is now (server/services/working_set.py)?
 
 from __future__ import annotations
 
-from server.services.app import Oracle
-from server.services.freshness import mark_verified
-from server.services.models import Citation, CitationStatus, VerifyRequest, VerifyResult
-from server.services.working_set import check
+from oracle_server.services.app import Oracle
+from oracle_server.services.freshness import mark_verified
+from oracle_server.services.models import Citation, CitationStatus, VerifyRequest, VerifyResult
+from oracle_server.services.working_set import check
 
 
 def verify(oracle: Oracle, request: VerifyRequest) -> VerifyResult:

@@ -18,12 +18,12 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
-from server.services.errors import OracleError
-from server.services.models import Citation, ConsultRequest, WorkingSetCheck
+from oracle_server.services.errors import OracleError
+from oracle_server.services.models import Citation, ConsultRequest, WorkingSetCheck
 
 if TYPE_CHECKING:
-    from server.services.app import Oracle
-    from server.services.models import Source
+    from oracle_server.services.app import Oracle
+    from oracle_server.services.models import Source
 
 VERSION = 1  # of the working set's shape; a new shape gives new ids
 TAG_PLACEHOLDER = "TAG"
@@ -63,8 +63,8 @@ def build(request: ConsultRequest, budget_tokens: int, sources: list[Source], gu
 
 def check(oracle: Oracle, wanted: str) -> WorkingSetCheck:
     """Does the logged consultation with this id reproduce on the index as it is now?"""
-    from server.services.consult import run_consult  # consult imports this module
-    from server.services.verify import check_citations
+    from oracle_server.services.consult import run_consult  # consult imports this module
+    from oracle_server.services.verify import check_citations
 
     row = oracle.logs.consult_by_working_set(wanted)
     if row is None or not row.get("working_set"):

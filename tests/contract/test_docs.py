@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from server.registry import reference
-from server.registry.tools import TOOLS
+from oracle_server.registry import reference
+from oracle_server.registry.tools import TOOLS
 
 PROJECT = Path(__file__).resolve().parents[2]
 README = PROJECT / "README.md"
@@ -16,7 +16,7 @@ LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
 
 def test_tools_reference_is_generated_from_the_registry():
     assert reference.PAGE.read_text(encoding="utf-8") == reference.tools_reference(), (
-        "docs/tools.md is out of date: run `python -m server.registry.reference` (or `make docs`)")
+        "docs/tools.md is out of date: run `python -m oracle_server.registry.reference` (or `make docs`)")
     assert reference.main(["--check"]) == 0
 
 

@@ -68,7 +68,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory):
 def client(hostile):
     from starlette.testclient import TestClient
 
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     oracle, _ = hostile
     with TestClient(build_app(oracle, token=None), base_url="http://127.0.0.1:37778") as c:
@@ -112,8 +112,8 @@ def test_reading_the_hostile_note_returns_no_marker(client, hostile) -> None:
 def test_resources_return_no_marker(hostile) -> None:
     from mcp import Client
 
-    from server.mcp.server import build_server
-    from server.mcp.resources import note_uri
+    from oracle_server.mcp.server import build_server
+    from oracle_server.mcp.resources import note_uri
 
     oracle, name = hostile
 

@@ -21,7 +21,7 @@ def small(tmp_path):
 def _client(oracle):
     from starlette.testclient import TestClient
 
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     return TestClient(build_app(oracle, token=None), base_url="http://127.0.0.1:37778")
 
@@ -43,8 +43,8 @@ def test_a_verdicts_note_is_short(small) -> None:
 def test_one_client_gives_a_bounded_number_of_verdicts_an_hour(small, monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp import Client
 
-    import server.services.feedback as feedback
-    from server.mcp.server import build_server
+    import oracle_server.services.feedback as feedback
+    from oracle_server.mcp.server import build_server
 
     monkeypatch.setattr(feedback, "VERDICTS_PER_HOUR", 5)
     with _client(small) as client:
@@ -64,7 +64,7 @@ def test_one_client_gives_a_bounded_number_of_verdicts_an_hour(small, monkeypatc
 
 
 def test_a_section_keeps_its_newest_verdicts(small, monkeypatch: pytest.MonkeyPatch) -> None:
-    import server.services.feedback as feedback
+    import oracle_server.services.feedback as feedback
 
     monkeypatch.setattr(feedback, "VERDICTS_PER_SECTION", 4)
     with _client(small) as client:

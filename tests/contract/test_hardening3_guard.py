@@ -32,8 +32,8 @@ def _client(app, port: int):
                                   "passwordpassword", "s3cret-s3cret-s3cret", "correct horse battery staple",
                                   "  Zq8-vL2pXw7_nR4tKc9yBm3"])
 def test_weak_tokens_are_refused_at_start(small, weak: str) -> None:
-    from server.services.app import ServerConfigError
-    from server.http.app import build_app
+    from oracle_server.services.app import ServerConfigError
+    from oracle_server.http.app import build_app
 
     with pytest.raises(ServerConfigError, match="ORACLE_TOKEN is refused"):
         build_app(small, host="0.0.0.0", port=free_port(), token=weak)
@@ -42,14 +42,14 @@ def test_weak_tokens_are_refused_at_start(small, weak: str) -> None:
 def test_random_tokens_are_accepted() -> None:
     import secrets
 
-    from server.services.team import weak_token
+    from oracle_server.services.team import weak_token
 
     assert not [t for t in (secrets.token_urlsafe(n) for n in (12, 16, 32) for _ in range(300)) if weak_token(t)]
     assert weak_token(TOKEN) is None
 
 
 def test_wrong_tokens_are_rate_limited_per_address(small) -> None:
-    from server.http.app import FAILED_AUTH_LIMIT, build_app
+    from oracle_server.http.app import FAILED_AUTH_LIMIT, build_app
 
     port = free_port()
     good = {"Authorization": f"Bearer {TOKEN}"}
@@ -64,7 +64,7 @@ def test_wrong_tokens_are_rate_limited_per_address(small) -> None:
 
 
 def test_the_failure_window_passes() -> None:
-    from server.http.app import AuthFailures
+    from oracle_server.http.app import AuthFailures
 
     now = [0.0]
     failures = AuthFailures(limit=3, window=10.0, clock=lambda: now[0])
@@ -77,7 +77,7 @@ def test_the_failure_window_passes() -> None:
 
 @pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://127.0.0.1.evil.example:1"])
 def test_rest_writes_from_another_origin_are_refused(small, origin: str) -> None:
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     port = free_port()
     before = len(list((small.settings.root / "learnings").glob("*.md")))
@@ -97,7 +97,7 @@ def test_rest_writes_from_another_origin_are_refused(small, origin: str) -> None
 
 @pytest.mark.parametrize("host", ["LOCALHOST", "LocalHost", "127.0.0.1"])
 def test_host_case_is_the_same_on_every_route(small, host: str) -> None:
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     port = free_port()
     with _client(build_app(small, port=port, token=None), port) as client:
@@ -110,7 +110,7 @@ def test_host_case_is_the_same_on_every_route(small, host: str) -> None:
 
 def test_a_tls_proxys_origin_is_its_own(small, monkeypatch: pytest.MonkeyPatch) -> None:
     """Behind a TLS proxy listed as `oracle.lan:443`, the browser's Origin `https://oracle.lan` may write."""
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     monkeypatch.setenv("ORACLE_ALLOWED_HOSTS", "oracle.lan:443")
     port = free_port()

@@ -20,7 +20,7 @@ def small(tmp_path_factory: pytest.TempPathFactory):
 def _client(small):
     from starlette.testclient import TestClient
 
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     port = free_port()
     return TestClient(build_app(small, host="127.0.0.1", port=port, token=None), base_url=f"http://127.0.0.1:{port}")

@@ -32,7 +32,7 @@ def _client(app, port: int, host: str = "127.0.0.1"):
 
 
 def _app(small, host: str = "0.0.0.0", token: str | None = TOKEN, port: int | None = None):
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     port = port or free_port()
     return build_app(small, host=host, port=port, token=token), port
@@ -65,7 +65,7 @@ def test_token_mode_guards_every_read_route(small) -> None:
 
 def test_no_route_is_left_open_in_token_mode(small) -> None:
     """Every route the app declares, except the public shell, answers 401 without the token."""
-    from server.http.app import PUBLIC_PATHS
+    from oracle_server.http.app import PUBLIC_PATHS
 
     app, port = _app(small)
     routes = {r.path for r in app.app.app.app.routes if hasattr(r, "path")}  # SecurityHeaders > Guard > BodyLimit > FastAPI
@@ -87,8 +87,8 @@ def test_bearer_scheme_is_case_insensitive(small, scheme: str) -> None:
 
 @pytest.mark.parametrize("token", ["short", "fifteen-chars-x", "x" * 15])
 def test_short_tokens_are_refused_at_start(small, token: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from server.services.app import ServerConfigError
-    from server.http.app import build_app
+    from oracle_server.services.app import ServerConfigError
+    from oracle_server.http.app import build_app
 
     with pytest.raises(ServerConfigError, match="at least 16"):
         build_app(small, host="0.0.0.0", port=free_port(), token=token)
@@ -100,7 +100,7 @@ def test_short_tokens_are_refused_at_start(small, token: str, monkeypatch: pytes
 
 def test_token_comparison_hashes_both_sides() -> None:
     """Constant time: the comparison is over fixed-length digests, whatever the length of what was sent."""
-    from server.http.app import token_matches
+    from oracle_server.http.app import token_matches
 
     assert token_matches(f"Bearer {TOKEN}", TOKEN)
     assert token_matches(f"  bearer {TOKEN} ", TOKEN)
@@ -132,7 +132,7 @@ def test_allowed_hosts_add_the_machines_lan_names(small, monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize("bad", ["*", "http://oracle.lan", "user@oracle.lan"])
 def test_allowed_hosts_refuse_wildcards_and_urls(small, bad: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from server.services.app import ServerConfigError
+    from oracle_server.services.app import ServerConfigError
 
     monkeypatch.setenv("ORACLE_ALLOWED_HOSTS", bad)
     with pytest.raises(ServerConfigError, match="ORACLE_ALLOWED_HOSTS"):
@@ -141,7 +141,7 @@ def test_allowed_hosts_refuse_wildcards_and_urls(small, bad: str, monkeypatch: p
 
 # -- 6. request bodies --------------------------------------------------------------------------------
 def test_bodies_over_the_cap_are_refused_unread(small) -> None:
-    from server.http.app import MAX_BODY_BYTES
+    from oracle_server.http.app import MAX_BODY_BYTES
 
     app, port = _app(small, host="127.0.0.1", token=None)
     learnings = sorted((small.settings.root / "learnings").iterdir())
@@ -252,7 +252,7 @@ def test_a_200_mb_upload_is_cut_off_and_health_stays_quick(live) -> None:
 def test_half_sent_headers_and_bodies_are_timed_out(live) -> None:
     import httpx
 
-    from server.http.app import READ_TIMEOUT
+    from oracle_server.http.app import READ_TIMEOUT
 
     proc, url = live
     host = url.removeprefix("http://")

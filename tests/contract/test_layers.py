@@ -13,20 +13,25 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 # What each package may import besides itself, the standard library and third-party packages.
 ALLOWED: dict[str, set[str]] = {
-    "indexer": set(),
-    "server.services": {"indexer"},
-    "server.registry": {"indexer", "server.services"},
-    "server.mcp": {"indexer", "server.services", "server.registry"},
-    "server.engine": {"indexer", "server.services", "server.registry", "server.mcp"},
-    "server.http": {"indexer", "server.services", "server.registry", "server.mcp", "server.engine"},
-    "server.cli": {"indexer", "server.services", "server.registry", "server.mcp", "server.engine", "server.http"},
+    "oracle_indexer": set(),
+    "oracle_server.services": {"oracle_indexer"},
+    "oracle_server.registry": {"oracle_indexer", "oracle_server.services"},
+    "oracle_server.mcp": {"oracle_indexer", "oracle_server.services", "oracle_server.registry"},
+    "oracle_server.engine": {"oracle_indexer", "oracle_server.services", "oracle_server.registry", "oracle_server.mcp"},
+    "oracle_server.http": {"oracle_indexer", "oracle_server.services", "oracle_server.registry", "oracle_server.mcp",
+                           "oracle_server.engine"},
+    "oracle_server.cli": {"oracle_indexer", "oracle_server.services", "oracle_server.registry", "oracle_server.mcp",
+                          "oracle_server.engine", "oracle_server.http"},
 }
-OURS = ("indexer", "server")
+FOLDERS = {"oracle_indexer": "indexer", "oracle_server": "server"}  # import name -> the repository's folder
+OURS = tuple(FOLDERS)
+# The folders' own names are not importable once installed (pyproject.toml's package-dir): naming them is a bug.
+UNINSTALLED = tuple(FOLDERS.values())
 
 
 def layer_of(module: str) -> str | None:
     """The layer a dotted module name belongs to (`server` alone is the version, importable by everyone)."""
-    if module == "server":
+    if module == "oracle_server":
         return None
     for layer in sorted(ALLOWED, key=len, reverse=True):
         if module == layer or module.startswith(layer + "."):
@@ -36,6 +41,7 @@ def layer_of(module: str) -> str | None:
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(PROJECT).with_suffix("").parts)
+    parts[0] = {folder: name for name, folder in FOLDERS.items()}[parts[0]]
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -57,18 +63,19 @@ def imported_modules(source: str, package: str) -> list[tuple[int, str]]:
             if node.level:
                 base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
             for alias in node.names:
-                candidate = PROJECT.joinpath(*base.split("."), alias.name)
+                top, *rest = base.split(".")
+                candidate = PROJECT.joinpath(FOLDERS.get(top, top), *rest, alias.name)
                 is_module = candidate.with_suffix(".py").exists() or candidate.is_dir()
                 found.append((node.lineno, f"{base}.{alias.name}" if is_module else base))
-    return [(line, name) for line, name in found if name.split(".")[0] in OURS]
+    return [(line, name) for line, name in found if name.split(".")[0] in OURS + UNINSTALLED]
 
 
 def sources() -> list[Path]:
-    return sorted(p for folder in OURS for p in (PROJECT / folder).rglob("*.py"))
+    return sorted(p for folder in FOLDERS.values() for p in (PROJECT / folder).rglob("*.py"))
 
 
 def test_every_module_belongs_to_a_layer():
-    loose = [module_name(p) for p in sources() if layer_of(module_name(p)) not in ALLOWED and module_name(p) != "server"]
+    loose = [module_name(p) for p in sources() if layer_of(module_name(p)) not in ALLOWED and module_name(p) != "oracle_server"]
     assert loose == [], f"modules outside the layers of server/__init__.py: {loose}"
 
 
@@ -89,8 +96,28 @@ def test_imports_go_only_downward(layer: str):
 def test_the_check_sees_lazy_and_type_checking_imports():
     """A wrong import inside a function or under TYPE_CHECKING is seen too (a check that could not fail would
     prove nothing)."""
-    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from server.http.app import build_app\n"
-              "def f():\n    from server import cli\n    from . import scoring\n")
-    names = [name for _, name in imported_modules(source, "server.services.search")]
-    assert names == ["server.http.app", "server.cli", "server.services.search.scoring"]
-    assert [layer_of(n) for n in names] == ["server.http", "server.cli", "server.services"]
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from oracle_server.http.app import build_app\n"
+              "def f():\n    from oracle_server import cli\n    from . import scoring\n")
+    names = [name for _, name in imported_modules(source, "oracle_server.services.search")]
+    assert names == ["oracle_server.http.app", "oracle_server.cli", "oracle_server.services.search.scoring"]
+    assert [layer_of(n) for n in names] == ["oracle_server.http", "oracle_server.cli", "oracle_server.services"]
+
+
+def test_the_folders_own_names_are_never_imported():
+    """`server` and `indexer` are the repository's folders, not import names: installed, only `oracle_server` and
+    `oracle_indexer` exist, so code that names a folder works in a checkout and breaks once installed."""
+    wrong = [f"{path.relative_to(PROJECT)}:{line} imports {name}"
+             for path in sources()
+             for line, name in imported_modules(path.read_text(encoding="utf-8"), package_of(path))
+             if name.split(".")[0] in UNINSTALLED]
+    assert wrong == []
+    assert imported_modules("import server.cli\nfrom indexer.notes import parse\n", "oracle_server") == [
+        (1, "server.cli"), (2, "indexer.notes.parse")]
+
+
+def test_the_installed_distribution_has_no_top_level_server_or_indexer():
+    """Installed into an environment that has another `server` or `indexer` package, neither may be shadowed."""
+    import importlib.metadata
+
+    ours = sorted(name for name, dists in importlib.metadata.packages_distributions().items() if "oracle-memory" in dists)
+    assert ours == ["oracle_indexer", "oracle_knowledge", "oracle_server"]

@@ -19,10 +19,10 @@ import pytest
 from pydantic import Field
 
 from _corpus import open_oracle
-from server.cli import spec as clispec
-from server.services.errors import EXIT_CODE, HTTP_STATUS, classify, kind_of_status, unknown_argument
-from server.services.slots import ServiceSlots
-from server.registry.tools import BY_NAME, TOOLS, Caller, InvalidArguments, Tool, input_schema
+from oracle_server.cli import spec as clispec
+from oracle_server.services.errors import EXIT_CODE, HTTP_STATUS, classify, kind_of_status, unknown_argument
+from oracle_server.services.slots import ServiceSlots
+from oracle_server.registry.tools import BY_NAME, TOOLS, Caller, InvalidArguments, Tool, input_schema
 
 BOUNDS = ("minimum", "maximum", "minLength", "maxLength", "enum", "pattern", "maxItems", "minItems")
 MINIMAL = {  # the smallest valid arguments of each tool (for the unknown-name check)
@@ -55,7 +55,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def openapi(oracle: Any) -> dict:
     from starlette.testclient import TestClient
 
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     with TestClient(build_app(oracle), base_url="http://127.0.0.1:37778") as client:
         return client.get("/openapi.json").json()
@@ -64,7 +64,7 @@ def openapi(oracle: Any) -> dict:
 def mcp_session(oracle: Any, work) -> Any:  # noqa: ANN001 - an async callable taking the client
     from mcp import Client
 
-    from server.mcp.server import build_server
+    from oracle_server.mcp.server import build_server
 
     async def run() -> Any:
         async with Client(build_server(oracle)) as client:
@@ -97,7 +97,7 @@ def http_params(openapi: dict, tool: Tool) -> tuple[dict[str, dict], set[str]]:
 
 
 def cli_parser(tools: tuple[Tool, ...] | None = None) -> argparse.ArgumentParser:
-    from server.cli.commands import add_tool_command
+    from oracle_server.cli.commands import add_tool_command
 
     parser = argparse.ArgumentParser(prog="oracle", exit_on_error=False)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -169,7 +169,7 @@ def test_mcp_search_has_the_filters_http_has(oracle: Any) -> None:
 def test_an_unknown_argument_is_refused_everywhere_naming_the_accepted_ones(tool: Tool, oracle: Any) -> None:
     from starlette.testclient import TestClient
 
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     args = {**MINIMAL.get(tool.name, {}), "limt": 5}
     result = mcp_session(oracle, lambda c: c.call_tool(tool.name, args))
@@ -199,9 +199,9 @@ def test_a_new_model_field_reaches_mcp_http_and_cli_with_its_limits(oracle: Any)
     from fastapi import FastAPI
     from starlette.testclient import TestClient
 
-    from server.http.app import _add_tool_route
-    from server.mcp.server import OracleMCP
-    from server.services.models import ListRequest, ListResult
+    from oracle_server.http.app import _add_tool_route
+    from oracle_server.mcp.server import OracleMCP
+    from oracle_server.services.models import ListRequest, ListResult
 
     class DeeperList(ListRequest):
         depth: int = Field(default=3, ge=1, le=9, description="How deep to look.")
@@ -238,7 +238,7 @@ def test_a_new_model_field_reaches_mcp_http_and_cli_with_its_limits(oracle: Any)
         params = {p["name"]: p for p in client.get("/openapi.json").json()["paths"]["/api/list"]["get"]["parameters"]}
         assert params["depth"]["schema"]["maximum"] == 9 and params["depth"]["schema"]["default"] == 3
     # CLI: the generated option, typed, and the request it builds reaches the service.
-    from server.cli.commands import tool_values
+    from oracle_server.cli.commands import tool_values
 
     parser = cli_parser((tool,))
     options = cli_options(parser, "deeper")
@@ -252,10 +252,10 @@ def test_a_new_model_field_reaches_mcp_http_and_cli_with_its_limits(oracle: Any)
 
 # -- one error model -----------------------------------------------------------------------------------
 def test_service_failures_map_to_one_kind_each() -> None:
-    from indexer.sync import SyncRefused
-    from server.services.browse import NotFound
-    from server.services.learn import LearnError, LearnLost
-    from server.services.search.query import QueryError
+    from oracle_indexer.worker.sync import SyncRefused
+    from oracle_server.services.browse import NotFound
+    from oracle_server.services.learn import LearnError, LearnLost
+    from oracle_server.services.search.query import QueryError
 
     def learn_error(code: int) -> LearnError:
         try:
@@ -278,8 +278,8 @@ def test_service_failures_map_to_one_kind_each() -> None:
 def test_a_not_found_is_a_tool_error_a_404_and_exit_3(oracle: Any, tmp_path: Path) -> None:
     from starlette.testclient import TestClient
 
-    from server.cli.commands import run_tool
-    from server.http.app import build_app
+    from oracle_server.cli.commands import run_tool
+    from oracle_server.http.app import build_app
 
     args = {"id": "c_" + "f" * 20}
     result = mcp_session(oracle, lambda c: c.call_tool("oracle_read", args))

@@ -53,7 +53,7 @@ def digest(path: Path) -> str:
 def client_for(oracle: Any, token: str | None = None):
     from starlette.testclient import TestClient
 
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     port = free_port()
     return TestClient(build_app(oracle, port=port, token=token), base_url=f"http://127.0.0.1:{port}")
@@ -71,7 +71,7 @@ def fts_total(client: Any, headers: dict, query: str) -> int:
 
 # -- team mode over HTTP ---------------------------------------------------------------------------------
 def test_read_only_tokens_are_refused_on_every_write_and_nothing_is_written(kb: Any) -> None:
-    from server.services.team import TokenStore
+    from oracle_server.services.team import TokenStore
 
     store = TokenStore(kb.settings.data_dir)
     reader = store.add("bob", "read")
@@ -107,7 +107,7 @@ def test_read_only_tokens_are_refused_on_every_write_and_nothing_is_written(kb: 
 
 
 def test_writes_are_attributed_to_the_token_name_and_the_shared_token_still_works(kb: Any) -> None:
-    from server.services.team import TokenStore
+    from oracle_server.services.team import TokenStore
 
     store = TokenStore(kb.settings.data_dir)
     alice = store.add("alice", "write")
@@ -145,9 +145,9 @@ def test_writes_are_attributed_to_the_token_name_and_the_shared_token_still_work
 
 
 def test_a_public_bind_starts_with_named_tokens_alone(kb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from server.services.app import ServerConfigError
-    from server.http.app import build_app
-    from server.services.team import TokenStore
+    from oracle_server.services.app import ServerConfigError
+    from oracle_server.http.app import build_app
+    from oracle_server.services.team import TokenStore
 
     monkeypatch.delenv("ORACLE_TOKEN", raising=False)
     with pytest.raises(ServerConfigError, match="oracle token add"):
@@ -269,7 +269,7 @@ def test_a_planted_archive_symlink_is_refused(kb: Any, tmp_path: Path) -> None:
 def test_edit_and_archive_over_an_mcp_session(kb: Any) -> None:
     from mcp import Client
 
-    from server.mcp.server import build_server
+    from oracle_server.mcp.server import build_server
 
     root = kb.settings.root
 
@@ -305,9 +305,9 @@ def test_edit_and_archive_over_an_mcp_session(kb: Any) -> None:
 
 
 def test_the_cli_edits_archives_and_manages_tokens(kb: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    from server.cli import spec as clispec
-    from server.cli.commands import build_parser, cmd_token, run_tool
-    from server.services.errors import classify
+    from oracle_server.cli import spec as clispec
+    from oracle_server.cli.commands import build_parser, cmd_token, run_tool
+    from oracle_server.services.errors import classify
 
     root = kb.settings.root
     data = str(kb.settings.data_dir)

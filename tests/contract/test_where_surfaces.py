@@ -14,8 +14,8 @@ import anyio
 import pytest
 
 from _corpus import open_oracle, write
-from server.cli import spec as clispec
-from server.registry.tools import BY_NAME, Caller
+from oracle_server.cli import spec as clispec
+from oracle_server.registry.tools import BY_NAME, Caller
 
 NOTES = {
     "learnings/2026-02-01_ledger.md": "---\nindustries: [Finance]\nstatus: draft\n---\n# Ledger locks\n\n## Lesson\n"
@@ -44,7 +44,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def mcp(oracle: Any, work: Any) -> Any:
     from mcp import Client
 
-    from server.mcp.server import build_server
+    from oracle_server.mcp.server import build_server
 
     async def run() -> Any:
         async with Client(build_server(oracle)) as client:
@@ -56,7 +56,7 @@ def mcp(oracle: Any, work: Any) -> Any:
 def http(oracle: Any, path: str, params: dict) -> Any:
     from starlette.testclient import TestClient
 
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     with TestClient(build_app(oracle), base_url="http://127.0.0.1:37778") as client:
         return client.get(path, params=params)
@@ -64,7 +64,7 @@ def http(oracle: Any, path: str, params: dict) -> Any:
 
 def cli(oracle: Any, *argv: str) -> Any:
     """The CLI's own parse -> request -> service path (the system test runs the real command)."""
-    from server.cli.commands import tool_values
+    from oracle_server.cli.commands import tool_values
 
     from tests.contract.test_registry import cli_parser
 
@@ -107,7 +107,7 @@ def test_a_hostile_filter_is_refused_with_one_message_everywhere(oracle: Any) ->
     assert over_mcp.is_error and said in over_mcp.content[0].text
     over_http = http(oracle, "/api/search", {"query": "q", "where": json.dumps(HOSTILE)})
     assert over_http.status_code == 422 and said in over_http.json()["error"]
-    from server.registry.tools import InvalidArguments
+    from oracle_server.registry.tools import InvalidArguments
 
     with pytest.raises(InvalidArguments, match="unknown operator 'like'"):
         cli(oracle, "search", "q", "--where", json.dumps(HOSTILE))

@@ -37,12 +37,12 @@ import pytest
 import _corpus
 from _mcp import KB, Session, run_oracle
 from _procs import free_port
-from indexer import vectors as vectors_module
-from server.services.app import Oracle
-from server.services.learn import learn
-from server.services.models import LearnRequest, SearchRequest
-from server.services.search.pipeline import run_search, search
-from server.services.stats import stats
+from oracle_indexer.store.sqlite import vectors as vectors_module
+from oracle_server.services.app import Oracle
+from oracle_server.services.learn import learn
+from oracle_server.services.models import LearnRequest, SearchRequest
+from oracle_server.services.search.pipeline import run_search, search
+from oracle_server.services.stats import stats
 from test_live import oracle_env, wait_for
 
 CHROMA = Path(sys.executable).parent / "chroma"  # installed with the chromadb package
@@ -61,7 +61,7 @@ SEMANTIC_WOMBAT = WOMBAT_PATTERN  # its own text: the vector leg must rank it fi
 @pytest.fixture(autouse=True)
 def chroma_answers_every_query(monkeypatch):
     """Every vector query goes to Chroma, as above ORACLE_EXACT_LIMIT: these tests are about Chroma's faults, and
-    below the limit the vector leg reads SQLite instead (indexer/exact.py; tests/unit/test_search.py
+    below the limit the vector leg reads SQLite instead (indexer/store/sqlite/exact.py; tests/unit/test_search.py
     test_a_small_base_keeps_its_vector_leg_while_chroma_is_down)."""
     monkeypatch.setenv("ORACLE_EXACT_LIMIT", "0")
 
@@ -361,7 +361,7 @@ def test_two_knowledge_bases_share_one_server_without_touching_each_other(
 
 
 def test_collection_name_is_validated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from indexer.config import ConfigError, Settings
+    from oracle_indexer.config import ConfigError, Settings
 
     monkeypatch.setenv("ORACLE_CHROMA_COLLECTION", "no spaces allowed")
     with pytest.raises(ConfigError, match="ORACLE_CHROMA_COLLECTION"):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from _corpus import PROJECT, write
-from indexer.parse import parse_markdown
+from oracle_indexer.notes.parse import parse_markdown
 
 SCRIPT = Path(sys.executable).parent / "oracle"  # the console script pip installed next to the interpreter
 FILES = {
@@ -34,7 +34,7 @@ CHUNKS = sum(len(parse_markdown(text, rel, t).chunks) for rel, (t, text) in FILE
 
 
 def oracle_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "server.cli"]
+    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "oracle_server.cli"]
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +197,7 @@ def test_a_port_in_use_is_one_line_and_exit_1(indexed, cli_env):
 
 # -- what a new user types (issue 27, "Small") --------------------------------------------------------------
 def test_version_and_global_options_after_the_command(indexed, cli_env, tmp_path):
-    from server import __version__
+    from oracle_server import __version__
 
     version = oracle(cli_env, "--version")
     assert version.returncode == 0 and version.stdout.strip() == f"oracle {__version__}"

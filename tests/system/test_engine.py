@@ -7,6 +7,7 @@ engine's death with a clear error, and nothing reaches or leaves the engine with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -34,7 +35,7 @@ from _procs import oracle_cmd, stop_engines
 
 PROJECT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(PROJECT))
-from server.engine import channel  # noqa: E402
+from oracle_server.engine import channel  # noqa: E402
 
 NOTE = "# Retry with backoff\n\n## Pattern\n\nRetry failed network calls with exponential backoff and jitter.\n"
 
@@ -230,7 +231,8 @@ def test_killing_the_engine_mid_call_gives_an_error_and_the_next_call_works(kb: 
             time.sleep(0.5)
         finally:
             os.kill(pid, signal.SIGKILL)
-            os.kill(pid, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):  # already reaped: nothing left to continue
+                os.kill(pid, signal.SIGCONT)
         with pytest.raises(MCPError) as failed:
             pending.result(timeout=60)
         assert "engine stopped while this call was running" in str(failed.value)
@@ -260,7 +262,8 @@ def test_killing_the_engine_gives_every_session_its_error_and_a_new_session_a_ne
             time.sleep(0.5)
         finally:
             os.kill(pid, signal.SIGKILL)
-            os.kill(pid, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):  # already reaped: nothing left to continue
+                os.kill(pid, signal.SIGCONT)
         began = time.monotonic()
         for call in pending:
             with pytest.raises(MCPError) as failed:

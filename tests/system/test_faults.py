@@ -25,9 +25,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-import indexer.sync
-from server.services.models import SearchRequest
-from server.services.search.pipeline import run_search
+import oracle_indexer.worker.sync
+from oracle_server.services.models import SearchRequest
+from oracle_server.services.search.pipeline import run_search
 from _corpus import PROJECT, open_oracle, write
 from _mcp import run_oracle
 from _procs import McpHttp, serve_http, stop_process
@@ -231,7 +231,7 @@ def test_load_yaml_refuses_deep_nesting_on_a_small_stack(levels):
     libyaml's own loader segfaulted at 100,000 levels up to PyYAML 6.0.3 and raises a scanner error past 1,000
     flow levels from 6.0.4; `load_yaml` gives one answer across both (the levels straddle that limit)."""
     deep = f"'x: ' + '[' * {levels} + ']' * {levels}"  # built in the child: 200 KB is too long for an argument
-    guarded = ("from indexer.parse import TooDeep, load_yaml\n"
+    guarded = ("from oracle_indexer.notes.parse import TooDeep, load_yaml\n"
                f"try:\n    load_yaml({deep})\nexcept TooDeep:\n    print('refused: too deep')")
     safe = subprocess.run([sys.executable, "-c", guarded], capture_output=True, text=True, timeout=60, cwd=PROJECT,
                           preexec_fn=_stack_8mb)
@@ -240,7 +240,7 @@ def test_load_yaml_refuses_deep_nesting_on_a_small_stack(levels):
 
 def test_frontmatter_at_the_depth_limit_still_loads():
     """The other side of the limit: 32 levels is a valid (if odd) frontmatter and loads as YAML."""
-    from indexer.parse import load_yaml
+    from oracle_indexer.notes.parse import load_yaml
 
     expected: list = []
     for _ in range(30):  # 31 lists: the mapping is level 1, the outermost list level 2, the innermost 32
@@ -261,7 +261,7 @@ def test_a_file_deleted_between_discovery_and_read(tmp_path, make_oracle, monkey
     (tmp_path / "new.md").rename(root / "learnings/new.md")
     os.utime(root / "learnings/goes.md", ns=(1, 1))  # changed since indexed: it will be read again
 
-    real_discover = indexer.sync.discover
+    real_discover = oracle_indexer.worker.sync.discover
 
     def discover_then_delete(*args, **kwargs):
         found = real_discover(*args, **kwargs)
@@ -269,7 +269,7 @@ def test_a_file_deleted_between_discovery_and_read(tmp_path, make_oracle, monkey
         (root / "learnings/new.md").unlink()
         return found
 
-    monkeypatch.setattr(indexer.sync, "discover", discover_then_delete)
+    monkeypatch.setattr(oracle_indexer.worker.sync, "discover", discover_then_delete)
     report = oracle.indexer.sync()
     assert sorted(w for w in report.warnings if "deleted while indexing" in w) == [
         "learnings/goes.md: deleted while indexing", "learnings/new.md: deleted while indexing"]

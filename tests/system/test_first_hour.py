@@ -156,9 +156,12 @@ def test_a_wheel_in_a_fresh_venv_serves_the_starter_knowledge(tmp_path):
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
     oracle = str(venv / "bin" / "oracle")
-    where = subprocess.run([str(py), "-c", "import server; print(server.__file__)"], env=env, cwd=cwd,
+    where = subprocess.run([str(py), "-c", "import oracle_server; print(oracle_server.__file__)"], env=env, cwd=cwd,
                            capture_output=True, text=True, check=True).stdout
     assert str(site) in where and str(PROJECT) not in where
+    # The wheel installs no top-level `server` or `indexer` that could shadow (or be shadowed by) another package's.
+    for name in ("server", "indexer"):
+        assert subprocess.run([str(py), "-c", f"import {name}"], env=env, cwd=cwd, capture_output=True).returncode == 1
     index = subprocess.run([oracle, "index"], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
     assert index.returncode == 0, index.stderr
     starter = home / "share" / "oracle" / "knowledge"
@@ -171,7 +174,7 @@ def test_a_wheel_in_a_fresh_venv_serves_the_starter_knowledge(tmp_path):
     assert result["total"] > 0 and result["hits"][0]["source_file"].startswith("learnings/")
     # Vectors in one step (issue 24): the model's tokenizer is inside the wheel, no second package to inject.
     with zipfile.ZipFile(wheel) as archive:
-        assert "indexer/minilm/tokenizer.json" in archive.namelist()
+        assert "oracle_indexer/models/minilm/tokenizer.json" in archive.namelist()
     meaning = subprocess.run([oracle, "search", "how should search words be escaped", "--mode", "vector", "--json"],
                              env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
     by_meaning = json.loads(meaning.stdout)

@@ -902,7 +902,7 @@ def test_http_server_still_serves(http: Http, client: httpx.Client, bundled_befo
 def test_model_level_error_on_query_parameters_is_not_blamed_on_query() -> None:
     """Found by fuzzing: a rule over several query parameters (loc ("query",)) read "query: ...", as if a
     parameter named query were wrong."""
-    from server.http.app import _problem
+    from oracle_server.http.app import _problem
 
     err = {"type": "value_error", "loc": ("query",), "msg": "Value error, give exactly one of id or file"}
     assert _problem(err) == "parameters: Value error, give exactly one of id or file"

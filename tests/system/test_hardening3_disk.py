@@ -87,7 +87,7 @@ def test_sqlite_full_logs_give_507_and_reads_still_answer(tmp_path: Path) -> Non
     ("database or disk is full"), as it does on a full disk."""
     from starlette.testclient import TestClient
 
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     oracle = two_note_oracle(tmp_path)
     try:

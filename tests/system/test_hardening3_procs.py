@@ -45,7 +45,7 @@ def test_abandoned_initializes_expire_in_seconds_and_never_lock_new_clients_out(
     """Issue 26: ~10,000 `initialize` calls that never finished the handshake locked every new client out for
     up to 30 minutes (+385 MB). Now one client address holds at most 64 sessions, half-open ones close after
     10 s, and a new client gets in."""
-    from server.http.mcp_sessions import PENDING_SECONDS, PER_CLIENT
+    from oracle_server.http.mcp_sessions import PENDING_SECONDS, PER_CLIENT
 
     proc, url, _ = live
     assert httpx.get(url + "/api/search", params={"query": "seed note"}, timeout=120).status_code == 200
@@ -82,8 +82,8 @@ def test_abandoned_initializes_expire_in_seconds_and_never_lock_new_clients_out(
 def test_the_session_ceiling_is_lowered(tmp_path: Path) -> None:
     """The SDK's default of 10,000 concurrent sessions (~385 MB) becomes 1,000."""
     from _corpus import open_oracle
-    from server.http.app import build_app
-    from server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
+    from oracle_server.http.app import build_app
+    from oracle_server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
 
     write(tmp_path / "root/learnings/a.md", "# A\n\n## B\n\ntext\n")
     oracle = open_oracle(tmp_path / "root", tmp_path / "data")

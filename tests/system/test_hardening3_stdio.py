@@ -50,7 +50,7 @@ def _send(proc: subprocess.Popen, message: dict) -> None:
 
 @pytest.mark.parametrize("mode", ["--standalone", "engine"])
 def test_an_overlong_line_is_refused_skipped_and_the_session_goes_on(tmp_path: Path, mode: str) -> None:
-    from server.mcp.stdio_front import MAX_LINE_BYTES
+    from oracle_server.mcp.stdio_front import MAX_LINE_BYTES
 
     write(tmp_path / "root/learnings/retry.md", "# Retry\n\n## Pattern\n\nRetry with exponential backoff.\n")
     runtime = Path(tempfile.mkdtemp(prefix="oe-"))  # short: a unix socket's path is at most 107 bytes
@@ -113,7 +113,7 @@ def test_the_reader_is_linear_and_bounded() -> None:
     """The reader alone: 150 MB on one line, fed as a pipe delivers it, in well under a second per 100 MB."""
     import tracemalloc
 
-    from server.mcp.stdio_front import LineReader, Overlong
+    from oracle_server.mcp.stdio_front import LineReader, Overlong
 
     reader = LineReader()
     chunk = b"x" * 65536

@@ -3,7 +3,7 @@
 Most tests talk to one `oracle serve --http --port <free>` subprocess on a temp copy of the bundled
 knowledge (indexed first by the real `oracle index`), with a file and a folder symlinked to a secret
 outside the root. Configurations a running server cannot switch to (another host, a token, CORS origins
-from the environment) are built in-process with `server.http.app.build_app` on a small real index and driven
+from the environment) are built in-process with `oracle_server.http.app.build_app` on a small real index and driven
 with Starlette's TestClient, which runs the app's lifespan (MCP session manager) like uvicorn does.
 
 Regression tests for fixed bugs (symlink loops, overlong names, JSON errors for unknown routes) are at the end.
@@ -179,11 +179,11 @@ def call_mcp(url: str, calls: list[tuple[str, dict]]) -> tuple[list, list]:
 # every route: 200 and the documented shape
 # =====================================================================================================
 def _models() -> dict[str, type[BaseModel]]:
-    from server.services.browse import Graph
-    from server.services.files import FileContent
-    from server.http.app import Health, LogsResult
-    from server.services.models import ConceptsResult, ConsultResult, Document, ListResult, SearchResult
-    from server.services.stats import Stats
+    from oracle_server.services.browse import Graph
+    from oracle_server.services.files import FileContent
+    from oracle_server.http.app import Health, LogsResult
+    from oracle_server.services.models import ConceptsResult, ConsultResult, Document, ListResult, SearchResult
+    from oracle_server.services.stats import Stats
 
     return {"Health": Health, "SearchResult": SearchResult, "ConsultResult": ConsultResult, "Document": Document,
             "ListResult": ListResult, "Stats": Stats, "ConceptsResult": ConceptsResult, "Graph": Graph,
@@ -306,7 +306,7 @@ def test_openapi_lists_every_route(openapi: dict) -> None:
     assert learn["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/LearnRequest")
     assert "201" in learn["responses"]
     # Query parameters are the shared request models' fields, with their bounds.
-    from server.services.models import ConceptsRequest, ConsultRequest, ListRequest, ReflectRequest, SearchRequest
+    from oracle_server.services.models import ConceptsRequest, ConsultRequest, ListRequest, ReflectRequest, SearchRequest
 
     for path, model in [("/api/search", SearchRequest), ("/api/consult", ConsultRequest), ("/api/list", ListRequest),
                         ("/api/reflect", ReflectRequest), ("/api/concepts", ConceptsRequest)]:
@@ -648,8 +648,8 @@ def _client(app: Any, port: int, raise_server_exceptions: bool = True):
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "10.0.0.5", "example.com", ""])
 def test_non_loopback_without_token_refuses_to_start(small, host: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from server.services.app import ServerConfigError
-    from server.http.app import build_app
+    from oracle_server.services.app import ServerConfigError
+    from oracle_server.http.app import build_app
 
     monkeypatch.delenv("ORACLE_TOKEN", raising=False)
     with pytest.raises(ServerConfigError, match="ORACLE_TOKEN"):
@@ -661,7 +661,7 @@ def test_non_loopback_without_token_refuses_to_start(small, host: str, monkeypat
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
 def test_loopback_starts_without_token(small, host: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     monkeypatch.delenv("ORACLE_TOKEN", raising=False)
     build_app(small, host=host, port=free_port())
@@ -686,7 +686,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 
 
 def test_token_guards_writes_and_mcp(small) -> None:
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     port = free_port()
     app = build_app(small, host="0.0.0.0", port=port, token="s3cret-Tq7-w9Zk-LpX")
@@ -727,7 +727,7 @@ def test_token_guards_writes_and_mcp(small) -> None:
 
 
 def test_token_from_environment(small, monkeypatch: pytest.MonkeyPatch) -> None:
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     monkeypatch.setenv("ORACLE_TOKEN", "from-env-Hq4-zV8m-Rt2")
     port = free_port()
@@ -740,7 +740,7 @@ def test_token_from_environment(small, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_loopback_with_token_still_guards_writes(small) -> None:
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     port = free_port()
     with _client(build_app(small, port=port, token="t0k-Jw5-pB7x-Nc3"), port) as client:
@@ -751,7 +751,7 @@ def test_loopback_with_token_still_guards_writes(small) -> None:
 
 
 def test_cors_origins_from_environment_never_wildcard(small, monkeypatch: pytest.MonkeyPatch) -> None:
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     monkeypatch.setenv("ORACLE_CORS_ORIGINS", "https://app.example, *, http://tools.example:8080")
     port = free_port()
@@ -788,7 +788,7 @@ OLD_PATHLIB = sys.version_info < (3, 13)  # 3.13 changed Path.resolve/is_file er
 
 
 def test_file_symlink_loop_is_refused_not_500(tmp_path: Path) -> None:
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     root = tmp_path / "root"
     (root / "learnings").mkdir(parents=True)
@@ -805,7 +805,7 @@ def test_file_symlink_loop_is_refused_not_500(tmp_path: Path) -> None:
 
 
 def test_file_overlong_name_is_refused_not_500(small) -> None:
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     port = free_port()
     with _client(build_app(small, port=port), port, raise_server_exceptions=False) as client:
@@ -815,7 +815,7 @@ def test_file_overlong_name_is_refused_not_500(small) -> None:
 
 
 def test_stats_survive_a_symlink_loop_in_the_root(tmp_path: Path) -> None:
-    from server.http.app import build_app
+    from oracle_server.http.app import build_app
 
     root = tmp_path / "root"
     (root / "learnings").mkdir(parents=True)

@@ -41,12 +41,12 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import Implementation
 
-from indexer.config import Settings
-from indexer.sync import SyncReport
-from server.services.app import Oracle
-from server.services.models import SearchRequest
-from server.services.search.pipeline import run_search
-from server.services.stats import drift
+from oracle_indexer.config import Settings
+from oracle_indexer.worker.sync import SyncReport
+from oracle_server.services.app import Oracle
+from oracle_server.services.models import SearchRequest
+from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.stats import drift
 
 PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
@@ -1261,7 +1261,7 @@ def test_rebuilt_index_db_drops_vectors_of_notes_deleted_meanwhile(tmp_path: Pat
 def test_second_reader_in_one_process_sees_writes_of_another_process(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """chromadb hands a second PersistentClient on a path the System cached by the first; VectorStore drops it
-    when another process has written since (indexer/vectors.py, _SYSTEM_SEEN). Every vector query goes to
+    when another process has written since (indexer/store/sqlite/vectors.py, _SYSTEM_SEEN). Every vector query goes to
     Chroma here (ORACLE_EXACT_LIMIT=0): below the limit the exact leg reads SQLite and would hide a stale Chroma."""
     monkeypatch.setenv("ORACLE_EXACT_LIMIT", "0")
     kb = _make_rebuild_kb(tmp_path)

@@ -35,7 +35,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
 from _mcp import CALL_TIMEOUT, CLIENT_NAME, KB, Session, index_kb, run_oracle
 from _procs import free_port, oracle_cmd, stop_process
-from server.services.boundary import defuse
+from oracle_server.services.boundary import defuse
 SCRIPT = Path(sys.executable).parent / "oracle"  # the console script pip installed beside the interpreter
 TOOLS = {
     "oracle_search", "oracle_consult", "oracle_reflect", "oracle_learn",
@@ -610,7 +610,7 @@ def test_list_rejects_bad_arguments(mcp: Session, args: dict) -> None:
 # oracle_stats
 # =====================================================================================================
 def test_stats_health_drift_and_usage(mcp: Session, kb: KB) -> None:
-    from server import __version__
+    from oracle_server import __version__
 
     result = mcp.call("oracle_stats")
     assert not result.is_error and result.content[0].text

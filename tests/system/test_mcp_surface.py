@@ -472,7 +472,7 @@ async def _modern_round(peer: Peer, path: Path, uri: str, text: str) -> dict[str
 # fast: the services in-process on the bundled index (no server process)
 # =====================================================================================================
 def test_list_notes_pages_cover_every_note_once(bundled) -> None:
-    from server.mcp.resources import BadCursor, list_notes
+    from oracle_server.mcp.resources import BadCursor, list_notes
 
     oracle, _ = bundled
     seen, cursor = [], None
@@ -490,7 +490,7 @@ def test_list_notes_pages_cover_every_note_once(bundled) -> None:
 
 
 def test_uris_round_trip_any_file_name() -> None:
-    from server.mcp.resources import UnknownResource, chunk_uri, note_uri, parse_uri
+    from oracle_server.mcp.resources import UnknownResource, chunk_uri, note_uri, parse_uri
 
     for rel in ("learnings/x.md", THAI_NOTE, "learnings/100% sure #1?.md", "a/b/c d.md"):
         uri = note_uri(rel)
@@ -504,7 +504,7 @@ def test_uris_round_trip_any_file_name() -> None:
 
 
 def test_retro_sections_follow_the_bundled_retrospectives(bundled) -> None:
-    from server.mcp.prompts import retro_sections
+    from oracle_server.mcp.prompts import retro_sections
 
     oracle, _ = bundled
     files = list((BUNDLED / "retrospectives").glob("*.md"))
@@ -514,7 +514,7 @@ def test_retro_sections_follow_the_bundled_retrospectives(bundled) -> None:
 
 
 def test_split_candidates() -> None:
-    from server.mcp.prompts import split_candidates
+    from oracle_server.mcp.prompts import split_candidates
 
     bullets = "# Session\n- First lesson that is long enough to keep.\n  continued on a second line\n- ok\n" \
               "* First lesson that is long enough to keep. continued on a second line\n1. A numbered lesson, also long enough.\n"
@@ -528,7 +528,7 @@ def test_split_candidates() -> None:
 
 
 def test_completions_rank_prefix_before_substring(bundled) -> None:
-    from server.mcp.completions import complete_concepts, complete_note_paths
+    from oracle_server.mcp.completions import complete_concepts, complete_note_paths
 
     oracle, _ = bundled
     found = complete_concepts(oracle, "test")

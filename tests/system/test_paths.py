@@ -38,8 +38,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from server.services.learn import LearnError, learn
-from server.services.models import LearnRequest
+from oracle_server.services.learn import LearnError, learn
+from oracle_server.services.models import LearnRequest
 from _corpus import PROJECT, write
 from _mcp import KB, Session
 from _procs import serve_http, stop_process
@@ -319,7 +319,7 @@ READABLE = {
     "learnings/caf\u00e9.md": "learnings/caf\u00e9.md",  # NFC, while the disk holds NFD
     "learnings/cafe\u0301.md": "learnings/caf\u00e9.md",
     "learnings/alias.md": "learnings/good.md",  # a symlink inside the root
-    "learnings/hard.md": "learnings/hard.md",  # a hard link is a file in the root (see indexer/discover.py)
+    "learnings/hard.md": "learnings/hard.md",  # a hard link is a file in the root (see indexer/notes/discover.py)
     f"learnings/{TODAY}_hard-trap.md": f"learnings/{TODAY}_hard-trap.md",
 }
 

@@ -174,11 +174,11 @@ def test_a_new_root_is_answered_from_the_cache_make_install_warmed(kb: dict[str,
     was never indexed, with a fresh data dir and other settings, then answers its handshake from that cache,
     byte for byte what the SDK answers there, in both eras."""
     other = new_root(kb, tmp_path)
-    warm = subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=kb, capture_output=True, text=True, timeout=300)
+    warm = subprocess.run([sys.executable, "-m", "oracle_server.mcp.warm"], env=kb, capture_output=True, text=True, timeout=300)
     assert warm.returncode == 0, warm.stderr
     cache = shared_cache(kb)
     assert cache is not None and "recorded" in warm.stderr
-    again = subprocess.run([sys.executable, "-m", "server.mcp.warm"], env=kb, capture_output=True, text=True, timeout=60)
+    again = subprocess.run([sys.executable, "-m", "oracle_server.mcp.warm"], env=kb, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and again.stderr == ""  # already warm: a no-op
     before = cache.read_bytes()
     for steps in (modern, legacy):

@@ -31,10 +31,10 @@ from mcp_types import Implementation
 
 import _corpus
 from _procs import oracle_cmd
-from server.services.learn import learn
-from server.services.models import LearnRequest, SearchRequest
-from server.services.search.pipeline import run_search
-from server.services.stats import stats
+from oracle_server.services.learn import learn
+from oracle_server.services.models import LearnRequest, SearchRequest
+from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.stats import stats
 from test_live import fresh_oracle, oracle_env, wait_for
 
 NOBODY = 65534
@@ -47,7 +47,7 @@ TITLE = "Numbats live on termites"
 @pytest.fixture(autouse=True)
 def chroma_answers_every_query(monkeypatch):
     """Every vector query goes to Chroma, as above ORACLE_EXACT_LIMIT: these tests are about Chroma's faults, and
-    below the limit the vector leg reads SQLite instead (indexer/exact.py; tests/unit/test_search.py
+    below the limit the vector leg reads SQLite instead (indexer/store/sqlite/exact.py; tests/unit/test_search.py
     test_a_small_base_keeps_its_vector_leg_while_chroma_is_down)."""
     monkeypatch.setenv("ORACLE_EXACT_LIMIT", "0")
 

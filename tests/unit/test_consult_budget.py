@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _hostile import examples, hostile_text
-from server.services.consult import MIN_SOURCE_TOKENS, build_guidance, consult, estimate_tokens
-from server.services.models import ConsultRequest, Source
+from oracle_server.services.consult import MIN_SOURCE_TOKENS, build_guidance, consult, estimate_tokens
+from oracle_server.services.models import ConsultRequest, Source
 
 BUDGETS = st.integers(min_value=100, max_value=8000)  # ConsultRequest's bounds
 PURE = settings(deadline=None, derandomize=True, database=None, max_examples=examples(100),
@@ -96,7 +96,7 @@ def test_consult_on_a_real_question_fills_a_large_budget_but_not_a_small_one(sea
 
 def test_a_budget_too_small_for_any_source_says_so_and_what_would_do(bundled) -> None:
     """Issue 27: a budget too small for one source gave guidance with no source and no word why."""
-    from server.registry.text import consult_text
+    from oracle_server.registry.text import consult_text
 
     oracle, _ = bundled
     decision = "Should the search tests use a mocked database?"

@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer import digest
+from oracle_indexer import digest
 
 
 @given(st.binary(max_size=300), st.binary(max_size=2000))
@@ -42,7 +42,7 @@ def test_tokens_and_comparison() -> None:
 
 def test_the_relay_path_loads_no_openssl() -> None:
     """What `oracle serve` over stdio imports before it relays (server/engine/relay.py) keeps libcrypto out."""
-    code = ("import sys; import server.cli.commands, server.engine.relay; "
+    code = ("import sys; import oracle_server.cli.commands, oracle_server.engine.relay; "
             "print(sorted(m for m in sys.modules if m in ('_hashlib', 'hashlib', 'hmac', 'secrets', 'ssl')))")
     project = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True, cwd=project)

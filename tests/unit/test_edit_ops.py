@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _hostile import examples
-from server.services.edit import EditRefused, apply_edit, headings, split_head
-from server.services.team import TokenError, TokenExists, TokenMissing, TokenStore
+from oracle_server.services.edit import EditRefused, apply_edit, headings, split_head
+from oracle_server.services.team import TokenError, TokenExists, TokenMissing, TokenStore
 
 FRONT = "---\ntitle: Mocks hide bugs\ntags: [testing, db]   # odd spacing kept\nrelations:\n  - [a, b, c]\n---\n"
 NOTE = FRONT + "# Mocks hide bugs\n\n## Why\nTests mocked the database.\n\n### Detail\nDeep.\n\n## Fix\nUse a real one.\n"

@@ -1,6 +1,6 @@
-"""The embedder's speed work: the rewritten graph (indexer/model_graph.py) gives the packaged model's vectors
+"""The embedder's speed work: the rewritten graph (indexer/models/model_graph.py) gives the packaged model's vectors
 on real texts and gives way to the packaged model whenever the rewrite cannot apply; batches are dealt so that
-the sessions finish together (indexer/embed.py)."""
+the sessions finish together (indexer/models/embed.py)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from _corpus import BUNDLED
-from indexer.discover import discover
-from indexer.embed import Embedder, balanced_shards, model_files
-from indexer.model_graph import SOURCE_SHA256, GraphMismatch, derive, session_model
-from indexer.parse import compose_embed_text, parse_markdown
-from indexer.rootconfig import Layout
+from oracle_indexer.notes.discover import discover
+from oracle_indexer.models.embed import Embedder, balanced_shards, model_files
+from oracle_indexer.models.model_graph import SOURCE_SHA256, GraphMismatch, derive, session_model
+from oracle_indexer.notes.parse import compose_embed_text, parse_markdown
+from oracle_indexer.rootconfig import Layout
 
 REPO = Path(__file__).resolve().parents[2]
 # Thai (the model does not read it, but it must not break it), an empty text, one past the 256-token cap,
@@ -75,7 +75,7 @@ def test_without_the_onnx_package_the_packaged_graph_runs() -> None:
     """A real process in which `import onnx` fails: the model still loads and gives the same vectors."""
     code = (
         "import sys, json; sys.modules['onnx'] = None\n"
-        "from indexer.embed import Embedder\n"
+        "from oracle_indexer.models.embed import Embedder\n"
         "e = Embedder('minilm', workers=1); v = e.embed(['a note about postgres'])[0]\n"
         "print(json.dumps({'graph': e.graph, 'vector': v.tolist()}))\n"
     )

@@ -1,6 +1,6 @@
-"""The embedding model is configurable (indexer/embed.py): the built-in MiniLM or a user's model folder (an ONNX
+"""The embedding model is configurable (indexer/models/embed.py): the built-in MiniLM or a user's model folder (an ONNX
 file and its tokenizer.json), with the prefixes the model expects; a change of model re-embeds the index while
-keyword search keeps answering (indexer/sync.py adopt_model). Real models throughout: the folder holds MiniLM's
+keyword search keeps answering (indexer/worker/sync.py adopt_model). Real models throughout: the folder holds MiniLM's
 own files, so its vectors can be checked against the built-in model's."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.config import Settings
-from indexer.embed import MINILM, MODEL_ID, Embedder, EmbeddingUnavailable, model_files, model_id, model_spec
-from indexer.rootconfig import ConfigError
-from server.services.models import SearchRequest
-from server.services.search.pipeline import run_search
+from oracle_indexer.config import Settings
+from oracle_indexer.models.embed import MINILM, MODEL_ID, Embedder, EmbeddingUnavailable, model_files, model_id, model_spec
+from oracle_indexer.rootconfig import ConfigError
+from oracle_server.services.models import SearchRequest
+from oracle_server.services.search.pipeline import run_search
 
 
 def minilm_folder(tmp_path: Path, name: str = "my-model") -> Path:

@@ -1,4 +1,4 @@
-"""The exact vector leg of small SQLite bases (indexer/exact.py): every embedded section's similarity computed,
+"""The exact vector leg of small SQLite bases (indexer/store/sqlite/exact.py): every embedded section's similarity computed,
 ties by id, the same answer in every Oracle that opens the index; above ORACLE_EXACT_LIMIT, Chroma as before."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from _corpus import write
-from indexer.exact import top
-from indexer.multilingual import MultilingualIndex
-from server.services.models import SearchRequest
-from server.services.search import pipeline
+from oracle_indexer.store.sqlite.exact import top
+from oracle_indexer.models.multilingual import MultilingualIndex
+from oracle_server.services.models import SearchRequest
+from oracle_server.services.search import pipeline
 
 QUESTIONS = ("how do agents share a repository safely", "quote fts5 search terms", "what do quokkas eat",
              "feeding wild animals bread", "a note about nothing in particular")

@@ -9,11 +9,11 @@ from collections import Counter
 import pytest
 
 from _corpus import BUNDLED, open_oracle
-from server.services.search import expansion
-from server.services.search import scoring
-from server.services.models import SearchRequest
-from server.services.search.scoring import LegHit
-from server.services.search.pipeline import run_search
+from oracle_server.services.search import expansion
+from oracle_server.services.search import scoring
+from oracle_server.services.models import SearchRequest
+from oracle_server.services.search.scoring import LegHit
+from oracle_server.services.search.pipeline import run_search
 
 
 # -- pure: the words --------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Frontmatter fields and `where` filters as pure functions (indexer/fields.py): what a note's frontmatter
+"""Frontmatter fields and `where` filters as pure functions (indexer/notes/fields.py): what a note's frontmatter
 stores, how a filter is read (hostile input included), the one matching rule, and the [frontmatter] schema.
 No database: the stores only store and fetch what these functions decide on."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.fields import (
+from oracle_indexer.notes.fields import (
     MAX_FIELD_VALUES,
     MAX_NOTE_FIELDS,
     MAX_VALUE_CHARS,
@@ -27,7 +27,7 @@ from indexer.fields import (
     select_notes,
     value_key,
 )
-from indexer.parse import parse_markdown
+from oracle_indexer.notes.parse import parse_markdown
 
 
 def values(field: str, *items: str, is_list: bool = True) -> list[FieldValue]:

@@ -1,9 +1,9 @@
 """Freshness (issue 28, item 1): last_verified / review_after, [freshness] days, stale hits, prefer_fresh and
 fresh_only, stale counts in stats, and oracle_verify's mark_verified writing one frontmatter line.
 
-The rule and the frontmatter edit are pure (indexer/freshness.py) and tested without a database; the services
+The rule and the frontmatter edit are pure (indexer/notes/freshness.py) and tested without a database; the services
 run on a real index (SQLite FTS5 + embedded ChromaDB + the ONNX model) of a few notes written here. "Today" is
-fixed (server.services.freshness.today) so every result is the same on any day.
+fixed (oracle_server.services.freshness.today) so every result is the same on any day.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from _corpus import open_oracle, write
-from indexer.freshness import (
+from oracle_indexer.notes.freshness import (
     FreshnessPolicy,
     StampRefused,
     note_freshness_dates,
@@ -23,17 +23,17 @@ from indexer.freshness import (
     stamp_verified,
     staleness,
 )
-from indexer.parse import parse_markdown, split_frontmatter
-from indexer.rootconfig import ConfigError, load_layout
-from server.services import freshness
-from server.services.consult import consult
-from server.services.errors import OracleError
-from server.services.models import ConsultRequest, ReadRequest, SearchRequest, VerifyRequest
-from server.services.read import read_note
-from server.services.search.pipeline import search
-from server.services.stats import stats
-from server.registry.tools import BY_NAME
-from server.services.verify import verify
+from oracle_indexer.notes.parse import parse_markdown, split_frontmatter
+from oracle_indexer.rootconfig import ConfigError, load_layout
+from oracle_server.services import freshness
+from oracle_server.services.consult import consult
+from oracle_server.services.errors import OracleError
+from oracle_server.services.models import ConsultRequest, ReadRequest, SearchRequest, VerifyRequest
+from oracle_server.services.read import read_note
+from oracle_server.services.search.pipeline import search
+from oracle_server.services.stats import stats
+from oracle_server.registry.tools import BY_NAME
+from oracle_server.services.verify import verify
 
 TODAY = dt.date(2027, 1, 15)
 POLICY = FreshnessPolicy({"principle": 90, "learning": 90})
@@ -307,9 +307,9 @@ def test_http_and_cli_take_the_new_parameters(oracle, tmp_path: Path) -> None:
 
     from starlette.testclient import TestClient
 
-    from server.cli import spec as clispec
-    from server.cli.commands import add_tool_command, tool_values
-    from server.http.app import build_app
+    from oracle_server.cli import spec as clispec
+    from oracle_server.cli.commands import add_tool_command, tool_values
+    from oracle_server.http.app import build_app
 
     with TestClient(build_app(oracle), base_url="http://127.0.0.1:37778") as client:
         got = client.get("/api/search", params={"query": "gizmo api", "mode": "fts", "limit": 20,

@@ -1,8 +1,8 @@
 """Property-based fuzzing of the pure functions that hostile input reaches first, with many examples.
 
-- server.services.search.query: any string is either refused with QueryError or becomes MATCH expressions that the real
+- oracle_server.services.search.query: any string is either refused with QueryError or becomes MATCH expressions that the real
   index schema (a real Store: SQLite FTS5 porter + trigram tables and the LIKE leg) runs without error;
-- indexer.parse: any markdown (and any bytes, through the indexer's decoder) parses without raising, every
+- oracle_indexer.notes.parse: any markdown (and any bytes, through the indexer's decoder) parses without raising, every
   chunk's line span lies in the file and cites exactly the chunk's text, ids are unique and stable;
 - learn's slugify: always one safe path component whose file names fit the file system's 255-byte limit;
 - the request models: any JSON value for any field is a valid request or a ValidationError, never another
@@ -26,15 +26,15 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-import server.services.models as models
+import oracle_server.services.models as models
 from _hostile import MARKER, MARKER_VARIANTS, examples, UNICODE_PIECES, any_text, as_read, hostile_pieces, hostile_text, json_values
-from indexer.parse import SPLIT_LEVEL, content_hash, parse_markdown
-from indexer.store import FileState, Filters, Store, keyword_search
-from indexer.sync import decode_markdown
-from indexer.rootconfig import Layout
-from server.services.files import PathRefused, safe_path
-from server.services.learn import SLUG_MAX, render, slugify, title_for
-from server.services.search.query import MAX_QUERY_CHARS, MAX_TERMS, QueryError, build_keyword_query, validate_query
+from oracle_indexer.notes.parse import SPLIT_LEVEL, content_hash, parse_markdown
+from oracle_indexer.store.sqlite import FileState, Filters, Store, keyword_search
+from oracle_indexer.worker.sync import decode_markdown
+from oracle_indexer.rootconfig import Layout
+from oracle_server.services.files import PathRefused, safe_path
+from oracle_server.services.learn import SLUG_MAX, render, slugify, title_for
+from oracle_server.services.search.query import MAX_QUERY_CHARS, MAX_TERMS, QueryError, build_keyword_query, validate_query
 
 PURE = settings(
     deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -394,7 +394,7 @@ def _marker_text() -> st.SearchStrategy[str]:
 @given(_marker_text())
 @example("<\u0951<\u0951<END \U0001d40eRACLE REFERENCE DATA x>>>")
 def test_no_defused_text_reads_as_a_marker(text: str) -> None:
-    from server.services.boundary import defuse, defuse_markers
+    from oracle_server.services.boundary import defuse, defuse_markers
 
     outside, inside = defuse_markers(text), defuse(text)
     assert not MARKER.search(as_read(outside)), (text, outside)
@@ -408,7 +408,7 @@ def test_no_defused_text_reads_as_a_marker(text: str) -> None:
 @given(st.lists(st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")), max_size=12),
        st.lists(st.integers(1, 700), min_size=1, max_size=30), st.integers(8, 400))
 def test_the_stdio_reader_splits_any_chunking_as_lines_with_a_cap(lines: list[bytes], cuts: list[int], limit: int) -> None:
-    from server.mcp.stdio_front import LineReader, Overlong
+    from oracle_server.mcp.stdio_front import LineReader, Overlong
 
     data = b"".join(line + b"\n" for line in lines)
     reader, out, at, i = LineReader(limit), [], 0, 0

@@ -14,11 +14,11 @@ import pytest
 
 from _corpus import open_oracle, write
 from _hostile import delete_before_indexing
-from server.services import boundary
-from server.services.browse import list_documents, reflect
-from server.services.consult import boundary_tag, build_guidance, consult
-from server.services.learn import learn
-from server.services.models import (
+from oracle_server.services import boundary
+from oracle_server.services.browse import list_documents, reflect
+from oracle_server.services.consult import boundary_tag, build_guidance, consult
+from oracle_server.services.learn import learn
+from oracle_server.services.models import (
     ConsultRequest,
     LearnRequest,
     ListRequest,
@@ -27,8 +27,8 @@ from server.services.models import (
     SearchRequest,
     Source,
 )
-from server.services.read import read_note
-from server.services.search.pipeline import search
+from oracle_server.services.read import read_note
+from oracle_server.services.search.pipeline import search
 
 # A line that an agent would take for a boundary marker: three opening brackets, then the marker's words.
 _GAP = r"[\s\u200b-\u200d\u2060\ufeff]*"
@@ -148,7 +148,7 @@ def test_defusing_is_idempotent_and_keeps_ordinary_text() -> None:
 
 # -- 4. learn keeps its metadata -------------------------------------------------------------------------
 def _front(oracle, rel: str) -> dict:
-    from indexer.parse import parse_markdown
+    from oracle_indexer.notes.parse import parse_markdown
 
     parsed = parse_markdown((oracle.settings.root / rel).read_text(encoding="utf-8"), rel, "learning")
     assert not parsed.warnings, parsed.warnings
@@ -182,7 +182,7 @@ def test_learn_without_title_keeps_its_metadata_after_a_long_first_line(oracle) 
 
 
 def test_an_indented_closing_line_does_not_end_the_frontmatter() -> None:
-    from indexer.parse import split_frontmatter
+    from oracle_indexer.notes.parse import split_frontmatter
 
     text = "---\ntitle: a long title that PyYAML folded\n  ---\ntags: [x]\nproject: p\n---\nbody\n"
     meta, body, lines, warnings = split_frontmatter(text)
@@ -195,7 +195,7 @@ def test_an_indented_closing_line_does_not_end_the_frontmatter() -> None:
 def test_metadata_problems_names_what_would_not_read_back() -> None:
     import datetime as dt
 
-    from server.services.learn import metadata_problems, render
+    from oracle_server.services.learn import metadata_problems, render
 
     request = LearnRequest(pattern="p", title="T", concepts=["a"], project="x", relations=[["s", "p", "o"]])
     today = dt.date(2026, 1, 1)
@@ -210,7 +210,7 @@ def test_a_learning_deleted_before_it_is_indexed_is_an_error_not_an_empty_id(ora
     """Test double, said so: the deletion must land between the write and the index, a window of a few
     milliseconds that a real concurrent deleter hits only sometimes (test_learn_survives_a_renamed_folder
     races for real). The wrapper deletes the file, as another process would, then the real sync runs."""
-    from server.services.learn import LearnLost
+    from oracle_server.services.learn import LearnLost
 
     delete_before_indexing(oracle, monkeypatch)
     before = set(oracle.store.file_states())
@@ -227,7 +227,7 @@ def test_learn_survives_a_renamed_folder_and_files_deleted_as_they_appear(tmp_pa
     import os
     import threading
 
-    from server.services.learn import LearnError
+    from oracle_server.services.learn import LearnError
 
     root = tmp_path / "root"
     write(root / "learnings/2026-01-01_seed.md", "---\ntitle: Seed\n---\n# Seed\n\nSeed note.\n")
@@ -295,7 +295,7 @@ class CountingDict(dict):
 
 
 def _fused(n: int) -> list:
-    from server.services.search import scoring
+    from oracle_server.services.search import scoring
 
     return [scoring.Fused(f"c{i:05d}", 1.0 - i / (n + 1)) for i in range(n)]
 
@@ -303,7 +303,7 @@ def _fused(n: int) -> list:
 def test_supersession_rerank_does_linear_work() -> None:
     """Before, each pass moved one hit and looked up every hit again: with 500 superseded hits ranked above
     their successor, 2,000 candidates cost about a million lookups (and 8.3 s at 12,000 candidates)."""
-    from server.services.search import scoring
+    from oracle_server.services.search import scoring
 
     items = _fused(2_000)
     new = frozenset({"c01999"})
@@ -316,7 +316,7 @@ def test_supersession_rerank_does_linear_work() -> None:
 
 
 def test_supersession_rerank_nests_chains_and_survives_cycles_and_long_chains() -> None:
-    from server.services.search import scoring
+    from oracle_server.services.search import scoring
 
     items = _fused(6)  # c00000 best ... c00005 worst
     ids = [i.id for i in items]
@@ -332,7 +332,7 @@ def test_supersession_rerank_nests_chains_and_survives_cycles_and_long_chains() 
 
 
 def test_supersessions_are_cached_until_any_process_logs_another(tmp_path: Path) -> None:
-    from indexer.store.logs import Logs
+    from oracle_indexer.store.sqlite.logs import Logs
 
     mine, theirs = Logs(tmp_path / "logs.db"), Logs(tmp_path / "logs.db")
     try:
@@ -369,7 +369,7 @@ def test_chunks_per_file_are_capped_and_the_cap_is_reported(tmp_path: Path, make
 
 
 def test_the_chunk_cap_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from indexer.config import ConfigError, Settings
+    from oracle_indexer.config import ConfigError, Settings
 
     monkeypatch.setenv("ORACLE_MAX_CHUNKS_PER_FILE", "250")
     assert Settings.from_env(root=tmp_path, data_dir=tmp_path / "d").max_chunks_per_file == 250
@@ -382,7 +382,7 @@ def test_the_chunk_cap_comes_from_the_environment(monkeypatch: pytest.MonkeyPatc
 def test_a_small_file_is_embedded_at_once_beside_a_big_one(tmp_path: Path, make_oracle) -> None:
     """sync_paths (the watcher's call) indexes keywords for every file, embeds the small file's chunks,
     and leaves the big file's for the background flush, instead of embedding them all first."""
-    from indexer.sync import INLINE_EMBED_CHUNKS
+    from oracle_indexer.worker.sync import INLINE_EMBED_CHUNKS
 
     root = tmp_path / "root"
     (root / "principles").mkdir(parents=True)
@@ -428,7 +428,7 @@ def test_a_learn_does_not_wait_for_a_big_notes_embeddings(tmp_path: Path, make_o
 
 # -- should fix: logs retention, terminal escapes --------------------------------------------------------
 def test_usage_logs_are_pruned_by_age_and_count_but_verdicts_are_kept(tmp_path: Path) -> None:
-    from indexer.store.logs import Logs
+    from oracle_indexer.store.sqlite.logs import Logs
 
     logs = Logs(tmp_path / "logs.db", retention_days=30, max_rows=50)
     try:
@@ -450,8 +450,8 @@ def test_usage_logs_are_pruned_by_age_and_count_but_verdicts_are_kept(tmp_path: 
 
 
 def test_log_retention_is_applied_when_the_logs_are_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from indexer.config import ConfigError, Settings
-    from indexer.store.logs import Logs
+    from oracle_indexer.config import ConfigError, Settings
+    from oracle_indexer.store.sqlite.logs import Logs
 
     first = Logs(tmp_path / "logs.db", retention_days=0, max_rows=0)
     first.conn.executemany("INSERT INTO consult_log (at, client, decision) VALUES (?, 'c', 'x')",
@@ -471,7 +471,7 @@ def test_log_retention_is_applied_when_the_logs_are_opened(tmp_path: Path, monke
 
 
 def test_cli_output_shows_control_characters_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from server.cli.commands import main
+    from oracle_server.cli.commands import main
 
     root = tmp_path / "root"
     write(root / "learnings/2026-01-01_escape.md", (

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from _corpus import write
-from server.services.files import PathRefused, read_file
-from server.services.models import ReadRequest, SearchRequest
-from server.services.read import read_note
-from server.mcp.resources import UnknownResource, read_resource
-from server.services.search.pipeline import search
+from oracle_server.services.files import PathRefused, read_file
+from oracle_server.services.models import ReadRequest, SearchRequest
+from oracle_server.services.read import read_note
+from oracle_server.mcp.resources import UnknownResource, read_resource
+from oracle_server.services.search.pipeline import search
 
 SECRET = "CANARY-" + secrets.token_hex(8)
 
@@ -170,7 +170,7 @@ def test_oracle_init_never_writes_through_a_planted_temporary_name(tmp_path: Pat
 
 @pytest.mark.parametrize("force", [False, True])
 def test_oracle_init_refuses_an_oracle_toml_that_is_a_symlink(tmp_path: Path, force: bool) -> None:
-    from server.cli.init import InitError, init
+    from oracle_server.cli.init import InitError, init
 
     victim = _victim(tmp_path)
     root = tmp_path / "repo"
@@ -182,7 +182,7 @@ def test_oracle_init_refuses_an_oracle_toml_that_is_a_symlink(tmp_path: Path, fo
 
 
 def test_an_oracle_toml_that_is_a_symlink_is_not_read(tmp_path: Path) -> None:
-    from indexer.rootconfig import ConfigError, load_layout
+    from oracle_indexer.rootconfig import ConfigError, load_layout
 
     _victim(tmp_path)
     root = tmp_path / "repo"
@@ -193,14 +193,14 @@ def test_an_oracle_toml_that_is_a_symlink_is_not_read(tmp_path: Path) -> None:
 
 
 def _record_server(folder: Path) -> Path:
-    from server.cli.remote import record, server_file
+    from oracle_server.cli.remote import record, server_file
 
     record(folder, folder, "127.0.0.1", 1)
     return Path(server_file(folder))
 
 
 def _stamp_generation(folder: Path) -> Path:
-    from indexer.vectors import VectorStore
+    from oracle_indexer.store.sqlite.vectors import VectorStore
 
     store = VectorStore(folder / "chroma")  # opens no Chroma client: only the stamp is written
     store._stamp_generation()
@@ -208,7 +208,7 @@ def _stamp_generation(folder: Path) -> Path:
 
 
 def _handshake_cache(folder: Path) -> Path:
-    from server.mcp.stdio_front import Front
+    from oracle_server.mcp.stdio_front import Front
 
     # Not Front(): its constructor takes over this process's stdin and stdout. Only the two fields `_write`
     # reads are set; the write itself is the real one, on real files.
@@ -246,7 +246,7 @@ def _vanish_after_ranking(oracle, monkeypatch, victims: list[str]) -> None:
     that a real concurrent writer hits about 3 times in 1,000 learns. After the real ranking, the notes whose
     sections lead the ranking are really deleted and really re-synced away (as the watcher would); then the
     real page is read. Each victim note vanishes once."""
-    import server.services.search.pipeline as search_module
+    import oracle_server.services.search.pipeline as search_module
 
     real_rank = search_module._rank
 
@@ -263,7 +263,7 @@ def _vanish_after_ranking(oracle, monkeypatch, victims: list[str]) -> None:
 
 
 def test_a_note_vanishing_between_ranking_and_the_page_is_dropped_with_a_warning(tmp_path, make_oracle, monkeypatch) -> None:
-    from server.services.search.pipeline import run_search
+    from oracle_server.services.search.pipeline import run_search
 
     root = tmp_path / "root"
     _osprey_root(root)
@@ -281,8 +281,8 @@ def test_a_note_vanishing_between_ranking_and_the_page_is_dropped_with_a_warning
 def test_a_learn_whose_duplicate_check_meets_a_vanished_note_still_reports_its_saved_note(tmp_path, make_oracle,
                                                                                           monkeypatch) -> None:
     """3 of 1,172 racing learns answered 500 after saving their note, inviting a duplicate on retry."""
-    from server.services.learn import learn
-    from server.services.models import LearnRequest
+    from oracle_server.services.learn import learn
+    from oracle_server.services.models import LearnRequest
 
     root = tmp_path / "root"
     _osprey_root(root)
@@ -296,8 +296,8 @@ def test_a_learn_whose_duplicate_check_meets_a_vanished_note_still_reports_its_s
 
 
 def test_an_idempotency_key_makes_a_retried_learn_return_the_first_save(tmp_path, make_oracle) -> None:
-    from server.services.learn import LearnKeyConflict, learn
-    from server.services.models import LearnRequest
+    from oracle_server.services.learn import LearnKeyConflict, learn
+    from oracle_server.services.models import LearnRequest
 
     root = tmp_path / "root"
     _osprey_root(root)
@@ -320,8 +320,8 @@ def test_concurrent_retries_with_one_key_save_one_note(tmp_path, make_oracle) ->
     that note or is told the learn is running (409), never a second copy."""
     import threading
 
-    from server.services.learn import LearnKeyConflict, learn
-    from server.services.models import LearnRequest
+    from oracle_server.services.learn import LearnKeyConflict, learn
+    from oracle_server.services.models import LearnRequest
 
     root = tmp_path / "root"
     _osprey_root(root)
@@ -350,8 +350,8 @@ def test_concurrent_retries_with_one_key_save_one_note(tmp_path, make_oracle) ->
 
 def test_a_failed_learn_releases_its_key(tmp_path, make_oracle, monkeypatch) -> None:
     from _hostile import delete_before_indexing
-    from server.services.learn import LearnLost, learn
-    from server.services.models import LearnRequest
+    from oracle_server.services.learn import LearnLost, learn
+    from oracle_server.services.models import LearnRequest
 
     root = tmp_path / "root"
     _osprey_root(root)
@@ -377,7 +377,7 @@ def _twins(root: Path) -> tuple[Path, Path]:
 def test_normal_form_twins_are_skipped_with_a_reason_and_shown_in_drift(tmp_path: Path, make_oracle) -> None:
     """Two files named café.md (NFC and NFD) swapped their content under one indexed name on every run, while
     drift said in sync: now neither is indexed, both are reported, and drift is not in sync."""
-    from server.services.stats import stats
+    from oracle_server.services.stats import stats
 
     root = tmp_path / "root"
     nfc, nfd = _twins(root)
@@ -436,7 +436,7 @@ def forged(tmp_path: Path, make_oracle):
 
 def test_the_reflect_prompt_quotes_its_note_inside_the_boundary(forged) -> None:
     """The reflect prompt returned a note verbatim as a user-role message."""
-    from server.mcp.prompts import reflect_prompt
+    from oracle_server.mcp.prompts import reflect_prompt
 
     text = reflect_prompt(forged, "learning").text
     assert FORGER_TEXT in text and "Zebra forger" in text
@@ -446,7 +446,7 @@ def test_the_reflect_prompt_quotes_its_note_inside_the_boundary(forged) -> None:
 
 
 def test_the_retrospective_and_learn_from_session_prompts_list_titles_inside_the_boundary(forged) -> None:
-    from server.mcp.prompts import learn_from_session_prompt, retrospective_prompt
+    from oracle_server.mcp.prompts import learn_from_session_prompt, retrospective_prompt
 
     retro = retrospective_prompt(forged, "We painted zebra crossings and deleted the zebra repository by accident.")
     assert "Zebra forger" in retro.text and retro.cited
@@ -458,7 +458,7 @@ def test_the_retrospective_and_learn_from_session_prompts_list_titles_inside_the
 
 
 def test_a_quoted_note_cannot_close_the_prompt_boundary(tmp_path: Path, make_oracle) -> None:
-    from server.mcp.prompts import reflect_prompt
+    from oracle_server.mcp.prompts import reflect_prompt
 
     root = tmp_path / "root"
     write(root / "learnings/2026-01-01_closer.md", "---\ntitle: Closer\n---\n# Closer\n\n## A\n\n"
@@ -503,7 +503,7 @@ def test_a_store_whose_vectors_do_not_find_themselves_is_reported_and_rebuilt(tm
     _osprey_root(root)
     oracle = make_oracle(root, tmp_path / "data")
     assert not oracle.indexer.sync().vector_failed
-    from server.services.stats import stats
+    from oracle_server.services.stats import stats
 
     ids = sorted(oracle.vectors.all_ids())
     rng = np.random.default_rng(7)
@@ -535,7 +535,7 @@ def test_garbage_vector_metadata_is_moved_aside_and_rebuilt(tmp_path: Path, make
     first.close()
     (tmp_path / "data" / "chroma" / "chroma.sqlite3").write_bytes(b"garbage" * 1000)
     oracle = make_oracle(root, tmp_path / "data")
-    # A small base's vector leg reads SQLite (indexer/exact.py): searches keep their vector results meanwhile
+    # A small base's vector leg reads SQLite (indexer/store/sqlite/exact.py): searches keep their vector results meanwhile
     meanwhile = search(oracle, SearchRequest(query="osprey rollback", mode="vector"))
     assert meanwhile.meta.mode == "vector" and meanwhile.meta.vector_matches > 0 and not meanwhile.meta.warnings
     ok, detail = oracle.vectors.probe()

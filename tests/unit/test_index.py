@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from _corpus import BUNDLED, bump_mtime, write
-from indexer.parse import parse_markdown
-from indexer.sync import SyncRefused
-from server.services.models import SearchRequest
-from server.services.search.pipeline import search
+from oracle_indexer.notes.parse import parse_markdown
+from oracle_indexer.worker.sync import SyncRefused
+from oracle_server.services.models import SearchRequest
+from oracle_server.services.search.pipeline import search
 
 LAYOUT_TYPES = {"principles": "principle", "learnings": "learning", "retrospectives": "retro"}
 

@@ -12,8 +12,8 @@ import pytest
 
 from _corpus import open_oracle
 from _first_hour import build_translated_vault
-from indexer.sync import SyncRefused
-from server.cli.init import choose_languages, init, survey, user_languages
+from oracle_indexer.worker.sync import SyncRefused
+from oracle_server.cli.init import choose_languages, init, survey, user_languages
 
 LANGS = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 
@@ -134,7 +134,7 @@ def test_an_exclude_added_after_indexing_removes_those_files_without_the_vanishe
 
 
 def test_the_commented_rerank_and_frontmatter_examples_work_once_uncommented(tmp_path: Path) -> None:
-    from indexer.rootconfig import load_layout
+    from oracle_indexer.rootconfig import load_layout
 
     root = tmp_path / "notes"
     (root / "learnings").mkdir(parents=True)

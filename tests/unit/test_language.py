@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from _corpus import write
-from indexer.language import (
+from oracle_indexer.notes.language import (
     NoteLanguage,
     folder_language,
     function_word_language,
@@ -18,9 +18,9 @@ from indexer.language import (
     query_languages,
     text_language,
 )
-from server.services.search import scoring
-from server.services.models import SearchRequest
-from server.services.search.pipeline import run_search
+from oracle_server.services.search import scoring
+from oracle_server.services.models import SearchRequest
+from oracle_server.services.search.pipeline import run_search
 
 BASE = {"en": 3, "de": 3, "th": 3, "zh": 3, "ja": 3}
 

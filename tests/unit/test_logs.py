@@ -6,7 +6,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from indexer.store.logs import FLUSH_INTERVAL, Logs
+from oracle_indexer.store.sqlite.logs import FLUSH_INTERVAL, Logs
 
 
 def rows(path: Path, table: str) -> int:
@@ -53,7 +53,7 @@ def test_other_processes_see_rows_within_the_flush_interval(tmp_path: Path, make
 
 
 def test_an_oracle_nobody_started_writes_its_queue_in_bounded_batches(tmp_path: Path) -> None:
-    from indexer.store.logs import MAX_QUEUED
+    from oracle_indexer.store.sqlite.logs import MAX_QUEUED
 
     logs = Logs(tmp_path / "logs.db")
     try:

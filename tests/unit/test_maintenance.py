@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from _corpus import damage_table, write
-from indexer.sync import VECTOR_SLICE
-from server.services.learn import learn
-from server.services.models import LearnRequest, SearchRequest
-from server.services.search.pipeline import run_search
-from server.services.stats import stats
+from oracle_indexer.worker.sync import VECTOR_SLICE
+from oracle_server.services.learn import learn
+from oracle_server.services.models import LearnRequest, SearchRequest
+from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.stats import stats
 
 DEADLINE = 120.0  # generous for a loaded 2-core machine; a hang check, not a speed limit
 
@@ -165,8 +165,8 @@ def test_the_index_check_and_the_initial_sync_wait_for_the_hold(tmp_path: Path) 
     (cli.cmd_serve passes the stdio front's `handshake_done`): reading a whole damaged or big new base never
     competes with the handshake. Once released, the worker finds the damage, sets the file aside and rebuilds
     the index from the markdown before the server is ready."""
-    from indexer.config import Settings
-    from server.services.app import Oracle
+    from oracle_indexer.config import Settings
+    from oracle_server.services.app import Oracle
 
     root, data = tmp_path / "root", tmp_path / "data"
     small_notes(root, 3)
@@ -195,7 +195,7 @@ def test_a_stopped_session_keeps_the_vectors_it_computed(tmp_path: Path, make_or
     before storing any of it, and the next `oracle index` computed every chunk again. Now each step of
     EMBED_STEP texts is cached as it is computed and a stop ends the slice after the current step with what it
     has: the next process (here a second Oracle on the same data dir) computes only the rest."""
-    from indexer.sync import EMBED_STEP
+    from oracle_indexer.worker.sync import EMBED_STEP
 
     root, data = tmp_path / "root", tmp_path / "data"
     small_notes(root, 3)
@@ -225,7 +225,7 @@ def two_section_notes(root: Path, n: int) -> None:
 
 def keyword_answers(store) -> list:
     """What the keyword reads of a search answer, floats and order exactly."""
-    from indexer.store import Filters
+    from oracle_indexer.store.sqlite import Filters
 
     files = [p for p in store.file_states()]
     out = []
@@ -259,7 +259,7 @@ def test_merging_the_word_tables_segments_changes_no_answer(tmp_path: Path, make
 def test_the_worker_merges_the_word_tables_segments(tmp_path: Path, make_oracle) -> None:
     """Job 7: a started Oracle whose word tables hold more than MERGE_ABOVE segments merges each into one once
     its other jobs are done; a table at or under the bar is left as it is."""
-    from indexer.maintenance import MERGE_ABOVE
+    from oracle_indexer.worker.maintenance import MERGE_ABOVE
 
     root = tmp_path / "root"
     two_section_notes(root, MERGE_ABOVE + 2)
@@ -288,7 +288,7 @@ def test_the_workers_jobs_hand_the_gil_to_searches_within_a_tenth_of_a_milliseco
     real one, observed as it starts (benchmarks/HISTORY.md, "A search beside the warm-up", has the latencies)."""
     import sys
 
-    from indexer.maintenance import BACKGROUND_SWITCH_INTERVAL
+    from oracle_indexer.worker.maintenance import BACKGROUND_SWITCH_INTERVAL
 
     root = tmp_path / "root"
     small_notes(root, 2)
@@ -312,7 +312,7 @@ def test_the_workers_jobs_hand_the_gil_to_searches_within_a_tenth_of_a_milliseco
 def test_searches_first_restores_the_interval_it_found() -> None:
     import sys
 
-    from indexer.maintenance import _searches_first
+    from oracle_indexer.worker.maintenance import _searches_first
 
     found = sys.getswitchinterval()
     with _searches_first(0.0002):
@@ -326,7 +326,7 @@ def test_searches_first_restores_the_interval_it_found() -> None:
 def test_the_warm_up_waits_for_a_quiet_moment_and_loads_one_model_a_tick(tmp_path: Path, make_oracle) -> None:
     """A model load holds the GIL in places (imports, C calls) that a search beside it waits out: the warm-up waits
     until no search runs and none has for WARM_QUIET_SECONDS, then loads one model a tick, a quiet moment each."""
-    from indexer import maintenance
+    from oracle_indexer.worker import maintenance
 
     root = tmp_path / "root"
     small_notes(root, 2)
@@ -360,7 +360,7 @@ def test_an_idle_worker_looks_for_pending_vectors_again_only_after_a_write(tmp_p
     (PRAGMA data_version) moves."""
     import sqlite3
 
-    from indexer import maintenance
+    from oracle_indexer.worker import maintenance
 
     root = tmp_path / "root"
     small_notes(root, 3)

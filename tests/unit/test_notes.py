@@ -13,15 +13,15 @@ import pytest
 
 import _corpus
 from _corpus import QUOKKA_FILES, QUOKKA_PRINCIPLE, THAI_FILE, write
-from indexer.blocks import block_date, block_tags, is_metadata_block
-from indexer.multilingual import covered_share
-from indexer.parse import parse_markdown
-from indexer.store import SectionFacts
-from server.services.search import scoring
-from server.services.consult import consult
-from server.services.models import ConsultRequest, SearchRequest
-from server.services.search.notes import fold_duplicate_notes, fold_duplicate_sections, group_notes
-from server.services.search.pipeline import search
+from oracle_indexer.notes.blocks import block_date, block_tags, is_metadata_block
+from oracle_indexer.models.multilingual import covered_share
+from oracle_indexer.notes.parse import parse_markdown
+from oracle_indexer.store.sqlite import SectionFacts
+from oracle_server.services.search import scoring
+from oracle_server.services.consult import consult
+from oracle_server.services.models import ConsultRequest, SearchRequest
+from oracle_server.services.search.notes import fold_duplicate_notes, fold_duplicate_sections, group_notes
+from oracle_server.services.search.pipeline import search
 
 GIBBERISH = "asdkjh qwpoeiru zxmcnv"
 
@@ -314,7 +314,7 @@ def test_a_relation_hit_leads_with_a_real_score(tmp_path, make_oracle) -> None:
 def test_notes_keep_the_supersession_placement_of_their_sections():
     """A superseded note sits right after its successor on a page of notes (issue 27: grouping used to sort
     the notes by score again, which put an unrelated note between them)."""
-    from server.services.search.notes import group_notes
+    from oracle_server.services.search.notes import group_notes
 
     def fact(i: str, file: str) -> SectionFacts:
         return SectionFacts(i, file, "section", None, i, file, "", 1, 2)

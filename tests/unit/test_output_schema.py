@@ -8,9 +8,9 @@ import json
 import pytest
 from jsonschema.validators import validator_for
 
-from server.services.models import Hit, ScoreBreakdown, SearchMeta, SearchResult
-from server.registry.schemas import lean_schema
-from server.registry.tools import TOOLS
+from oracle_server.services.models import Hit, ScoreBreakdown, SearchMeta, SearchResult
+from oracle_server.registry.schemas import lean_schema
+from oracle_server.registry.tools import TOOLS
 
 
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
@@ -80,7 +80,7 @@ def _keys(node: object) -> list[tuple[str, object]]:
 def test_published_schemas_have_no_type_arrays_titles_or_null_defaults(tool):
     """The MCP Inspector flags `"type": [..., "null"]` as unportable (27 of them before); pydantic's titles and
     `"default": null` are bytes in every agent's context that say nothing."""
-    from server.registry.tools import input_schema
+    from oracle_server.registry.tools import input_schema
 
     for schema in (lean_schema(tool.result), input_schema(tool)):
         validator_for(schema).check_schema(schema)

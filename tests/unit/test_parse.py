@@ -1,4 +1,4 @@
-"""indexer.parse and indexer.concepts: pure functions over strings, no database, no file system
+"""oracle_indexer.notes.parse and oracle_indexer.notes.concepts: pure functions over strings, no database, no file system
 (except reading the bundled notes as sample input)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from indexer.concepts import extract_concepts, normalise_tag, normalise_tags
-from indexer.parse import chunk_id, content_hash, note_date, parse_markdown, split_frontmatter, title_for
+from oracle_indexer.notes.concepts import extract_concepts, normalise_tag, normalise_tags
+from oracle_indexer.notes.parse import chunk_id, content_hash, note_date, parse_markdown, split_frontmatter, title_for
 
 BUNDLED = Path(__file__).resolve().parents[2] / "knowledge"
 LAYOUT_TYPES = {"principles": "principle", "learnings": "learning", "retrospectives": "retro"}

@@ -19,13 +19,13 @@ import pytest
 import _pg
 from _pg import NOTES, write_root
 from _corpus import open_oracle
-from indexer.store import Filters
-from indexer.store.pg.db import DatabaseUnavailable, pg_sql
-from indexer.store.pg.schema import SCHEMA_VERSION, applied_versions, migrate
-from indexer.store.pg.store import PgStore
-from indexer.store.tokens import match_phrases, parse_match, tokenize_rows
-from server.services.models import SearchRequest
-from server.services.search.pipeline import search
+from oracle_indexer.store.sqlite import Filters
+from oracle_indexer.store.pg.db import DatabaseUnavailable, pg_sql
+from oracle_indexer.store.pg.schema import SCHEMA_VERSION, applied_versions, migrate
+from oracle_indexer.store.pg.store import PgStore
+from oracle_indexer.store.pg.tokens import match_phrases, parse_match, tokenize_rows
+from oracle_server.services.models import SearchRequest
+from oracle_server.services.search.pipeline import search
 
 QUERIES = ['"router"', '"deploy" OR "rollback"', '"running" OR "routers"', '"x" OR "ray"', '"ค้นหา" OR "ข้อมูล"',
            '"中文" OR "检索"', '"cafe"', '"café"', '"nothing" OR "proves"', '"canary" OR "error" OR "rate"']
@@ -65,7 +65,7 @@ def test_migrations_run_once_in_order_and_a_newer_schema_is_refused() -> None:
 
 def test_a_bad_url_says_what_to_do(tmp_path: Path) -> None:
     root = write_root(tmp_path / "root")
-    from indexer.config import ConfigError
+    from oracle_indexer.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"not a PostgreSQL URL: use postgresql://"):
         open_oracle(root, tmp_path / "data", database_url="mysql://me:secret@localhost/oracle")
@@ -74,7 +74,7 @@ def test_a_bad_url_says_what_to_do(tmp_path: Path) -> None:
 
 
 def test_database_url_comes_from_the_environment_or_oracle_toml(tmp_path: Path, monkeypatch) -> None:
-    from indexer.config import Settings
+    from oracle_indexer.config import Settings
 
     root = write_root(tmp_path / "root")
     (root / "oracle.toml").write_text('[database]\nurl = "postgresql://team@db.lan/oracle"\n', encoding="utf-8")
@@ -323,8 +323,8 @@ def test_a_killed_indexers_lock_is_taken_over_and_nothing_is_indexed_twice(tmp_p
 
 def test_a_learn_through_one_engine_is_found_through_another(tmp_path: Path) -> None:
     """Two engines (two Oracles, each its own root copy and data dir, as on two machines) on one database."""
-    from server.services.learn import learn
-    from server.services.models import LearnRequest
+    from oracle_server.services.learn import learn
+    from oracle_server.services.models import LearnRequest
 
     url = _pg.new_database()
     a = open_oracle(write_root(tmp_path / "a-root"), tmp_path / "a-data", database_url=url)
@@ -426,7 +426,7 @@ def test_reads_fetched_ahead_equal_sqlite_and_are_dropped_after_a_write(tmp_path
     supersession log's check whether any verdict exists: what a search asks next, in the same round trip. The
     next call uses it once, on the same thread, for exactly the same notes, unless this process wrote since or it is
     older than STASH_SECONDS; otherwise it reads again."""
-    from indexer.store.pg import db as pg_db
+    from oracle_indexer.store.pg import db as pg_db
 
     root = write_root(tmp_path / "root")
     sqlite = open_oracle(root, tmp_path / "s")

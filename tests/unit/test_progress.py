@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from _corpus import write
-from indexer.progress import Progress, duration
-from indexer.sync import FILE_BATCH, VECTOR_SLICE
-from server.services.stats import stats
+from oracle_indexer.progress import Progress, duration
+from oracle_indexer.worker.sync import FILE_BATCH, VECTOR_SLICE
+from oracle_server.services.stats import stats
 
 
 class Clock:

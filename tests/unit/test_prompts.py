@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from server.mcp.prompts import learn_from_session_prompt
+from oracle_server.mcp.prompts import learn_from_session_prompt
 
 # One line each, in other words than the saved lessons, which the base holds:
 ALREADY_SAVED = {

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp import types
 
-from server.engine.relay import answered
+from oracle_server.engine.relay import answered
 
 IDS = st.one_of(st.integers(min_value=-(2**53), max_value=2**53), st.text(max_size=20))
 

@@ -1,10 +1,10 @@
-"""The optional reranker ([rerank] in oracle.toml, indexer/rerank.py): configuration, the blend, a real ONNX
+"""The optional reranker ([rerank] in oracle.toml, indexer/models/rerank.py): configuration, the blend, a real ONNX
 cross-encoder graph run by onnxruntime, and a search reordered by it.
 
 No package ships a cross-encoder's weights without PyTorch or a download (benchmarks/HISTORY.md), so the model
 here is built by the test: a real ONNX graph with the inputs and output a BERT cross-encoder has, scoring a
 (question, passage) pair by how often the passage holds the word "zebra". It is a stand-in for weights we
-cannot obtain, not for our code: the tokenizer (MiniLM's, shipped in indexer/minilm/), onnxruntime and the
+cannot obtain, not for our code: the tokenizer (MiniLM's, shipped in indexer/models/minilm/), onnxruntime and the
 search path are the real ones, and the order the model must produce is known exactly.
 """
 
@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.config import ConfigError, Settings
-from indexer.embed import MINILM_TOKENIZER
-from indexer.rerank import CrossEncoder, RerankPolicy, RerankSpec, RerankUnavailable, pair_logits
-from server.registry.text import search_text
-from server.services.models import SearchRequest
-from server.services.search import scoring
-from server.services.search.pipeline import search
+from oracle_indexer.config import ConfigError, Settings
+from oracle_indexer.models.embed import MINILM_TOKENIZER
+from oracle_indexer.models.rerank import CrossEncoder, RerankPolicy, RerankSpec, RerankUnavailable, pair_logits
+from oracle_server.registry.text import search_text
+from oracle_server.services.models import SearchRequest
+from oracle_server.services.search import scoring
+from oracle_server.services.search.pipeline import search
 
 WORD = "zebra"
 

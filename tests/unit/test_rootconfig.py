@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from _first_hour import build_adr_repo, build_obsidian_vault, write
-from indexer.discover import discover, note_type
-from indexer.parse import parse_markdown
-from indexer.rootconfig import ConfigError, Layout, compile_glob, load_layout
+from oracle_indexer.notes.discover import discover, note_type
+from oracle_indexer.notes.parse import parse_markdown
+from oracle_indexer.rootconfig import ConfigError, Layout, compile_glob, load_layout
 
 V2_BRAIN = Path("/work/shared/eval-data/nat-brain-oracle/ψ/memory")
 

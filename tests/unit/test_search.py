@@ -1,4 +1,4 @@
-"""server.services.search.pipeline over a real index of a temp root (bundled notes + synthetic notes, see _corpus)."""
+"""oracle_server.services.search.pipeline over a real index of a temp root (bundled notes + synthetic notes, see _corpus)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pydantic import ValidationError
 
 import _corpus
 from _corpus import HOSTILE_QUERIES, NO_TERMS, QUOKKA_CHUNKS, QUOKKA_FILES, open_oracle
-from indexer.parse import parse_markdown
-from server.services.search import scoring
-from server.services.models import SearchRequest
-from server.services.search.query import QueryError, validate_query
-from server.services.search.pipeline import search
+from oracle_indexer.notes.parse import parse_markdown
+from oracle_server.services.search import scoring
+from oracle_server.services.models import SearchRequest
+from oracle_server.services.search.query import QueryError, validate_query
+from oracle_server.services.search.pipeline import search
 
 MODES = ("fts", "vector", "hybrid")
 LAYOUT_TYPES = {"principles": "principle", "learnings": "learning", "retrospectives": "retro"}
@@ -319,7 +319,7 @@ def closed_loopback_port() -> int:
 @pytest.fixture(scope="module")
 def vectors_down(search_index, search_root):
     """The same SQLite index, but Chroma configured at a closed loopback port: a real connection failure. The
-    exact vector leg of small bases (indexer/exact.py) is off (limit 0), so that Chroma answers every query,
+    exact vector leg of small bases (indexer/store/sqlite/exact.py) is off (limit 0), so that Chroma answers every query,
     as it does above the limit."""
     if search_index.settings.database_url:
         pytest.skip("the PostgreSQL store keeps its vectors in the database of its keyword index, so there is no"
@@ -375,7 +375,7 @@ def test_hybrid_embeds_the_question_on_one_core_while_the_keyword_leg_runs(searc
     if the legs ran one after the other. The results are the same."""
     import threading
 
-    from server.services.search import pipeline
+    from oracle_server.services.search import pipeline
 
     before = dump(run(search_index, "quote fts5 search terms", mode="hybrid"))
     started = threading.Event()
@@ -400,7 +400,7 @@ def test_hybrid_embeds_the_question_on_one_core_while_the_keyword_leg_runs(searc
 
 def test_a_failed_question_embedding_falls_back_to_keywords(search_index, monkeypatch):
     """The question is embedded on the vector leg's thread; its failure still costs the vector leg only."""
-    from indexer.embed import EmbeddingUnavailable
+    from oracle_indexer.models.embed import EmbeddingUnavailable
 
     def broken(query, beside=False):
         raise EmbeddingUnavailable("embedding model failed: test")
@@ -424,7 +424,7 @@ def test_step_4_reads_made_early_give_the_same_ranking(search_index, monkeypatch
     import copy
     from dataclasses import replace
 
-    from server.services.search import pipeline
+    from oracle_server.services.search import pipeline
 
     calls: list[list[str] | None] = []
     scores = search_index.store.note_keyword_scores

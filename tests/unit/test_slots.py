@@ -9,7 +9,7 @@ import time
 import anyio
 import pytest
 
-from server.services.slots import SLOTS, ServiceSlots
+from oracle_server.services.slots import SLOTS, ServiceSlots
 
 
 class Recorder:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from _corpus import damage_table
-from indexer.concepts import MAX_TAG_CHARS, normalise_tags
-from indexer.parse import CHUNK_ID_RE, chunk_id, content_hash, parse_markdown
-from indexer.store import FileState, Filters, Store, StoreClosed, batched, keyword_search, note_keyword_scores
-from server.services.models import SearchRequest
-from server.services.search.pipeline import filters_for
+from oracle_indexer.notes.concepts import MAX_TAG_CHARS, normalise_tags
+from oracle_indexer.notes.parse import CHUNK_ID_RE, chunk_id, content_hash, parse_markdown
+from oracle_indexer.store.sqlite import FileState, Filters, Store, StoreClosed, batched, keyword_search, note_keyword_scores
+from oracle_server.services.models import SearchRequest
+from oracle_server.services.search.pipeline import filters_for
 
 LONG_TAG = "a-very-long-tag-" + "x" * 54  # 70 characters, stored cut to MAX_TAG_CHARS
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from _corpus import write
-from indexer.fields import parse_where
+from oracle_indexer.notes.fields import parse_where
 from conftest import STORES, store_overrides
-from indexer.store import Filters, SCHEMA_VERSION
-from server.mcp.completions import complete_field_names, complete_field_values
-from server.services.browse import list_documents
-from server.services.models import ListRequest, SearchRequest
-from server.mcp.resources import read_resource
-from server.services.search.pipeline import run_search
-from server.services.stats import stats
+from oracle_indexer.store.sqlite import Filters, SCHEMA_VERSION
+from oracle_server.mcp.completions import complete_field_names, complete_field_values
+from oracle_server.services.browse import list_documents
+from oracle_server.services.models import ListRequest, SearchRequest
+from oracle_server.mcp.resources import read_resource
+from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.stats import stats
 
 NOTES = {
     "learnings/2026-01-05_card-retries.md": (

@@ -12,12 +12,12 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from server.services.browse import concepts, list_documents
-from server.mcp.client_config import write as write_mcp_config
-from server.services.models import ConceptsRequest, ListRequest, SearchRequest
-from server.services.search.pipeline import run_search
-from server.services.stats import stats
-from server.registry.text import concepts_text, list_text, stats_text
+from oracle_server.services.browse import concepts, list_documents
+from oracle_server.mcp.client_config import write as write_mcp_config
+from oracle_server.services.models import ConceptsRequest, ListRequest, SearchRequest
+from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.stats import stats
+from oracle_server.registry.text import concepts_text, list_text, stats_text
 
 
 def test_concepts_count_notes_not_sections(bundled) -> None:

@@ -14,13 +14,13 @@ import pytest
 from pydantic import ValidationError
 
 from _corpus import open_oracle, write
-from server.services import freshness
-from server.services.consult import consult
-from server.services.errors import OracleError
-from server.services.models import ConsultRequest, VerifyRequest
-from server.registry.tools import BY_NAME
-from server.services.verify import verify
-from server.services.working_set import canonical_json, working_set_id
+from oracle_server.services import freshness
+from oracle_server.services.consult import consult
+from oracle_server.services.errors import OracleError
+from oracle_server.services.models import ConsultRequest, VerifyRequest
+from oracle_server.registry.tools import BY_NAME
+from oracle_server.services.verify import verify
+from oracle_server.services.working_set import canonical_json, working_set_id
 
 NOTES = {
     "learnings/2026-03-01_otter-queue-retries.md": (
@@ -134,8 +134,8 @@ def test_over_mcp_consult_gives_an_id_that_verify_reproduces(oracle) -> None:
     import anyio
     from mcp import Client
 
-    from server.mcp.server import OracleMCP
-    from server.services.slots import ServiceSlots
+    from oracle_server.mcp.server import OracleMCP
+    from oracle_server.services.slots import ServiceSlots
 
     server = OracleMCP(oracle, ServiceSlots(), name="t")
     for name in ("oracle_consult", "oracle_verify", "oracle_search"):
@@ -159,9 +159,9 @@ def test_over_mcp_consult_gives_an_id_that_verify_reproduces(oracle) -> None:
 def test_the_cli_verify_command_takes_the_working_set_id_and_notes(oracle) -> None:
     import argparse
 
-    from server.cli import spec as clispec
-    from server.cli.commands import add_tool_command, tool_values
-    from server.registry.tools import Caller
+    from oracle_server.cli import spec as clispec
+    from oracle_server.cli.commands import add_tool_command, tool_values
+    from oracle_server.registry.tools import Caller
 
     wsid = _consult(oracle).working_set_id
     parser = argparse.ArgumentParser(prog="oracle", exit_on_error=False)

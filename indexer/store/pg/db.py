@@ -1,6 +1,6 @@
 """Connections to the PostgreSQL store: one psycopg 3 pool per process, and the store's SQL dialect bridge.
 
-The SQLite store's reads (indexer/store/reads.py) are plain SQL with `?` placeholders; the PostgreSQL store
+The SQLite store's reads (indexer/store/sqlite/reads.py) are plain SQL with `?` placeholders; the PostgreSQL store
 runs the same statements (one copy of each query) through `pg_sql`, which turns `?` into psycopg's `%s` and
 doubles a literal `%`. Statements that differ between the two dialects (GLOB, FTS5, upserts, date functions)
 are the PostgreSQL store's own.
@@ -152,7 +152,7 @@ class Database:
     def connection(self) -> Iterator[psycopg.Connection]:
         """A connection in autocommit mode for one or more statements."""
         if self._closed:
-            from indexer.store.schema import StoreClosed
+            from oracle_indexer.store.sqlite.schema import StoreClosed
 
             raise StoreClosed("the PostgreSQL store is closed: this process is shutting down")
         with self.pool.connection() as conn:

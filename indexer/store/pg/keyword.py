@@ -8,7 +8,7 @@ reaches FTS5's figure. This is FTS5's formula (fts5_aux.c) term for term, so the
 
 with f_i the phrase's occurrences weighted by column (BM25_WEIGHTS, read at query time), D the section's
 tokens in every column, avgdl and N the table's totals (`fts_stats`), n_i the sections holding the phrase.
-Phrases and tokens come from FTS5's own tokenizer (indexer/store/tokens.py). A phrase of several tokens
+Phrases and tokens come from FTS5's own tokenizer (indexer/store/pg/tokens.py). A phrase of several tokens
 (rare: a word unicode61 cuts) matches where they stand in a row in one column, from `pos` (column << 20 |
 offset). Scores are "higher is better" like the SQLite store's `-bm25()`; ties break by section id.
 
@@ -22,13 +22,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from indexer.store import keyword as sqlite_keyword
-from indexer.store.keyword import NOTE_BM25_WEIGHTS, Filters, like_pattern
-from indexer.store.pg.db import pg_sql
-from indexer.store.tokens import match_phrases, parse_match
+from oracle_indexer.store.sqlite import keyword as sqlite_keyword
+from oracle_indexer.store.sqlite.keyword import NOTE_BM25_WEIGHTS, Filters, like_pattern
+from oracle_indexer.store.pg.db import pg_sql
+from oracle_indexer.store.pg.tokens import match_phrases, parse_match
 
 if TYPE_CHECKING:
-    from indexer.store.pg.store import PgStore
+    from oracle_indexer.store.pg.store import PgStore
 
 K1 = 1.2
 B = 0.75
@@ -131,7 +131,7 @@ def _filter_sql(filters: Filters) -> tuple[str, list]:
 def keyword_search(store: PgStore, fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str],
                    filters: Filters, limit: int, count: bool = True) -> tuple[list[tuple[str, float]], int]:
     """Top `limit` (id, score) by summed keyword score across sources, and the true number of matches (0 with
-    `count=False`): the SQLite store's contract (indexer/store/keyword.py), each source's top `limit` taken
+    `count=False`): the SQLite store's contract (indexer/store/sqlite/keyword.py), each source's top `limit` taken
     before the sum."""
     sources = _sources(fts_match, trigram_match, like_terms)
     if not sources:
@@ -202,7 +202,7 @@ def terms_matched(store: PgStore, terms: Sequence[str], ids: Sequence[str]) -> d
 
 def section_counts(store: PgStore, terms: Sequence[str], cap: int) -> dict[str, int]:
     """How many sections hold each of `terms` (quoted FTS5 strings), stemmed as the index is, counted up to `cap`
-    + 1: the SQLite store's contract (indexer/store/keyword.py), the same counts from the postings. Terms of one
+    + 1: the SQLite store's contract (indexer/store/sqlite/keyword.py), the same counts from the postings. Terms of one
     token are counted in one round trip, each from its own postings (the cap stops a common word early); one that
     unicode61 cuts into several tokens counts the sections where they stand in a row; a term without a token
     matches nothing (0)."""

@@ -1,4 +1,4 @@
-"""The multilingual vector cache (indexer/multilingual.py) read from and written to the PostgreSQL store."""
+"""The multilingual vector cache (indexer/models/multilingual.py) read from and written to the PostgreSQL store."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from indexer.multilingual import OTHER_SCRIPTS, MultilingualIndex
+from oracle_indexer.models.multilingual import OTHER_SCRIPTS, MultilingualIndex
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from indexer.store.pg.store import PgStore
+    from oracle_indexer.store.pg.store import PgStore
 
 
 class PgMultilingualIndex(MultilingualIndex):

@@ -18,7 +18,7 @@ which indexer/store/pg/vectors.py creates with the embedding model's dimension.
 
 from __future__ import annotations
 
-from indexer.store.pg.db import Database, DatabaseUnavailable
+from oracle_indexer.store.pg.db import Database, DatabaseUnavailable
 
 MIGRATE_LOCK = "oracle:migrate"
 WRITER_LOCK = "oracle:writer"
@@ -114,7 +114,7 @@ CREATE TRIGGER feedback_log_append_only BEFORE UPDATE ON feedback_log FOR EACH R
 CREATE TRIGGER supersede_log_append_only BEFORE UPDATE ON supersede_log FOR EACH ROW EXECUTE FUNCTION oracle_append_only();
 """
 
-# The SQLite store's schema 9 (metadata filters, indexer/fields.py) and team mode (server/services/team.py, server/services/edit.py):
+# The SQLite store's schema 9 (metadata filters, indexer/notes/fields.py) and team mode (server/services/team.py, server/services/edit.py):
 # every frontmatter value of every note, who (which named token) learnt, judged or superseded, and the log of
 # edits and archives of existing notes. A note's fields are derived like its sections: the next sync writes them
 # (a store from before this version has none, so every note is re-parsed once: files' stat and hash forgotten).

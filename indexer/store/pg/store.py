@@ -1,6 +1,6 @@
 """The store on PostgreSQL: the same typed reads and writes as the SQLite store, for several engines at once.
 
-Reads are the SQLite store's own (indexer/store/reads.py, one copy of each statement) run through the pool;
+Reads are the SQLite store's own (indexer/store/sqlite/reads.py, one copy of each statement) run through the pool;
 the few that SQLite spells its own way (GLOB) are overridden here. Writes are one transaction per note, as
 in SQLite: the note's sections, their postings (the keyword index, indexer/store/pg/keyword.py), concepts,
 relations and supersession commit together, so another engine never sees half a note. The keyword leg's
@@ -17,18 +17,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from indexer.embed import text_key
-from indexer.fields import FieldValue
-from indexer.language import NoteLanguage
-from indexer.parse import Chunk, Relation, compose_embed_text, relation_key
-from indexer.store.pg import keyword as pg_keyword
-from indexer.store.pg.db import Database, database, pg_sql
-from indexer.store.pg.keyword import NOTES, POS_SHIFT, SECTIONS
-from indexer.store.pg.schema import SCHEMA_VERSION, WRITER_LOCK, migrate
-from indexer.store.reads import Reads
-from indexer.store.rows import BATCH, SECTION_COLUMNS, FileState, Section, SectionFacts, marks
-from indexer.store.tokens import tokenize_rows
-from indexer.store.writes import _embed_key, body_hash, note_text, section_text
+from oracle_indexer.models.embed import text_key
+from oracle_indexer.notes.fields import FieldValue
+from oracle_indexer.notes.language import NoteLanguage
+from oracle_indexer.notes.parse import Chunk, Relation, compose_embed_text, relation_key
+from oracle_indexer.store.pg import keyword as pg_keyword
+from oracle_indexer.store.pg.db import Database, database, pg_sql
+from oracle_indexer.store.pg.keyword import NOTES, POS_SHIFT, SECTIONS
+from oracle_indexer.store.pg.schema import SCHEMA_VERSION, WRITER_LOCK, migrate
+from oracle_indexer.store.sqlite.reads import Reads
+from oracle_indexer.store.rows import BATCH, SECTION_COLUMNS, FileState, Section, SectionFacts, marks
+from oracle_indexer.store.pg.tokens import tokenize_rows
+from oracle_indexer.store.sqlite.writes import _embed_key, body_hash, note_text, section_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,7 +61,7 @@ class PgStore(Reads):
     dialect = "postgresql"
 
     def __init__(self, url: str, *, model_id: str | None = None) -> None:
-        from indexer.embed import MODEL_ID
+        from oracle_indexer.models.embed import MODEL_ID
 
         self.url = url
         self.db: Database = database(url)
@@ -81,7 +81,7 @@ class PgStore(Reads):
     @property
     def path(self) -> str:
         """Where the store is, for messages (the URL without its password)."""
-        from indexer.store.pg.db import _safe
+        from oracle_indexer.store.pg.db import _safe
 
         return _safe(self.url)
 
@@ -215,7 +215,7 @@ class PgStore(Reads):
 
     def forget_file_states(self) -> None:
         """Forget every file's stat and hash, so the next sync re-parses every note (the SQLite store's contract,
-        indexer/store/writes.py). Section ids and vectors stay."""
+        indexer/store/sqlite/writes.py). Section ids and vectors stay."""
         self.db.run("UPDATE files SET mtime_ns = 0, file_hash = ''")
 
     def touch_file(self, rel: str, mtime_ns: int, size: int) -> None:
@@ -235,7 +235,7 @@ class PgStore(Reads):
         verified: tuple[str | None, str | None] = (None, None),
         fields: Sequence[FieldValue] = (),
     ) -> list[str]:
-        """Swap a file's sections in one transaction; the SQLite store's contract (indexer/store/writes.py)."""
+        """Swap a file's sections in one transaction; the SQLite store's contract (indexer/store/sqlite/writes.py)."""
         aliases = next((c.aliases for c in chunks), ())
         section_tokens = tokenize_rows([section_text(c) for c in chunks])
         note_title, note_body = note_text(title, aliases, chunks)
@@ -349,7 +349,7 @@ class PgStore(Reads):
                          " ON CONFLICT (key) DO UPDATE SET value = excluded.value", [model])
         return len(rows)
 
-    # -- the multilingual vector cache (indexer/multilingual.py) -------------------------------------
+    # -- the multilingual vector cache (indexer/models/multilingual.py) -------------------------------------
     def write_ml_vectors(self, keys: Sequence[str], vectors: np.ndarray) -> None:
         self.db.run("INSERT INTO ml_vectors (key, vector) SELECT * FROM unnest(%s::text[], %s::bytea[])"
                     " ON CONFLICT DO NOTHING", [list(keys), [v.astype("float32").tobytes() for v in vectors]])

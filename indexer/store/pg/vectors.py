@@ -1,6 +1,6 @@
 """The vector leg on PostgreSQL: pgvector, an HNSW index with cosine distance, in the store's database.
 
-It keeps the interface of the Chroma store (indexer/vectors.py), health reporting included, so the indexer,
+It keeps the interface of the Chroma store (indexer/store/sqlite/vectors.py), health reporting included, so the indexer,
 the maintenance worker and search do not know which one they have. The table is made at the first upsert,
 with the embedding model's dimension (an HNSW index needs one); `reset` drops it (a change of model).
 Search breadth: hnsw.ef_search at pgvector's maximum (1000), well above the pools asked for, so two builds of
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from indexer.store.pg.db import Database, _safe, database
-from indexer.vectors import SELF_CHECK_NEIGHBOURS, SELF_MATCH, StoreHealth, VectorHit, VectorStoreUnavailable
+from oracle_indexer.store.pg.db import Database, _safe, database
+from oracle_indexer.store.sqlite.vectors import SELF_CHECK_NEIGHBOURS, SELF_MATCH, StoreHealth, VectorHit, VectorStoreUnavailable
 
 if TYPE_CHECKING:
     import numpy as np

@@ -6,5 +6,5 @@
 - notes.py: sections grouped into notes, the unit of a result page.
 - where.py: frontmatter-field filters resolved to the notes they let through.
 
-May import `indexer` and `server.services`; nothing above.
+May import `indexer` and `oracle_server.services`; nothing above.
 """

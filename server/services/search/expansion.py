@@ -27,8 +27,8 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from indexer.segment import has_cjk, is_thai_char
-from server.services.search.query import STOPWORDS
+from oracle_indexer.notes.segment import has_cjk, is_thai_char
+from oracle_server.services.search.query import STOPWORDS
 
 EXPANSION_SOURCES = 3  # sections of the first ranking the words come from
 EXPANSION_TERMS = 10  # words added to the question's

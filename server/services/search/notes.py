@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from indexer.store import SectionFacts
-from server.services.search.scoring import Fused
+from oracle_indexer.store.sqlite import SectionFacts
+from oracle_server.services.search.scoring import Fused
 
 MAX_LISTED = 5  # other matching sections listed per note (the whole note is one oracle_read away)
 
@@ -85,7 +85,7 @@ def fold_duplicate_notes(groups: list[NoteGroup], facts: dict[str, SectionFacts]
 
 def fold_translations(groups: list[NoteGroup], facts: dict[str, SectionFacts]) -> list[NoteGroup]:
     """Keep the best-placed copy of a page that exists in several languages (the same translation key,
-    indexer/language.py); list the others on it. Run after the language preference, the kept copy is the
+    indexer/notes/language.py); list the others on it. Run after the language preference, the kept copy is the
     one in the asker's language whenever it is among the candidates."""
     return _fold(groups, lambda g: facts[g.lead.id].translation_key, lambda g: g.translations)
 

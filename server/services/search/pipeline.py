@@ -16,21 +16,21 @@ from dataclasses import dataclass, field, replace
 # in the vector leg, a clean-clone test run). This module loads after the stdio handshake is answered.
 import numpy  # noqa: F401
 
-from indexer.embed import MODEL_ID as MINILM_ID
-from indexer.embed import EmbeddingUnavailable
-from indexer.fields import NoteSelection
-from indexer.language import STRUCTURAL, query_languages
-from indexer.maintenance import searching
-from indexer.multilingual import MODEL_ID as MULTILINGUAL_MODEL
-from indexer.multilingual import covered_share, wants_multilingual
-from indexer.parse import compose_embed_text
-from indexer.rerank import RerankUnavailable
-from indexer.store import Filters, Section, SectionFacts
-from indexer.vectors import VectorStoreUnavailable
-from server.services.search import expansion
-from server.services.search import scoring
-from server.services.app import Oracle
-from server.services.models import (
+from oracle_indexer.models.embed import MODEL_ID as MINILM_ID
+from oracle_indexer.models.embed import EmbeddingUnavailable
+from oracle_indexer.notes.fields import NoteSelection
+from oracle_indexer.notes.language import STRUCTURAL, query_languages
+from oracle_indexer.worker.maintenance import searching
+from oracle_indexer.models.multilingual import MODEL_ID as MULTILINGUAL_MODEL
+from oracle_indexer.models.multilingual import covered_share, wants_multilingual
+from oracle_indexer.notes.parse import compose_embed_text
+from oracle_indexer.models.rerank import RerankUnavailable
+from oracle_indexer.store.sqlite import Filters, Section, SectionFacts
+from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
+from oracle_server.services.search import expansion
+from oracle_server.services.search import scoring
+from oracle_server.services.app import Oracle
+from oracle_server.services.models import (
     DuplicateRef,
     Hit,
     MatchedSection,
@@ -44,14 +44,14 @@ from server.services.models import (
     past_the_end,
     where_conditions,
 )
-from server.services.feedback import note_feedback
-from server.services.freshness import fields as freshness_fields
-from server.services.freshness import note_staleness, order_by_freshness
-from server.services.search.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
-from server.services.search.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
-from server.services.relations import entry_chunks, stating_files
-from server.services.supersede import successors_for
-from server.services.search.where import resolve_where
+from oracle_server.services.feedback import note_feedback
+from oracle_server.services.freshness import fields as freshness_fields
+from oracle_server.services.freshness import note_staleness, order_by_freshness
+from oracle_server.services.search.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
+from oracle_server.services.search.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
+from oracle_server.services.relations import entry_chunks, stating_files
+from oracle_server.services.supersede import successors_for
+from oracle_server.services.search.where import resolve_where
 
 POOL = 100  # candidates taken from each leg before fusion
 NOTE_POOL_FACTOR = 3  # how much the pool widens when a page of notes needs more sections
@@ -70,7 +70,7 @@ class _Legs:
     vector: list[scoring.LegHit]
     warnings: list[str]
     vector_ok: bool
-    multilingual: bool = False  # the vector leg ranked with the multilingual model (indexer/multilingual.py)
+    multilingual: bool = False  # the vector leg ranked with the multilingual model (indexer/models/multilingual.py)
     main_share: float = 1.0  # the English model's share of the vector leg's similarities (covered_share)
     expanded_with: list[str] = field(default_factory=list)  # words query expansion added (_expand)
     read: _Prefetched | None = None  # step 4's reads made while the vector leg ran (_read_beside)
@@ -152,12 +152,12 @@ def _question_vector(oracle: Oracle, query: str, main_share: float, beside: bool
 def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: Filters, pool: int,
              multilingual: bool, main_share: float) -> list[scoring.LegHit]:
     """The vector leg after the question is embedded: the nearest chunks that pass the filters, ranked exactly
-    for a SQLite base of up to EXACT_LIMIT embedded sections (indexer/exact.py), else by the vector store."""
+    for a SQLite base of up to EXACT_LIMIT embedded sections (indexer/store/sqlite/exact.py), else by the vector store."""
     if multilingual:
         def nearest(n: int) -> tuple[list[tuple[str, float]], bool]:
             return oracle.indexer.multilingual.nearest(query, n, vector, main_share), False
     else:
-        exact = oracle.indexer.exact  # a small SQLite base ranks every vector exactly (indexer/exact.py)
+        exact = oracle.indexer.exact  # a small SQLite base ranks every vector exactly (indexer/store/sqlite/exact.py)
 
         def nearest(n: int) -> tuple[list[tuple[str, float]], bool]:
             found = exact.nearest(vector, n) if exact is not None else None
@@ -653,7 +653,7 @@ def _script_note(multilingual: bool) -> str:
         return ("most of this query is in a script the English embedding model does not read: its semantic "
                 f"matches come from the multilingual model ({MULTILINGUAL_MODEL}), weighted equally with keywords")
     return ("most of this query is in a script the embedding model does not read (it learned English) and this "
-            "index has no multilingual vectors (ORACLE_MULTILINGUAL, indexer/multilingual.py): its semantic "
+            "index has no multilingual vectors (ORACLE_MULTILINGUAL, indexer/models/multilingual.py): its semantic "
             "matches come from the query's other words, its keyword matches from the words themselves")
 
 
@@ -723,7 +723,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
     -> page (only the page is read in full) -> result."""
     started = time.perf_counter()
-    with searching():  # the background warm-up waits for a quiet moment (indexer/maintenance.py)
+    with searching():  # the background warm-up waits for a quiet moment (indexer/worker/maintenance.py)
         plan = _plan(oracle, request)
         ranked = _rank(oracle, plan)
         while _wants_wider_pool(plan, ranked):

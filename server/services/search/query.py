@@ -3,7 +3,7 @@
 Users type words, not FTS5 syntax. The query is cut into terms (runs of letters, marks and digits), every
 term is quoted, and terms are joined with OR so that a long natural-language question still matches the
 notes that share its important words; bm25 then ranks notes that share more and rarer terms higher.
-Thai is cut into words (indexer/segment.py), which the word table indexes the same way; terms in other
+Thai is cut into words (indexer/notes/segment.py), which the word table indexes the same way; terms in other
 scripts written without spaces (Chinese, Japanese, ...) go to the trigram table, where a word inside a
 sentence can be found. Pure functions; no database.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from indexer.segment import cjk_bigrams, cjk_runs, has_cjk, is_thai_char, thai_stopwords, thai_words
+from oracle_indexer.notes.segment import cjk_bigrams, cjk_runs, has_cjk, is_thai_char, thai_stopwords, thai_words
 
 MAX_QUERY_CHARS = 10_000
 MAX_TERMS = 64
@@ -113,7 +113,7 @@ def build_keyword_query(query: str) -> KeywordQuery:
     """Quoted OR-terms, stopwords dropped unless nothing else is left, at most MAX_TERMS distinct terms.
 
     A Thai run becomes its words (function words dropped like English stop words), a Chinese or Japanese
-    run its overlapping character pairs (indexer/segment.py): a sentence-length question then matches notes
+    run its overlapping character pairs (indexer/notes/segment.py): a sentence-length question then matches notes
     sharing its content words, where the whole run as one trigram phrase matched only the same sentence
     verbatim. A lone ideograph still goes to the trigram table (LIKE), as before."""
     raw = split_terms(unicodedata.normalize("NFC", query))

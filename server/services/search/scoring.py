@@ -35,7 +35,7 @@ FEEDBACK_PRIOR = 2
 SUPERSEDED_FACTOR = 0.5
 # When the keyword leg is not to be trusted more than the vector leg, they weigh the same:
 # - a query mostly in scripts the English model does not read ranks its vector leg with the multilingual model
-#   (indexer/multilingual.py), and its keyword words come from a segmenter (nat-brain's 10 Thai questions,
+#   (indexer/models/multilingual.py), and its keyword words come from a segmenter (nat-brain's 10 Thai questions,
 #   multilingual vector weight 0.3 / 0.5 / 0.7: 0.604 / 0.672 / 0.626);
 # - the keyword leg's best hit is itself weak (bm25 below weak_bm25): few or common query words matched
 #   (SciFact train 4 wins / 1 loss of 809, 0.7407 -> 0.7410; nat-brain English 2 wins / 0 losses, 0.830 -> 0.835).
@@ -257,8 +257,8 @@ def covers(matched: int, terms: int) -> bool:
 
 def similarity_bar(main_share: float, main_bar: float = WEAK_SIMILARITY) -> float:
     """The similarity a vector hit needs to count as strong, when the main model (whose own bar is
-    `main_bar`: its similarities run in their own range, indexer/embed.py ModelSpec.weak_similarity)
-    contributes `main_share` of it and the multilingual model the rest (indexer/multilingual.py `nearest`)."""
+    `main_bar`: its similarities run in their own range, indexer/models/embed.py ModelSpec.weak_similarity)
+    contributes `main_share` of it and the multilingual model the rest (indexer/models/multilingual.py `nearest`)."""
     return main_share * main_bar + (1.0 - main_share) * WEAK_SIMILARITY_MULTILINGUAL
 
 
@@ -380,7 +380,7 @@ def below_successors(items: list[Fused], successors: dict[str, frozenset[str]]) 
 
 
 def blend_rerank(scores: list[float], model: list[float], weight: float) -> list[tuple[int, float]]:
-    """The first results reordered with a cross-encoder's scores (indexer/rerank.py).
+    """The first results reordered with a cross-encoder's scores (indexer/models/rerank.py).
 
     Each result's fused score and its model score are min-max scaled over these results and blended, the
     reranker's share being `weight` (1: its order alone). The blend is mapped back into the fused scores'

@@ -1,6 +1,6 @@
 """`where` filters on frontmatter fields, resolved to the notes they let through (the service side).
 
-The matching rule is indexer/fields.py's (pure); the store only hands over the stored values of the fields a
+The matching rule is indexer/notes/fields.py's (pure); the store only hands over the stored values of the fields a
 filter names (`Store.field_rows`). The answer becomes two note sets on the store's `Filters`, so every leg
 of search (keyword, vector, relations) and every count applies it the same way.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from indexer.fields import FieldCondition, NoteSelection, select_notes
+from oracle_indexer.notes.fields import FieldCondition, NoteSelection, select_notes
 
 if TYPE_CHECKING:
-    from server.services.app import Oracle
+    from oracle_server.services.app import Oracle
 
 FIELDS_NAMED = 12  # field names a warning lists when a filter names one no note has
 

@@ -30,8 +30,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from indexer.safe_write import private_file
-from indexer.segment import THAI_MARKS
+from oracle_indexer.safe_write import private_file
+from oracle_indexer.notes.segment import THAI_MARKS
 
 # 2: relations and superseded_by from frontmatter (an index of version 1 re-parses every file once).
 # 3: Thai segmented into words in documents_fts, whose tokenizer keeps Thai marks inside words (the
@@ -40,14 +40,14 @@ from indexer.segment import THAI_MARKS
 # 5: notes_fts, a word table of whole notes (the re-parse fills it).
 # 6: each note's language, where it came from and its translations' key (files.lang, lang_from, translation_key).
 # 7: Chinese and Japanese runs indexed as overlapping character pairs in the word tables (re-parse only).
-# 8: each note's last_verified and review_after from frontmatter (files; indexer/freshness.py; re-parse only).
-# 9: every frontmatter value in note_fields, for `where` filters (indexer/fields.py; re-parse only).
+# 8: each note's last_verified and review_after from frontmatter (files; indexer/notes/freshness.py; re-parse only).
+# 9: every frontmatter value in note_fields, for `where` filters (indexer/notes/fields.py; re-parse only).
 # 10: `[[Note\|alias]]` in a table links to Note, not `Note\` (relations; re-parse only).
 SCHEMA_VERSION = "10"
 # Tables whose definition changed at a schema version: dropped and rebuilt from the markdown.
 _REBUILT_AT = {"3": ("documents_fts",)}
 BUSY_TIMEOUT_MS = 10_000
-# The word tables' tokenizer; indexer/store/tokens.py tokenises with this very string for the PostgreSQL store.
+# The word tables' tokenizer; indexer/store/pg/tokens.py tokenises with this very string for the PostgreSQL store.
 WORD_TOKENIZE = f"porter unicode61 remove_diacritics 2 tokenchars '{THAI_MARKS}'"
 
 SCHEMA = """
@@ -68,7 +68,7 @@ CREATE INDEX IF NOT EXISTS documents_type ON documents(type);
 CREATE INDEX IF NOT EXISTS documents_in_vector ON documents(in_vector);
 -- What a search reads of sections without their text, which the table's rows hold: each candidate's facts
 -- (store.section_facts: 100 random sections 0.7 -> 0.3 ms on nat-brain) and, after every commit, the list of
--- embedded sections the exact vector leg ranks (indexer/exact.py: 14 -> 9 ms). documents_facts was its first form.
+-- embedded sections the exact vector leg ranks (indexer/store/sqlite/exact.py: 14 -> 9 ms). documents_facts was its first form.
 DROP INDEX IF EXISTS documents_facts;
 CREATE INDEX IF NOT EXISTS documents_sections ON documents(id, in_vector, embed_key, file, kind, parent_id, content_hash,
     heading, line_start, line_end);
@@ -84,7 +84,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
     tokenize = "{word_tokenize}"
 );
 CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
--- multilingual vectors (indexer/multilingual.py), keyed like embeddings by the embedded text's hash
+-- multilingual vectors (indexer/models/multilingual.py), keyed like embeddings by the embedded text's hash
 CREATE TABLE IF NOT EXISTS ml_vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL, seen_at REAL);
 CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash);
@@ -97,7 +97,7 @@ CREATE INDEX IF NOT EXISTS relations_subject ON relations(subject_key);
 CREATE INDEX IF NOT EXISTS relations_predicate ON relations(predicate_key);
 CREATE INDEX IF NOT EXISTS relations_object ON relations(object_key);
 CREATE TABLE IF NOT EXISTS superseded_files (file TEXT PRIMARY KEY, target TEXT NOT NULL);
--- one row per frontmatter value (indexer/fields.py): `where` filters read these, never the files
+-- one row per frontmatter value (indexer/notes/fields.py): `where` filters read these, never the files
 CREATE TABLE IF NOT EXISTS note_fields (
     file TEXT NOT NULL, field TEXT NOT NULL, position INTEGER NOT NULL, value TEXT NOT NULL,
     value_key TEXT NOT NULL, is_list INTEGER NOT NULL, PRIMARY KEY (file, field, position)

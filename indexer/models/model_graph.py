@@ -1,6 +1,6 @@
 """A faster graph for the same embedding model: the packaged ONNX file, rewritten in memory when it loads.
 
-The packaged all-MiniLM-L6-v2 int8 file (indexer/embed.py) was exported by PyTorch's dynamo exporter.
+The packaged all-MiniLM-L6-v2 int8 file (indexer/models/embed.py) was exported by PyTorch's dynamo exporter.
 onnxruntime recognises neither its attention nor its GELU pattern, so every layer runs as ~40 small ops,
 among them a NaN guard over each (batch x 12 x tokens x tokens) softmax. Two rewrites, each the same
 arithmetic up to float rounding (vectors differ by at most ~2e-7 per component; the model id, the cached

@@ -9,7 +9,7 @@ A store that fails is not given up on, and no one has to restart anything: a fai
 that cannot be reached) marks the store `down`, so that later searches fail at once instead of each
 waiting on a dead server, and any failure marks it `needs_repair` (writes may be missing). The store only
 reports this health; it runs no thread and calls no one. The owner's maintenance worker
-(indexer/maintenance.py) probes a store that is down every RETRY_SECONDS (`reopen`), repairs it once it
+(indexer/worker/maintenance.py) probes a store that is down every RETRY_SECONDS (`reopen`), repairs it once it
 answers (inside `repairing()`, which lets the repair's own calls through while searches still fail fast),
 then calls `resume()` and `repaired()`.
 """
@@ -29,8 +29,8 @@ from urllib.parse import urlparse
 if TYPE_CHECKING:  # numpy is imported by whoever makes the vectors
     import numpy as np
 
-from indexer.config import EMBEDDED_COLLECTION as COLLECTION  # the default; see Settings.collection
-from indexer.safe_write import PRIVATE, write_atomic
+from oracle_indexer.config import EMBEDDED_COLLECTION as COLLECTION  # the default; see Settings.collection
+from oracle_indexer.safe_write import PRIVATE, write_atomic
 
 UPSERT_BATCH = 2000
 SERVER_UPSERT_BATCH = 500  # ~0.3 s per request to a local server: well inside REQUEST_TIMEOUT

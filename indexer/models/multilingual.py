@@ -1,6 +1,6 @@
 """A second, multilingual embedding for queries written in scripts the main model does not read.
 
-all-MiniLM-L6-v2 (indexer/embed.py) learned English: on the Thai part of MIRACL it scores 0.005 nDCG@10
+all-MiniLM-L6-v2 (indexer/models/embed.py) learned English: on the Thai part of MIRACL it scores 0.005 nDCG@10
 (published MTEB figure), so a Thai question gets noise from the vector leg, and a Thai question about a
 note written in English gets nothing at all. Google's Universal Sentence Encoder Multilingual v3 maps 16
 languages (Thai, Chinese, Japanese, Korean, Arabic, Russian, the main European ones) into one space, so
@@ -16,7 +16,7 @@ Cost and scope, so that English-only bases never pay for it:
   embedded text), so an unchanged section is never embedded twice and a reindex reuses them. A search
   ranks by brute force over matrices loaded once per index change (both models' vectors: 3.5 KB a
   section, 25 MB for nat-brain's 7,300; the products take a few milliseconds). The main model's rows are
-  those of the exact vector leg's matrix (indexer/exact.py) when it holds one, not a second copy.
+  those of the exact vector leg's matrix (indexer/store/sqlite/exact.py) when it holds one, not a second copy.
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from indexer.embed import DIMENSIONS as MAIN_DIMENSIONS
-from indexer.embed import EmbeddingUnavailable
-from indexer.store.rows import marks
-from indexer.store.schema import connect_reader
+from oracle_indexer.models.embed import DIMENSIONS as MAIN_DIMENSIONS
+from oracle_indexer.models.embed import EmbeddingUnavailable
+from oracle_indexer.store.rows import marks
+from oracle_indexer.store.sqlite.schema import connect_reader
 
 if TYPE_CHECKING:  # numpy loads on first use: a server answers its handshake without it
     import numpy as np
 
-    from indexer.exact import ExactVectors
+    from oracle_indexer.store.sqlite.exact import ExactVectors
 
 MODEL_ID = "use-multilingual-v3"
 DIMENSIONS = 512
@@ -142,7 +142,7 @@ class MultilingualIndex:
         self._lock = threading.Lock()
         # (data_version, ids, multilingual rows, main-model rows or None when they are read from `exact`)
         self._matrix: tuple[int, list[str], np.ndarray, np.ndarray | None] | None = None
-        self.exact = exact  # the main model's matrix, shared (indexer/exact.py); None: this index reads its own
+        self.exact = exact  # the main model's matrix, shared (indexer/store/sqlite/exact.py); None: this index reads its own
         # (exact matrix version, the ids list it was made for, the exact matrix's row of each of those ids)
         self._shared: tuple[object, list[str], np.ndarray] | None = None
 

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from indexer.embed import text_key
-from indexer.fields import FieldValue
-from indexer.language import NoteLanguage
-from indexer.parse import Chunk, Relation, compose_embed_text, relation_key
-from indexer.segment import segment
-from indexer.store.rows import FileState
-from indexer.store.schema import CONTENT_TABLES
+from oracle_indexer.models.embed import text_key
+from oracle_indexer.notes.fields import FieldValue
+from oracle_indexer.notes.language import NoteLanguage
+from oracle_indexer.notes.parse import Chunk, Relation, compose_embed_text, relation_key
+from oracle_indexer.notes.segment import segment
+from oracle_indexer.store.rows import FileState
+from oracle_indexer.store.sqlite.schema import CONTENT_TABLES
 
 if TYPE_CHECKING:  # numpy loads on first use: a server answers its handshake without it
     import numpy as np

@@ -4,7 +4,7 @@ Real notes carry header blocks (`**Date**: … **Context**: … **Confidence**: 
 (`#git #maw`), "See also" link lists, tables of contents and one-word "Status: Accepted" sections. As
 chunks of their own they are fragments: short, so bm25 favours them, and they match the note's title and
 tag words without saying anything. The parser folds them into a neighbouring section instead
-(indexer/parse.py), so their words stay searchable where they belong; tags and a date found in them
+(indexer/notes/parse.py), so their words stay searchable where they belong; tags and a date found in them
 still become the note's concepts and date.
 """
 

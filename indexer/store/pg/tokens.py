@@ -1,7 +1,7 @@
 """The keyword leg's words exactly as FTS5 makes them, for a store that is not SQLite (indexer/store/pg/).
 
 FTS5's word table tokenises with porter + unicode61 (diacritics removed, Thai marks kept inside words), after
-indexer/segment.py has cut Thai into words and Chinese/Japanese into character pairs. A second copy of that
+indexer/notes/segment.py has cut Thai into words and Chinese/Japanese into character pairs. A second copy of that
 tokenizer in Python (a Porter stemmer, unicode61's folding and categories) would drift from FTS5's in corner
 cases and break ranking parity; so the words are taken from FTS5 itself: the text goes into an in-memory FTS5
 table with the same tokenizer, and its `fts5vocab` instance table gives back each token with its column and
@@ -15,7 +15,7 @@ import threading
 from collections.abc import Sequence
 from functools import lru_cache
 
-from indexer.store.schema import WORD_TOKENIZE
+from oracle_indexer.store.sqlite.schema import WORD_TOKENIZE
 
 COLUMNS = 4  # the widest word table: documents_fts(title, heading, content, concepts)
 _local = threading.local()

@@ -7,7 +7,7 @@ Split rules (DESIGN.md):
 - learnings and retrospectives: `##` sections (deeper headings stay inside their section).
 Text before the first split heading becomes an "intro" chunk when it says anything beyond the title.
 Headings inside fenced code blocks are text, not structure. Metadata-only blocks (tag lines, link lists,
-`**Date**: …` header blocks, a "Status" section; indexer/blocks.py) are folded into the section before
+`**Date**: …` header blocks, a "Status" section; indexer/notes/blocks.py) are folded into the section before
 them (the intro's into the section after it) rather than becoming fragments of their own.
 """
 
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from indexer.blocks import block_date, block_tags, is_metadata_block
-from indexer.concepts import extract_concepts, normalise_tags
-from indexer.fields import FieldValue, note_fields
-from indexer.freshness import note_freshness_dates
-from indexer.language import NoteLanguage, note_language
+from oracle_indexer.notes.blocks import block_date, block_tags, is_metadata_block
+from oracle_indexer.notes.concepts import extract_concepts, normalise_tags
+from oracle_indexer.notes.fields import FieldValue, note_fields
+from oracle_indexer.notes.freshness import note_freshness_dates
+from oracle_indexer.notes.language import NoteLanguage, note_language
 
 SPLIT_LEVEL = {"principle": 3, "learning": 2, "retro": 2}
 
@@ -95,7 +95,7 @@ class ParsedFile:
     relations: list[Relation] = field(default_factory=list)
     superseded_by: str | None = None  # a path or chunk id from `superseded_by:` in the frontmatter
     language: NoteLanguage = NoteLanguage()  # its language, where that came from, its translations' key
-    last_verified: str | None = None  # ISO day from `last_verified:` (indexer/freshness.py)
+    last_verified: str | None = None  # ISO day from `last_verified:` (indexer/notes/freshness.py)
     review_after: str | None = None  # ISO day from `review_after:`
     fields: list[FieldValue] = field(default_factory=list)  # every frontmatter value, for `where` filters
 

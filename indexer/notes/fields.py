@@ -29,7 +29,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from indexer.freshness import parse_day
+from oracle_indexer.notes.freshness import parse_day
 
 WILDCARD = "*"
 OPERATORS = ("eq", "in", "exists", "before", "after")

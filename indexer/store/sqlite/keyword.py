@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from indexer.concepts import normalise_tags
+from oracle_indexer.notes.concepts import normalise_tags
 
 if TYPE_CHECKING:
-    from indexer.store import Store
+    from oracle_indexer.store.sqlite import Store
 
 # bm25 column weights for documents_fts(id, title, heading, content, concepts): title words count more
 # (title 3 vs 2: +0.002 nDCG@10 on SciFact train with weighted fusion; see benchmarks/HISTORY.md).
@@ -31,7 +31,7 @@ TIE_SLACK = 20  # rows fetched past the keyword pool, so that equal scores at th
 class Filters:
     """Search filters, rendered to SQL over `documents d`. Concepts match when a section has any of them.
 
-    Concepts pass through the indexer's own tag normaliser (`indexer.concepts.normalise_tags`), so a filter
+    Concepts pass through the indexer's own tag normaliser (`oracle_indexer.notes.concepts.normalise_tags`), so a filter
     names tags exactly as they were stored: a tag longer than the stored limit is cut the same way, and
     "ops;deploy" means the two tags the indexer made of it (two normalisers used to disagree on both, and
     such a filter never matched).
@@ -43,7 +43,7 @@ class Filters:
     date_from: str | None = None
     date_to: str | None = None
     lang: str | None = None  # the note's language code (files.lang)
-    # A `where` filter on frontmatter fields, resolved to notes (indexer/fields.py select_notes): only these
+    # A `where` filter on frontmatter fields, resolved to notes (indexer/notes/fields.py select_notes): only these
     # notes (None: any), and never these.
     only_notes: frozenset[str] | None = None
     excluded_notes: frozenset[str] = frozenset()

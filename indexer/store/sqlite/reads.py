@@ -13,10 +13,10 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from indexer.fields import FieldValue, value_key
-from indexer.parse import compose_embed_text, relation_key
-from indexer.store.keyword import Filters
-from indexer.store.rows import (
+from oracle_indexer.notes.fields import FieldValue, value_key
+from oracle_indexer.notes.parse import compose_embed_text, relation_key
+from oracle_indexer.store.sqlite.keyword import Filters
+from oracle_indexer.store.rows import (
     SECTION_COLUMNS,
     FileState,
     IndexedNote,
@@ -337,7 +337,7 @@ class Reads:
 
     def field_rows(self, fields: Sequence[str]) -> list[tuple[str, FieldValue]]:
         """(note, value) for every stored value of the named frontmatter fields, in note and field order: what
-        a `where` filter is decided on (indexer/fields.py select_notes)."""
+        a `where` filter is decided on (indexer/notes/fields.py select_notes)."""
         out: list[tuple[str, FieldValue]] = []
         for part in batched(sorted(set(fields))):
             out += [(file, FieldValue(name, value, key, bool(is_list))) for file, name, value, key, is_list in self.fetch(

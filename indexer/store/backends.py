@@ -6,20 +6,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from indexer.config import Settings
+from oracle_indexer.config import Settings
 
 if TYPE_CHECKING:
-    from indexer.exact import ExactVectors
-    from indexer.multilingual import MultilingualIndex
+    from oracle_indexer.store.sqlite.exact import ExactVectors
+    from oracle_indexer.models.multilingual import MultilingualIndex
 
 
 def open_store(settings: Settings, *, check: bool = True) -> Any:
     """The index: `Store` (SQLite) or `PgStore`; both offer the same reads and writes."""
     if settings.database_url:
-        from indexer.store.pg.store import PgStore
+        from oracle_indexer.store.pg.store import PgStore
 
         return PgStore(settings.database_url)
-    from indexer.store import Store
+    from oracle_indexer.store.sqlite import Store
 
     return Store(settings.db_path, check=check)
 
@@ -27,10 +27,10 @@ def open_store(settings: Settings, *, check: bool = True) -> Any:
 def open_vectors(settings: Settings) -> Any:
     """The vector leg: Chroma (embedded or ORACLE_CHROMA_URL) or, with the PostgreSQL store, pgvector."""
     if settings.database_url:
-        from indexer.store.pg.vectors import PgVectorStore
+        from oracle_indexer.store.pg.vectors import PgVectorStore
 
         return PgVectorStore(settings.database_url)
-    from indexer.vectors import VectorStore
+    from oracle_indexer.store.sqlite.vectors import VectorStore
 
     return VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
 
@@ -38,19 +38,19 @@ def open_vectors(settings: Settings) -> Any:
 def open_logs(settings: Settings, *, prune: bool = True) -> Any:
     """The usage logs: logs.db beside the SQLite index, or tables of the PostgreSQL store."""
     if settings.database_url:
-        from indexer.store.pg.logs import PgLogs
+        from oracle_indexer.store.pg.logs import PgLogs
 
         return PgLogs(settings.database_url, settings.log_retention_days, settings.log_max_rows, prune=prune)
-    from indexer.store.logs import Logs
+    from oracle_indexer.store.sqlite.logs import Logs
 
     return Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows, prune=prune)
 
 
 def open_exact(settings: Settings, store: Any) -> ExactVectors | None:
-    """The exact vector leg of a small SQLite base (indexer/exact.py); None for PostgreSQL (pgvector's own)."""
+    """The exact vector leg of a small SQLite base (indexer/store/sqlite/exact.py); None for PostgreSQL (pgvector's own)."""
     if getattr(store, "dialect", "sqlite") == "postgresql":
         return None
-    from indexer.exact import ExactVectors
+    from oracle_indexer.store.sqlite.exact import ExactVectors
 
     return ExactVectors(settings.db_path, settings.exact_limit)
 
@@ -60,10 +60,10 @@ def open_multilingual(settings: Settings, store: Any, mode: str,
     """The multilingual vector cache, read from the store that holds it; with SQLite it takes its main-model
     rows from `exact`'s matrix when that one is loaded."""
     if getattr(store, "dialect", "sqlite") == "postgresql":
-        from indexer.store.pg.multilingual import PgMultilingualIndex
+        from oracle_indexer.store.pg.multilingual import PgMultilingualIndex
 
         return PgMultilingualIndex(store, mode)
-    from indexer.multilingual import MultilingualIndex
+    from oracle_indexer.models.multilingual import MultilingualIndex
 
     return MultilingualIndex(settings.db_path, mode, exact=exact)
 
@@ -73,6 +73,6 @@ def writer_lock(settings: Settings, store: Any) -> Any:
     which holds across machines."""
     if getattr(store, "dialect", "sqlite") == "postgresql":
         return store.writer_lock()
-    from indexer.locks import WriterLock
+    from oracle_indexer.locks import WriterLock
 
     return WriterLock(settings.data_dir / "writer.lock")

@@ -28,7 +28,7 @@ MAX_TOKENS = 512  # question + passage, as cross-encoders of the BERT family rea
 BATCH = 16
 RERANK_KEYS = ("model", "top", "weight")
 
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # as indexer/embed.py: nothing written outside the data dir
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # as indexer/models/embed.py: nothing written outside the data dir
 
 
 class RerankUnavailable(RuntimeError):

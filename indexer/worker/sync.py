@@ -19,15 +19,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from indexer.config import Settings
-from indexer.discover import Found, Unreadable, discover, note_type, on_disk, read_inside, too_large, unindexable
-from indexer.embed import MODEL_ID as MINILM_ID
-from indexer.embed import Embedder, EmbeddingUnavailable
-from indexer.backends import open_exact, open_multilingual, open_store, open_vectors, writer_lock
-from indexer.multilingual import SLICE as ML_SLICE
-from indexer.parse import ParsedFile, compose_embed_text, parse_markdown
-from indexer.store import FileState, Store
-from indexer.vectors import VectorStore, VectorStoreUnavailable
+from oracle_indexer.config import Settings
+from oracle_indexer.notes.discover import Found, Unreadable, discover, note_type, on_disk, read_inside, too_large, unindexable
+from oracle_indexer.models.embed import MODEL_ID as MINILM_ID
+from oracle_indexer.models.embed import Embedder, EmbeddingUnavailable
+from oracle_indexer.store.backends import open_exact, open_multilingual, open_store, open_vectors, writer_lock
+from oracle_indexer.models.multilingual import SLICE as ML_SLICE
+from oracle_indexer.notes.parse import ParsedFile, compose_embed_text, parse_markdown
+from oracle_indexer.store.sqlite import FileState, Store
+from oracle_indexer.store.sqlite.vectors import VectorStore, VectorStoreUnavailable
 
 FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batches
 # Chunks embedded and upserted per step, each step under the writer lock on its own: a learn or a saved
@@ -124,7 +124,7 @@ class Indexer:
         self.embedder = embedder or Embedder(settings.embedding)
         # A main model that reads every script needs no second one for Thai or CJK queries: `auto` is off then.
         multilingual = "off" if settings.multilingual == "auto" and self.embedder.multilingual else settings.multilingual
-        self.exact = open_exact(settings, self.store)  # the vector leg of a small SQLite base (indexer/exact.py)
+        self.exact = open_exact(settings, self.store)  # the vector leg of a small SQLite base (indexer/store/sqlite/exact.py)
         self.multilingual = open_multilingual(settings, self.store, multilingual, self.exact)
         self.model_change: str | None = None  # "old -> new" once adopt_model re-keyed the index in this process
         try:
@@ -404,7 +404,7 @@ class Indexer:
         """After a write that changed sections or their vectors, bring the exact vector leg's matrix (when this
         process has one: it searches) up to date here, on the writer's thread, rather than in the next search: the
         rebuild (reading the section list, copying the vectors) cost that search 20-50 ms on nat-brain
-        (indexer/exact.py). A failure here is the next search's to meet, as before."""
+        (indexer/store/sqlite/exact.py). A failure here is the next search's to meet, as before."""
         if self.exact is None or not (report.added or report.changed or report.removed or report.embedded
                                       or report.embeddings_cached):
             return
@@ -558,7 +558,7 @@ class Indexer:
     ) -> None:
         """The main model's vectors and the multilingual ones at the same time, the latter in a thread of
         its own. The main model keeps one single-threaded session per core busy; the multilingual encoder
-        is NumPy on one BLAS thread (indexer/multilingual.py), so run after it, it left the other core idle
+        is NumPy on one BLAS thread (indexer/models/multilingual.py), so run after it, it left the other core idle
         (nat-brain: ~100 s of one core after ~220 s of two). Both are mostly C code that lets go of the GIL,
         and each writes its own rows under the writer lock, one slice at a time, so the two only wait for
         each other's short writes (the main model embeds inside its slice: the multilingual thread then
@@ -582,7 +582,7 @@ class Indexer:
         self, report: SyncReport, files: set[str] | None = None, stop: Callable[[], bool] | None = None,
         prune: bool = False,
     ) -> None:
-        """Compute the multilingual vectors a base that wants them lacks (indexer/multilingual.py), a slice
+        """Compute the multilingual vectors a base that wants them lacks (indexer/models/multilingual.py), a slice
         at a time. The model runs outside the writer lock; each slice's rows are written in one short
         transaction under it, so keyword and main-vector work never wait behind this."""
         if not self.multilingual.wanted():

@@ -1,4 +1,4 @@
-"""File events for the maintenance worker (indexer/maintenance.py): watchdog, debounced and batched.
+"""File events for the maintenance worker (indexer/worker/maintenance.py): watchdog, debounced and batched.
 
 Events only say *which paths* to look at; what changed is decided by the same hash comparison as
 `oracle index`, through `Indexer.sync_paths`, which the worker calls with each settled batch. So an editor
@@ -22,8 +22,8 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from indexer.discover import MARKDOWN_SUFFIXES, is_ignored_name, is_within
-from indexer.sync import Indexer, SyncReport
+from oracle_indexer.notes.discover import MARKDOWN_SUFFIXES, is_ignored_name, is_within
+from oracle_indexer.worker.sync import Indexer, SyncReport
 
 DEBOUNCE_SECONDS = 0.3  # quiet time before a batch is processed
 MAX_DELAY_SECONDS = 2.0  # a steady stream of events still gets processed this often

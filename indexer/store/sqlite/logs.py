@@ -16,9 +16,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from indexer.safe_write import private_file
-from indexer.store.rows import batched, marks
-from indexer.store.schema import StoreClosed, ThreadReaders, set_aside
+from oracle_indexer.safe_write import private_file
+from oracle_indexer.store.rows import batched, marks
+from oracle_indexer.store.sqlite.schema import StoreClosed, ThreadReaders, set_aside
 
 BUSY_TIMEOUT_MS = 10_000
 MAX_TEXT = 20_000  # a logged field longer than this is cut; the log is a record, not an archive
@@ -101,7 +101,7 @@ MAX_QUEUED = 500  # batches queued before the caller writes them itself (an Orac
 class Logs:
     """Searches and consultations are queued and written in batches, so a search never waits for a log
     transaction. The queue is written by `tick()`, which a started Oracle's maintenance worker calls every
-    FLUSH_INTERVAL (indexer/maintenance.py; this class runs no thread of its own), by `close()`, and by
+    FLUSH_INTERVAL (indexer/worker/maintenance.py; this class runs no thread of its own), by `close()`, and by
     every read here, so this process reads its own writes. An Oracle that was never started (a one-shot
     CLI command, a test) writes its queue at close, on a read, or when MAX_QUEUED batches wait. A crash
     loses what is queued: at most FLUSH_INTERVAL plus the worker's current step. Learnings, verdicts and

@@ -51,9 +51,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from indexer.store.logs import FLUSH_INTERVAL, Logs
-from indexer.sync import Indexer, SyncRefused, SyncReport
-from indexer.vectors import RETRY_SECONDS, VectorStoreUnavailable
+from oracle_indexer.store.sqlite.logs import FLUSH_INTERVAL, Logs
+from oracle_indexer.worker.sync import Indexer, SyncRefused, SyncReport
+from oracle_indexer.store.sqlite.vectors import RETRY_SECONDS, VectorStoreUnavailable
 
 TICK_SECONDS = 0.15  # file events are debounced over DEBOUNCE_SECONDS (0.3 s); a tick is well inside that
 HEALTH_SECONDS = 30.0  # a healthy vector store is compared with the index this often
@@ -154,7 +154,7 @@ class Maintenance:
         self.initial: SyncReport | None = None  # the initial sync's report, once it ran
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._events = None  # indexer.watch.FileEvents while watching
+        self._events = None  # oracle_indexer.worker.watch.FileEvents while watching
         self._thread = threading.Thread(target=self._run, name="oracle-maintenance", daemon=True)
         # When each periodic job is next due (time.monotonic()).
         now = time.monotonic()
@@ -178,7 +178,7 @@ class Maintenance:
     # -- owner's side ---------------------------------------------------------------------------------
     def start(self) -> "Maintenance":
         if self.watch:  # before the initial sync, so that nothing saved during it is missed
-            from indexer.watch import FileEvents  # watchdog: imported only by those who watch
+            from oracle_indexer.worker.watch import FileEvents  # watchdog: imported only by those who watch
 
             self._events = FileEvents(self.indexer).start()
             self._wake = self._events.wake  # one event wakes the worker: a file event, wake() or stop()
@@ -299,7 +299,7 @@ class Maintenance:
 
     # -- the jobs -------------------------------------------------------------------------------------
     def _report(self, report: SyncReport) -> None:
-        from indexer.watch import announce
+        from oracle_indexer.worker.watch import announce
 
         if self.on_batch:
             self.on_batch(report)
@@ -402,12 +402,12 @@ class Maintenance:
         if not self._to_load:
             self._warm_at = None
             # What the start-up and the loads made lives as long as the process: out of the cyclic collector's
-            # reach, a full collection no longer walks it (indexer/segment.py `_tokenizer` says what that cost).
+            # reach, a full collection no longer walks it (indexer/notes/segment.py `_tokenizer` says what that cost).
             gc.freeze()
 
     def _warm_loads(self) -> list[tuple[Callable[[], object], str]]:
         """The loads the warm-up makes, in order, with what to say if one fails."""
-        from indexer import segment
+        from oracle_indexer.notes import segment
 
         indexer = self.indexer
         thai = multilingual = False
@@ -436,7 +436,7 @@ class Maintenance:
     def _merge_segments(self, now: float) -> None:
         """Job 7: each word table of more than MERGE_ABOVE segments merged into one, slice by slice while nothing
         else waits (an interrupted merge goes on at the next tick: the count stays high until it is done)."""
-        from indexer.store.keyword import MERGED_TABLES
+        from oracle_indexer.store.sqlite.keyword import MERGED_TABLES
 
         store = self.indexer.store
         if not hasattr(store, "merge_segments"):  # the PostgreSQL store: no FTS5 segments

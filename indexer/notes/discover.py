@@ -36,7 +36,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.rootconfig import Layout
+from oracle_indexer.rootconfig import Layout
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
