@@ -6,7 +6,8 @@ import datetime as dt
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema,
+                      field_validator, model_validator)
 
 from oracle_indexer.notes.concepts import tag_parts
 from oracle_indexer.notes.fields import FieldCondition, WhereError, canonical_where, parse_where
@@ -153,6 +154,15 @@ def _where(value: object) -> dict | None:
 
 # A dict to Python, any JSON to a client: FastAPI's query-string models take it as one string parameter.
 Where = Annotated[Any, BeforeValidator(_where), WithJsonSchema(_WHERE_SCHEMA)]
+
+MAX_VARIANTS = 4
+MAX_VARIANT_CHARS = 200
+# Other phrasings of a search's need (server/services/search/variants.py): bounded, so a call costs at most five
+# searches; each stripped, and an empty one refused rather than searched as nothing.
+Variants = Annotated[
+    list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_VARIANT_CHARS)]],
+    Field(max_length=MAX_VARIANTS),
+]
 # The same filter where a tool's schema only points at search's (every tool's schema is read into an agent's
 # context: tests/contract/test_registry.py holds tools/list under 31 KB); validated by the same rule.
 _WHERE_BRIEF: dict = {
@@ -207,6 +217,11 @@ class SearchRequest(BaseModel):
                                "(stale) come after every fresh one.")
     fresh_only: bool = Field(default=False, description="Leave out notes past their freshness window (stale).")
     where: Where = None
+    variants: Variants = Field(
+        default_factory=list,
+        description="Up to 4 other phrasings of the same need (each at most 200 characters): the notes' likely "
+        "words, a translation into the notes' language, a heading-like paraphrase. Each runs like the query and "
+        "the pages are fused per note; a hit's `phrasings` says which found it (0 = query). Query text only.")
 
     @field_validator("lang")
     @classmethod
@@ -342,6 +357,9 @@ class Hit(BaseModel):
                         "[freshness] in oracle.toml): check it before relying on it.")
     stale_since: str | None = Field(default=None, description="When stale: YYYY-MM-DD the note fell due for review.")
     last_verified: str | None = Field(default=None, description="YYYY-MM-DD the note was last verified, if it says.")
+    phrasings: list[int] | None = Field(
+        default=None, description="With `variants`: the phrasings that found this note (0 = the query, 1.. = "
+        "the variants in order).")
     translations: list[TranslationRef] = Field(
         default_factory=list, description="The same page in other languages, folded into this one."
     )
@@ -369,6 +387,7 @@ class SearchMeta(BaseModel):
         default=None, description="The cross-encoder that reordered the first results ([rerank] in oracle.toml);"
         " null when none is configured or it failed (see warnings).")
     warnings: list[NoteText] = Field(default_factory=list)
+    phrasings: int | None = Field(default=None, description="With `variants`: how many distinct phrasings ran.")
 
 
 class SearchResult(BaseModel):
@@ -480,6 +499,10 @@ class ConsultRequest(BaseModel):
         description="Your context window in tokens: the budget becomes 15% of it (at most 8000), and under 30,000 "
         "only principles, the core, are consulted (mode core); the result says which mode it used.")
     where: Where = None
+    variants: Variants = Field(
+        default_factory=list,
+        description="Up to 4 other phrasings of the decision (each at most 200 characters), e.g. in the notes' "
+        "words or language: each is searched too and the sources fused per note. Query text only.")
 
     @field_validator("decision")
     @classmethod

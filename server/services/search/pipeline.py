@@ -7,8 +7,11 @@ sections; by default the page is made of notes (server/services/search/notes.py)
 
 from __future__ import annotations
 
+import contextvars
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 # numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
@@ -29,6 +32,7 @@ from oracle_indexer.store.sqlite import Filters, Section, SectionFacts
 from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
 from oracle_server.services.search import expansion
 from oracle_server.services.search import scoring
+from oracle_server.services.search.variants import run_with_variants
 from oracle_server.services.app import Oracle
 from oracle_server.services.models import (
     DuplicateRef,
@@ -146,7 +150,32 @@ def _question_vector(oracle: Oracle, query: str, main_share: float, beside: bool
         raise EmbeddingUnavailable(
             f"the index's vectors are {stored}'s and the configured model is {oracle.embedder.model_id};"
             " the next index run re-embeds them")
-    return oracle.embedder.embed_query(query, beside=beside) if main_share > 0 else None
+    if main_share <= 0:
+        return None
+    primed = _PRIMED.get()
+    if primed is not None and query in primed:
+        return primed[query]
+    return oracle.embedder.embed_query(query, beside=beside)
+
+
+# The questions of a search with variants, embedded in one batch before its phrasings run (primed_questions).
+_PRIMED: contextvars.ContextVar[dict[str, numpy.ndarray] | None] = contextvars.ContextVar("oracle_primed", default=None)
+
+
+@contextmanager
+def primed_questions(oracle: Oracle, phrasings: list[str]) -> Iterator[None]:
+    """Every phrasing's question vector from one batch (Embedder.embed_queries) for the searches run inside;
+    a failure here is left to each search's vector leg to meet and report as it always does."""
+    try:
+        vectors = oracle.embedder.embed_queries(phrasings)
+    except Exception:
+        yield
+        return
+    token = _PRIMED.set(dict(zip(phrasings, vectors)))
+    try:
+        yield
+    finally:
+        _PRIMED.reset(token)
 
 
 def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: Filters, pool: int,
@@ -191,7 +220,7 @@ def _vector_leg_beside(oracle: Oracle, query: str, filters: Filters, pool: int, 
         vector = _question_vector(oracle, query, main_share, beside=True)
         return _nearest(oracle, query, vector, filters, pool, multilingual, main_share)
 
-    return _LEG_POOL.submit(leg)
+    return _LEG_POOL.submit(contextvars.copy_context().run, leg)  # primed questions reach the leg's thread
 
 
 def _run_legs(oracle: Oracle, plan: _Plan) -> _Legs:
@@ -721,7 +750,11 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     """Retrieval only, unlogged: the building block for search and consult. Reads as its steps:
 
     plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
-    -> page (only the page is read in full) -> result."""
+    -> page (only the page is read in full) -> result. With `variants`, each phrasing runs this and the pages
+    are fused per note (server/services/search/variants.py)."""
+    if request.variants:
+        return run_with_variants(request, lambda ask: run_search(oracle, ask),
+                                 lambda phrasings: primed_questions(oracle, phrasings))
     started = time.perf_counter()
     with searching():  # the background warm-up waits for a quiet moment (indexer/worker/maintenance.py)
         plan = _plan(oracle, request)
