@@ -119,6 +119,8 @@ def run_with_variants(request: SearchRequest, run: Callable[[SearchRequest], Sea
     vector modes), so each search finds its question's vector ready."""
     started = time.perf_counter()
     phrasings = distinct_phrasings(request.query, request.variants)
+    if len(phrasings) == 1:  # every variant repeats the query: the search without variants, byte for byte
+        return run(request.model_copy(update={"variants": []}))
     depth = max(DEPTH, request.offset + request.limit)
     asks = [request.model_copy(update={"query": p, "variants": [], "limit": depth, "offset": 0}) for p in phrasings]
     with prime(phrasings) if prime is not None and request.mode != "fts" else nullcontext():
