@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -106,12 +107,68 @@ def quality(args: argparse.Namespace) -> None:
         Path(args.json).write_text(json.dumps(dump, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
-def latency(args: argparse.Namespace) -> None:
-    """p50 at a real MCP client: no variants, four variants, and the plain server, alternated per question."""
-    import os
+async def _triples(plain_cmd: list[str], env: dict[str, str], questions: list[dict]) -> dict[str, list[float]]:
+    """One plain-server session and one Oracle session (on the warm engine); each question goes to the plain
+    server, to Oracle without variants and to Oracle with its four, one right after the other, the order rotating."""
+    from contextlib import AsyncExitStack
 
-    from benchmarks.engine_client import plain_command  # noqa: F401  (kept beside: the plain server's launch)
-    raise SystemExit("see --latency in main()")
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from engine import ORACLE
+
+    times: dict[str, list[float]] = {"plain": [], "oracle": [], "oracle + 4 variants": []}
+    async with AsyncExitStack() as stack:
+        errlog = stack.enter_context(open(os.devnull, "w"))
+        plain = await stack.enter_async_context(Client(stdio_client(StdioServerParameters(
+            command=plain_cmd[0], args=plain_cmd[1:], env=env, cwd=str(REPO)), errlog=errlog), read_timeout_seconds=300))
+        oracle = await stack.enter_async_context(Client(stdio_client(StdioServerParameters(
+            command=ORACLE[0], args=[*ORACLE[1:], "serve"], env=env, cwd=str(REPO)), errlog=errlog),
+            read_timeout_seconds=300))
+        await plain.list_tools()
+        await oracle.list_tools()
+        for i, q in enumerate(questions):
+            calls = [("plain", plain, "search", {"query": q["query"], "limit": notes.CUTOFF}),
+                     ("oracle", oracle, "oracle_search", {"query": q["query"], "limit": notes.CUTOFF}),
+                     ("oracle + 4 variants", oracle, "oracle_search",
+                      {"query": q["query"], "limit": notes.CUTOFF, "variants": q["variants"]})]
+            for name, client, tool, args in calls[i % 3:] + calls[:i % 3]:
+                began = time.perf_counter()
+                result = await client.call_tool(tool, args)
+                times[name].append((time.perf_counter() - began) * 1000)
+                if result.is_error:
+                    raise RuntimeError(f"{tool} failed: {result.content}")
+    return times
+
+
+def latency(args: argparse.Namespace) -> None:
+    """p50 at a real MCP client over stdio: no variants, four variants, and the plain server, alternated."""
+    import shutil
+    import tempfile
+
+    import anyio
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from engine import ORACLE, bench_env, load, stop_engines
+    from engine_client import prepare
+
+    questions = load_set("natural") + load_set("judged")
+    work = Path(tempfile.mkdtemp(prefix="oracle-bench-variants-"))
+    env = bench_env(work, str(ROOT))
+    try:
+        plain_db = prepare(args.data, work, env)
+        plain_cmd = [sys.executable, str(REPO / "benchmarks" / "plain_server.py"), str(plain_db)]
+        for n in range(args.rounds):
+            times = anyio.run(_triples, plain_cmd, env, questions)
+            p50 = {k: statistics.median(v) for k, v in times.items()}
+            ratio = statistics.median(a / b for a, b in zip(times["oracle + 4 variants"], times["oracle"]))
+            print(f"round {n + 1} ({len(questions)} questions, load {load()}): p50 plain {p50['plain']:.1f} ms, "
+                  f"oracle {p50['oracle']:.1f} ms, oracle + 4 variants {p50['oracle + 4 variants']:.1f} ms; "
+                  f"4 variants / none: x{p50['oracle + 4 variants'] / p50['oracle']:.2f} (per-question median "
+                  f"x{ratio:.2f}), oracle / plain x{p50['oracle'] / p50['plain']:.2f}")
+    finally:
+        stop_engines(env)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:

@@ -44,7 +44,7 @@ DEFAULT_EXCLUDED_DIRS = frozenset({"node_modules", "__pycache__", "_site", "site
 
 _INDEX_KEYS = {"include", "exclude", "default_type", "gitignore"}
 _EMBEDDING_KEYS = {"model", "query_prefix", "passage_prefix"}
-_TOP_KEYS = {"index", "types", "embedding", "freshness", "frontmatter", "database", "rerank"}
+_TOP_KEYS = {"index", "types", "embedding", "freshness", "frontmatter", "database", "rerank", "search"}
 
 
 class ConfigError(ValueError):
@@ -184,6 +184,7 @@ class Layout:
     rerank: RerankPolicy = RerankPolicy()  # [rerank]: an optional cross-encoder folder (indexer/models/rerank.py)
     frontmatter: FrontmatterSchema = FrontmatterSchema()  # [frontmatter]: required fields, allowed values
     database_url: str | None = None  # [database] url: the PostgreSQL store (ORACLE_DATABASE_URL wins)
+    sampling: bool = False  # [search] sampling: ask an MCP client's model for query variants (ORACLE_SAMPLING wins)
     # key -> (precedence, type); precedence: where it was written (environment 2 > oracle.toml 1 > built-in 0),
     # then a path over a bare name
     _by_path: dict[str, tuple[int, str]] = field(default_factory=dict, compare=False, repr=False)
@@ -250,6 +251,21 @@ class Layout:
 
 
 # -- reading oracle.toml and the environment ---------------------------------------------------------
+def _search_sampling(data: dict, path: Path, text: str) -> bool:
+    """[search] sampling = true|false: whether a search without variants asks the MCP client's model for some
+    (server/mcp/sampling.py); off unless turned on, since it spends the user's model tokens."""
+    search = data.get("search", {})
+    if not isinstance(search, dict):
+        raise ConfigError(f"{_where(path, text, 'search', None)}: `search` must be a table ([search])")
+    for key, value in search.items():
+        where = _where(path, text, key, "search")
+        if key != "sampling":
+            raise ConfigError(f"{where}: unknown key {key!r} in [search]; known keys: sampling")
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: sampling must be true or false")
+    return bool(search.get("sampling", False))
+
+
 def _line_of(text: str, key: str, section: str | None) -> int:
     """The 1-based line where `key` is set (inside `[section]` when given); 0 when it cannot be found.
 
@@ -348,6 +364,7 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
     rerank = RerankPolicy()
     frontmatter = FrontmatterSchema()
     database_url: str | None = None
+    sampling = False
     if path.is_symlink():  # a repository could point it at any file of the person indexing; `oracle init` refuses it too
         raise ConfigError(f"{path} is a symlink; oracle.toml must be a regular file in the root (replace the link with"
                           " a copy)")
@@ -367,7 +384,7 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
                 raise ConfigError(f"{_where(path, text, key, None)}: unknown section or key {key!r}; "
                                   f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}), [types],"
                                   f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))}), [freshness], [frontmatter],"
-                                  " [database] (url) and [rerank] (model, top, weight)")
+                                  " [database] (url), [rerank] (model, top, weight) and [search] (sampling)")
         index = data.get("index", {})
         if not isinstance(index, dict):
             raise ConfigError(f"{_where(path, text, 'index', None)}: `index` must be a table ([index])")
@@ -424,6 +441,7 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"{where}: url must be a string: postgresql://USER:PASSWORD@HOST:5432/DATABASE")
             database_url = value.strip()
+        sampling = _search_sampling(data, path, text)
         if "rerank" in data:
             try:
                 rerank = RerankPolicy.parse(data["rerank"], _where(path, text, "rerank", None))
@@ -464,4 +482,5 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
         rerank=rerank,
         frontmatter=frontmatter,
         database_url=database_url,
+        sampling=sampling,
     )

@@ -388,6 +388,8 @@ class SearchMeta(BaseModel):
         " null when none is configured or it failed (see warnings).")
     warnings: list[NoteText] = Field(default_factory=list)
     phrasings: int | None = Field(default=None, description="With `variants`: how many distinct phrasings ran.")
+    sampled_variants: list[NoteText] | None = Field(
+        default=None, description="Variants your own model wrote for this search (MCP sampling, when turned on).")
 
 
 class SearchResult(BaseModel):
