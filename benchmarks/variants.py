@@ -80,11 +80,11 @@ def wins_losses(base: dict, new: dict, eps: float = 1e-9) -> tuple[int, int, int
 
 
 def quality(args: argparse.Namespace) -> None:
-    V.RRF_K, V.QUERY_WEIGHT, V.DEPTH = args.k, args.query_weight, args.depth
+    V.RRF_K, V.QUERY_WEIGHT, V.DEPTH, V.EXPAND = args.k, args.query_weight, args.depth, not args.no_expand
     oracle = Oracle.open(Settings.from_env(root=ROOT, data_dir=Path(args.data)))
     report = oracle.indexer.sync()
     print(f"index: {report.summary()}", file=sys.stderr)
-    systems = ["question", "v1", "v2", "v3", "v4", "fused"]
+    systems = args.systems.split(",")
     dump: dict = {}
     try:
         for name in args.sets.split(","):
@@ -93,12 +93,13 @@ def quality(args: argparse.Namespace) -> None:
             runs = {s: notes.run_system(ask_fn(oracle, s, by_id), questions) for s in systems}
             dump[name] = runs
             langs = sorted({q["lang"] for q in questions})
-            print(f"\n{name} ({len(questions)} questions; k={args.k}, query weight {args.query_weight}, depth {args.depth})")
+            print(f"\n{name} ({len(questions)} questions; k={args.k}, query weight {args.query_weight}, depth {args.depth}"
+                  f"{', phrasings not expanded' if args.no_expand else ''})")
             print(f"| system | all | {' | '.join(langs)} | wins/losses/ties vs question | p50 ms |")
             print("| --- | --- | " + " | ".join("---" for _ in langs) + " | --- | --- |")
             for s in systems:
                 by = languages(runs[s])
-                wl = wins_losses(runs["question"], runs[s]) if s != "question" else ("", "", "")
+                wl = wins_losses(runs["question"], runs[s]) if s != "question" and "question" in runs else ("", "", "")
                 print(f"| {s} | {by['all']:.3f} | " + " | ".join(f"{by.get(lang, 0):.3f}" for lang in langs)
                       + f" | {'/'.join(map(str, wl)) if s != 'question' else '-'} | {runs[s]['p50_ms']:.1f} |")
     finally:
@@ -178,6 +179,8 @@ def main() -> None:
     parser.add_argument("--k", type=float, default=V.RRF_K)
     parser.add_argument("--query-weight", type=float, default=V.QUERY_WEIGHT)
     parser.add_argument("--depth", type=int, default=V.DEPTH)
+    parser.add_argument("--no-expand", action="store_true", help="phrasings without their own query expansion")
+    parser.add_argument("--systems", default="question,v1,v2,v3,v4,fused")
     parser.add_argument("--json")
     parser.add_argument("--latency", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)

@@ -32,6 +32,7 @@ from oracle_indexer.store.sqlite import Filters, Section, SectionFacts
 from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
 from oracle_server.services.search import expansion
 from oracle_server.services.search import scoring
+from oracle_server.services.search import variants as variants_module
 from oracle_server.services.search.variants import run_with_variants
 from oracle_server.services.app import Oracle
 from oracle_server.services.models import (
@@ -153,28 +154,30 @@ def _question_vector(oracle: Oracle, query: str, main_share: float, beside: bool
     if main_share <= 0:
         return None
     primed = _PRIMED.get()
-    if primed is not None and query in primed:
-        return primed[query]
+    if primed is not None and query in primed[0]:
+        return primed[1].result()[primed[0].index(query)]  # EmbeddingUnavailable etc. surface here as they would
     return oracle.embedder.embed_query(query, beside=beside)
 
 
-# The questions of a search with variants, embedded in one batch before its phrasings run (primed_questions).
-_PRIMED: contextvars.ContextVar[dict[str, numpy.ndarray] | None] = contextvars.ContextVar("oracle_primed", default=None)
+# Query expansion on (the default); a search with variants may run its phrasings without it (variants.EXPAND).
+_EXPAND: contextvars.ContextVar[bool] = contextvars.ContextVar("oracle_expand", default=True)
+
+# The questions of a search with variants, embedded in one batch while its phrasings' keyword legs run
+# (primed_questions): the phrasings, and the batch's future. Its own thread: a vector leg waits on it.
+_PRIMED: contextvars.ContextVar[tuple[list[str], Future] | None] = contextvars.ContextVar("oracle_primed", default=None)
+_BATCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oracle-questions")
 
 
 @contextmanager
 def primed_questions(oracle: Oracle, phrasings: list[str]) -> Iterator[None]:
-    """Every phrasing's question vector from one batch (Embedder.embed_queries) for the searches run inside;
-    a failure here is left to each search's vector leg to meet and report as it always does."""
-    try:
-        vectors = oracle.embedder.embed_queries(phrasings)
-    except Exception:
-        yield
-        return
-    token = _PRIMED.set(dict(zip(phrasings, vectors)))
+    """Every phrasing's question vector from one batch (Embedder.embed_queries), started now and awaited by each
+    phrasing's vector leg; a failure of the batch reaches each vector leg, which reports it as it always does."""
+    token = _PRIMED.set((list(phrasings), _BATCH.submit(oracle.embedder.embed_queries, list(phrasings))))
+    expand = _EXPAND.set(variants_module.EXPAND)
     try:
         yield
     finally:
+        _EXPAND.reset(expand)
         _PRIMED.reset(token)
 
 
@@ -327,7 +330,8 @@ def _fuse(oracle: Oracle, plan: _Plan, legs: _Legs) -> _Fusion:
     if method == "weighted" and fused:
         notes_for = plan.kq.fts_match if _weighs_note_evidence("hybrid", plan.kq, legs) else None
         prefetched = _LEG_POOL.submit(_prefetch, oracle, [f.id for f in fused], notes_for, legs.read)
-        fused = _expand(oracle, plan, fused, weight, legs)
+        if _EXPAND.get():
+            fused = _expand(oracle, plan, fused, weight, legs)
     return _Fusion(fused, "hybrid", method, weight, prefetched)
 
 
