@@ -195,7 +195,7 @@ class SearchRequest(BaseModel):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for, in plain words.")
     type: DocType = Field(default="all", description="Only notes of this type.")
     limit: int = Field(default=5, ge=1, le=MAX_LIMIT, description="Hits per page.")
-    offset: int = Field(default=0, ge=0, le=10_000, description="Hits to skip (the next page starts at offset + limit).")
+    offset: int = Field(default=0, ge=0, le=10_000, description="Hits to skip.")
     mode: SearchMode = Field(default="hybrid", description="hybrid (keyword + semantic), fts (keyword) or vector (semantic).")
     concepts: ConceptList = Field(default_factory=list, description="Keep hits carrying any of these concepts.")
     project: str | None = Field(default=None, max_length=200, description="Only notes of this project.")
@@ -203,8 +203,7 @@ class SearchRequest(BaseModel):
     date_to: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD: notes dated on or before.")
     unit: Literal["note", "section"] | None = Field(
         default=None,
-        description="note (default): one hit per note, its best section leading and its other matching sections "
-        "listed; section: every matching section is its own hit.",
+        description="note (default): one hit per note, its other matching sections listed; section: one per section.",
     )
     group_by_file: bool | None = Field(default=None, description="Older name: true = unit note, false = unit section.")
     fusion: Fusion | None = Field(default=None, description="How the keyword and vector legs are fused (default: the measured best).")
@@ -212,16 +211,13 @@ class SearchRequest(BaseModel):
     predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this predicate.")
     object: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this object.")
     lang: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}([-_][A-Za-z0-9]{2,4})?$",
-                             description="Only notes in this language (ISO 639-1 code: en, th, de, zh-TW ...).")
-    prefer_fresh: bool = Field(default=False, description="Fresh notes first: notes past their freshness window "
-                               "(stale) come after every fresh one.")
+                             description="Only notes in this language (ISO 639-1: en, th, zh-TW...).")
+    prefer_fresh: bool = Field(default=False, description="Notes past their freshness window (stale) come last.")
     fresh_only: bool = Field(default=False, description="Leave out notes past their freshness window (stale).")
     where: Where = None
     variants: Variants = Field(
         default_factory=list,
-        description="Up to 4 other phrasings of the same need (each at most 200 characters): the notes' likely "
-        "words, a translation into the notes' language, a heading-like paraphrase. Each runs like the query and "
-        "the pages are fused per note; a hit's `phrasings` says which found it (0 = query). Query text only.")
+        description="Other phrasings of the need (the notes' words, their language), fused with the query.")
 
     @field_validator("lang")
     @classmethod
@@ -357,9 +353,7 @@ class Hit(BaseModel):
                         "[freshness] in oracle.toml): check it before relying on it.")
     stale_since: str | None = Field(default=None, description="When stale: YYYY-MM-DD the note fell due for review.")
     last_verified: str | None = Field(default=None, description="YYYY-MM-DD the note was last verified, if it says.")
-    phrasings: list[int] | None = Field(
-        default=None, description="With `variants`: the phrasings that found this note (0 = the query, 1.. = "
-        "the variants in order).")
+    phrasings: list[int] | None = Field(default=None, description="Phrasings that found it (0: the query).")
     translations: list[TranslationRef] = Field(
         default_factory=list, description="The same page in other languages, folded into this one."
     )
@@ -387,9 +381,8 @@ class SearchMeta(BaseModel):
         default=None, description="The cross-encoder that reordered the first results ([rerank] in oracle.toml);"
         " null when none is configured or it failed (see warnings).")
     warnings: list[NoteText] = Field(default_factory=list)
-    phrasings: int | None = Field(default=None, description="With `variants`: how many distinct phrasings ran.")
-    sampled_variants: list[NoteText] | None = Field(
-        default=None, description="Variants your own model wrote for this search (MCP sampling, when turned on).")
+    phrasings: int | None = None  # with variants: how many distinct phrasings ran
+    sampled_variants: list[NoteText] | None = Field(default=None, description="Variants your model wrote (sampling).")
 
 
 class SearchResult(BaseModel):
@@ -503,8 +496,7 @@ class ConsultRequest(BaseModel):
     where: Where = None
     variants: Variants = Field(
         default_factory=list,
-        description="Up to 4 other phrasings of the decision (each at most 200 characters), e.g. in the notes' "
-        "words or language: each is searched too and the sources fused per note. Query text only.")
+        description="Other phrasings of the decision, searched too.")
 
     @field_validator("decision")
     @classmethod

@@ -318,6 +318,7 @@ def test_tools_list_stays_cheap_for_an_agents_context(oracle: Any) -> None:
 
     listed = mcp_session(oracle, work)
     text = json.dumps(listed, separators=(",", ":"))
-    assert len(text.encode()) < 31_000, len(text.encode())
+    # 31,000 until issue 37 added `variants` to search and consult (issue 37: "no larger than today, 30-33 KB")
+    assert len(text.encode()) < 31_500, len(text.encode())
     assert '"type":[' not in text and '"title":"' not in text.replace('"title":"oracle', "")
     assert {t["name"] for t in listed["tools"]} == set(BY_NAME)
