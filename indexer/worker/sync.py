@@ -723,7 +723,3 @@ def cap_chunks(result: ParsedFile, cap: int) -> ParsedFile:
                f" {len(kept)} are indexed; split the note")
     return dataclasses.replace(result, chunks=kept, warnings=[*result.warnings, warning])
 
-
-def open_indexer(settings: Settings | None = None) -> Indexer:
-    return Indexer(settings or Settings.from_env())
-

@@ -269,13 +269,6 @@ class Reads:
                           " ORDER BY n DESC, c.concept LIMIT ?", [*args, limit])
         return total, [(c, n) for c, n in rows]
 
-    def concept_note_counts(self) -> tuple[int, list[tuple[str, int]]]:
-        """(notes indexed, [(concept, notes carrying it)]) in no particular order: the graph ranks them."""
-        total = self._scalar("SELECT count(DISTINCT file) FROM documents")
-        rows = self.fetch("SELECT c.concept, count(DISTINCT d.file) FROM doc_concepts c JOIN documents d ON d.id = c.doc_id"
-                          " GROUP BY c.concept")
-        return total, [(c, n) for c, n in rows]
-
     def note_concepts(self) -> list[tuple[str, str]]:
         """(note path, concept) pairs, by path: which concepts each note carries in any section."""
         return [(f, c) for f, c in self.fetch(
