@@ -921,3 +921,4 @@ class ArchiveResult(BaseModel):
     removed_chunks: int = Field(description="How many sections left the index.")
     author: str | None = None
     reason: str | None = None
+    warnings: list[NoteText] = Field(default_factory=list)
