@@ -18,6 +18,7 @@ from oracle_server.services.app import Oracle
 from oracle_server.services.errors import classify, problems
 from oracle_server.mcp.sampling import NeedsInput, ask_for_variants, client_can_sample
 from oracle_server.mcp.surface import Surface, link_hits, link_sources
+from oracle_server.services.models import SearchResult
 from oracle_server.services.search.sampled import note_languages, with_sampled
 from oracle_server.registry.schemas import lean_schema
 from oracle_server.services.slots import ServiceSlots
@@ -96,7 +97,7 @@ class OracleMCP(MCPServer):
             if sampled:
                 request = request.model_copy(update={"variants": sampled})
             result = await self.slots.run(tool.run, self.oracle, request, caller)
-            if sampled or warning:
+            if (sampled or warning) and isinstance(result, SearchResult):
                 result = with_sampled(result, sampled, warning)
         except InvalidArguments as exc:
             raise ToolError(f"Error executing tool {name}: invalid arguments: {exc}") from None
@@ -135,7 +136,7 @@ class OracleMCP(MCPServer):
 def _listing_stub(result: type[BaseModel]) -> Callable[..., Any]:
     """A function whose return annotation gives the SDK the tool's output schema."""
 
-    def stub() -> Annotated[CallToolResult, result]:  # type: ignore[valid-type]
+    def stub() -> Annotated[CallToolResult, result]:
         raise RuntimeError("registry tools are dispatched by OracleMCP.call_tool")
 
     return stub
