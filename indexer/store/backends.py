@@ -10,7 +10,7 @@ from oracle_indexer.config import Settings
 
 if TYPE_CHECKING:
     from oracle_indexer.store.sqlite.exact import ExactVectors
-    from oracle_indexer.models.multilingual import MultilingualIndex
+    from oracle_indexer.store.sqlite.multilingual import MultilingualIndex
 
 
 def open_store(settings: Settings, *, check: bool = True) -> Any:
@@ -63,7 +63,7 @@ def open_multilingual(settings: Settings, store: Any, mode: str,
         from oracle_indexer.store.pg.multilingual import PgMultilingualIndex
 
         return PgMultilingualIndex(store, mode)
-    from oracle_indexer.models.multilingual import MultilingualIndex
+    from oracle_indexer.store.sqlite.multilingual import MultilingualIndex
 
     return MultilingualIndex(settings.db_path, mode, exact=exact)
 

@@ -25,11 +25,12 @@ from oracle_indexer.store.sqlite import Store
 from oracle_indexer.worker.sync import Indexer
 from oracle_indexer.store.sqlite.vectors import VectorStore
 from oracle_indexer.store.sqlite.logs import Logs
+from oracle_server.services.errors import ServiceError
 
 READY_TIMEOUT = 120.0
 
 
-class ServerConfigError(RuntimeError):
+class ServerConfigError(ServiceError, RuntimeError):
     """The server would start in an unsafe or impossible configuration; the message says how to fix it."""
 
 

@@ -84,7 +84,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
     tokenize = "{word_tokenize}"
 );
 CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
--- multilingual vectors (indexer/models/multilingual.py), keyed like embeddings by the embedded text's hash
+-- multilingual vectors (indexer/store/sqlite/multilingual.py), keyed like embeddings by the embedded text's hash
 CREATE TABLE IF NOT EXISTS ml_vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL, seen_at REAL);
 CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash);
@@ -108,6 +108,11 @@ CREATE INDEX IF NOT EXISTS note_fields_field ON note_fields(field, value_key);
 # Every table that holds what the markdown says (for --full): the embedding cache and meta survive.
 CONTENT_TABLES = ("documents", "documents_fts", "documents_tri", "notes_fts", "doc_concepts", "files", "skipped",
                   "relations", "superseded_files", "note_fields")
+
+
+# What a failed SQLite statement raises (a write lock held past the busy timeout, a read-only file): the worker
+# catches it by this name, so nothing outside the store imports the driver (pyproject.toml [tool.importlinter]).
+StoreError = sqlite3.Error
 
 
 class StoreClosed(RuntimeError):
