@@ -26,6 +26,7 @@ import sqlite3
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -132,11 +133,65 @@ def set_aside(path: Path, reason: Exception) -> Path:
     return target
 
 
+# -- the statement trace -----------------------------------------------------------------------------------
+class Connection(sqlite3.Connection):
+    """sqlite3's connection, weakly referable (the C type is not), so the statement trace finds every open one."""
+
+
+_OPEN: weakref.WeakSet[Connection] = weakref.WeakSet()
+_TRACES: list[list[str]] = []
+_TRACE_LOCK = threading.Lock()
+
+
+def _record(sql: str) -> None:
+    for statements in tuple(_TRACES):
+        statements.append(sql)  # list.append holds the GIL: safe from every thread
+
+
+def _set_trace(conn: sqlite3.Connection, on: bool) -> None:
+    try:
+        conn.set_trace_callback(_record if on else None)
+    except sqlite3.ProgrammingError:  # closed meanwhile
+        pass
+
+
+def opened(conn: Connection) -> Connection:
+    """Register a new connection of the store (index, logs, exact and multilingual readers) with the trace."""
+    with _TRACE_LOCK:
+        _OPEN.add(conn)
+        if _TRACES:
+            _set_trace(conn, True)
+    return conn
+
+
+@contextmanager
+def trace_statements() -> Iterator[list[str]]:
+    """Every SQL statement the store's SQLite connections run, on any thread, while the block lasts, in order:
+    how many trips a request makes to the store (benchmarks/statements.py; tests/unit/test_statements.py caps a
+    search's). sqlite3's `set_trace_callback`, as sqlite-utils and datasette trace; installed only while a trace
+    is open, so no request pays for it otherwise."""
+    statements: list[str] = []
+    with _TRACE_LOCK:
+        _TRACES.append(statements)
+        if len(_TRACES) == 1:
+            for conn in list(_OPEN):
+                _set_trace(conn, True)
+    try:
+        yield statements
+    finally:
+        with _TRACE_LOCK:
+            _TRACES.remove(statements)
+            if not _TRACES:
+                for conn in list(_OPEN):
+                    _set_trace(conn, False)
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit BEGIN IMMEDIATE), WAL, busy timeout; the file
     (and its -wal and -shm) readable by its owner alone."""
     private_file(path)
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    conn = opened(sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                  check_same_thread=False, factory=Connection))
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
@@ -150,7 +205,8 @@ def connect(path: Path) -> sqlite3.Connection:
 def connect_reader(path: Path) -> sqlite3.Connection:
     """A read connection for one thread: WAL lets it read while another connection writes, and
     `query_only` makes a write through it an error instead of a second, unserialised writer."""
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    conn = opened(sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                  check_same_thread=False, factory=Connection))
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA query_only = 1")
