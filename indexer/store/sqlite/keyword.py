@@ -157,21 +157,24 @@ def _ranked_in_fts(store: Store, source: _Source, filters: Filters, limit: int) 
     """The rows of `ORDER BY s DESC, d.id LIMIT limit` over the joined clause, but ranked inside FTS5 with
     only the top rows looked up in `documents`: a common word matches tens of thousands of chunks at 100k,
     and a join per match cost as much as bm25 itself. Filters become one set of rowids, checked per match
-    (`+rowid` keeps SQLite from turning it into one FTS5 lookup per rowid). None when equal scores at the
-    cut run past the extra rows fetched, as only the join can order those by id."""
+    (`+rowid` keeps SQLite from turning it into one FTS5 lookup per rowid). The top rows' ids come in the same
+    statement: the ranked subquery (its LIMIT keeps SQLite from flattening it into the join) is joined to
+    `documents` after the cut, one trip instead of two. None when equal scores at the cut run past the extra rows
+    fetched, as only the join can order those by id."""
     assert source.table is not None
     where, filter_args = filters.sql()
     restrict = f" AND +rowid IN (SELECT d.rowid FROM documents d WHERE {where})" if filters.active else ""
     fetch = limit + TIE_SLACK
-    rows = store.fetch(
-        f"SELECT rowid, {source.score} AS s FROM {source.table} WHERE {source.table} MATCH ?{restrict}"
-        " ORDER BY s DESC LIMIT ?",
+    found = store.fetch(
+        f"SELECT f.rowid, f.s, d.id FROM (SELECT rowid, {source.score} AS s FROM {source.table}"
+        f" WHERE {source.table} MATCH ?{restrict} ORDER BY s DESC LIMIT ?) f"
+        " LEFT JOIN documents d ON d.rowid = f.rowid ORDER BY f.s DESC",
         [*source.args, *(filter_args if filters.active else []), fetch],
     )
+    rows = [(rowid, s) for rowid, s, _ in found]
     if len(rows) == fetch and rows[-1][1] >= rows[limit - 1][1]:
         return None
-    marks = ",".join("?" * len(rows))
-    ids = dict(store.fetch(f"SELECT rowid, id FROM documents WHERE rowid IN ({marks})", [r for r, _ in rows]))
+    ids = {rowid: doc_id for rowid, _, doc_id in found if doc_id is not None}
     if len(ids) < len(rows):
         return None
     return sorted(((ids[r], s) for r, s in rows), key=lambda kv: (-kv[1], kv[0]))[:limit]
@@ -240,18 +243,25 @@ def keyword_matching_ids(
     return found
 
 
+TERMS_PER_STATEMENT = 100  # MATCHes in one compound statement (SQLite allows 500 terms in a compound SELECT)
+
+
 def terms_matched(store: Store, terms: Sequence[str], ids: Sequence[str]) -> dict[str, int]:
     """How many of `terms` (quoted FTS5 strings) each of `ids` contains in the word table: one MATCH per
-    term, over the few ids asked about."""
+    term, over the few ids asked about, all in one statement (UNION ALL keeps each term's matches apart;
+    before, each term was a trip of its own, as the PostgreSQL store never did)."""
     if not terms or not ids:
         return {}
     marks = ",".join("?" * len(ids))
     id_of = dict(store.fetch(f"SELECT rowid, id FROM documents WHERE id IN ({marks})", list(ids)))
     counts = dict.fromkeys(id_of.values(), 0)
-    marks = ",".join("?" * len(id_of))
-    sql = f"SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND +rowid IN ({marks})"
-    for term in terms:
-        for (rowid,) in store.fetch(sql, [term, *id_of]):
+    if not id_of:
+        return counts
+    asked = "WITH asked(r) AS (VALUES " + ",".join(["(?)"] * len(id_of)) + ") "
+    one = "SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND +rowid IN asked"
+    for start in range(0, len(terms), TERMS_PER_STATEMENT):
+        part = terms[start : start + TERMS_PER_STATEMENT]
+        for (rowid,) in store.fetch(asked + " UNION ALL ".join([one] * len(part)), [*id_of, *part]):
             counts[id_of[rowid]] += 1
     return counts
 

@@ -139,13 +139,15 @@ class Connection(sqlite3.Connection):
 
 
 _OPEN: weakref.WeakSet[Connection] = weakref.WeakSet()
-_TRACES: list[list[str]] = []
+_TRACES: list[tuple[list[str], bool]] = []  # (statements, with nested ones)
 _TRACE_LOCK = threading.Lock()
 
 
 def _record(sql: str) -> None:
-    for statements in tuple(_TRACES):
-        statements.append(sql)  # list.append holds the GIL: safe from every thread
+    nested = sql.startswith("--")  # run by SQLite itself for a statement (FTS5's reads of its tables, a trigger)
+    for statements, with_nested in tuple(_TRACES):
+        if with_nested or not nested:
+            statements.append(sql)  # list.append holds the GIL: safe from every thread
 
 
 def _set_trace(conn: sqlite3.Connection, on: bool) -> None:
@@ -165,14 +167,16 @@ def opened(conn: Connection) -> Connection:
 
 
 @contextmanager
-def trace_statements() -> Iterator[list[str]]:
+def trace_statements(nested: bool = False) -> Iterator[list[str]]:
     """Every SQL statement the store's SQLite connections run, on any thread, while the block lasts, in order:
     how many trips a request makes to the store (benchmarks/statements.py; tests/unit/test_statements.py caps a
     search's). sqlite3's `set_trace_callback`, as sqlite-utils and datasette trace; installed only while a trace
-    is open, so no request pays for it otherwise."""
+    is open, so no request pays for it otherwise. `nested`: the statements SQLite runs inside one of ours too
+    (FTS5 reading its own tables, `-- `-prefixed), which are not trips to the store but its work."""
     statements: list[str] = []
+    entry = (statements, nested)
     with _TRACE_LOCK:
-        _TRACES.append(statements)
+        _TRACES.append(entry)
         if len(_TRACES) == 1:
             for conn in list(_OPEN):
                 _set_trace(conn, True)
@@ -180,7 +184,7 @@ def trace_statements() -> Iterator[list[str]]:
         yield statements
     finally:
         with _TRACE_LOCK:
-            _TRACES.remove(statements)
+            _TRACES.remove(entry)
             if not _TRACES:
                 for conn in list(_OPEN):
                     _set_trace(conn, False)
