@@ -169,7 +169,7 @@ class Indexer:
             self.store.model_id = current
             return False
         if stored is None:
-            if not self.store.holds_sections():  # a new index
+            if not self.store.chunk_count():  # a new index
                 self.store.set_meta("embedding_model", current)
                 self.store.model_id = current
                 return False

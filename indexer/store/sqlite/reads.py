@@ -74,10 +74,6 @@ class Reads:
         rows = self.fetch("SELECT value FROM meta WHERE key = ?", (key,))
         return rows[0][0] if rows else None
 
-    def holds_sections(self) -> bool:
-        """Whether any section is indexed (a new index holds none: its model is simply recorded)."""
-        return bool(self.fetch("SELECT 1 FROM documents LIMIT 1"))
-
     def file_states(self) -> dict[str, FileState]:
         rows = self.fetch("SELECT path, mtime_ns, size, file_hash FROM files")
         return {path: FileState(mtime_ns or 0, size or 0, file_hash or "") for path, mtime_ns, size, file_hash in rows}
