@@ -27,9 +27,18 @@ NOTES = {
 }
 
 
+def _forget_chroma() -> None:
+    """What a new process would not have: chromadb's per-path client cache, which still points at deleted files
+    (a write through it meets "attempt to write a readonly database")."""
+    from chromadb.api.client import SharedSystemClient
+
+    SharedSystemClient.clear_system_cache()
+
+
 def _what_search_says(root: Path, data: Path, *, full: bool = False) -> dict[str, object]:
     """Index (fully when asked) and read back what the promises are about: each note's sections, and what use
     added: the okapi note's verdicts, who supersedes the heron and the ibis notes, and by which way."""
+    _forget_chroma()
     oracle = open_oracle(root, data)
     try:
         oracle.indexer.sync(full=full)
@@ -79,3 +88,35 @@ def test_a_rebuild_keeps_what_use_added_and_a_lost_data_dir_keeps_only_the_notes
     assert lost["okapi"] == (0, 0)
     assert lost["superseded"] == {"learnings/heron-cache-timeout.md": None,
                                   "learnings/ibis-deploy-blue-green.md": ("learnings/ibis-deploy-canary.md", "frontmatter")}
+
+
+def test_the_vector_store_says_what_it_lost_and_sync_puts_it_back(tmp_path: Path) -> None:
+    """The embedded Chroma folder deleted while no Oracle ran: every chunk is re-added from the embedding cache,
+    nothing embedded again. The vector store says so (`lost_while_closed`), not the sync reading the settings."""
+    from oracle_indexer.store.sqlite.vectors import StoreHealth, VectorStore
+
+    assert VectorStore(tmp_path / "none", url="http://127.0.0.1:8000").lost_while_closed() == "some"
+    assert VectorStore(tmp_path / "none").lost_while_closed() == "all"
+    assert StoreHealth().lost_while_closed() is None  # pgvector: the vectors are in the database with the index
+    root, data = tmp_path / "root", tmp_path / "data"
+    for rel, text in NOTES.items():
+        write(root / rel, text)
+    oracle = open_oracle(root, data)
+    try:
+        first = oracle.indexer.sync()
+        chroma = oracle.settings.chroma_path
+    finally:
+        oracle.close()
+    assert first.embedded and chroma.exists()
+    shutil.rmtree(chroma)
+    _forget_chroma()
+    oracle = open_oracle(root, data)
+    try:
+        assert oracle.vectors.lost_while_closed() == "all"
+        again = oracle.indexer.sync()
+        assert not again.vector_failed, again.warnings
+        assert (again.embedded, again.embeddings_cached) == (0, first.embedded + first.embeddings_cached)
+        assert oracle.vectors.count() == oracle.store.counts()["embedded"] == len(NOTES)
+        assert oracle.vectors.lost_while_closed() is None
+    finally:
+        oracle.close()
