@@ -18,12 +18,6 @@ import pytest
 
 PROJECT = Path(__file__).resolve().parents[2]
 ROOTS = ("oracle_server", "oracle_indexer")
-# A circle only a type checker follows: the keyword leg of each backend names its store class in annotations,
-# under TYPE_CHECKING (nothing runs it). Protocols for the store (issue 36 item 1) remove these; none may be added.
-TYPE_ONLY_CIRCLES = [
-    ["oracle_indexer.store.pg.keyword", "oracle_indexer.store.pg.store"],
-    ["oracle_indexer.store.sqlite", "oracle_indexer.store.sqlite.keyword", "oracle_indexer.store.sqlite.reads"],
-]
 
 
 def circles(graph: grimp.ImportGraph) -> list[list[str]]:
@@ -97,15 +91,11 @@ def test_the_contracts_cover_every_layer_of_the_server():
 
 
 def test_no_module_imports_itself_through_others():
-    """Zero circles among the modules that run: a circle makes the import order matter (a name used before its
-    module finished) and ties the modules in it into one that cannot be understood or tested alone."""
-    graph = grimp.build_graph(*ROOTS, exclude_type_checking_imports=True, cache_dir=None)
-    assert circles(graph) == []
-
-
-def test_type_checking_imports_add_no_new_circle():
+    """Zero circles: a circle makes the import order matter (a name used before its module finished) and ties the
+    modules in it into one that cannot be understood or tested alone. Every import counts, lazy ones and those under
+    TYPE_CHECKING too (a type-only circle is one the type checker and the reader still have to follow)."""
     graph = grimp.build_graph(*ROOTS, cache_dir=None)
-    assert [c for c in circles(graph) if c not in TYPE_ONLY_CIRCLES] == []
+    assert circles(graph) == []
 
 
 # -- the checks can fail ----------------------------------------------------------------------------------
