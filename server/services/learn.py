@@ -26,6 +26,7 @@ from oracle_indexer.notes.parse import bare_title, parse_markdown
 from oracle_indexer.safe_write import SHARED, create_new
 from oracle_server.services.app import Oracle
 from oracle_server.services.edit import expect_unchanged
+from oracle_server.services.errors import ServiceError
 from oracle_server.services.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest, SupersedeRequest
 from oracle_server.services.search.pipeline import run_search
 from oracle_server.services.supersede import supersede
@@ -38,17 +39,22 @@ YAML_WIDTH = 1_000_000  # wider than any value a LearnRequest allows: one line p
 WRITE_ATTEMPTS = 3  # the learnings folder renamed away mid-write is made again and the write retried
 
 
-class LearnError(RuntimeError):
-    """The learning could not be written; nothing was left behind."""
+class LearnError(ServiceError, RuntimeError):
+    """The learning could not be written; nothing was left behind (invalid, or the disk's kind when a refused
+    write caused it)."""
 
 
 class LearnLost(LearnError):
     """The learning was written, but the file was moved, deleted or changed by someone else before it was
     indexed: no note under its name is indexed with the metadata asked for."""
 
+    error_kind = "conflict"
+
 
 class LearnKeyConflict(LearnError):
     """The idempotency key belongs to a different learning, or a learn with it is still running."""
+
+    error_kind = "conflict"
 
 
 def slugify(text: str) -> str:

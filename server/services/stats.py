@@ -217,3 +217,15 @@ def _freshness(oracle: Oracle) -> Freshness:
     by_type = stale_by_type(oracle)
     return Freshness(stale=sum(by_type.values()), stale_by_type=by_type,
                      window_days=dict(oracle.settings.layout.freshness.days))
+
+
+def index_size(oracle: Oracle) -> tuple[int, int]:
+    """Files and sections indexed: what a health check answers with (one small read, no probe, no disk walk)."""
+    counts = oracle.store.counts()
+    return counts["files"], counts["chunks"]
+
+
+def usage_overview(oracle: Oracle, limit: int, days: int) -> dict:
+    """The latest searches, consults and reads and their daily counts over `days` (the dashboard's usage
+    panel): the usage logs as they are, newest first."""
+    return oracle.logs.overview(limit, days)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from oracle_indexer.safe_write import private_file
 from oracle_indexer.store.rows import batched, marks
-from oracle_indexer.store.sqlite.schema import StoreClosed, ThreadReaders, set_aside
+from oracle_indexer.store.sqlite.schema import Connection, StoreClosed, ThreadReaders, opened, set_aside
 
 BUSY_TIMEOUT_MS = 10_000
 MAX_TEXT = 20_000  # a logged field longer than this is cut; the log is a record, not an archive
@@ -133,7 +133,8 @@ class Logs:
 
     def _connect(self, path: Path) -> sqlite3.Connection:
         private_file(path)  # logged queries and decisions: the owner's alone
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        conn = opened(sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                      check_same_thread=False, factory=Connection))
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
