@@ -132,7 +132,7 @@ _WHERE_SCHEMA: dict = {
     "description": (
         "Frontmatter fields the notes must have (every field named must match): a value (equals), a list (any "
         'of), or operators {"eq", "in", "exists", "before", "after"} (dates YYYY-MM-DD, strict). Values compare '
-        'case-insensitively; a list field holding "*" matches every value. Also as JSON text, e.g. '
+        'case-insensitively; "*" asks for any value (a note\'s own "*" is literal). Also as JSON text, e.g. '
         '{"status": "draft", "industries": ["finance"], "reviewed": {"after": "2026-01-01"}}.'
     ),
 }
