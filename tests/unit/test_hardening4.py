@@ -50,3 +50,66 @@ def test_far_future_dates_are_treated_as_absent_for_freshness_with_a_warning(
     assert hits["learnings/2026-01-02_far-verified.md"].stale_since == "2026-04-02"  # from its own date
     assert hits["learnings/2026-01-03_plain.md"].stale_since == "2026-04-03"
     assert consult(oracle, ConsultRequest(decision="Does the okapi ledger balance?")).guidance
+
+
+# -- 1. a lone surrogate: refused at the edge, and never wedges the usage log ----------------------------------
+LONE = "\ud800"  # a lone UTF-16 surrogate: what `\ud800` in JSON text decodes to; no UTF-8 encoding exists
+
+
+@pytest.mark.parametrize(("tool", "arguments", "field"), [
+    ("oracle_search", {"query": "okapi", "where": {"status": LONE}}, "where.status"),
+    ("oracle_search", {"query": "okapi", "where": '{"status": "\\ud800"}'}, "where.status"),
+    ("oracle_search", {"query": "okapi", "where": {LONE: "x"}}, "where"),
+    ("oracle_search", {"query": f"okapi {LONE}"}, "query"),
+    ("oracle_search", {"query": "okapi", "project": LONE}, "project"),
+    ("oracle_consult", {"decision": "Use okapis?", "context": LONE}, "context"),
+    ("oracle_learn", {"pattern": f"okapis {LONE}", "title": "Okapi"}, "pattern"),
+    ("oracle_learn", {"pattern": "okapis", "relations": [["okapi", "eats", LONE]]}, "relations.0"),
+    ("oracle_feedback", {"id": "c_" + "0" * 20, "verdict": "helpful", "note": LONE}, "note"),
+    ("oracle_edit", {"file": "learnings/x.md", "op": "append", "text": LONE, "expected_hash": "a" * 64}, "text"),
+    ("oracle_list", {"where": {"status": [LONE]}}, "where.status"),
+])
+def test_every_tool_refuses_a_lone_surrogate_naming_the_field(tool: str, arguments: dict, field: str) -> None:
+    """Issue 39: `where={"status": "\\ud800"}` reached the usage log, which could not write it. One validator in the
+    request models refuses such text, with the field it is in, before any service runs."""
+    from oracle_server.registry.tools import BY_NAME, InvalidArguments
+
+    with pytest.raises(InvalidArguments) as refused:
+        BY_NAME[tool].parse(arguments)
+    message = str(refused.value)
+    assert "lone surrogate" in message and field in message and "UTF-8" in message, message
+
+
+def test_every_request_model_has_the_one_text_check() -> None:
+    from oracle_server.registry.tools import TOOLS
+    from oracle_server.services.models import Request
+
+    assert all(issubclass(tool.request, Request) for tool in TOOLS)
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_a_log_row_that_cannot_be_written_is_dropped_and_counted_not_retried_for_ever(
+        tmp_path: Path, make_oracle, store: str) -> None:
+    """A row the log cannot store (here a lone surrogate, as an older client or a future bug could send) used to go
+    back on the queue each time: stats and /api/logs answered 500 until a restart, nothing else was logged. Now
+    the rows around it are written, it is dropped, and stats count it."""
+    root = tmp_path / "root"
+    for rel, text in FAR.items():
+        write(root / rel, text)
+    oracle = make_oracle(root, tmp_path / "data", **store_overrides(store))
+    oracle.indexer.sync(vectors=False)
+    logs = oracle.logs
+    logs.log_search("mcp", "oracle_search", "okapi before", {}, "fts", 1, [("a", 1.0)], 1.0, [])
+    logs.log_search("mcp", "oracle_search", "okapi", {"where": {"status": LONE}}, "fts", 0, [], 1.0, [])
+    logs.log_consult("mcp", f"decide {LONE}", None, [], "guidance", 1, 1.0)
+    logs.log_search("mcp", "oracle_search", "okapi after", {}, "fts", 1, [("b", 2.0)], 1.0, [])
+    logs.tick()  # the maintenance worker's turn: must not raise, must not keep the bad rows
+    assert not logs.queued()
+    counts = logs.counts()
+    assert counts["search_log"] == 2 and counts["consult_log"] == 0 and counts["document_access"] == 2
+    assert [r["query"] for r in logs.recent("search_log")] == ["okapi after", "okapi before"]
+    assert logs.dropped == 2
+    assert stats(oracle).usage.log_drops == 2
+    search(oracle, SearchRequest(query="okapi ledger", mode="fts"))
+    logs.tick()
+    assert logs.counts()["search_log"] == 3  # still logging
