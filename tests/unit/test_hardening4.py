@@ -113,3 +113,63 @@ def test_a_log_row_that_cannot_be_written_is_dropped_and_counted_not_retried_for
     search(oracle, SearchRequest(query="okapi ledger", mode="fts"))
     logs.tick()
     assert logs.counts()["search_log"] == 3  # still logging
+
+
+# -- 5. an edit never loses a save that lands between its check and its write --------------------------------
+SAVER = """
+import os, sys, time
+from pathlib import Path
+note, stop = Path(sys.argv[1]), Path(sys.argv[2])
+n = 0
+while not stop.exists():
+    n += 1
+    text = note.read_text(encoding="utf-8")
+    tmp = note.with_name(f".saver-{n}.tmp")
+    tmp.write_text(text.rstrip("\\n") + f"\\n\\nperson save {n}.\\n", encoding="utf-8")
+    os.replace(tmp, note)  # how editors save: a new file renamed over the note
+    print(n, flush=True)
+    time.sleep(0.002)  # a save every few milliseconds: hundreds during the edits
+"""
+
+
+def test_an_edit_racing_a_person_saving_in_a_loop_never_loses_a_save(tmp_path: Path, make_oracle) -> None:
+    """Issue 39: 1 of 75 edits that returned 200 overwrote a save that landed between the edit's hash check
+    and its write. A real second process saves the note as fast as it can (each save keeps what the file held
+    and adds a line) while edits, each made against the hash just read, append to it: every save the person
+    made is in the final file, whatever the edits answered."""
+    import subprocess
+    import sys
+    import time
+
+    from oracle_server.services.edit import edit, file_digest
+    from oracle_server.services.errors import OracleError
+    from oracle_server.services.models import EditRequest
+
+    root = tmp_path / "root"
+    note = write(root / "learnings/2026-01-01_race.md", "---\ntitle: Race\n---\n# Race\n\nThe okapi ledger.\n")
+    oracle = make_oracle(root, tmp_path / "data")
+    oracle.indexer.sync(vectors=False)
+    stop = tmp_path / "stop"
+    saver = subprocess.Popen([sys.executable, "-c", SAVER, str(note), str(stop)], stdout=subprocess.PIPE, text=True)
+    done, refused = 0, 0
+    try:
+        assert saver.stdout is not None and saver.stdout.readline().strip() == "1"  # the person is saving
+        started = time.monotonic()
+        while done < 30 and time.monotonic() - started < 300:
+            digest = file_digest(note.read_bytes())
+            try:
+                edit(oracle, EditRequest(file="learnings/2026-01-01_race.md", op="append",
+                                         text=f"agent edit {done + refused}.", expected_hash=digest))
+                done += 1
+            except OracleError as exc:
+                assert exc.kind == "conflict", exc.message
+                refused += 1
+    finally:
+        stop.touch()
+        out, _ = saver.communicate(timeout=60)
+    saves = int(out.split()[-1]) if out.split() else 1
+    final = note.read_text(encoding="utf-8")
+    lost = [n for n in range(1, saves + 1) if f"person save {n}." not in final]
+    kept = list(note.parent.glob(".*kept*"))
+    assert not lost, f"{len(lost)} of {saves} saves lost ({done} edits written, {refused} refused, {len(kept)} kept): {lost[:10]}"
+    assert done > 0
