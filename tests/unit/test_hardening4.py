@@ -173,3 +173,58 @@ def test_an_edit_racing_a_person_saving_in_a_loop_never_loses_a_save(tmp_path: P
     kept = list(note.parent.glob(".*kept*"))
     assert not lost, f"{len(lost)} of {saves} saves lost ({done} edits written, {refused} refused, {len(kept)} kept): {lost[:10]}"
     assert done > 0
+
+
+# -- 3. an idempotency key survives a crash between the write and the settle -------------------------------
+KILLED_MID_LEARN = """
+import os, signal, sys, threading, time
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from _corpus import open_oracle
+from oracle_server.services.learn import learn
+from oracle_server.services.models import LearnRequest
+
+oracle = open_oracle(Path({root!r}), Path({data!r}), **{overrides!r})
+folder = Path({root!r}) / "learnings"
+
+def kill_once_written():
+    while not any(p.name.endswith("okapi-ledger-rule.md") for p in folder.glob("*.md")):
+        time.sleep(0.0005)
+    os.kill(os.getpid(), signal.SIGKILL)  # the file is saved; the learn is indexing it: die now, like kill -9
+
+threading.Thread(target=kill_once_written, daemon=True).start()
+learn(oracle, LearnRequest(**{request!r}))
+print("the learn finished before the kill", flush=True)
+"""
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_a_retry_after_a_crash_mid_learn_finds_the_note_written_never_a_second_copy(
+        tmp_path: Path, make_oracle, store: str) -> None:
+    """Issue 39: a learn with an idempotency key, the process killed (SIGKILL) after the file was written and
+    before the key was settled: retries heard "busy" for 120 s, then wrote `_2.md`. The retry now finds the
+    note the first learn wrote, at once."""
+    import subprocess
+    import sys
+
+    from oracle_server.services.learn import learn
+    from oracle_server.services.models import LearnRequest
+
+    root = tmp_path / "root"
+    write(root / "learnings/2026-01-01_plain.md", FAR["learnings/2026-01-03_plain.md"])
+    overrides = store_overrides(store)
+    request = {"pattern": "Balance the okapi ledger before the night run.", "title": "Okapi ledger rule",
+               "idempotency_key": "crash-key-0001"}
+    script = KILLED_MID_LEARN.format(tests=str(Path(__file__).resolve().parents[1]), root=str(root),
+                                     data=str(tmp_path / "data"), overrides=overrides, request=request)
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert child.returncode == -9, (child.returncode, child.stdout, child.stderr[-2000:])
+    written = sorted(p.name for p in (root / "learnings").glob("*okapi-ledger-rule*.md"))
+    assert len(written) == 1, written
+    oracle = make_oracle(root, tmp_path / "data", **overrides)
+    assert oracle.logs.claim_learn_key("crash-key-0001", "x")[0] == "other"  # claimed, never settled: the crash
+    first = learn(oracle, LearnRequest(**request))
+    again = learn(oracle, LearnRequest(**request))
+    assert first.replayed and again.replayed and first.file == again.file == f"learnings/{written[0]}"
+    assert first.chunk_ids and first.title == "Okapi ledger rule"
+    assert sorted(p.name for p in (root / "learnings").glob("*okapi-ledger-rule*.md")) == written  # no _2.md
