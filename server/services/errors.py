@@ -87,6 +87,7 @@ def classify(exc: BaseException) -> OracleError | None:
     service layer into the CLI's fast path."""
     if isinstance(exc, OracleError):
         return exc
+    from oracle_indexer.locks import WriterLockBusy
     from oracle_indexer.worker.sync import SyncRefused
     from oracle_server.services.app import ServerConfigError
     from oracle_server.services.browse import NotFound
@@ -97,6 +98,8 @@ def classify(exc: BaseException) -> OracleError | None:
     from oracle_server.services.supersede import SupersedeError
 
     message = str(exc)
+    if isinstance(exc, WriterLockBusy):
+        return OracleError("unavailable", message)
     if isinstance(exc, (LearnLost, LearnKeyConflict)):
         return OracleError("conflict", message)
     if isinstance(exc, LearnError):

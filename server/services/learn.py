@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.notes.discover import is_within
 from oracle_indexer.notes.parse import bare_title, parse_markdown
 from oracle_indexer.safe_write import SHARED, create_new
@@ -348,9 +349,14 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
     if lost:  # checked before anything is written, so a failure leaves nothing behind
         raise LearnError(f"the learning's {', '.join(lost)} would not read back from its frontmatter;"
                          " nothing was saved (please report this)")
-    path = write_new(folder, base, text)
+    with oracle.indexer.lock:  # the writer lock first: held elsewhere past its wait, nothing is written (issue 39)
+        path = write_new(folder, base, text)
     rel = unicodedata.normalize("NFC", path.relative_to(root).as_posix())
-    report = oracle.indexer.sync_paths([rel], embed_limit=None)  # a learn is embedded before it returns
+    try:
+        report = oracle.indexer.sync_paths([rel], embed_limit=None)  # a learn is embedded before it returns
+    except WriterLockBusy as exc:  # taken by another engine between the write and the index: rare, and said
+        raise WriterLockBusy(f"the learning was saved to {rel} but is not indexed yet: {exc}. The next sync indexes"
+                             " it: do not learn it again (a retry with the same idempotency_key finds it)") from exc
     chunk_ids = oracle.store.file_chunk_ids(rel)
     check_written(path, rel, text, request, title, today, author)
     if not chunk_ids:

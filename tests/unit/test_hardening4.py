@@ -228,3 +228,109 @@ def test_a_retry_after_a_crash_mid_learn_finds_the_note_written_never_a_second_c
     assert first.replayed and again.replayed and first.file == again.file == f"learnings/{written[0]}"
     assert first.chunk_ids and first.title == "Okapi ledger rule"
     assert sorted(p.name for p in (root / "learnings").glob("*okapi-ledger-rule*.md")) == written  # no _2.md
+
+
+# -- 4. the PostgreSQL writer lock: a bounded wait, a clear refusal, a stuck holder's lock reclaimed ----------
+def test_a_learn_waits_a_bounded_time_for_a_held_writer_lock_then_says_who_holds_it_and_writes_nothing(
+        tmp_path: Path, make_oracle) -> None:
+    """Issue 39: while any session held pg_advisory_lock('oracle:writer') (a frozen engine), every learn on every
+    engine blocked without limit. Here a plain session holds it (one that will never let go) and the learn,
+    given a 2 s wait, is refused with who holds it since when; nothing is written."""
+    import threading
+
+    import psycopg
+
+    import _pg
+    from oracle_indexer.store.pg.schema import WRITER_LOCK
+    from oracle_server.services.errors import classify
+    from oracle_server.services.learn import learn
+    from oracle_server.services.models import LearnRequest
+
+    root = tmp_path / "root"
+    write(root / "learnings/2026-01-01_plain.md", FAR["learnings/2026-01-03_plain.md"])
+    url = _pg.new_database()
+    oracle = make_oracle(root, tmp_path / "data", database_url=url)
+    oracle.indexer.sync(vectors=False)
+    oracle.indexer.lock.wait = 2.0
+    holder = psycopg.connect(url, autocommit=True, application_name="frozen-engine")
+    holder.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [WRITER_LOCK])
+    outcome: dict = {}
+
+    def attempt() -> None:
+        try:
+            outcome["result"] = learn(oracle, LearnRequest(pattern="Okapis keep the ledger.", title="Okapi keeper"))
+        except Exception as exc:  # noqa: BLE001 - the outcome is asserted below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(120)  # a ceiling that only catches the hang; the wait asked for is 2 s
+    hung = worker.is_alive()
+    holder.close()  # lets a hung learn go on, so the test ends either way
+    worker.join(120)
+    assert not hung, "the learn waited for the writer lock without limit"
+    error = outcome.get("error")
+    assert error is not None, outcome
+    message = str(error)
+    assert "holds the writer lock since" in message and "frozen-engine" in message and "retry" in message, message
+    mapped = classify(error)
+    assert mapped is not None and mapped.kind == "unavailable"
+    assert not list((root / "learnings").glob("*okapi-keeper*"))  # nothing written
+
+
+STOPPED_HOLDER = """
+import os, signal, sys
+from oracle_indexer.store.pg.store import PgWriterLock
+lock = PgWriterLock({url!r}, stuck_after={stuck!r})
+with lock:
+    print("holding", flush=True)
+    os.kill(os.getpid(), signal.SIGSTOP)  # frozen with the lock held, as a suspended engine
+print("lost" if lock.lost else "kept", flush=True)
+"""
+
+
+def test_a_stopped_engines_writer_lock_is_reclaimed_and_a_killed_ones_at_once(tmp_path: Path) -> None:
+    """A frozen holder (SIGSTOP: its connection stays open) stops its heartbeat, and PostgreSQL ends its session
+    after `stuck_after` idle seconds (idle_session_timeout), which frees the lock; a killed holder's session ends
+    with its socket. Measured here with stuck_after = 3 s (the default is STUCK_SECONDS)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import _pg
+    from oracle_indexer.store.pg.store import PgWriterLock
+
+    url = _pg.new_database()
+    figures = {}
+    for how in ("stopped", "killed"):
+        child = subprocess.Popen([sys.executable, "-c", STOPPED_HOLDER.format(url=url, stuck=3.0)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip() == "holding"
+            deadline = time.monotonic() + 60
+            while child.poll() is None and not _stopped(child.pid):
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            frozen = time.monotonic()
+            if how == "killed":
+                child.kill()
+            with PgWriterLock(url, wait=120) as lock:  # a ceiling that only catches a lock never reclaimed
+                figures[how] = time.monotonic() - frozen
+                assert not lock.lost
+            if how == "stopped":
+                child.send_signal(signal.SIGCONT)
+                out, err = child.communicate(timeout=60)
+                assert out.split()[-1] == "lost", (out, err)  # it knows it lost the lock while frozen
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    print(f"writer lock reclaimed after: stopped holder {figures['stopped']:.1f} s (stuck_after 3 s),"
+          f" killed holder {figures['killed']:.2f} s")
+    assert figures["stopped"] >= 2.0  # not taken from a live holder before its heartbeat could have lapsed
+
+
+def _stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0] == "T"
