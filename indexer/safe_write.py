@@ -74,16 +74,22 @@ _RENAME_EXCHANGE = 2  # renameat2(2)
 _AT_FDCWD = -100
 
 
+_renameat2: list = []  # the C function once looked up ([None] where the C library has none)
+
+
 def _exchange(a: Path, b: Path) -> bool:
     """Swap the files at `a` and `b` in one step (Linux renameat2 RENAME_EXCHANGE); False when this system or
     file system cannot, and nothing was done."""
     import ctypes
     import errno
 
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
+    if not _renameat2:
+        try:
+            _renameat2.append(ctypes.CDLL(None, use_errno=True).renameat2)
+        except (OSError, AttributeError):
+            _renameat2.append(None)
+    renameat2 = _renameat2[0]
+    if renameat2 is None:
         return False
     if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
@@ -123,9 +129,9 @@ def replace_unchanged(target: Path, data: bytes, expected: bytes, mode: int | No
             os.fsync(handle.fileno())
         # checked again now that ours is ready: a save made while it was written is refused before ours is
         # ever seen; the exchange settles the microseconds between this read and the swap
+        placed = (os.lstat(tmp).st_ino, data)
         if target.is_symlink() or target.read_bytes() != expected:
             raise changed
-        placed = (os.lstat(tmp).st_ino, data)
         if not _exchange(tmp, target):
             os.replace(tmp, target)
             return

@@ -132,6 +132,7 @@ while not stop.exists():
 """
 
 
+@pytest.mark.slow  # a real second process
 def test_an_edit_racing_a_person_saving_in_a_loop_never_loses_a_save(tmp_path: Path, make_oracle) -> None:
     """Issue 39: 1 of 75 edits that returned 200 overwrote a save that landed between the edit's hash check
     and its write. A real second process saves the note as fast as it can (each save keeps what the file held
@@ -198,6 +199,7 @@ print("the learn finished before the kill", flush=True)
 """
 
 
+@pytest.mark.slow  # a real second process
 @pytest.mark.parametrize("store", STORES)
 def test_a_retry_after_a_crash_mid_learn_finds_the_note_written_never_a_second_copy(
         tmp_path: Path, make_oracle, store: str) -> None:
@@ -289,6 +291,7 @@ print("lost" if lock.lost else "kept", flush=True)
 """
 
 
+@pytest.mark.slow  # a real second process
 def test_a_stopped_engines_writer_lock_is_reclaimed_and_a_killed_ones_at_once(tmp_path: Path) -> None:
     """A frozen holder (SIGSTOP: its connection stays open) stops its heartbeat, and PostgreSQL ends its session
     after `stuck_after` idle seconds (idle_session_timeout), which frees the lock; a killed holder's session ends
