@@ -208,7 +208,7 @@ def stats(oracle: Oracle) -> Stats:
             search_p95_ms=latency["p95_ms"],
             search_cold_starts=int(cold["samples"] or 0),
             search_cold_p50_ms=cold["p50_ms"],
-            log_drops=getattr(oracle.logs, "dropped", 0),
+            log_drops=oracle.logs.dropped,
             search_latency_by_process=oracle.logs.search_latency_by_process(),
         ),
         serving=Serving(pid=os.getpid(), **oracle.serving),

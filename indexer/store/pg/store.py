@@ -545,7 +545,8 @@ class PgWriterLock:
         holder = "another session"
         since = "an unknown time"
         try:
-            (key,) = conn.execute("SELECT hashtextextended(%s, 0)", [WRITER_LOCK]).fetchone()
+            found = conn.execute("SELECT hashtextextended(%s, 0)", [WRITER_LOCK]).fetchone()
+            key = int(found[0]) if found else 0
             row = conn.execute(
                 "SELECT a.pid, a.application_name, coalesce(host(a.client_addr), 'this machine'), a.state_change"
                 " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory'"
