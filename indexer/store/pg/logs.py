@@ -63,7 +63,8 @@ class PgLogs(Logs):
         shutdown or an interrupt; a DataError (a NUL, text with no UTF-8 form) is about the row."""
         import psycopg
 
-        return isinstance(exc, (psycopg.OperationalError, StoreClosed)) or not isinstance(exc, Exception)
+        return (isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, psycopg.InternalError, StoreClosed))
+                or not isinstance(exc, Exception))
 
     def tick(self) -> None:
         import psycopg

@@ -250,7 +250,9 @@ class Logs:
     def transient(exc: BaseException) -> bool:
         """Whether a failed log write may succeed later as it is (a locked, busy or full disk, a shutdown, an
         interrupt), so its rows stay queued; anything else is about the rows themselves."""
-        return isinstance(exc, (sqlite3.OperationalError, StoreClosed)) or not isinstance(exc, Exception)
+        if isinstance(exc, (sqlite3.IntegrityError, sqlite3.DataError, sqlite3.ProgrammingError)):
+            return False  # a value the table or the driver refuses: the row's own
+        return isinstance(exc, (sqlite3.DatabaseError, StoreClosed)) or not isinstance(exc, Exception)
 
     def prune(self, now: float | None = None) -> dict[str, int]:
         """Delete usage records older than `retention_days` and beyond the newest `max_rows` of each usage
