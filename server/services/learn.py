@@ -23,7 +23,7 @@ import yaml
 
 from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.notes.discover import is_within
-from oracle_indexer.notes.parse import bare_title, parse_markdown
+from oracle_indexer.notes.parse import bare_title, parse_markdown, split_frontmatter
 from oracle_indexer.safe_write import SHARED, create_new
 from oracle_server.services.app import Oracle
 from oracle_server.services.edit import expect_unchanged
@@ -306,7 +306,7 @@ def find_keyed(oracle: Oracle, request: LearnRequest, key: str) -> str | None:
             continue
         if not head.startswith("---"):
             continue
-        meta = parse_markdown(head, "learnings/_check.md", "learning").frontmatter
+        meta = split_frontmatter(head.replace("\r\n", "\n"))[0]
         if meta.get(KEY_FIELD) == key and not path.is_symlink():
             return unicodedata.normalize("NFC", path.relative_to(root).as_posix())
     return None
