@@ -75,6 +75,8 @@ class Usage(BaseModel):
     search_cold_p50_ms: float | None = None
     # "server" and "cli" (a CLI process on its own, cold model): {p50_ms, p95_ms, samples}
     search_latency_by_process: dict[str, dict[str, float | None]] = {}
+    # Usage log rows this process could not store (text with no UTF-8 form...): dropped, not retried for ever.
+    log_drops: int = 0
 
 
 class Serving(BaseModel):
@@ -206,6 +208,7 @@ def stats(oracle: Oracle) -> Stats:
             search_p95_ms=latency["p95_ms"],
             search_cold_starts=int(cold["samples"] or 0),
             search_cold_p50_ms=cold["p50_ms"],
+            log_drops=oracle.logs.dropped,
             search_latency_by_process=oracle.logs.search_latency_by_process(),
         ),
         serving=Serving(pid=os.getpid(), **oracle.serving),
