@@ -49,6 +49,7 @@ from oracle_server.mcp.server import build_server
 from oracle_server.services.models import NoteData
 from oracle_server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
 from oracle_server.services.slots import ServiceSlots
+from oracle_server.services.stats import index_size, usage_overview
 from oracle_server.services.supersede import supersessions_overview
 from oracle_server.services.team import (
     ANONYMOUS,
@@ -506,8 +507,8 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     @app.get("/health", response_model=Health)
     def health() -> Health:
-        counts = oracle.store.counts()
-        return Health(status="ok", version=__version__, files=counts["files"], chunks=counts["chunks"])
+        files, chunks = index_size(oracle)
+        return Health(status="ok", version=__version__, files=files, chunks=chunks)
 
     @app.get("/api/server-proof", include_in_schema=False)  # the CLI's check, not part of the API
     def server_proof(nonce: Annotated[str, Query(min_length=16, max_length=128)]) -> JSONResponse:
@@ -541,7 +542,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
     @app.get("/api/logs", response_model=LogsResult)
     def api_logs(limit: Annotated[int, Query(ge=1, le=200)] = 20,
                  days: Annotated[int, Query(ge=1, le=365)] = 30) -> LogsResult:
-        return LogsResult(**oracle.logs.overview(limit, days))
+        return LogsResult(**usage_overview(oracle, limit, days))
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> FileResponse:
