@@ -29,6 +29,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 EXCLUDE = {
     "pip", "setuptools", "wheel", "_distutils_hack", "distutils-precedence", "pytest", "_pytest", "py", "pluggy",
     "iniconfig", "hypothesis", "_hypothesis_pytestplugin", "_hypothesis_globals", "playwright", "__pycache__",
+    "mypy", "mypyc", "mypy_extensions", "librt", "ast_serialize", "pathspec", "importlinter", "import_linter", "grimp",
 }
 REGISTRY_NAME = "io.github.oracle-memory/oracle"
 DEFAULT_RELEASE_URL = "https://github.com/oracle-memory/oracle/releases/download/v{version}"
@@ -151,7 +152,7 @@ def stage(root: Path) -> None:
     for entry in sorted(site.iterdir()):
         name = entry.name
         base = name.split("-")[0].split(".")[0].lower()
-        if (base in EXCLUDE or name.startswith(("__editable__", "oracle_memory")) or name.endswith(".pth")
+        if (base in EXCLUDE or name.startswith(("__editable__", "oracle_memory")) or name.endswith(".pth") or "__mypyc" in name
                 or name in ("oracle_indexer", "oracle_server")):
             continue
         if entry.is_dir():

@@ -62,7 +62,9 @@ def test_bundle_manifest_is_valid_and_describes_the_server(built: Path) -> None:
         manifest = json.loads(zf.read("manifest.json"))
     assert manifest == json.loads((built / "manifest.json").read_text())
     assert manifest["server"]["entry_point"] in names
-    assert "server/lib/server/mcp/server.py" in names and "server/lib/indexer/embed.py" in names
+    assert "server/lib/oracle_server/mcp/server.py" in names and "server/lib/oracle_indexer/models/embed.py" in names
+    assert not any(n.startswith(("server/lib/server/", "server/lib/indexer/")) for n in names)  # the install names
+    assert not any(n.startswith(("server/lib/mypy/", "server/lib/importlinter/")) or "__mypyc" in n for n in names)
     assert any(n.startswith("server/lib/oracle_knowledge/principles/") for n in names)
     assert not any(n.startswith("server/lib/knowledge/") for n in names)  # no checkout: no root in the install folder
     assert not any(n.startswith(("server/lib/playwright/", "server/lib/pytest/", "server/lib/_pytest/")) for n in names)
