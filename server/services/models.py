@@ -372,12 +372,18 @@ class SearchMeta(BaseModel):
 
 
 class SearchResult(BaseModel):
+    # `try` is a Python keyword: the attribute is `try_`, the field's name in JSON (and its schema) is `try`.
+    model_config = ConfigDict(serialize_by_alias=True, validate_by_name=True, validate_by_alias=True)
+
     query: str
     hits: list[Hit]
     total: int
     limit: int
     offset: int
     meta: SearchMeta
+    try_: list[NoteText] = Field(
+        default_factory=list, alias="try", description="When the page is weak or empty: words and titles of the"
+        " notes nearest to the query (their concepts, titles, headings; the query's script first), to ask with next.")
 
 
 MAX_PATTERN_CHARS = 50_000

@@ -168,6 +168,12 @@ class Reads:
                           " AND lang_from IN ('frontmatter', 'folder') GROUP BY lang ORDER BY lang")
         return {lang: n for lang, n in rows}
 
+    def note_languages(self) -> dict[str, int]:
+        """Language -> notes, every note's language however it was found (stated or guessed from its text);
+        "unknown" for notes too short to tell: what the notes look like to an asker (server/services/guide.py)."""
+        rows = self.fetch("SELECT coalesce(lang, 'unknown'), count(*) FROM files GROUP BY 1 ORDER BY 1")
+        return {lang: n for lang, n in rows}
+
     def sections_by_id(self, ids: Sequence[str]) -> dict[str, Section]:
         """The sections among `ids` that are indexed, as typed rows."""
         out: dict[str, Section] = {}
@@ -266,6 +272,16 @@ class Reads:
         rows = self.fetch(f"SELECT c.concept, count(DISTINCT d.file) AS n {base} GROUP BY c.concept"
                           " ORDER BY n DESC, c.concept LIMIT ?", [*args, limit])
         return total, [(c, n) for c, n in rows]
+
+    def concept_notes(self, concepts: Sequence[str]) -> dict[str, int]:
+        """Concept -> notes carrying it (in any section), for these concepts only (an index look-up each):
+        how common the concepts of a few notes are, without counting every concept of the base."""
+        out: dict[str, int] = {}
+        for part in batched(list(dict.fromkeys(concepts))):
+            out.update(self.fetch("SELECT c.concept, count(DISTINCT d.file) FROM doc_concepts c JOIN documents d"
+                                  f" ON d.id = c.doc_id WHERE c.concept IN ({marks(len(part))}) GROUP BY c.concept",
+                                  part))
+        return out
 
     def concept_note_counts(self) -> tuple[int, list[tuple[str, int]]]:
         """(notes indexed, [(concept, notes carrying it)]) in no particular order: the graph ranks them."""

@@ -27,7 +27,8 @@ from oracle_indexer.notes.parse import compose_embed_text
 from oracle_indexer.models.rerank import RerankUnavailable
 from oracle_indexer.store.sqlite import Filters, Section, SectionFacts
 from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
-from oracle_server.services.search import expansion
+from oracle_server.services import guide
+from oracle_server.services.search import expansion, vocabulary
 from oracle_server.services.search import scoring
 from oracle_server.services.app import Oracle
 from oracle_server.services.models import (
@@ -752,6 +753,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
         page = _page(oracle, plan, ranked)
     weak = not page.hits or all(h.weak for h in page.hits)
     fusion, legs = ranked.fusion, ranked.legs
+    offer = _vocabulary(oracle, plan, page) if weak and (page.hits or not ranked.total) else []
     return SearchResult(
         query=plan.query,
         hits=page.hits,
@@ -774,4 +776,17 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
             reranked_by=reranked_by,
             warnings=_warnings(oracle, plan, ranked, page, weak),
         ),
+        try_=offer,
     )
+
+
+def _vocabulary(oracle: Oracle, plan: _Plan, page: _Page) -> list[str]:
+    """A weak page's words to try next (server/services/search/vocabulary.py): from its first notes' concepts,
+    titles and headings; an empty one's from the base's main concepts (server/services/guide.py)."""
+    if not page.hits:
+        concepts, notes = guide.concept_notes(oracle)
+        return guide.telling_concepts(concepts, notes, vocabulary.TRY_WORDS)
+    near = [vocabulary.Near(title=h.title, headings=tuple(x for x in (h.heading, *(s.heading for s in h.sections)) if x),
+                            concepts=tuple(h.concepts)) for h in page.hits[: vocabulary.NEAR_NOTES]]
+    df = oracle.store.concept_notes([c for n in near for c in n.concepts])
+    return vocabulary.try_terms(plan.query, near, df, oracle.store.note_count())
