@@ -35,13 +35,14 @@ HOW_TO_ASK = (
 @dataclass(frozen=True)
 class Profile:
     """The index as an asker needs to know it: how many notes, in which languages, folders and types, and
-    the concepts they carry (concept -> notes), read at one state of the index."""
+    the concepts they carry (concept -> sections carrying it, of `sections`), read at one state of the index."""
 
     notes: int
+    sections: int
     languages: Mapping[str, int]  # language code (or "unknown") -> notes
     folders: Mapping[str, int]  # top-level folder ("." for notes at the root) -> notes
     types: Mapping[str, int]
-    concepts: Mapping[str, int]  # concept -> notes carrying it
+    concepts: Mapping[str, int]  # concept -> sections carrying it
 
 
 _LOCK = threading.Lock()
@@ -57,20 +58,19 @@ def profile(oracle: Oracle) -> Profile:
             return cached[1]
     paths = list(store.notes())
     folders = Counter(p.split("/", 1)[0] if "/" in p else "." for p in paths)
-    _, concepts = store.concept_counts(None, 1_000_000)
-    made = Profile(notes=len(paths), languages=store.note_languages(), folders=dict(folders),
-                   types=store.notes_by_type(), concepts=dict(concepts))
+    made = Profile(notes=len(paths), sections=store.chunk_count(), languages=store.note_languages(),
+                   folders=dict(folders), types=store.notes_by_type(), concepts=store.concept_sections())
     with _LOCK:
         oracle.memo["profile"] = (fingerprint, made)
     return made
 
 
-def telling_concepts(concepts: Mapping[str, int], notes: int, limit: int) -> list[str]:
-    """The concepts that say most about the base: carried by many notes but not by nearly all (notes x
-    ln((all + 1) / notes), as the dashboard's graph ranks them), structural words left out; ties by notes, then
-    name."""
+def telling_concepts(concepts: Mapping[str, int], sections: int, limit: int) -> list[str]:
+    """The concepts that say most about the base: carried by many sections but not by nearly all (n x
+    ln((all + 1) / n), as the dashboard's graph ranks concepts by notes), structural words left out; ties by
+    sections, then name."""
     ranked = sorted((c for c in concepts if c.casefold() not in STRUCTURAL_WORDS and concepts[c] > 1),
-                    key=lambda c: (-concepts[c] * math.log((notes + 1) / concepts[c]), -concepts[c], c))
+                    key=lambda c: (-concepts[c] * math.log((sections + 1) / concepts[c]), -concepts[c], c))
     return ranked[:limit]
 
 
@@ -82,19 +82,13 @@ def _counted(items: Mapping[str, int], limit: int, suffix: str = "") -> str:
     return ", ".join(shown + ([f"other {rest:,}"] if rest else []))
 
 
-TYPE_NAMES = {"principle": "principles", "learning": "learnings", "retro": "retrospectives"}
-
-
 def guide_text(p: Profile, room: int = INSTRUCTIONS_BYTES, concepts: int = GUIDE_CONCEPTS) -> str:
-    """How to ask, then what the notes look like, in at most `room` bytes (UTF-8): the concept list is what
-    gives way, then the folders; how to ask always comes first, so a client that cuts the instructions keeps
-    it."""
+    """What the notes look like, in at most `room` bytes (UTF-8): their languages, then their folders, then their
+    main concepts, which give way (fewer named) when the room is short, so the languages always fit."""
     if not p.notes:
-        return HOW_TO_ASK + "\nThe notes: none indexed yet."
-    kinds = ", ".join(f"{n:,} {TYPE_NAMES.get(t, t)}" for t, n in sorted(p.types.items(), key=lambda kv: (-kv[1], kv[0])))
-    head = (f"{HOW_TO_ASK}\nThe notes: {p.notes:,} ({kinds}); languages: {_counted(p.languages, GUIDE_LANGUAGES)};"
-            f" folders: {_counted(p.folders, GUIDE_FOLDERS, '/')}")
-    names = telling_concepts(p.concepts, p.notes, concepts)
+        return "No notes are indexed yet."
+    head = (f"Languages: {_counted(p.languages, GUIDE_LANGUAGES)}; folders: {_counted(p.folders, GUIDE_FOLDERS, '/')}")
+    names = telling_concepts(p.concepts, p.sections, concepts)
     while True:
         text = head + (f"; main concepts: {', '.join(names)}." if names else ".")
         if len(text.encode("utf-8")) <= room or not names:
@@ -107,21 +101,18 @@ def _cut(text: str, room: int) -> str:
     return text.encode("utf-8")[: max(room, 0)].decode("utf-8", errors="ignore")
 
 
-def guide_lines(oracle: Oracle, room: int = INSTRUCTIONS_BYTES) -> str:
-    """guide_text for this index now."""
-    return guide_text(profile(oracle), room)
-
-
-def concept_notes(oracle: Oracle) -> tuple[Mapping[str, int], int]:
-    """(concept -> notes carrying it, notes): how common each concept is, for the words a weak page offers."""
+def main_concepts(oracle: Oracle, limit: int) -> list[str]:
+    """The base's `limit` most telling concepts now (what an empty search page offers to try)."""
     p = profile(oracle)
-    return p.concepts, p.notes
+    return telling_concepts(p.concepts, p.sections, limit)
 
 
 @dataclass(frozen=True)
 class Health:
     """What an asker should know of the index's state: sections, embedding coverage, vector store, start-up."""
 
+    notes: int
+    types: Mapping[str, int]  # note type -> notes
     sections: int
     coverage: float  # share of the sections embedded
     vector_down: str | None  # why the vector store is down, or None
@@ -130,10 +121,10 @@ class Health:
 
 
 def health(oracle: Oracle) -> Health:
-    """The index's state now (two small queries and a flag), for the live instructions."""
+    """The index's state now (three small queries and a flag), for the live instructions."""
     counts = oracle.store.counts()
     last = oracle.store.get_meta("last_indexed")
-    return Health(sections=counts["chunks"],
+    return Health(notes=counts["files"], types=oracle.store.notes_by_type(), sections=counts["chunks"],
                   coverage=counts["embedded"] / counts["chunks"] if counts["chunks"] else 1.0,
                   vector_down=oracle.vectors.down or None, indexing=not oracle.ready.is_set(),
                   last_indexed=float(last) if last else None)

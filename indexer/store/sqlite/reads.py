@@ -273,14 +273,17 @@ class Reads:
                           " ORDER BY n DESC, c.concept LIMIT ?", [*args, limit])
         return total, [(c, n) for c, n in rows]
 
-    def concept_notes(self, concepts: Sequence[str]) -> dict[str, int]:
-        """Concept -> notes carrying it (in any section), for these concepts only (an index look-up each):
-        how common the concepts of a few notes are, without counting every concept of the base."""
+    def concept_sections(self, concepts: Sequence[str] | None = None) -> dict[str, int]:
+        """Concept -> sections carrying it, for `concepts` (every concept when None). Read from the concept
+        table's own index alone: counting notes instead joins every carrying section's row (~1 s for all of
+        nat-brain's concepts from a cold page cache, against ~70 ms), and what the caller wants is how common a
+        concept is (server/services/guide.py, server/services/search/vocabulary.py)."""
+        if concepts is None:
+            return dict(self.fetch("SELECT concept, count(*) FROM doc_concepts GROUP BY concept"))
         out: dict[str, int] = {}
         for part in batched(list(dict.fromkeys(concepts))):
-            out.update(self.fetch("SELECT c.concept, count(DISTINCT d.file) FROM doc_concepts c JOIN documents d"
-                                  f" ON d.id = c.doc_id WHERE c.concept IN ({marks(len(part))}) GROUP BY c.concept",
-                                  part))
+            out.update(self.fetch(f"SELECT concept, count(*) FROM doc_concepts WHERE concept IN ({marks(len(part))})"
+                                  " GROUP BY concept", part))
         return out
 
     def concept_note_counts(self) -> tuple[int, list[tuple[str, int]]]:

@@ -32,6 +32,7 @@ from oracle_server.services.search.query import STOPWORDS
 
 EXPANSION_SOURCES = 3  # sections of the first ranking the words come from
 SOURCE_POOL = 10  # of the first ranking's best sections, those the sources are chosen among (on_topic_sources)
+VECTOR_BACKING = 10  # a section the vector leg ranks this high is on topic whatever words it shares
 MAIN_TERM_SPREAD = 4  # a question word is a main one when at most this many times as common as its rarest word
 EXPANSION_TERMS = 10  # words added to the question's
 CANDIDATES_PER_TERM = 4  # words scored by frequency before their document counts are read
@@ -102,11 +103,12 @@ def main_terms(document_count: Mapping[str, int], sections: int) -> frozenset[st
 def on_topic_sources(ranked: Sequence[tuple[str, bool]], holding: Mapping[str, frozenset[str]],
                      main: frozenset[str], limit: int = EXPANSION_SOURCES) -> list[str]:
     """The sections whose words expand the query: the first `limit` of the first ranking's best (`ranked`: id,
-    whether the keyword leg matched it) that match the question's main words (`holding`: id -> the main words it
-    holds), or that only the vector leg found (a match of meaning, not of words). A section the keyword leg
-    matched on the question's generic words alone is passed over: its words are off topic ("users", "new
-    version": a laptop set-up script's `setup, script, redis, laptop` for a question on 502s during deploys).
-    Without main words, or when no section matches them, the first `limit` as they come."""
+    whether only its words back it: the keyword leg matched it and the vector leg did not rank it among its first
+    VECTOR_BACKING) that match the question's main words (`holding`: id -> the main words it holds) or that the
+    vector leg backs (a match of meaning). A section the keyword leg matched on the question's generic words
+    alone is passed over: its words are off topic ("users", "new version": a laptop set-up script's `setup,
+    script, redis, laptop` for a question on 502s during deploys). Without main words, or when no section
+    matches them, the first `limit` as they come."""
     if main and any(holding.get(i) for i, _ in ranked):
-        return [i for i, by_keyword in ranked if holding.get(i) or not by_keyword][:limit]
+        return [i for i, words_only in ranked if holding.get(i) or not words_only][:limit]
     return [i for i, _ in ranked[:limit]]

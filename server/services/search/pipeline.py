@@ -328,16 +328,17 @@ def _expand(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused], semantic_we
 
 def _on_topic_sources(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused]) -> list[str]:
     """The sections query expansion takes its words from (expansion.on_topic_sources): among the first ranking's
-    best, those holding the question's main (rarest) words, or found by meaning alone. Reads the question words'
+    best, those holding the question's main (rarest) words, or backed by the vector leg. Reads the question words'
     section counts (cached per state of the word table) and, for the main words, which candidates hold them."""
-    ranked = [(f.id, f.fts_rank is not None) for f in fused[: expansion.SOURCE_POOL]]
+    ranked = [(f.id, f.fts_rank is not None and (f.vector_rank is None or f.vector_rank > expansion.VECTOR_BACKING))
+              for f in fused[: expansion.SOURCE_POOL]]
     terms = list(plan.kq.terms)
     if not terms:
         return [i for i, _ in ranked[: expansion.EXPANSION_SOURCES]]
     counts = oracle.store.section_counts([quote(t) for t in terms], expansion.most_sections(plan.sections))
     main = expansion.main_terms({t: counts[quote(t)] for t in terms}, plan.sections)
     holding: dict[str, set[str]] = {}
-    ids = [i for i, by_keyword in ranked if by_keyword]
+    ids = [i for i, words_only in ranked if words_only]
     for term in sorted(main):
         for i, n in oracle.store.terms_matched([quote(term)], ids).items():
             if n:
@@ -784,9 +785,8 @@ def _vocabulary(oracle: Oracle, plan: _Plan, page: _Page) -> list[str]:
     """A weak page's words to try next (server/services/search/vocabulary.py): from its first notes' concepts,
     titles and headings; an empty one's from the base's main concepts (server/services/guide.py)."""
     if not page.hits:
-        concepts, notes = guide.concept_notes(oracle)
-        return guide.telling_concepts(concepts, notes, vocabulary.TRY_WORDS)
+        return guide.main_concepts(oracle, vocabulary.TRY_WORDS)
     near = [vocabulary.Near(title=h.title, headings=tuple(x for x in (h.heading, *(s.heading for s in h.sections)) if x),
                             concepts=tuple(h.concepts)) for h in page.hits[: vocabulary.NEAR_NOTES]]
-    df = oracle.store.concept_notes([c for n in near for c in n.concepts])
-    return vocabulary.try_terms(plan.query, near, df, oracle.store.note_count())
+    df = oracle.store.concept_sections([c for n in near for c in n.concepts])
+    return vocabulary.try_terms(plan.query, near, df, plan.sections)

@@ -61,11 +61,11 @@ def _first_in_script(items: list[str], script: str | None) -> list[str]:
     return [i for i in items if script_of(i) == script] + [i for i in items if script_of(i) != script]
 
 
-def try_terms(query: str, near: Sequence[Near], concept_notes: Mapping[str, int], notes: int,
+def try_terms(query: str, near: Sequence[Near], concept_sections: Mapping[str, int], sections: int,
               words: int = TRY_WORDS, phrases: int = TRY_PHRASES) -> list[str]:
     """The words and titles to offer: up to `words` concepts (weighted by 1 / the rank of each near note that
-    carries them, times how rare they are among the `notes` of the base: `concept_notes`, concept -> notes
-    carrying it), then up to `phrases` titles and headings of the nearest notes, each group in the question's
+    carries them, times how rare they are among the `sections` of the base: `concept_sections`, concept ->
+    sections carrying it), then up to `phrases` titles and headings of the nearest notes, each group in the question's
     script first. Nothing the question already says, nothing structural, nothing twice. Deterministic: ties
     break by the first note's rank, then the word."""
     said = _question_words(query)
@@ -77,8 +77,8 @@ def try_terms(query: str, near: Sequence[Near], concept_notes: Mapping[str, int]
             key = concept.casefold()
             if not concept or key in said or key in STRUCTURAL_WORDS or _structural(concept):
                 continue
-            df = max(concept_notes.get(concept, 1), 1)
-            weight[concept] = weight.get(concept, 0.0) + math.log((notes + 1) / df) / rank
+            df = max(concept_sections.get(concept, 1), 1)
+            weight[concept] = weight.get(concept, 0.0) + math.log((sections + 1) / df) / rank
             first.setdefault(concept, rank)
     ranked = sorted(weight, key=lambda c: (-weight[c], first[c], c))
     chosen_words = _first_in_script(ranked, script)[:words]
