@@ -31,9 +31,6 @@ from oracle_indexer.notes.segment import has_cjk, is_thai_char
 from oracle_server.services.search.query import STOPWORDS
 
 EXPANSION_SOURCES = 3  # sections of the first ranking the words come from
-SOURCE_POOL = 10  # of the first ranking's best sections, those the sources are chosen among (on_topic_sources)
-VECTOR_BACKING = 10  # a section the vector leg ranks this high is on topic whatever words it shares
-MAIN_TERM_SPREAD = 4  # a question word is a main one when at most this many times as common as its rarest word
 EXPANSION_TERMS = 10  # words added to the question's
 CANDIDATES_PER_TERM = 4  # words scored by frequency before their document counts are read
 EXPANSION_SHARE = 0.5  # the expansion ranking's share of the keyword part of the fused score
@@ -86,29 +83,3 @@ def expansion_terms(weight: Counter[str], document_count: Mapping[str, int], sec
         if 2 <= count <= most_sections(sections):
             scored.append((-weight[word] * math.log(sections / count), rank, word))
     return tuple(word for _, _, word in sorted(scored)[:limit])
-
-
-def main_terms(document_count: Mapping[str, int], sections: int) -> frozenset[str]:
-    """The question's main words: those it shares with the index that are nearly as rare as its rarest one (in at
-    most MAIN_TERM_SPREAD times as many sections) and rare enough to say what it is about (in at most
-    MAX_DOCUMENT_SHARE of the sections). "users see 502 errors every time we roll out a new version": `502` and
-    `roll`, not `users`, `time`, `new` or `version`. None when every word is common, or none is in the index."""
-    present = {t: n for t, n in document_count.items() if n > 0}
-    if not present:
-        return frozenset()
-    bar = min(MAIN_TERM_SPREAD * min(present.values()), most_sections(sections))
-    return frozenset(t for t, n in present.items() if n <= bar)
-
-
-def on_topic_sources(ranked: Sequence[tuple[str, bool]], holding: Mapping[str, frozenset[str]],
-                     main: frozenset[str], limit: int = EXPANSION_SOURCES) -> list[str]:
-    """The sections whose words expand the query: the first `limit` of the first ranking's best (`ranked`: id,
-    whether only its words back it: the keyword leg matched it and the vector leg did not rank it among its first
-    VECTOR_BACKING) that match the question's main words (`holding`: id -> the main words it holds) or that the
-    vector leg backs (a match of meaning). A section the keyword leg matched on the question's generic words
-    alone is passed over: its words are off topic ("users", "new version": a laptop set-up script's `setup,
-    script, redis, laptop` for a question on 502s during deploys). Without main words, or when no section
-    matches them, the first `limit` as they come."""
-    if main and any(holding.get(i) for i, _ in ranked):
-        return [i for i, words_only in ranked if holding.get(i) or not words_only][:limit]
-    return [i for i, _ in ranked[:limit]]

@@ -310,7 +310,7 @@ def _expand(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused], semantic_we
     part of the fused scores. The question's own words are not repeated in it: the keyword leg has ranked them
     already, and common question words made the second query cost as much as the first. The words used are kept
     in `legs.expanded_with` for the meta."""
-    best = _on_topic_sources(oracle, plan, fused)
+    best = [f.id for f in fused[: expansion.EXPANSION_SOURCES]]
     sources = oracle.store.sections_by_id(best)
     texts = [f"{s.title} {s.heading} {s.content}" for s in (sources.get(i) for i in best) if s]
     weight = expansion.word_weights(texts, frozenset(plan.kq.terms))
@@ -324,26 +324,6 @@ def _expand(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused], semantic_we
     legs.expanded_with = list(words)
     return scoring.with_expansion(fused, [scoring.LegHit(i, s) for i, s in rows], semantic_weight,
                                   expansion.EXPANSION_SHARE)
-
-
-def _on_topic_sources(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused]) -> list[str]:
-    """The sections query expansion takes its words from (expansion.on_topic_sources): among the first ranking's
-    best, those holding the question's main (rarest) words, or backed by the vector leg. Reads the question words'
-    section counts (cached per state of the word table) and, for the main words, which candidates hold them."""
-    ranked = [(f.id, f.fts_rank is not None and (f.vector_rank is None or f.vector_rank > expansion.VECTOR_BACKING))
-              for f in fused[: expansion.SOURCE_POOL]]
-    terms = list(plan.kq.terms)
-    if not terms:
-        return [i for i, _ in ranked[: expansion.EXPANSION_SOURCES]]
-    counts = oracle.store.section_counts([quote(t) for t in terms], expansion.most_sections(plan.sections))
-    main = expansion.main_terms({t: counts[quote(t)] for t in terms}, plan.sections)
-    holding: dict[str, set[str]] = {}
-    ids = [i for i, words_only in ranked if words_only]
-    for term in sorted(main):
-        for i, n in oracle.store.terms_matched([quote(term)], ids).items():
-            if n:
-                holding.setdefault(i, set()).add(term)
-    return expansion.on_topic_sources(ranked, {i: frozenset(t) for i, t in holding.items()}, main)
 
 
 def _total(oracle: Oracle, plan: _Plan, mode: str, legs: _Legs) -> int:
