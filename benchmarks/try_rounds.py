@@ -14,7 +14,9 @@ was seen:
 
 Figures: nDCG@10 (file level, graded, as benchmarks/notes.py) of round 1 and of each round 2, over the weak
 questions, per language, with the questions that won and lost. Questions whose first page is not weak are not
-asked again (an agent has no `try` for them).
+asked again (an agent has no `try` for them); the weak bar is calibrated so that few on-topic questions get a weak
+page, so `--every` also asks round 2 for every question, with the words `try` would hold on its first page
+(pipeline.words_to_try): what the loop would give if it were offered everywhere.
 """
 
 from __future__ import annotations
@@ -34,16 +36,19 @@ from benchmarks.sets import NATURAL  # noqa: E402
 from oracle_indexer.config import Settings  # noqa: E402
 from oracle_server.services.app import Oracle  # noqa: E402
 from oracle_server.services.models import SearchRequest  # noqa: E402
-from oracle_server.services.search.pipeline import run_search  # noqa: E402
+from oracle_server.services.search.pipeline import run_search, words_to_try  # noqa: E402
 
 TRY_TAKEN = 3  # `try` entries a round-2 query takes
 RRF_K = 60
 
 
-def ask(oracle: Oracle, query: str) -> tuple[list[str], bool, list[str]]:
-    """(files of the page, whether it is weak, its `try`)."""
+def ask(oracle: Oracle, query: str, every: bool = False) -> tuple[list[str], bool, list[str]]:
+    """(files of the page, whether it is weak, its `try`; with `every`, the words `try` would hold on any page)."""
     result = run_search(oracle, SearchRequest(query=query, limit=notes.CUTOFF))
-    return [h.source_file for h in result.hits], result.meta.weak, list(result.try_)
+    offer = list(result.try_)
+    if every and not offer and result.hits:
+        offer = words_to_try(oracle, result.query, result.hits, oracle.store.chunk_count())
+    return [h.source_file for h in result.hits], result.meta.weak, offer
 
 
 def fused(first: list[str], second: list[str]) -> list[str]:
@@ -54,11 +59,11 @@ def fused(first: list[str], second: list[str]) -> list[str]:
     return sorted(score, key=lambda f: (-score[f], f))[: notes.CUTOFF]
 
 
-def run(oracle: Oracle, questions: list[dict]) -> dict:
+def run(oracle: Oracle, questions: list[dict], every: bool = False) -> dict:
     rows = {}
     for q in questions:
-        files, weak, offer = ask(oracle, q["query"])
-        if not (weak and offer):
+        files, weak, offer = ask(oracle, q["query"], every)
+        if not offer or not (weak or every):
             continue
         taken = offer[:TRY_TAKEN]
         files_a, _, _ = ask(oracle, " ".join([q["query"], *taken]))
@@ -74,8 +79,9 @@ def run(oracle: Oracle, questions: list[dict]) -> dict:
     return rows
 
 
-def report(name: str, rows: dict, asked: int) -> None:
-    print(f"\n### {name}: {len(rows)} of {asked} questions had a weak first page with `try`\n")
+def report(name: str, rows: dict, asked: int, every: bool = False) -> None:
+    what = "got the words `try` would offer on any page" if every else "had a weak first page with `try`"
+    print(f"\n### {name}: {len(rows)} of {asked} questions {what}\n")
     if not rows:
         return
     langs = sorted({r["lang"] for r in rows.values()})
@@ -101,6 +107,8 @@ def main() -> None:
     parser.add_argument("--judged", type=Path, default=notes.DEFAULT_JUDGED)
     parser.add_argument("--natural", type=Path, default=NATURAL)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--every", action="store_true",
+                        help="also ask round 2 for every question, with the words `try` would hold on its page")
     args = parser.parse_args()
     oracle = Oracle.open(Settings.from_env(root=args.root, data_dir=args.data))
     oracle.indexer.sync()
@@ -111,6 +119,9 @@ def main() -> None:
             questions = json.loads((args.natural if name == "natural" else args.judged).read_text(encoding="utf-8"))
             out[name] = run(oracle, questions)
             report(name, out[name], len(questions))
+            if args.every:
+                out[f"{name} (every page)"] = run(oracle, questions, every=True)
+                report(name, out[f"{name} (every page)"], len(questions), every=True)
     finally:
         oracle.close()
     if args.json:

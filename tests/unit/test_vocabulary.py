@@ -35,6 +35,7 @@ def test_try_terms_prefer_rare_concepts_of_the_nearest_notes():
     words = try_terms("pods restart during rollout", NEAR, counts, sections=1000)
     assert words[:3] == ["readiness", "kubernetes", "load-balancer"]
     assert "learning" not in words  # a type name says nothing about the subject
+    assert "deploy" not in words  # on 40% of the sections: says too little
     assert "Context" not in words and "Fix" not in words  # structural headings are left out
     # titles, then headings, in the question's script first: the Thai title waits behind the English heading
     assert words[-3:] == ["Route traffic only to containers that are ready", "Blue-green cutover checklist",

@@ -766,7 +766,13 @@ def _vocabulary(oracle: Oracle, plan: _Plan, page: _Page) -> list[str]:
     titles and headings; an empty one's from the base's main concepts (server/services/guide.py)."""
     if not page.hits:
         return guide.main_concepts(oracle, vocabulary.TRY_WORDS)
+    return words_to_try(oracle, plan.query, page.hits, plan.sections)
+
+
+def words_to_try(oracle: Oracle, query: str, hits: list[Hit], sections: int) -> list[str]:
+    """The words and titles of these hits' notes to ask `query` with next (vocabulary.try_terms), how common each
+    concept is read from the index. Public for benchmarks/try_rounds.py, which offers them on every page."""
     near = [vocabulary.Near(title=h.title, headings=tuple(x for x in (h.heading, *(s.heading for s in h.sections)) if x),
-                            concepts=tuple(h.concepts)) for h in page.hits[: vocabulary.NEAR_NOTES]]
+                            concepts=tuple(h.concepts)) for h in hits[: vocabulary.NEAR_NOTES]]
     df = oracle.store.concept_sections([c for n in near for c in n.concepts])
-    return vocabulary.try_terms(plan.query, near, df, plan.sections)
+    return vocabulary.try_terms(query, near, df, sections)

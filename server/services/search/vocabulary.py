@@ -22,6 +22,7 @@ TRY_WORDS = 6  # concepts and heading words offered at most
 TRY_PHRASES = 3  # titles and headings offered whole, at most
 NEAR_NOTES = 5  # the page's first notes the words come from
 MAX_PHRASE_CHARS = 80  # a longer title or heading is not offered whole
+MAX_CONCEPT_SHARE = 0.1  # a concept on more than this share of the sections says too little to offer
 # Words that name a note's parts or kinds rather than what it is about (never offered; the guide skips them too).
 STRUCTURAL_WORDS = frozenset("""context problem solution summary overview background fix fixes lesson lessons
 learning learnings retrospective retrospectives retro principle principles pattern patterns note notes session
@@ -66,7 +67,8 @@ def try_terms(query: str, near: Sequence[Near], concept_sections: Mapping[str, i
     """The words and titles to offer: up to `words` concepts (weighted by 1 / the rank of each near note that
     carries them, times how rare they are among the `sections` of the base: `concept_sections`, concept ->
     sections carrying it), then up to `phrases` titles and headings of the nearest notes, each group in the question's
-    script first. Nothing the question already says, nothing structural, nothing twice. Deterministic: ties
+    script first. Nothing the question already says, nothing structural, no concept on more than
+    MAX_CONCEPT_SHARE of the sections, nothing twice. Deterministic: ties
     break by the first note's rank, then the word."""
     said = _question_words(query)
     script = script_of(query)
@@ -78,6 +80,8 @@ def try_terms(query: str, near: Sequence[Near], concept_sections: Mapping[str, i
             if not concept or key in said or key in STRUCTURAL_WORDS or _structural(concept):
                 continue
             df = max(concept_sections.get(concept, 1), 1)
+            if df > MAX_CONCEPT_SHARE * sections:  # "agent", "git" on a third of an agent's notes
+                continue
             weight[concept] = weight.get(concept, 0.0) + math.log((sections + 1) / df) / rank
             first.setdefault(concept, rank)
     ranked = sorted(weight, key=lambda c: (-weight[c], first[c], c))
