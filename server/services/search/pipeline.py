@@ -310,7 +310,7 @@ def _expand(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused], semantic_we
     part of the fused scores. The question's own words are not repeated in it: the keyword leg has ranked them
     already, and common question words made the second query cost as much as the first. The words used are kept
     in `legs.expanded_with` for the meta."""
-    best = [f.id for f in fused[: expansion.EXPANSION_SOURCES]]
+    best = _on_topic_sources(oracle, plan, fused)
     sources = oracle.store.sections_by_id(best)
     texts = [f"{s.title} {s.heading} {s.content}" for s in (sources.get(i) for i in best) if s]
     weight = expansion.word_weights(texts, frozenset(plan.kq.terms))
@@ -324,6 +324,25 @@ def _expand(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused], semantic_we
     legs.expanded_with = list(words)
     return scoring.with_expansion(fused, [scoring.LegHit(i, s) for i, s in rows], semantic_weight,
                                   expansion.EXPANSION_SHARE)
+
+
+def _on_topic_sources(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused]) -> list[str]:
+    """The sections query expansion takes its words from (expansion.on_topic_sources): the first ranking's best,
+    but for those outranking a section that holds a near-unique word of the question while only its generic
+    words back them. Reads the question words' section counts (cached per state of the word table) and, when
+    some are near-unique, which of the best sections hold them."""
+    first = fused[: expansion.EXPANSION_SOURCES]
+    ranked = [(f.id, f.fts_rank is not None and (f.vector_rank is None or f.vector_rank > expansion.VECTOR_BACKING))
+              for f in first]
+    terms = list(plan.kq.terms)
+    if len(first) < 2 or not terms:
+        return [i for i, _ in ranked]
+    counts = oracle.store.section_counts([quote(t) for t in terms], expansion.NEAR_UNIQUE)
+    rare = expansion.near_unique_terms({t: counts[quote(t)] for t in terms})
+    if not rare:
+        return [i for i, _ in ranked]
+    held = oracle.store.terms_matched([quote(t) for t in sorted(rare)], [i for i, _ in ranked])
+    return expansion.on_topic_sources(ranked, frozenset(i for i, n in held.items() if n))
 
 
 def _total(oracle: Oracle, plan: _Plan, mode: str, legs: _Legs) -> int:
