@@ -9,6 +9,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from oracle_indexer import locate
 from oracle_indexer.rootconfig import BUILTIN_FOLDER_TYPES, DOC_TYPES, ConfigError, Layout, load_layout
@@ -118,6 +119,8 @@ class Settings:
     # ORACLE_RERANK_MODEL, else oracle.toml's [rerank] model: a cross-encoder folder, or `off` (indexer/models/rerank.py)
     rerank_model: str | None = None
     exact_limit: int = DEFAULT_EXACT_LIMIT  # ORACLE_EXACT_LIMIT (indexer/store/sqlite/exact.py)
+    # ORACLE_SAMPLING=1|0, else oracle.toml's [search] sampling: ask an MCP client's model for query variants
+    sampling: bool = False
 
     @property
     def embedding(self):
@@ -158,7 +161,7 @@ class Settings:
         return self.data_dir / "chroma"
 
     @classmethod
-    def from_env(cls, **overrides: object) -> "Settings":
+    def from_env(cls, **overrides: Any) -> "Settings":  # any field of Settings, by name
         env = os.environ
         source = "--root" if overrides.get("root") else "ORACLE_ROOT"
         given = overrides.pop("root", None) or env.get("ORACLE_ROOT")
@@ -200,9 +203,16 @@ class Settings:
             if not exact_text.isdigit():
                 raise ConfigError(f"ORACLE_EXACT_LIMIT={exact_text!r} is not a whole number (0: always Chroma's HNSW)")
             overrides["exact_limit"] = int(exact_text)
-        retention = {name: _whole(env, var, default) for name, var, default in (
-            ("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
-            ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)) if name not in overrides}
+        for name, var, default in (("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
+                                   ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)):
+            if name not in overrides:
+                overrides[name] = _whole(env, var, default)
+        sampling_text = str(env.get("ORACLE_SAMPLING", "")).strip().lower()
+        if sampling_text not in ("", "1", "0", "true", "false", "on", "off"):
+            raise ConfigError(f"ORACLE_SAMPLING={sampling_text!r}: use 1 (ask the MCP client's model for query variants)"
+                              " or 0")
+        if "sampling" not in overrides:
+            overrides["sampling"] = (sampling_text in ("1", "true", "on")) if sampling_text else layout.sampling
         database_url = str(overrides.pop("database_url", None) or env.get("ORACLE_DATABASE_URL")
                            or layout.database_url or "").strip() or None
         if database_url and not database_url.startswith(("postgresql://", "postgres://")):
@@ -223,6 +233,5 @@ class Settings:
             multilingual=multilingual,
             embedding_model=embedding_model,
             rerank_model=rerank_model,
-            **retention,  # type: ignore[arg-type]
-            **overrides,  # type: ignore[arg-type]
+            **overrides,
         )
