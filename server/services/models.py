@@ -6,8 +6,8 @@ import datetime as dt
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema,
-                      field_validator, model_validator)
+from pydantic import (AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints,
+                      WithJsonSchema, field_validator, model_validator)
 
 from oracle_indexer.notes.concepts import tag_parts
 from oracle_indexer.notes.fields import FieldCondition, WhereError, canonical_where, parse_where
@@ -442,7 +442,7 @@ class SearchMeta(BaseModel):
 
 class SearchResult(BaseModel):
     # `try` is a Python keyword: the attribute is `try_`, the field's name in JSON (and its schema) is `try`.
-    model_config = ConfigDict(serialize_by_alias=True, validate_by_name=True, validate_by_alias=True)
+    model_config = ConfigDict(serialize_by_alias=True)
 
     query: str
     hits: list[Hit]
@@ -451,7 +451,7 @@ class SearchResult(BaseModel):
     offset: int
     meta: SearchMeta
     try_: list[NoteText] = Field(
-        default_factory=list, alias="try", description="When the page is weak or empty: words and titles of the"
+        default_factory=list, serialization_alias="try", validation_alias=AliasChoices("try", "try_"), description="When the page is weak or empty: words and titles of the"
         " notes nearest to the query (their concepts, titles, headings; the query's script first), to ask with next.")
 
 
