@@ -370,8 +370,8 @@ def _on_topic_sources(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused]) -
     ranked = [(f.id, f.fts_rank is not None and (f.vector_rank is None or f.vector_rank > expansion.VECTOR_BACKING))
               for f in first]
     terms = list(plan.kq.terms)
-    if len(first) < 2 or not terms:
-        return [i for i, _ in ranked]
+    if not terms or not any(words_only for _, words_only in ranked[:-1]):  # nothing that could be passed over:
+        return [i for i, _ in ranked]  # no count read (most searches: the vector leg backs the best sections)
     counts = oracle.store.section_counts([quote(t) for t in terms], expansion.NEAR_UNIQUE)
     rare = expansion.near_unique_terms({t: counts[quote(t)] for t in terms})
     if not rare:
