@@ -8,38 +8,43 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from oracle_server.services.app import Oracle
+    from oracle_server.services.guide import Health, Profile
 
 NOTE_TEMPLATE = "oracle://note/{+path}"
 CHUNK_TEMPLATE = "oracle://chunk/{id}"
 FIELD_TEMPLATE = "oracle://field/{name}/{value}"  # notes whose frontmatter field holds a value
 STATS_URI = "oracle://stats"
+SURFACE = (f" Notes are also resources ({NOTE_TEMPLATE}, {STATS_URI}); prompts: consult, reflect, retrospective,"
+           " learn-from-session.")
+TYPE_NAMES = {"principle": "principles", "learning": "learnings", "retro": "retrospectives"}
 
 
 def live_instructions(oracle: Oracle, base: str) -> str:
-    """The static instructions plus what the knowledge base holds right now and whether it is healthy.
+    """The static instructions (how to use the tools and how to ask), then what the knowledge base holds right
+    now: its notes, whether it is healthy, and what the notes look like (languages, folders, main concepts:
+    server/services/guide.py), each read when asked (every handshake) from the index as it is now."""
+    from oracle_server.services import guide
 
-    Claude Code truncates server instructions at 2 KB, so this stays short; the counts are two queries.
-    """
     try:
-        by_type = oracle.store.notes_by_type()
-        counts = oracle.store.counts()
+        return compose(base, guide.health(oracle), guide.profile(oracle))
     except Exception as exc:  # a database being rebuilt must not break the handshake
         return f"{base}\nStatus: the index cannot be read right now ({type(exc).__name__})."
-    names = {"principle": "principles", "learning": "learnings", "retro": "retrospectives"}
-    parts = ", ".join(f"{n} {names.get(t, t)}" for t, n in by_type.items()) or "no notes yet"
-    coverage = counts["embedded"] / counts["chunks"] if counts["chunks"] else 1.0
-    health = []
-    down = oracle.vectors.down
-    health.append(f"vector store DOWN ({down[:160]}): keyword search only" if down else "vector store ok")
-    if not oracle.ready.is_set():
-        health.append("start-up indexing in progress (calls wait for it)")
-    last = oracle.store.get_meta("last_indexed")
-    when = ""
-    if last:
-        when = time.strftime(", last indexed %Y-%m-%d %H:%M UTC", time.gmtime(float(last)))
-    return (
-        f"{base}\n\nRight now: {counts['files']} notes ({parts}), {counts['chunks']} sections, embeddings"
-        f" {coverage:.0%}; {'; '.join(health)}{when}. Notes are also resources ({NOTE_TEMPLATE}, {STATS_URI});"
-        " prompts: consult, reflect, retrospective, learn-from-session."
-    )
 
+
+def compose(base: str, state: Health, profile: Profile) -> str:
+    """The instructions from their parts. Claude Code cuts server instructions at 2 KB (INSTRUCTIONS_BYTES): what
+    matters comes first, and the main concepts give way (fewer named) so that the whole fits."""
+    from oracle_server.services import guide
+
+    parts = ", ".join(f"{n} {TYPE_NAMES.get(t, t)}" for t, n in state.types.items()) or "no notes yet"
+    checks = [f"vector store DOWN ({state.vector_down[:160]}): keyword search only" if state.vector_down
+              else "vector store ok"]
+    if state.indexing:
+        checks.append("start-up indexing in progress (calls wait for it)")
+    when = (time.strftime(", last indexed %Y-%m-%d %H:%M UTC", time.gmtime(state.last_indexed))
+            if state.last_indexed else "")
+    status = (f"Right now: {state.notes} notes ({parts}), {state.sections} sections, embeddings"
+              f" {state.coverage:.0%}; {'; '.join(checks)}{when}.")
+    head = f"{base}\n\n{status}\n"
+    room = guide.INSTRUCTIONS_BYTES - len(head.encode("utf-8")) - len(SURFACE.encode("utf-8"))
+    return f"{head}{guide.guide_text(profile, room)}{SURFACE}"

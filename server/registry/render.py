@@ -80,7 +80,14 @@ def search(data: dict) -> tuple[list[str], list[str]]:
             out.append(f"   same content: {duplicate['source_file']}")
         if hit.get("stale"):
             out.append(f"   STALE since {hit['stale_since']} (last verified {hit.get('last_verified') or 'never'})")
+    if data.get("try"):
+        out.append("\n" + try_line(data["try"]))
     return out, [f"warning: {w}" for w in meta.get("warnings", [])]
+
+
+def try_line(words: list[str]) -> str:
+    """A weak or empty page's words to ask with next (SearchResult.try_), for the CLI and the MCP tool's text."""
+    return "try the notes' own words: " + "; ".join(words)
 
 
 def budget_line(budget_tokens: int, budget_from: str, mode: str) -> str:

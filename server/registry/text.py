@@ -24,7 +24,7 @@ from oracle_server.services.models import (
     VerifyResult,
     WorkingSetCheck,
 )
-from oracle_server.registry.render import budget_line, phrasings_text, result_count, serving_text
+from oracle_server.registry.render import budget_line, phrasings_text, result_count, serving_text, try_line
 from oracle_server.services.stats import Stats
 
 
@@ -53,6 +53,8 @@ def search_text(request: Any, result: SearchResult) -> str:
         if hit.stale:
             lines.append(f"   {stale_text(hit.stale_since, hit.last_verified)}")
         lines += [f"   relation: {t.subject} — {t.predicate} — {t.object}" for t in hit.relations]
+    if result.try_:
+        lines.append(try_line(result.try_))
     return "\n".join(lines)
 
 

@@ -151,16 +151,17 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_search",
         description=(
-            "Search the knowledge base (principles, learnings, retrospectives) with hybrid keyword + semantic "
-            "ranking. Use plain words or a question; no query syntax is needed. Returns hits with id, file, "
-            "line span, snippet, content_hash (for citations) and a score breakdown."
+            "Hybrid keyword + semantic search of the notes; no query syntax. Hits give id, file, lines, snippet, "
+            "content_hash to cite. Ask short keywords in the notes' words and language (see instructions); other "
+            "phrasings go in `variants`; a weak page's `try` gives words to ask next."
         ),
         returns=(
             "one hit per note (its best section: id, type, title, heading, snippet, source_file, line span, "
             "concepts, content_hash), its other matching `sections`, identical notes as `duplicates`, `weak`, "
             "score, found_by, score breakdown (incl. relevance, verdicts, factors), `superseded_by` pointer, "
             "matched `relations`, the note's `lang` and its `translations`, `stale`/`stale_since`; total; meta "
-            "(mode, unit, weak, took_ms, matches per leg, `expanded_with`, warnings)"),
+            "(mode, unit, weak, took_ms, matches per leg, `expanded_with`, warnings); on a weak or empty page, `try`:"
+            " the nearest notes' concepts, titles and headings to ask with next"),
         request=m.SearchRequest, result=m.SearchResult,
         service=lambda o, r, c: search(o, r, client=c.client, tool=_logged_as(c)),
         text=text.search_text, annotations=READ_ONLY, meta=ALWAYS_LOAD,
@@ -198,10 +199,10 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_learn",
         description=(
-            "Save a new learning (a pattern or lesson worth remembering) as a markdown file in the knowledge "
-            "base. It is searchable as soon as this returns. Existing learnings that look like near-duplicates "
-            "are listed as advice; the learning is saved regardless. To replace a note you read, pass revises (its "
-            "path) and expected_hash (its file_hash): refused as a conflict if it changed since."
+            "Save a new learning (a pattern or lesson worth remembering) as a markdown file, searchable as soon "
+            "as this returns. Near-duplicate learnings are listed as advice; it is saved regardless. To replace a "
+            "note you read, pass revises (its path) and expected_hash (its file_hash): refused as a conflict if it "
+            "changed since."
         ),
         returns=(
             "writes `learnings/YYYY-MM-DD_<slug>.md` atomically (never overwrites), indexes it in both legs "
@@ -312,8 +313,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_verify",
         description=(
-            "Check cited evidence: for each (id, content_hash) taken from a hit or consult source, say whether the "
-            "note is unchanged, changed (with the current hash) or gone, and where the same text now lives. "
+            "Check cited evidence: for each (id, content_hash) from a hit or consult source, say whether the "
+            "note is unchanged, changed (with the current hash) or gone, and where its text now lives. "
             "working_set_id: a consult's id; says whether that consultation reproduces now, or which sources "
             "changed or vanished. mark_verified: notes (ids or paths) you checked and found still true are stamped "
             "last_verified: today in their frontmatter (nothing else in the file changes) and stop being stale."

@@ -48,6 +48,8 @@ class Oracle:
     # (server/engine/process.py) updates its session count; a stdio session that lost its engine says why it runs alone.
     serving: dict = field(default_factory=lambda: {"mode": "in-process", "detail": "this process"})
     reranker: CrossEncoder | None = None  # [rerank] in oracle.toml (indexer/models/rerank.py); None: fused order only
+    # Values the services derive from the index and keep while it is unchanged (server/services/guide.py's profile)
+    memo: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.ready.set()

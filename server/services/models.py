@@ -6,8 +6,8 @@ import datetime as dt
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema,
-                      field_validator, model_validator)
+from pydantic import (AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints,
+                      WithJsonSchema, field_validator, model_validator)
 
 from oracle_indexer.notes.concepts import tag_parts
 from oracle_indexer.notes.fields import FieldCondition, WhereError, canonical_where, parse_where
@@ -441,12 +441,18 @@ class SearchMeta(BaseModel):
 
 
 class SearchResult(BaseModel):
+    # `try` is a Python keyword: the attribute is `try_`, the field's name in JSON (and its schema) is `try`.
+    model_config = ConfigDict(serialize_by_alias=True)
+
     query: str
     hits: list[Hit]
     total: int
     limit: int
     offset: int
     meta: SearchMeta
+    try_: list[NoteText] = Field(
+        default_factory=list, serialization_alias="try", validation_alias=AliasChoices("try", "try_"), description="When the page is weak or empty: words and titles of the"
+        " notes nearest to the query (their concepts, titles, headings; the query's script first), to ask with next.")
 
 
 MAX_PATTERN_CHARS = 50_000

@@ -137,3 +137,83 @@ def test_rrf_fusion_and_single_legs_do_not_expand(paraphrase_oracle):
         result = run_search(paraphrase_oracle, SearchRequest(query=QUESTION, **kw))
         assert result.meta.expanded_with == []
         assert all("expansion" not in h.found_by for h in result.hits)
+
+
+# -- staying on topic: a near-unique word of the question outranks generic matches ---------------------------
+def test_near_unique_terms_are_the_question_words_in_a_few_sections():
+    counts = {"users": 40, "502": 1, "roll": 3, "version": 30, "absent": 0}
+    assert expansion.near_unique_terms(counts) == frozenset({"502", "roll"})
+    assert expansion.near_unique_terms({"new": 400, "absent": 0}) == frozenset()
+
+
+def test_on_topic_sources_pass_over_generic_matches_above_a_near_unique_one():
+    # laptop and release: the keyword leg alone, on generic words; answer holds "502"
+    ranked = [("laptop", True), ("release", True), ("answer", True)]
+    assert expansion.on_topic_sources(ranked, frozenset({"answer"})) == ["answer"]
+    # a section the vector leg backs stays, as does one below the holder
+    assert expansion.on_topic_sources([("meaning", False), ("answer", True), ("after", True)],
+                                      frozenset({"answer"})) == ["meaning", "answer", "after"]
+    # the first holds one, or none does: the sources as they come
+    assert expansion.on_topic_sources(ranked, frozenset({"laptop"})) == ["laptop", "release", "answer"]
+    assert expansion.on_topic_sources(ranked, frozenset()) == ["laptop", "release", "answer"]
+
+
+ROLLOUT = """---
+title: Route traffic only to containers that are ready
+tags: [deploy, load-balancer]
+---
+# Route traffic only to containers that are ready
+
+During a rolling deploy the load balancer sent requests to containers that were still starting, and
+clients got 502 Bad Gateway until the app had warmed up. Fix: a readiness endpoint that answers only once
+the app has loaded its caches; the balancer waits for it before routing, and the old containers drain first.
+"""
+LAPTOP = """---
+title: The laptop setup script
+tags: [onboarding]
+---
+# The laptop setup script
+
+Every time someone gets a new laptop they run the setup script. It installs redis, postgres and the
+node version we use, so users see the same versions everywhere. When a new version of redis comes out,
+bump it in the script first and tell users to run it again.
+"""
+RELEASE_NOTES = """---
+title: Release notes people read
+tags: [release]
+---
+# Release notes people read
+
+People skim. Each release gets three lines at the top: what changed for them, what they must do,
+and who to ask. The long changelog comes after.
+"""
+ROLLOUT_QUESTION = "users see 502 errors every time we roll out a new version"
+
+
+@pytest.fixture(scope="module")
+def rollout_oracle(tmp_path_factory):
+    """The issue's failure (issue 37, item 5): the bundled notes, a note answering the question in other words,
+    and a set-up script note that shares the question's generic words (users, every time, new version)."""
+    root = tmp_path_factory.mktemp("rollout-root")
+    for folder in ("principles", "learnings", "retrospectives"):
+        shutil.copytree(BUNDLED / folder, root / folder)
+    for name, text in (("readiness-before-traffic", ROLLOUT), ("laptop-setup-script", LAPTOP),
+                       ("release-notes", RELEASE_NOTES)):
+        (root / "learnings" / f"{name}.md").write_text(text, encoding="utf-8")
+    oracle = open_oracle(root, tmp_path_factory.mktemp("rollout-data"))
+    oracle.indexer.sync()
+    yield oracle
+    oracle.close()
+
+
+def test_expansion_takes_its_words_from_the_note_holding_the_near_unique_word(rollout_oracle):
+    result = run_search(rollout_oracle, SearchRequest(query=ROLLOUT_QUESTION, mode="hybrid", limit=10))
+    files = [h.source_file for h in result.hits]
+    assert files[0] == "learnings/readiness-before-traffic.md"
+    words = set(result.meta.expanded_with)
+    assert words and not words & {"setup", "script", "laptop", "redis", "someone", "everywhere"}
+    assert {"containers", "deploy", "traffic"} <= words
+    assert "expansion" in result.hits[0].found_by
+    # without expansion's help the set-up note led: the answer's own words put it first
+    plain = run_search(rollout_oracle, SearchRequest(query=ROLLOUT_QUESTION, mode="hybrid", fusion="rrf", limit=10))
+    assert [h.source_file for h in plain.hits][0] == "learnings/laptop-setup-script.md"

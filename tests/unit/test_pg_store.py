@@ -442,6 +442,11 @@ def test_reads_fetched_ahead_equal_sqlite_and_are_dropped_after_a_write(tmp_path
         assert pg.store.sections_by_id(ids) == sqlite.store.sections_by_id(ids)
         assert pg.store.note_dates(files) == sqlite.store.note_dates(files)
         assert pg.store.chunk_count() == sqlite.store.chunk_count() == pg.store.db.run("SELECT count(*) FROM documents")[0][0]
+        # what the instructions and a weak page's `try` read (server/services/guide.py, search/vocabulary.py)
+        assert pg.store.note_languages() == sqlite.store.note_languages()
+        assert pg.store.concept_sections() == sqlite.store.concept_sections()
+        some = sorted(sqlite.store.concept_sections())[:3] + ["no-such-concept"]
+        assert pg.store.concept_sections(some) == sqlite.store.concept_sections(some)
 
         sent: list[str] = []
         real = pg.store.db.connection

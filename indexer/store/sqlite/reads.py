@@ -170,6 +170,12 @@ class Reads:
                           " AND lang_from IN ('frontmatter', 'folder') GROUP BY lang ORDER BY lang")
         return {lang: n for lang, n in rows}
 
+    def note_languages(self) -> dict[str, int]:
+        """Language -> notes, every note's language however it was found (stated or guessed from its text);
+        "unknown" for notes too short to tell: what the notes look like to an asker (server/services/guide.py)."""
+        rows = self.fetch("SELECT coalesce(lang, 'unknown'), count(*) FROM files GROUP BY 1 ORDER BY 1")
+        return {lang: n for lang, n in rows}
+
     def sections_by_id(self, ids: Sequence[str]) -> dict[str, Section]:
         """The sections among `ids` that are indexed, as typed rows."""
         out: dict[str, Section] = {}
@@ -268,6 +274,19 @@ class Reads:
         rows = self.fetch(f"SELECT c.concept, count(DISTINCT d.file) AS n {base} GROUP BY c.concept"
                           " ORDER BY n DESC, c.concept LIMIT ?", [*args, limit])
         return total, [(c, n) for c, n in rows]
+
+    def concept_sections(self, concepts: Sequence[str] | None = None) -> dict[str, int]:
+        """Concept -> sections carrying it, for `concepts` (every concept when None). Read from the concept
+        table's own index alone: counting notes instead joins every carrying section's row (~1 s for all of
+        nat-brain's concepts from a cold page cache, against ~70 ms), and what the caller wants is how common a
+        concept is (server/services/guide.py, server/services/search/vocabulary.py)."""
+        if concepts is None:
+            return dict(self.fetch("SELECT concept, count(*) FROM doc_concepts GROUP BY concept"))
+        out: dict[str, int] = {}
+        for part in batched(list(dict.fromkeys(concepts))):
+            out.update(self.fetch(f"SELECT concept, count(*) FROM doc_concepts WHERE concept IN ({marks(len(part))})"
+                                  " GROUP BY concept", part))
+        return out
 
     def note_concepts(self) -> list[tuple[str, str]]:
         """(note path, concept) pairs, by path: which concepts each note carries in any section."""

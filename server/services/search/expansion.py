@@ -7,7 +7,9 @@ those few sections and rare in the index ("clipboard", "writetext") are the note
 question's meaning; a second keyword query with them finds the notes that share it: the learning beside its
 session retrospective, the page a paraphrase missed.
 
-The search (server/services/search/pipeline.py `_expand`) takes the top EXPANSION_SOURCES sections of the fused ranking, picks
+The search (server/services/search/pipeline.py `_expand`) takes the top EXPANSION_SOURCES sections of the fused ranking
+(but for those only generic words put above a section holding a near-unique word of the question:
+`on_topic_sources`), picks
 EXPANSION_TERMS words here, runs the keyword leg again with these words alone, and mixes that ranking into the
 keyword part of the fused score (scoring.with_expansion).
 
@@ -31,6 +33,8 @@ from oracle_indexer.notes.segment import has_cjk, is_thai_char
 from oracle_server.services.search.query import STOPWORDS
 
 EXPANSION_SOURCES = 3  # sections of the first ranking the words come from
+NEAR_UNIQUE = 3  # a question word in at most this many sections names its subject (an error code, a name)
+VECTOR_BACKING = 10  # a section the vector leg ranks this high is on topic whatever words it shares
 EXPANSION_TERMS = 10  # words added to the question's
 CANDIDATES_PER_TERM = 4  # words scored by frequency before their document counts are read
 EXPANSION_SHARE = 0.5  # the expansion ranking's share of the keyword part of the fused score
@@ -83,3 +87,26 @@ def expansion_terms(weight: Mapping[str, float], document_count: Mapping[str, in
         if 2 <= count <= most_sections(sections):
             scored.append((-weight[word] * math.log(sections / count), rank, word))
     return tuple(word for _, _, word in sorted(scored)[:limit])
+
+
+def near_unique_terms(document_count: Mapping[str, int]) -> frozenset[str]:
+    """The question's words that the index holds in at most NEAR_UNIQUE sections: `502` in "users see 502 errors
+    every time we roll out a new version", a tool's or a person's name. A section holding one shares the
+    question's subject, whatever else it shares."""
+    return frozenset(t for t, n in document_count.items() if 1 <= n <= NEAR_UNIQUE)
+
+
+def on_topic_sources(ranked: Sequence[tuple[str, bool]], holding: frozenset[str],
+                     limit: int = EXPANSION_SOURCES) -> list[str]:
+    """The sections whose words expand the query, from the first ranking's best (`ranked`: id, whether only
+    shared words back it, i.e. the keyword leg matched it and the vector leg did not rank it among its first
+    VECTOR_BACKING). As a rule the first `limit`. When one of them below the first holds a near-unique word of
+    the question (`holding`), those ranked above it that hold none and that only shared words back are passed
+    over: the keyword leg matched them on the question's generic words ("users", "every time", "new version"),
+    and their words are off topic (a laptop set-up script's `setup, script, laptop, redis` for a question on
+    502s during deploys, issue 37)."""
+    first = list(ranked[:limit])
+    holder = next((k for k, (i, _) in enumerate(first) if i in holding), None)
+    if not holder:  # none holds one, or the first does: the sources as they come
+        return [i for i, _ in first]
+    return [i for k, (i, words_only) in enumerate(first) if k >= holder or not words_only or i in holding]

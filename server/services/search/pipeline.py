@@ -30,7 +30,8 @@ from oracle_indexer.notes.parse import compose_embed_text
 from oracle_indexer.models.rerank import RerankUnavailable
 from oracle_indexer.store.sqlite import Filters, Section, SectionFacts
 from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
-from oracle_server.services.search import expansion
+from oracle_server.services import guide
+from oracle_server.services.search import expansion, vocabulary
 from oracle_server.services.search import scoring
 from oracle_server.services.search import variants as variants_module
 from oracle_server.services.search.variants import run_with_variants
@@ -344,7 +345,7 @@ def _expand(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused], semantic_we
     part of the fused scores. The question's own words are not repeated in it: the keyword leg has ranked them
     already, and common question words made the second query cost as much as the first. The words used are kept
     in `legs.expanded_with` for the meta."""
-    best = [f.id for f in fused[: expansion.EXPANSION_SOURCES]]
+    best = _on_topic_sources(oracle, plan, fused)
     sources = oracle.store.sections_by_id(best)
     texts = [f"{s.title} {s.heading} {s.content}" for s in (sources.get(i) for i in best) if s]
     weight = expansion.word_weights(texts, frozenset(plan.kq.terms))
@@ -358,6 +359,25 @@ def _expand(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused], semantic_we
     legs.expanded_with = list(words)
     return scoring.with_expansion(fused, [scoring.LegHit(i, s) for i, s in rows], semantic_weight,
                                   expansion.EXPANSION_SHARE)
+
+
+def _on_topic_sources(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused]) -> list[str]:
+    """The sections query expansion takes its words from (expansion.on_topic_sources): the first ranking's best,
+    but for those outranking a section that holds a near-unique word of the question while only its generic
+    words back them. Reads the question words' section counts (cached per state of the word table) and, when
+    some are near-unique, which of the best sections hold them."""
+    first = fused[: expansion.EXPANSION_SOURCES]
+    ranked = [(f.id, f.fts_rank is not None and (f.vector_rank is None or f.vector_rank > expansion.VECTOR_BACKING))
+              for f in first]
+    terms = list(plan.kq.terms)
+    if not terms or not any(words_only for _, words_only in ranked[:-1]):  # nothing that could be passed over:
+        return [i for i, _ in ranked]  # no count read (most searches: the vector leg backs the best sections)
+    counts = oracle.store.section_counts([quote(t) for t in terms], expansion.NEAR_UNIQUE)
+    rare = expansion.near_unique_terms({t: counts[quote(t)] for t in terms})
+    if not rare:
+        return [i for i, _ in ranked]
+    held = oracle.store.terms_matched([quote(t) for t in sorted(rare)], [i for i, _ in ranked])
+    return expansion.on_topic_sources(ranked, frozenset(i for i, n in held.items() if n))
 
 
 def _total(oracle: Oracle, plan: _Plan, mode: str, legs: _Legs) -> int:
@@ -772,6 +792,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
         page = _page(oracle, plan, ranked)
     weak = not page.hits or all(h.weak for h in page.hits)
     fusion, legs = ranked.fusion, ranked.legs
+    offer = _vocabulary(oracle, plan, page) if weak and (page.hits or not ranked.total) else []
     return SearchResult(
         query=plan.query,
         hits=page.hits,
@@ -794,4 +815,22 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
             reranked_by=reranked_by,
             warnings=_warnings(oracle, plan, ranked, page, weak),
         ),
+        try_=offer,
     )
+
+
+def _vocabulary(oracle: Oracle, plan: _Plan, page: _Page) -> list[str]:
+    """A weak page's words to try next (server/services/search/vocabulary.py): from its first notes' concepts,
+    titles and headings; an empty one's from the base's main concepts (server/services/guide.py)."""
+    if not page.hits:
+        return guide.main_concepts(oracle, vocabulary.TRY_WORDS)
+    return words_to_try(oracle, plan.query, page.hits, plan.sections)
+
+
+def words_to_try(oracle: Oracle, query: str, hits: list[Hit], sections: int) -> list[str]:
+    """The words and titles of these hits' notes to ask `query` with next (vocabulary.try_terms), how common each
+    concept is read from the index. Public for benchmarks/try_rounds.py, which offers them on every page."""
+    near = [vocabulary.Near(title=h.title, headings=tuple(x for x in (h.heading, *(s.heading for s in h.sections)) if x),
+                            concepts=tuple(h.concepts)) for h in hits[: vocabulary.NEAR_NOTES]]
+    df = oracle.store.concept_sections([c for n in near for c in n.concepts])
+    return vocabulary.try_terms(query, near, df, sections)

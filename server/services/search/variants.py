@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
+from oracle_server.services.search.vocabulary import TRY_PHRASES, TRY_WORDS
 from oracle_server.services.models import Hit, SearchMeta, SearchRequest, SearchResult
 
 # Measured on the natural and judged nat-brain sets with blind variants (benchmarks/variants.py, BENCHMARKS.md):
@@ -119,7 +120,16 @@ def fused_result(request: SearchRequest, phrasings: Sequence[str], results: Sequ
     })
     total = max(len(fused), *(r.total for r in results))
     return SearchResult(query=results[0].query, hits=page, total=total, limit=request.limit,
-                        offset=request.offset, meta=meta)
+                        offset=request.offset, meta=meta, try_=_words_to_try(results) if meta.weak else [])
+
+
+def _words_to_try(results: Sequence[SearchResult]) -> list[str]:
+    """A weak fused page's `try`: the phrasings' own, the query's first, each word once, as many as one page's."""
+    words: dict[str, str] = {}
+    for r in results:
+        for w in r.try_:
+            words.setdefault(w.casefold(), w)
+    return list(words.values())[: TRY_WORDS + TRY_PHRASES]
 
 
 def run_with_variants(request: SearchRequest, run: Callable[[SearchRequest], SearchResult],
