@@ -38,12 +38,26 @@ MAX_HELLO = 4096  # bytes of one handshake line
 HANDSHAKE_TIMEOUT = 5.0  # seconds a side waits for the other's handshake line
 # ORACLE_* variables that do not change what an engine serves (they only say how to reach or run one; the root
 # and data dir are part of the key as resolved paths).
-NOT_SETTINGS = ("ORACLE_ROOT", "ORACLE_DATA_DIR", "ORACLE_ENGINE", "ORACLE_ENGINE_IDLE", "ORACLE_ENGINE_START_TIMEOUT", "ORACLE_RUNTIME_DIR",
-                "ORACLE_HANDSHAKE_CACHE", "ORACLE_CACHE_DIR", "ORACLE_TOKEN")
+NOT_SETTINGS = ("ORACLE_ROOT", "ORACLE_DATA_DIR", "ORACLE_ENGINE", "ORACLE_ENGINE_IDLE", "ORACLE_ENGINE_START_TIMEOUT",
+                "ORACLE_ENGINE_ANSWER_TIMEOUT", "ORACLE_RUNTIME_DIR", "ORACLE_HANDSHAKE_CACHE", "ORACLE_CACHE_DIR",
+                "ORACLE_TOKEN")
 
 
 class ChannelError(Exception):
     """No usable engine channel (unsafe folder, no engine, a failed proof); the message says which."""
+
+
+class EngineStuck(ChannelError):
+    """An engine accepted the connection but said nothing in HANDSHAKE_TIMEOUT seconds (stopped, frozen,
+    deadlocked): it holds its key's lock, so no other engine can start for it either."""
+
+
+def _stuck(paths: Paths, what: str, timeout: float) -> EngineStuck:
+    pid = ""
+    with contextlib.suppress(ChannelError, ValueError, TypeError, KeyError):
+        pid = f" (pid {int(json.loads(read_private(paths.record))['pid'])})"
+    return EngineStuck(f"the engine{pid} is not answering: it accepted the connection but {what} in {timeout:.0f}"
+                       f" s (stopped or frozen?); `oracle engine stop` or ending that process lets a new one start")
 
 
 # -- where ------------------------------------------------------------------------------------------
@@ -205,6 +219,8 @@ def connect(paths: Paths, op: str = "mcp", timeout: float = HANDSHAKE_TIMEOUT, e
         try:
             hello = json.loads(line.readline(MAX_HELLO) or b"null")
             engine_nonce = str(hello["nonce"])
+        except TimeoutError:
+            raise _stuck(paths, "sent no greeting", timeout) from None
         except (ValueError, TypeError, KeyError, OSError):
             raise ChannelError("the engine did not greet") from None
         mine = new_nonce()
@@ -213,6 +229,8 @@ def connect(paths: Paths, op: str = "mcp", timeout: float = HANDSHAKE_TIMEOUT, e
         try:
             answer = json.loads(line.readline(MAX_HELLO) or b"null")
             theirs = str(answer["proof"])
+        except TimeoutError:
+            raise _stuck(paths, "did not answer the proof", timeout) from None
         except (ValueError, TypeError, KeyError, OSError):
             raise ChannelError("the engine refused the proof or closed the connection") from None
         if not compare_digest(theirs, proof(secret, "engine", engine_nonce, mine)):
@@ -262,6 +280,8 @@ def wait_for(paths: Paths, deadline: float, proc: subprocess.Popen | None = None
             last = exc
         if proc is not None and proc.poll() not in (None, 0):
             raise ChannelError(f"the engine exited with status {proc.returncode} (see {paths.log})")
+        if isinstance(last, EngineStuck) and proc is not None and proc.poll() == 0:
+            raise last  # the new engine left it to the one holding the lock, which does not answer
         time.sleep(delay)
         delay = min(delay * 1.5, 0.2)
     raise ChannelError(f"no engine answered in time ({last})")
