@@ -56,3 +56,34 @@ def test_an_older_data_dir_holding_only_tokens_is_narrowed(tmp_path: Path) -> No
     os.chmod(data, 0o755)  # as an older version left it
     _run(env, "index")
     assert _mode(data) == 0o700, oct(_mode(data))
+
+
+IMPOSSIBLE = {
+    "learnings/far.md": "---\ntitle: Far future\ndate: 9999-99-99\ntags: [ops]\n---\n# Far future\n\n## Note\n\n"
+                        "The harbour crane lifts containers.\n",
+    "learnings/leap.md": "---\ntitle: Not a leap day\ncreated: 2026-02-30\nlast_verified: 2026-02-31\n---\n"
+                         "# Not a leap day\n\n## Note\n\nThe harbour pilot boards at dawn.\n",
+    "learnings/list.md": "---\ntitle: Listed dates\nreviewed: [2026-02-30, 2026-03-01]\n---\n# Listed dates\n\n## Note\n\n"
+                         "The harbour tug pushes the barge.\n",
+}
+
+
+def test_an_impossible_date_drops_the_field_not_the_note(tmp_path: Path) -> None:
+    """Item 12: YAML reads `9999-99-99` and `2026-02-30` as timestamps, and building them raised ValueError, which
+    dropped the whole note from the index. Now the note is indexed, the field is not, and a warning names both."""
+    import json
+
+    env = _env(tmp_path)
+    for rel, text in IMPOSSIBLE.items():
+        write(tmp_path / "root" / rel, text)
+    report = json.loads(_run(env, "index", "--json").stdout)
+    text = json.dumps(report)
+    for rel in IMPOSSIBLE:
+        assert rel in text, (rel, report)
+    assert "'9999-99-99' is not a calendar date" in text and "'2026-02-30' is not a calendar date" in text, report
+    found = json.loads(_run(env, "search", "harbour", "--mode", "fts", "--json", "--local").stdout)
+    titles = {hit["title"] for hit in found["hits"]}
+    assert titles == {"Far future", "Not a leap day", "Listed dates"}, found
+    listed = json.loads(_run(env, "list", "--json", "--local").stdout)
+    dates = {d["title"]: d["date"] for d in listed["items"]}
+    assert dates["Not a leap day"] is None and dates["Far future"] is None, listed
