@@ -382,6 +382,8 @@ class Health(BaseModel):
     version: str
     files: int
     chunks: int
+    # the PostgreSQL store's state (ORACLE_DATABASE_URL): reachable, since when it is not, and why; None: SQLite
+    database: dict | None = None
 
 
 # Rows of the logs and overviews quote note text (titles, paths, reasons, guidance, queries): NoteData defuses
@@ -503,10 +505,25 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     Ready = Annotated[Oracle, Depends(ready)]
 
-    @app.get("/health", response_model=Health)
-    def health() -> Health:
-        counts = oracle.store.counts()
-        return Health(status="ok", version=__version__, files=counts["files"], chunks=counts["chunks"])
+    @app.get("/health", response_model=Health, responses={503: {"description": "the database cannot be reached"}})
+    def health() -> Health | JSONResponse:
+        """At once, whatever the database's state: a PostgreSQL store that cannot be reached is a 503 saying so
+        (before, /health waited 30 s for a connection and answered a bare 500)."""
+        from oracle_indexer.store.pg.db import DatabaseUnavailable
+
+        db = getattr(oracle.store, "db", None)
+        database = db.state() if db is not None and hasattr(db, "state") else None
+        try:
+            if database is not None and not database["reachable"]:
+                raise DatabaseUnavailable(database["error"])
+            counts = oracle.store.counts()
+        except DatabaseUnavailable as exc:
+            if database is None or database["reachable"]:
+                database = {"backend": "postgresql", "reachable": False, "since": None, "error": str(exc)}
+            return JSONResponse({"status": "unavailable", "version": __version__, "files": None, "chunks": None,
+                                 "database": database}, status_code=503)
+        return Health(status="ok", version=__version__, files=counts["files"], chunks=counts["chunks"],
+                      database=database)
 
     @app.get("/api/server-proof", include_in_schema=False)  # the CLI's check, not part of the API
     def server_proof(nonce: Annotated[str, Query(min_length=16, max_length=128)]) -> JSONResponse:

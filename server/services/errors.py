@@ -107,6 +107,10 @@ def classify(exc: BaseException) -> OracleError | None:
         return OracleError("not_found", message)
     if isinstance(exc, (QueryError, PathRefused, SupersedeError, SyncRefused, ServerConfigError)):
         return OracleError("invalid", message)
+    from oracle_indexer.store.pg.db import DatabaseUnavailable
+
+    if isinstance(exc, DatabaseUnavailable):  # ORACLE_DATABASE_URL's server cannot be reached: the message says so
+        return OracleError("unavailable", message)
     full = storage_kind(exc)
     if full == "storage_full":
         return OracleError(full, f"the data dir's disk is full ({message}): nothing was recorded; free some space"
