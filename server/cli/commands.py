@@ -138,7 +138,7 @@ def try_engine(args: argparse.Namespace, specs: dict, root: str, data_dir: str) 
 
     spec = specs[args.command]
     folder = channel.runtime_dir()
-    settings = channel.settings_fingerprint()
+    settings = channel.settings_digest()
     for info in channel.records(folder):
         if (info.get("root"), info.get("data_dir"), info.get("settings")) != (root, data_dir, settings):
             continue

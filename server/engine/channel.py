@@ -92,6 +92,12 @@ def settings_fingerprint(environ: dict[str, str] | None = None) -> str:
     return json.dumps(items)
 
 
+def settings_digest(environ: dict[str, str] | None = None) -> str:
+    """What an engine's record says of its settings: a digest, never the settings themselves (ORACLE_DATABASE_URL
+    may carry a password, and the record is a file; a CLI call compares digests: server/cli/commands.py)."""
+    return sha256(settings_fingerprint(environ).encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def engine_key(root: str, data_dir: str, flags: list[str], code: str) -> str:
     """Sessions share an engine when all of these match; anything else gets its own."""
     text = "\x00".join([root, data_dir, " ".join(sorted(flags)), settings_fingerprint(), code, sys.executable])
