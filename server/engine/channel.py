@@ -26,6 +26,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,13 +63,29 @@ def _stuck(paths: Paths, what: str, timeout: float) -> EngineStuck:
 
 # -- where ------------------------------------------------------------------------------------------
 def runtime_dir() -> str:
+    """ORACLE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/oracle, else `oracle-<uid>` in the temporary folder, unless
+    another user got there first (a predictable name in a folder everyone may write: a folder of theirs, a link,
+    a file): then `run` in Oracle's cache folder (~/.cache/oracle/run), so that the engine is still shared
+    (before, every session ran alone from then on)."""
     given = os.environ.get("ORACLE_RUNTIME_DIR", "").strip()
     if given:
         return os.path.abspath(os.path.expanduser(given))
     xdg = os.environ.get("XDG_RUNTIME_DIR", "").strip()
     if xdg and os.path.isabs(xdg) and os.path.isdir(xdg):
         return os.path.join(xdg, "oracle")
-    return os.path.join("/tmp", f"oracle-{os.getuid()}")
+    shared = os.path.join(tempfile.gettempdir(), f"oracle-{os.getuid()}")
+    try:
+        st = os.lstat(shared)
+    except FileNotFoundError:
+        return shared
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+        return shared
+    from oracle_indexer.locate import cache_home
+
+    home = cache_home()
+    return os.path.join(home, "run") if home else shared  # no home: refused by secure_dir, as before
 
 
 def secure_dir(path: str | None = None) -> str:

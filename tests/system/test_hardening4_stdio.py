@@ -20,6 +20,7 @@ import os
 import queue
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -274,3 +275,33 @@ def test_an_engine_that_answers_then_dies_gets_one_answer_per_id(method: str) ->
     assert all(m.get("id") != 7 for m in handed), handed  # nothing of the client's is answered a second time
     if method == "initialize":  # the session's state goes on under a private id
         assert [m["method"] for m in handed] == ["initialize"] and str(handed[0]["id"]).startswith("oracle-front:")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting a folder owned by another user needs root")
+def test_a_runtime_folder_another_user_planted_is_not_used(env: dict[str, str], tmp_path: Path) -> None:
+    """Item 13: `oracle-<uid>` in the temporary folder is a predictable name in a folder everyone may write; another
+    user who creates it first (here: a folder owned by `nobody`) used to make every session run alone ("belongs to
+    another user"). Now the engine's folder is `run` in Oracle's cache folder instead, and the planted folder is
+    never written. The temporary folder is the test's own (TMPDIR), not the machine's /tmp."""
+    temp = Path(tempfile.mkdtemp(prefix="ot-"))
+    try:
+        planted = temp / f"oracle-{os.getuid()}"
+        planted.mkdir(mode=0o777)
+        os.chown(planted, 65534, 65534)
+        os.chmod(planted, 0o777)  # open to everyone: a session would have written its socket there
+        cache = temp / "c"
+        mine = {k: v for k, v in env.items() if k not in ("ORACLE_RUNTIME_DIR", "XDG_RUNTIME_DIR")}
+        mine.update(TMPDIR=str(temp), ORACLE_CACHE_DIR=str(cache))
+        wire = Wire(mine)
+        try:
+            wire.handshake()
+            serving = _serving(wire, 1)
+            assert serving["mode"] == "engine", serving
+            assert list(planted.iterdir()) == []
+            assert list((cache / "run").glob("e-*.sock")), sorted((cache / "run").iterdir())
+            assert stat.S_IMODE((cache / "run").stat().st_mode) == 0o700
+        finally:
+            assert wire.close() == 0, wire.stderr()
+            stop_engines(cache / "run")
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
