@@ -50,15 +50,29 @@ class ChannelError(Exception):
 
 class EngineStuck(ChannelError):
     """An engine accepted the connection but said nothing in HANDSHAKE_TIMEOUT seconds (stopped, frozen,
-    deadlocked): it holds its key's lock, so no other engine can start for it either."""
+    deadlocked, or starved of CPU): it holds its key's lock, so no other engine can start for it either."""
+
+    def __init__(self, message: str, pid: int = 0) -> None:
+        super().__init__(message)
+        self.pid = pid
 
 
 def _stuck(paths: Paths, what: str, timeout: float) -> EngineStuck:
-    pid = ""
+    pid = 0
     with contextlib.suppress(ChannelError, ValueError, TypeError, KeyError):
-        pid = f" (pid {int(json.loads(read_private(paths.record))['pid'])})"
-    return EngineStuck(f"the engine{pid} is not answering: it accepted the connection but {what} in {timeout:.0f}"
-                       f" s (stopped or frozen?); `oracle engine stop` or ending that process lets a new one start")
+        pid = int(json.loads(read_private(paths.record))["pid"])
+    return EngineStuck(f"the engine{f' (pid {pid})' if pid else ''} is not answering: it accepted the connection but"
+                       f" {what} in {timeout:.0f} s (stopped or frozen?); `oracle engine stop` or ending that process"
+                       " lets a new one start", pid)
+
+
+def stopped(pid: int) -> bool:
+    """The process is stopped (SIGSTOP, a debugger): Linux's /proc says so; False where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b") ", 1)[1][:1] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
 
 
 # -- where ------------------------------------------------------------------------------------------

@@ -38,9 +38,12 @@ START_TIMEOUT = 60.0  # seconds to wait for a new engine to answer before servin
 # The deadline of a call through the relay: the engine must show a sign of life (any line: an answer, a
 # notification, progress) while a call is in flight. After PING_AFTER seconds of silence the relay pings it; with
 # nothing from it for ANSWER_TIMEOUT seconds more (ORACLE_ENGINE_ANSWER_TIMEOUT), the engine is not answering:
-# at most about 15 s from its last word to the error. A long call on a live engine is never cut short.
+# at most about 35 s from its last word to the error (7 s when the engine's process is stopped: SIGSTOP). A long
+# call on a live engine is never cut short.
 PING_AFTER = 5.0
-ANSWER_TIMEOUT = 10.0
+ANSWER_TIMEOUT = 30.0
+STOPPED_AFTER = 2.0  # an engine process that is stopped (SIGSTOP) is not answering once its ping waited this long
+STUCK_GRACE = 15.0  # a new session retries an engine that accepts but does not greet (5 s a try) this long
 WATCH_TICK = 0.25
 ENGINE_STARTING = ("Right now: the shared Oracle engine for this knowledge base is starting (calls wait for it);"
                    " oracle_stats says what the knowledge base holds.")
@@ -79,12 +82,19 @@ def serve(root: str, data_dir: str, flags: list[str], fallback: Fallback) -> int
     except (channel.ChannelError, OSError) as exc:
         front = stdio_front.Front(caches, code)
         return fallback(front, f"no private folder for the engine's socket ({exc})")
-    try:
-        conn, hello = channel.connect(paths)
-    except channel.EngineStuck as exc:  # a new engine could not take its lock either: serve here at once
-        return fallback(stdio_front.Front(caches, code), str(exc))
-    except (channel.ChannelError, OSError):
-        conn = hello = None
+    stuck_until = time.monotonic() + STUCK_GRACE
+    while True:
+        try:
+            conn, hello = channel.connect(paths)
+        except channel.EngineStuck as exc:
+            # A new engine could not take the lock either: serve here, at once for a stopped engine, after
+            # STUCK_GRACE for one that may only be starved of CPU (a busy machine) and greet on the next try.
+            if channel.stopped(exc.pid) or time.monotonic() >= stuck_until:
+                return fallback(stdio_front.Front(caches, code), str(exc))
+            continue
+        except (channel.ChannelError, OSError):
+            conn = hello = None
+        break
     # ORACLE_HANDSHAKE_CACHE=0: nothing answered early; the handshake waits for the engine.
     front = stdio_front.Front(caches, code, direct=conn is not None or not stdio_front.enabled())
     if conn is None:
@@ -238,7 +248,7 @@ class Relay:
                     finally:
                         self.send_lock.release()
                 continue
-            if now - pinged < wait:
+            if now - pinged < wait and not (now - pinged >= STOPPED_AFTER and channel.stopped(self.pid)):
                 continue
             with self.lock:
                 if self.quiet_since is None or self.pinged is None or self.closing:

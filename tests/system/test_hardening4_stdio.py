@@ -5,9 +5,10 @@
    and the session goes on (before: a 2 KB line of brackets raised RecursionError in the front's reader thread,
    which ended the session with exit status 0).
 7. A frozen engine (SIGSTOP): a call in flight gets "engine not answering" once the engine has said nothing for
-   its deadline (server/engine/relay.py: a ping after 5 s of silence, 10 s for any answer), and the session goes on
-   in its own process; a new session notices the stuck engine at its greeting (5 s) instead of waiting out the 60 s
-   start timeout (before: the call hung for ever, and the new session's calls waited 60 s).
+   its deadline (server/engine/relay.py: a ping after 5 s of silence, then 30 s for any answer, 2 s when the engine's
+   process is stopped), and the session goes on in its own process; a new session notices the stuck engine at its
+   greeting (5 s) instead of waiting out the 60 s start timeout (before: the call hung for ever, and the new
+   session's calls waited 60 s).
 9. The relay records a request as in flight before sending it: an engine that answers and then dies at once gets
    the client one answer per id, and an answered `initialize` is not replayed as the client's own.
 """
