@@ -155,6 +155,7 @@ class Relay:
         self.quiet_since: float | None = None  # a call in flight and nothing from the engine since then
         self.pinged: float | None = None  # when the relay pinged the engine in that silence
         self.stuck = False
+        self.ping_params: dict | None = None  # the session's era: a 2026-era engine session wants its _meta
         threading.Thread(target=self._from_engine, name="oracle-relay", daemon=True).start()
 
     def run(self) -> int:
@@ -199,6 +200,9 @@ class Relay:
             return None
         if isinstance(message["id"], str) and message["id"].startswith(stdio_front.REPLAY_PREFIX):
             return None
+        params = message.get("params")
+        if isinstance(params, dict) and stdio_front._modern(params):  # a 2026-era session: its pings carry the same
+            self.ping_params = {"_meta": params["_meta"]}
         key = _key(message["id"])
         with self.lock:
             self.in_flight[key] = message
@@ -237,7 +241,8 @@ class Relay:
             if pinged is None:
                 if now - since < PING_AFTER:
                     continue
-                ping = json.dumps({"jsonrpc": "2.0", "id": self.front.replay_id(), "method": "ping"})
+                ping = json.dumps({"jsonrpc": "2.0", "id": self.front.replay_id(), "method": "ping",
+                                   **({"params": self.ping_params} if self.ping_params else {})})
                 with self.lock:
                     self.pinged = now
                 if self.send_lock.acquire(timeout=wait):  # held for longer: the engine does not even read
