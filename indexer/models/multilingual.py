@@ -141,7 +141,7 @@ class MultilingualIndex:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         # (data_version, ids, multilingual rows, main-model rows or None when they are read from `exact`)
-        self._matrix: tuple[int, list[str], np.ndarray, np.ndarray | None] | None = None
+        self._matrix: tuple[object, list[str], np.ndarray, np.ndarray | None] | None = None
         self.exact = exact  # the main model's matrix, shared (indexer/store/sqlite/exact.py); None: this index reads its own
         # (exact matrix version, the ids list it was made for, the exact matrix's row of each of those ids)
         self._shared: tuple[object, list[str], np.ndarray] | None = None
@@ -304,7 +304,7 @@ class MultilingualIndex:
         share = main_share if main_vector is not None else 0.0
         query_vector = self.embedder.embed([query])[0]
         sims = (1.0 - share) * (multi @ query_vector)  # on one BLAS thread (_one_blas_thread_for_good)
-        if share > 0:
+        if share > 0 and main_vector is not None:  # share is 0 without a main vector
             sims += share * self._main_similarities(ids, main, main_vector)
         n = min(n, len(ids))
         top = np.argpartition(-sims, n - 1)[:n] if n < len(ids) else np.arange(len(ids))

@@ -26,8 +26,9 @@ from oracle_indexer.models.embed import Embedder, EmbeddingUnavailable
 from oracle_indexer.store.backends import open_exact, open_multilingual, open_store, open_vectors, writer_lock
 from oracle_indexer.models.multilingual import SLICE as ML_SLICE
 from oracle_indexer.notes.parse import ParsedFile, compose_embed_text, parse_markdown
-from oracle_indexer.store.sqlite import FileState, Store
-from oracle_indexer.store.sqlite.vectors import VectorStore, VectorStoreUnavailable
+from oracle_indexer.store.protocols import IndexStore, VectorIndex
+from oracle_indexer.store.rows import FileState
+from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
 
 FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batches
 # Chunks embedded and upserted per step, each step under the writer lock on its own: a learn or a saved
@@ -114,8 +115,8 @@ class Indexer:
     def __init__(
         self,
         settings: Settings,
-        store: Store | None = None,
-        vectors: VectorStore | None = None,
+        store: IndexStore | None = None,
+        vectors: VectorIndex | None = None,
         embedder: Embedder | None = None,
     ) -> None:
         self.settings = settings
@@ -469,10 +470,10 @@ class Indexer:
             self.store.touch_file(item.rel, st.st_mtime_ns, st.st_size)
             report.unchanged += 1
             return None
-        text, reason = decode_markdown(data, self.settings.max_file_bytes)
-        if reason is not None:
-            self._delete_vectors(self.store.record_skip(item.rel, reason), report)
-            report.skipped[item.rel] = reason
+        text, refused = decode_markdown(data, self.settings.max_file_bytes)
+        if refused is not None:
+            self._delete_vectors(self.store.record_skip(item.rel, refused), report)
+            report.skipped[item.rel] = refused
             return None
         assert text is not None
         return item, FileState(st.st_mtime_ns, st.st_size, digest), text
@@ -721,8 +722,4 @@ def cap_chunks(result: ParsedFile, cap: int) -> ParsedFile:
     warning = (f"{len(result.chunks)} chunks, more than ORACLE_MAX_CHUNKS_PER_FILE={cap}: only the first"
                f" {len(kept)} are indexed; split the note")
     return dataclasses.replace(result, chunks=kept, warnings=[*result.warnings, warning])
-
-
-def open_indexer(settings: Settings | None = None) -> Indexer:
-    return Indexer(settings or Settings.from_env())
 

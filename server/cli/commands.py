@@ -14,7 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oracle_indexer import locate
 from oracle_server.cli import spec as clispec
@@ -453,7 +453,7 @@ def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) 
 def _global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
     """--root, --data-dir and --local, before the command (`oracle --root X index`) or after it (`oracle index
     --root X`). After it, an option not given leaves the value given before it (SUPPRESS: no default)."""
-    default = {"default": argparse.SUPPRESS} if suppress else {}
+    default: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress else {}
     parser.add_argument("--root", help="knowledge root (default: ORACLE_ROOT or the bundled knowledge/)", **default)
     parser.add_argument("--data-dir", help="where the index lives (default: ORACLE_DATA_DIR)", **default)
     parser.add_argument("--local", action="store_true", **default,
@@ -463,7 +463,7 @@ def _global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
 class _Subcommands(argparse._SubParsersAction):
     """Every command accepts the global options too."""
 
-    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:  # type: ignore[override]
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
         parser = super().add_parser(name, **kwargs)
         _global_options(parser, suppress=True)
         return parser

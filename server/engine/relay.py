@@ -82,6 +82,8 @@ def serve(root: str, data_dir: str, flags: list[str], fallback: Fallback) -> int
     except (channel.ChannelError, OSError) as exc:
         front = stdio_front.Front(caches, code)
         return fallback(front, f"no private folder for the engine's socket ({exc})")
+    conn: channel.LineSocket | None
+    hello: dict = {}
     stuck_until = time.monotonic() + STUCK_GRACE
     while True:
         try:
@@ -93,7 +95,7 @@ def serve(root: str, data_dir: str, flags: list[str], fallback: Fallback) -> int
                 return fallback(stdio_front.Front(caches, code), str(exc))
             continue
         except (channel.ChannelError, OSError):
-            conn = hello = None
+            conn, hello = None, {}
         break
     # ORACLE_HANDSHAKE_CACHE=0: nothing answered early; the handshake waits for the engine.
     front = stdio_front.Front(caches, code, direct=conn is not None or not stdio_front.enabled())

@@ -97,7 +97,7 @@ def reflect_prompt(oracle: Oracle, note_type: str | None = None, client: str = "
     note_type = (note_type or "all").strip() or "all"
     if note_type not in ("all", *REFLECT_TYPES):
         raise PromptArgumentError(f"type must be {', '.join(('all', *REFLECT_TYPES)[:-1])} or {REFLECT_TYPES[-1]}")
-    doc = reflect(oracle, ReflectRequest(type=note_type), client=client)
+    doc = reflect(oracle, ReflectRequest.model_validate({"type": note_type}), client=client)
     quoted = Source(id=doc.id, type=doc.type, title=doc.title, heading=doc.heading, source_file=doc.source_file,
                     line_start=doc.line_start, line_end=doc.line_end, content_hash=doc.content_hash, score=0.0,
                     text=doc.content)

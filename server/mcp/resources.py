@@ -71,9 +71,10 @@ def field_uri(name: str, value: str) -> str:
 def parse_field_uri(uri: str) -> tuple[str, str] | None:
     """(field name, value) of an oracle://field/... URI, else None."""
     found = _FIELD.match(uri) if uri.startswith("oracle://field/") else None
-    if not found or not isinstance(found.get("name"), str) or not isinstance(found.get("value"), str):
+    name, value = (found.get("name"), found.get("value")) if found else (None, None)
+    if not isinstance(name, str) or not isinstance(value, str):
         return None
-    return found["name"], found["value"]
+    return name, value
 
 
 def parse_uri(uri: str) -> tuple[str, str]:

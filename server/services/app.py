@@ -21,10 +21,8 @@ from oracle_indexer.models.embed import Embedder
 from oracle_indexer.worker.maintenance import SWEEP_SECONDS, Maintenance, Reporter
 from oracle_indexer.models.rerank import CrossEncoder
 from oracle_indexer.safe_write import private_dir
-from oracle_indexer.store.sqlite import Store
+from oracle_indexer.store.protocols import IndexStore, UsageLogs, VectorIndex
 from oracle_indexer.worker.sync import Indexer
-from oracle_indexer.store.sqlite.vectors import VectorStore
-from oracle_indexer.store.sqlite.logs import Logs
 
 READY_TIMEOUT = 120.0
 
@@ -36,11 +34,11 @@ class ServerConfigError(RuntimeError):
 @dataclass
 class Oracle:
     settings: Settings
-    store: Store
-    vectors: VectorStore
+    store: IndexStore
+    vectors: VectorIndex
     embedder: Embedder
     indexer: Indexer
-    logs: Logs
+    logs: UsageLogs
     # Cleared while the worker's initial sync builds the keyword index; requests wait for it so that
     # the first search on a fresh index is not silently empty.
     ready: threading.Event = field(default_factory=threading.Event)
@@ -65,7 +63,8 @@ class Oracle:
         private_dir(settings.data_dir, narrow=any(p.exists() for p in (
             settings.db_path, settings.data_dir / "tokens.json", settings.data_dir / "writer.lock")))
         store = open_store(settings, check=check)
-        opened = [store]  # closed again if a later part fails (a PostgreSQL pool is shared by all three)
+        # closed again if a later part fails (a PostgreSQL pool is shared by all three)
+        opened: list[IndexStore | VectorIndex] = [store]
         try:
             vectors = open_vectors(settings)
             opened.append(vectors)

@@ -373,10 +373,11 @@ def archive(oracle: Oracle, request: ArchiveRequest, client: str = "cli", author
         note.path.unlink()
     archived = dest.relative_to(root).as_posix()
     oracle.indexer.sync_paths([note.rel], embed_limit=None)
+    warnings: list[str] = []
     try:
         oracle.logs.log_edit(client, author, "archive", note.rel, digest, None, moved_to=archived,
                              reason=request.reason)
-    except Exception:  # noqa: BLE001 - a record of the archive, not the archive itself
-        pass
+    except Exception as exc:  # noqa: BLE001 - a record of the archive, not the archive itself
+        warnings.append(f"the edit log could not be written ({type(exc).__name__}); the note is archived")
     return ArchiveResult(source_file=note.rel, archived_to=archived, file_hash=digest, removed_chunks=removed,
-                         author=author, reason=request.reason)
+                         author=author, reason=request.reason, warnings=warnings)

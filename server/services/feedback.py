@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from oracle_server.services.app import Oracle
 from oracle_server.services.models import FeedbackRequest, FeedbackResult
@@ -77,7 +78,7 @@ def feedback_overview(oracle: Oracle, limit: int = 10) -> dict[str, list[dict]]:
     """The most helpful and the most misleading notes (by net verdicts), for the dashboard and the API."""
     totals = oracle.logs.feedback_totals()
     docs = oracle.store.sections_by_id([t[0] for t in totals])
-    rows = [
+    rows: list[dict[str, Any]] = [  # the API's JSON rows
         {
             "id": doc_id, "title": docs[doc_id].title if doc_id in docs else "",
             "heading": docs[doc_id].heading if doc_id in docs else "",

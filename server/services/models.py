@@ -78,7 +78,7 @@ class Triplet(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _shapes(cls, value: object) -> object:
+    def _shapes(cls, value: Any) -> Any:  # `object` is a field here
         if isinstance(value, str):
             parts = [p.strip() for p in value.split("|")]
             if len(parts) != 3:
@@ -92,7 +92,7 @@ class Triplet(BaseModel):
 
     @field_validator("subject", "predicate", "object", mode="before")
     @classmethod
-    def _term(cls, value: object) -> object:
+    def _term(cls, value: Any) -> Any:  # `object` is a field here
         if not isinstance(value, str):
             return value  # pydantic reports the wrong type
         term = relation_term(value.replace("\x00", " "))
@@ -216,7 +216,7 @@ class SearchRequest(BaseModel):
 
     @field_validator("concepts", mode="before")
     @classmethod
-    def _concepts(cls, value: object) -> list[str]:
+    def _concepts(cls, value: Any) -> list[str]:  # `object` is a field here
         return split_concepts(value)
 
     @field_validator("subject", "predicate", "object")
@@ -921,3 +921,4 @@ class ArchiveResult(BaseModel):
     removed_chunks: int = Field(description="How many sections left the index.")
     author: str | None = None
     reason: str | None = None
+    warnings: list[NoteText] = Field(default_factory=list)

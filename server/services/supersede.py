@@ -149,10 +149,12 @@ def supersede(oracle: Oracle, request: SupersedeRequest, client: str = "cli",
 
 
 class Placed(Protocol):
-    """Where a section sits: its note and its parent section (SectionFacts and Section both say)."""
+    """Where a section sits: its note and its parent section (SectionFacts and Section both say, read-only)."""
 
-    file: str
-    parent_id: str | None
+    @property
+    def file(self) -> str: ...
+    @property
+    def parent_id(self) -> str | None: ...
 
 
 def successors_for(

@@ -318,6 +318,6 @@ def test_tools_list_stays_cheap_for_an_agents_context(oracle: Any) -> None:
 
     listed = mcp_session(oracle, work)
     text = json.dumps(listed, separators=(",", ":"))
-    assert len(text.encode()) < 31_000, len(text.encode())
+    assert len(text.encode()) < 31_100, len(text.encode())  # 31,009 B with archive's warnings (issue 36)
     assert '"type":[' not in text and '"title":"' not in text.replace('"title":"oracle', "")
     assert {t["name"] for t in listed["tools"]} == set(BY_NAME)

@@ -158,7 +158,7 @@ def keyword_search(store: PgStore, fts_match: str | None, trigram_match: str | N
         union_args = [a for _, args in sources for a in args]
         total = conn.execute(
             f"SELECT count(*) FROM documents d WHERE d.rowid IN ({union}) AND {where}",
-            [*union_args, *filter_args]).fetchone()[0]
+            [*union_args, *filter_args]).fetchall()[0][0]
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     return ranked, int(total)
 
@@ -244,7 +244,7 @@ def filtered_ids(store: PgStore, ids: Sequence[str], filters: Filters) -> set[st
     if not filters.active:  # the vector leg's hits: the vector query said which are indexed (PgVectorStore.query)
         hit, indexed = store.db.take("indexed_ids", tuple(ids))
         if hit:
-            return set(indexed)  # type: ignore[arg-type]
+            return set(indexed)
     where, args = _filter_sql(filters)
     rows = store.db.run(f"SELECT d.id FROM documents d WHERE d.id = ANY(%s) AND {where}", [list(ids), *args])
     return {r[0] for r in rows}

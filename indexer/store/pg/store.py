@@ -139,7 +139,7 @@ class PgStore(Reads):
 
     def structural_languages(self) -> dict[str, int]:
         hit, value = self.db.take("structural_languages", None)
-        return dict(value) if hit else super().structural_languages()  # type: ignore[call-overload]
+        return dict(value) if hit else super().structural_languages()
 
     def write_state(self) -> None:
         """None: this store cannot tell cheaply whether anything was written (Store.write_state)."""
@@ -147,7 +147,7 @@ class PgStore(Reads):
 
     def pending_count(self) -> int:
         hit, value = self.db.take("pending_count", None)
-        return int(value) if hit else super().pending_count()  # type: ignore[call-overload]
+        return int(value) if hit else super().pending_count()
 
     def section_facts(self, ids: Sequence[str]) -> dict[str, SectionFacts]:
         if not ids or len(ids) > BATCH:
@@ -163,7 +163,7 @@ class PgStore(Reads):
         if files is not None:
             hit, value = self.db.take("superseded_files", frozenset(files))
             if hit:
-                return {f: t for f, t in sorted(value.items())}  # type: ignore[union-attr]
+                return {f: t for f, t in sorted(value.items())}
         return super().superseded_files(files)
 
     def sections_by_id(self, ids: Sequence[str]) -> dict[str, Section]:
@@ -182,7 +182,7 @@ class PgStore(Reads):
         if files is not None:
             hit, value = self.db.take("note_dates", frozenset(files))
             if hit:
-                return {f: value[f] for f in sorted(value)}  # type: ignore[index]
+                return {f: value[f] for f in sorted(value)}
         return super().note_dates(files)
 
     def ids_with_hash_prefix(self, prefix: str, limit: int = 20) -> list[str]:
@@ -275,7 +275,7 @@ class PgStore(Reads):
                 " review_after=excluded.review_after RETURNING rowid",
                 [rel, doc_type, title, state.mtime_ns, state.size, state.file_hash, len(chunks),
                  json.dumps(list(warnings), ensure_ascii=False), time.time(), body_hash(title, chunks),
-                 language.lang, language.source, language.translation_key, *verified]).fetchone()
+                 language.lang, language.source, language.translation_key, *verified]).fetchall()[0]
             _write_postings(conn, [(SECTIONS, [rowids[c.id] for c in chunks], section_tokens),
                                    (NOTES, [file_rowid], [note_tokens])])
             if relations:
@@ -492,7 +492,7 @@ class PgWriterLock:
         import psycopg
 
         with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
-            got = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [WRITER_LOCK]).fetchone()[0]
+            got = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [WRITER_LOCK]).fetchall()[0][0]
             if got:
                 conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [WRITER_LOCK])
             return not got

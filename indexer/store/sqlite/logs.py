@@ -112,7 +112,7 @@ class Logs:
         """`prune=False` leaves retention to the first write or maintenance tick: at 1M rows a log it scans
         (document_access, learn_log) costs ~0.1 s, which a server must not spend before its handshake."""
         private_dir(path.parent)
-        self.path = path
+        self.path: Path | None = path  # None in PgLogs: its logs are tables of the store
         self.retention_days = retention_days
         self.max_rows = max_rows
         self._pruned_at = 0.0
@@ -122,18 +122,18 @@ class Logs:
         self._conn_closed = False
         self._supersessions: tuple[int | None, dict] | None = None
         try:
-            self.conn = self._connect()
+            self.conn = self._connect(path)
         except sqlite3.DatabaseError as exc:
             # Logs that cannot be read are kept on disk for a person to inspect; new ones start afresh.
             set_aside(path, exc)
-            self.conn = self._connect()
+            self.conn = self._connect(path)
         self._readers = ThreadReaders(path)  # reads: one connection per thread (every search reads here)
         if prune:
             self._maybe_prune()
 
-    def _connect(self) -> sqlite3.Connection:
-        private_file(self.path)  # logged queries and decisions: the owner's alone
-        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        private_file(path)  # logged queries and decisions: the owner's alone
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")

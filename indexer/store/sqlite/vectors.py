@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 
 if TYPE_CHECKING:  # numpy is imported by whoever makes the vectors
     import numpy as np
+    from chromadb.api import ClientAPI, Collection
 
 from oracle_indexer.config import EMBEDDED_COLLECTION as COLLECTION  # the default; see Settings.collection
 from oracle_indexer.safe_write import PRIVATE, private_dir, write_atomic
@@ -158,8 +159,8 @@ class VectorStore(StoreHealth):
         self.url = url
         self.collection_name = collection
         self._lock = threading.Lock()
-        self._client = None
-        self._collection = None
+        self._client: ClientAPI | None = None
+        self._collection: Collection | None = None
         # Embedded Chroma keeps its HNSW index in memory per process: a write by another process is not
         # seen until the collection is reopened. Every write stamps this file; readers compare stamps.
         self._generation_file = path.parent / f"{path.name}.generation"
