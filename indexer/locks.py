@@ -16,6 +16,14 @@ from pathlib import Path
 from oracle_indexer.safe_write import PRIVATE, private_dir
 
 
+class WriterLockBusy(RuntimeError):
+    """The writer lock stayed held by someone else for the whole wait (the PostgreSQL store's lock,
+    indexer/store/pg/store.py PgWriterLock); nothing was written. The message says who holds it, since when,
+    and what to do."""
+
+    error_kind = "unavailable"  # what it means to a caller (server/services/errors.py: classify): retry later
+
+
 class WriterLock:
     def __init__(self, path: Path) -> None:
         private_dir(path.parent)  # the data dir, when this is the first thing in it (`oracle token add`): 0700

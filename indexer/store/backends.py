@@ -11,7 +11,7 @@ from oracle_indexer.store.protocols import IndexStore, UsageLogs, VectorIndex, W
 
 if TYPE_CHECKING:
     from oracle_indexer.store.sqlite.exact import ExactVectors
-    from oracle_indexer.models.multilingual import MultilingualIndex
+    from oracle_indexer.store.sqlite.multilingual import MultilingualIndex
 
 
 def open_store(settings: Settings, *, check: bool = True) -> IndexStore:
@@ -67,7 +67,7 @@ def open_multilingual(settings: Settings, store: IndexStore, mode: str,
 
         assert isinstance(store, PgStore)
         return PgMultilingualIndex(store, mode)
-    from oracle_indexer.models.multilingual import MultilingualIndex
+    from oracle_indexer.store.sqlite.multilingual import MultilingualIndex
 
     return MultilingualIndex(settings.db_path, mode, exact=exact)
 

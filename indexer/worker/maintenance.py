@@ -44,7 +44,6 @@ set and the next writer, in any process, reconciles).
 from __future__ import annotations
 
 import gc
-import sqlite3
 import sys
 import threading
 import time
@@ -54,6 +53,7 @@ from typing import TYPE_CHECKING
 
 from oracle_indexer.store.protocols import SegmentedIndex, UsageLogs
 from oracle_indexer.store.sqlite.logs import FLUSH_INTERVAL
+from oracle_indexer.store.sqlite.schema import StoreError
 from oracle_indexer.worker.sync import Indexer, SyncRefused, SyncReport
 from oracle_indexer.store.sqlite.vectors import RETRY_SECONDS, VectorStoreUnavailable
 
@@ -457,7 +457,7 @@ class Maintenance:
                         self._merge_at = now  # made way; the next tick goes on
                         self._more = True
                         return
-        except sqlite3.Error as exc:  # the write lock held past the busy timeout, a read-only file: next time
+        except StoreError as exc:  # the write lock held past the busy timeout, a read-only file: next time
             if not self._stop.is_set():
                 _say(f"oracle: merging the index's word tables failed: {exc}; trying again later")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import hashlib
-import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from oracle_indexer.models.multilingual import SLICE as ML_SLICE
 from oracle_indexer.notes.parse import ParsedFile, compose_embed_text, parse_markdown
 from oracle_indexer.store.protocols import IndexStore, VectorIndex
 from oracle_indexer.store.rows import FileState
+from oracle_indexer.store.sqlite.schema import StoreError
 from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
 
 FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batches
@@ -42,6 +42,8 @@ DELETE_GUARD_MIN = 3  # an index smaller than this many files is not guarded
 
 class SyncRefused(RuntimeError):
     """The run would remove more than half of the index; a mis-mounted root must not wipe it."""
+
+    error_kind = "invalid"  # what it means to a caller (server/services/errors.py: classify)
 
 
 @dataclass
@@ -168,8 +170,7 @@ class Indexer:
             self.store.model_id = current
             return False
         if stored is None:
-            built = self.store.fetch("SELECT embed_key FROM documents LIMIT 1")
-            if not built:  # a new index
+            if not self.store.chunk_count():  # a new index
                 self.store.set_meta("embedding_model", current)
                 self.store.model_id = current
                 return False
@@ -341,12 +342,9 @@ class Indexer:
             except VectorStoreUnavailable as exc:
                 report.warnings.append(str(exc))
 
-        elif (self.settings.chroma_url is None and self.settings.database_url is None
-              and not self.settings.chroma_path.exists()):
-            # The embedded vector store was deleted: re-add every chunk from the embedding cache. (The PostgreSQL
-            # store keeps its vectors in the database and makes no such folder: that is not a loss.)
-            self.store.mark_all_out_of_vector()
-        elif self.settings.chroma_url is not None:
+        elif (lost := self.vectors.lost_while_closed()) == "all":
+            self.store.mark_all_out_of_vector()  # re-added from the embedding cache, not embedded again
+        elif lost == "some":
             self._requeue_lost_vectors()
 
         to_index: list[tuple[Found, FileState, str]] = []
@@ -411,7 +409,7 @@ class Indexer:
             return
         try:
             self.exact.refresh()
-        except sqlite3.Error:
+        except StoreError:
             pass
 
     def _sync_paths_keyword(self, rels: list[str]) -> SyncReport:

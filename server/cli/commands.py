@@ -579,14 +579,16 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
     """Run the command in this process; every failure a caller can act on is one line and its kind's exit
     code (server/services/errors.py), the same code the remote path gives for the server's HTTP status."""
     from oracle_server.services.app import Oracle
-
-    from oracle_indexer.store.pg.db import DatabaseUnavailable
+    from oracle_server.services.errors import classify
 
     # A server checks its index in the maintenance worker, off the way to the handshake (Store.verify).
     try:
         oracle = Oracle.open(settings, check=args.func is not cmd_serve)
-    except DatabaseUnavailable as exc:  # ORACLE_DATABASE_URL: the message says what to check
-        return _print_error(5, str(exc))
+    except Exception as exc:  # ORACLE_DATABASE_URL unreachable (DatabaseUnavailable): the message says what to check
+        error = classify(exc)
+        if error is None or error.kind != "unavailable":
+            raise
+        return _print_error(error.exit_code, error.message)
     if getattr(args, "serving", None):
         oracle.serving.update(args.serving)
     if getattr(args, "stdio_front", None) is not None:  # `oracle serve`: the handshake can be answered now
@@ -596,7 +598,7 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
     # Imported after the attach: the early handshake answers need the open index, not these modules.
     from pydantic import ValidationError
 
-    from oracle_server.services.errors import classify, problems
+    from oracle_server.services.errors import problems
     from oracle_server.registry.tools import InvalidArguments
 
     try:

@@ -49,6 +49,7 @@ from oracle_server.mcp.server import build_server
 from oracle_server.services.models import NoteData
 from oracle_server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
 from oracle_server.services.slots import ServiceSlots
+from oracle_server.services.stats import health_state, usage_overview
 from oracle_server.services.supersede import supersessions_overview
 from oracle_server.services.team import (
     ANONYMOUS,
@@ -510,21 +511,10 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
     def health() -> Health | JSONResponse:
         """At once, whatever the database's state: a PostgreSQL store that cannot be reached is a 503 saying so
         (before, /health waited 30 s for a connection and answered a bare 500)."""
-        from oracle_indexer.store.pg.db import DatabaseUnavailable
-
-        db = getattr(oracle.store, "db", None)
-        database = db.state() if db is not None and hasattr(db, "state") else None
-        try:
-            if database is not None and not database["reachable"]:
-                raise DatabaseUnavailable(database["error"])
-            counts = oracle.store.counts()
-        except DatabaseUnavailable as exc:
-            if database is None or database["reachable"]:
-                database = {"backend": "postgresql", "reachable": False, "since": None, "error": str(exc)}
-            return JSONResponse({"status": "unavailable", "version": __version__, "files": None, "chunks": None,
-                                 "database": database}, status_code=503)
-        return Health(status="ok", version=__version__, files=counts["files"], chunks=counts["chunks"],
-                      database=database)
+        state = health_state(oracle)
+        if state["status"] != "ok":
+            return JSONResponse({**state, "version": __version__}, status_code=503)
+        return Health(version=__version__, **state)
 
     @app.get("/api/server-proof", include_in_schema=False)  # the CLI's check, not part of the API
     def server_proof(nonce: Annotated[str, Query(min_length=16, max_length=128)]) -> JSONResponse:
@@ -558,7 +548,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
     @app.get("/api/logs", response_model=LogsResult)
     def api_logs(limit: Annotated[int, Query(ge=1, le=200)] = 20,
                  days: Annotated[int, Query(ge=1, le=365)] = 30) -> LogsResult:
-        return LogsResult(**oracle.logs.overview(limit, days))
+        return LogsResult(**usage_overview(oracle, limit, days))
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> FileResponse:

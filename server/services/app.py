@@ -23,11 +23,12 @@ from oracle_indexer.models.rerank import CrossEncoder
 from oracle_indexer.safe_write import private_dir
 from oracle_indexer.store.protocols import IndexStore, UsageLogs, VectorIndex
 from oracle_indexer.worker.sync import Indexer
+from oracle_server.services.errors import ServiceError
 
 READY_TIMEOUT = 120.0
 
 
-class ServerConfigError(RuntimeError):
+class ServerConfigError(ServiceError, RuntimeError):
     """The server would start in an unsafe or impossible configuration; the message says how to fix it."""
 
 

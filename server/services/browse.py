@@ -14,6 +14,7 @@ from oracle_indexer.rootconfig import DOC_TYPES
 from oracle_indexer.store.protocols import IndexStore
 from oracle_indexer.store.sqlite import Filters, Section
 from oracle_server.services.app import Oracle
+from oracle_server.services.errors import ServiceError
 from oracle_server.services.models import (
     ConceptCount,
     ConceptsRequest,
@@ -31,8 +32,10 @@ from oracle_server.services.relations import relation_graph
 from oracle_server.services.search.where import resolve_where
 
 
-class NotFound(LookupError):
+class NotFound(ServiceError, LookupError):
     """Nothing matches; the message says what exists instead."""
+
+    error_kind = "not_found"
 
 
 REFLECT_TYPES = tuple(t for t in DOC_TYPES if t != "retro")  # what happened is not how to work

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from oracle_server.services.app import Oracle
+from oracle_server.services.errors import ServiceError
 from oracle_server.services.models import FeedbackRequest, FeedbackResult
 from oracle_server.services.search.scoring import SCORE_DECIMALS, feedback_factor
 
@@ -27,12 +28,16 @@ VERDICTS_PER_HOUR = 600
 VERDICTS_PER_SECTION = 1000
 
 
-class FeedbackError(LookupError):
+class FeedbackError(ServiceError, LookupError):
     """The id names no indexed chunk; the message says where ids come from."""
 
+    error_kind = "not_found"
 
-class FeedbackLimit(RuntimeError):
+
+class FeedbackLimit(ServiceError, RuntimeError):
     """This client gave too many verdicts this hour; the message says when it may give more."""
+
+    error_kind = "too_many"
 
 
 def record_feedback(oracle: Oracle, request: FeedbackRequest, client: str = "cli",

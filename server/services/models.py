@@ -6,7 +6,8 @@ import datetime as dt
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema,
+                      field_validator, model_validator)
 
 from oracle_indexer.notes.concepts import tag_parts
 from oracle_indexer.notes.fields import FieldCondition, WhereError, canonical_where, parse_where
@@ -65,6 +66,61 @@ def one_line(value: str | None) -> str | None:
         return None
     cleaned = " ".join(value.replace("\x00", " ").split())
     return cleaned or None
+
+
+def lone_surrogate(value: object, path: str = "") -> str | None:
+    """Where in `value` (a request's input or its validated fields: text, mappings, lists, models) a string
+    holds a lone UTF-16 surrogate, as a dotted path ("" for the value itself), or None when there is none.
+    Such text (what `\\ud800` in JSON decodes to) has no UTF-8 form: no log, file or database can store it."""
+    if isinstance(value, str):
+        if value.isascii():
+            return None
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+        return None
+    if isinstance(value, BaseModel):
+        value = dict(value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and lone_surrogate(key, path) is not None:
+                return path or "a field name"
+            found = lone_surrogate(item, inner)
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for n, item in enumerate(value):
+            found = lone_surrogate(item, f"{path}.{n}" if path else str(n))
+            if found is not None:
+                return found
+    return None
+
+
+def _refuse_lone_surrogates(value: object) -> None:
+    where = lone_surrogate(value)
+    if where is not None:
+        raise ValueError(f"{where or 'the input'} holds a lone surrogate (such as \\ud800), which is not text: send"
+                         " valid Unicode as UTF-8; nothing was done")
+
+
+class Request(BaseModel):
+    """Every tool's request. One check of all its text, at every edge (MCP, HTTP, CLI, prompts): a lone UTF-16
+    surrogate is refused, naming the field (issue 39: one in a `where` value reached the usage log, which could
+    not write it, and stats, logs and every later search log failed until a restart). Checked on the input, and
+    again on the validated fields, where text decoded inside a field (the `where` filter as JSON text) shows."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_in(cls, data: object) -> object:
+        _refuse_lone_surrogates(data)
+        return data
+
+    @model_validator(mode="after")
+    def _text_out(self) -> "Request":
+        _refuse_lone_surrogates(self)
+        return self
 
 
 class Triplet(BaseModel):
@@ -132,7 +188,7 @@ _WHERE_SCHEMA: dict = {
     "description": (
         "Frontmatter fields the notes must have (every field named must match): a value (equals), a list (any "
         'of), or operators {"eq", "in", "exists", "before", "after"} (dates YYYY-MM-DD, strict). Values compare '
-        'case-insensitively; a list field holding "*" matches every value. Also as JSON text, e.g. '
+        'case-insensitively; "*" asks for any value (a note\'s "*" is literal). Also as JSON text, e.g. '
         '{"status": "draft", "industries": ["finance"], "reviewed": {"after": "2026-01-01"}}.'
     ),
 }
@@ -153,6 +209,15 @@ def _where(value: object) -> dict | None:
 
 # A dict to Python, any JSON to a client: FastAPI's query-string models take it as one string parameter.
 Where = Annotated[Any, BeforeValidator(_where), WithJsonSchema(_WHERE_SCHEMA)]
+
+MAX_VARIANTS = 4
+MAX_VARIANT_CHARS = 200
+# Other phrasings of a search's need (server/services/search/variants.py): bounded, so a call costs at most five
+# searches; each stripped, and an empty one refused rather than searched as nothing.
+Variants = Annotated[
+    list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_VARIANT_CHARS)]],
+    Field(max_length=MAX_VARIANTS),
+]
 # The same filter where a tool's schema only points at search's (every tool's schema is read into an agent's
 # context: tests/contract/test_registry.py holds tools/list under 31 KB); validated by the same rule.
 _WHERE_BRIEF: dict = {
@@ -179,13 +244,13 @@ def check_date_range(date_from: str | None, date_to: str | None) -> None:
         raise ValueError(f"date_from {date_from} is after date_to {date_to}: nothing can match; swap them")
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for, in plain words.")
     type: DocType = Field(default="all", description="Only notes of this type.")
     limit: int = Field(default=5, ge=1, le=MAX_LIMIT, description="Hits per page.")
-    offset: int = Field(default=0, ge=0, le=10_000, description="Hits to skip (the next page starts at offset + limit).")
+    offset: int = Field(default=0, ge=0, le=10_000, description="Hits to skip.")
     mode: SearchMode = Field(default="hybrid", description="hybrid (keyword + semantic), fts (keyword) or vector (semantic).")
     concepts: ConceptList = Field(default_factory=list, description="Keep hits carrying any of these concepts.")
     project: str | None = Field(default=None, max_length=200, description="Only notes of this project.")
@@ -193,8 +258,7 @@ class SearchRequest(BaseModel):
     date_to: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD: notes dated on or before.")
     unit: Literal["note", "section"] | None = Field(
         default=None,
-        description="note (default): one hit per note, its best section leading and its other matching sections "
-        "listed; section: every matching section is its own hit.",
+        description="note (default): one hit per note, its other matching sections listed; section: one per section.",
     )
     group_by_file: bool | None = Field(default=None, description="Older name: true = unit note, false = unit section.")
     fusion: Fusion | None = Field(default=None, description="How the keyword and vector legs are fused (default: the measured best).")
@@ -202,11 +266,13 @@ class SearchRequest(BaseModel):
     predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this predicate.")
     object: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this object.")
     lang: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}([-_][A-Za-z0-9]{2,4})?$",
-                             description="Only notes in this language (ISO 639-1 code: en, th, de, zh-TW ...).")
-    prefer_fresh: bool = Field(default=False, description="Fresh notes first: notes past their freshness window "
-                               "(stale) come after every fresh one.")
+                             description="Only notes in this language (ISO 639-1: en, th, zh-TW...).")
+    prefer_fresh: bool = Field(default=False, description="Notes past their freshness window (stale) come last.")
     fresh_only: bool = Field(default=False, description="Leave out notes past their freshness window (stale).")
     where: Where = None
+    variants: Variants = Field(
+        default_factory=list,
+        description="Other phrasings of the need (the notes' words, their language), fused with the query.")
 
     @field_validator("lang")
     @classmethod
@@ -342,6 +408,7 @@ class Hit(BaseModel):
                         "[freshness] in oracle.toml): check it before relying on it.")
     stale_since: str | None = Field(default=None, description="When stale: YYYY-MM-DD the note fell due for review.")
     last_verified: str | None = Field(default=None, description="YYYY-MM-DD the note was last verified, if it says.")
+    phrasings: list[int] | None = Field(default=None, description="Phrasings that found it (0: the query).")
     translations: list[TranslationRef] = Field(
         default_factory=list, description="The same page in other languages, folded into this one."
     )
@@ -369,6 +436,8 @@ class SearchMeta(BaseModel):
         default=None, description="The cross-encoder that reordered the first results ([rerank] in oracle.toml);"
         " null when none is configured or it failed (see warnings).")
     warnings: list[NoteText] = Field(default_factory=list)
+    phrasings: int | None = None  # with variants: how many distinct phrasings ran
+    sampled_variants: list[NoteText] | None = Field(default=None, description="Variants your model wrote (sampling).")
 
 
 class SearchResult(BaseModel):
@@ -389,7 +458,7 @@ MAX_LEARN_RELATIONS = 50
 LearnConcepts = Annotated[list[str], _concepts_schema(MAX_CONCEPTS)]
 
 
-class LearnRequest(BaseModel):
+class LearnRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     pattern: str = Field(min_length=1, max_length=MAX_PATTERN_CHARS, description="The learning, in markdown.")
@@ -468,7 +537,7 @@ class LearnResult(BaseModel):
     supersedes: str | None = Field(default=None, description="With revises: the note this learning now supersedes.")
 
 
-class ConsultRequest(BaseModel):
+class ConsultRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     decision: str = Field(min_length=1, max_length=2_000, description="The decision you are about to make.")
@@ -480,6 +549,9 @@ class ConsultRequest(BaseModel):
         description="Your context window in tokens: the budget becomes 15% of it (at most 8000), and under 30,000 "
         "only principles, the core, are consulted (mode core); the result says which mode it used.")
     where: Where = None
+    variants: Variants = Field(
+        default_factory=list,
+        description="Other phrasings of the decision, searched too.")
 
     @field_validator("decision")
     @classmethod
@@ -542,18 +614,18 @@ class Document(BaseModel):
     content_hash: str
 
 
-class ReflectRequest(BaseModel):
+class ReflectRequest(Request):
     model_config = ConfigDict(extra="forbid")
     type: Literal["all", "principle", "learning"] = Field(default="all", description="Which kind of note to draw.")
 
 
-class StatsRequest(BaseModel):
+class StatsRequest(Request):
     """oracle_stats takes no arguments; a model still, so an unknown one is refused like anywhere else."""
 
     model_config = ConfigDict(extra="forbid")
 
 
-class ListRequest(BaseModel):
+class ListRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     type: DocType = Field(default="all", description="Only notes of this type.")
@@ -592,7 +664,7 @@ class ListResult(BaseModel):
     warnings: list[NoteText] = Field(default_factory=list, description="Why the page is empty, when it is.")
 
 
-class ConceptsRequest(BaseModel):
+class ConceptsRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     limit: int = Field(default=50, ge=1, le=500, description="How many concepts, most used first.")
@@ -615,7 +687,7 @@ MAX_NOTE_CHARS = 10_000
 MAX_VERDICT_NOTE_CHARS = 1_000  # a verdict's note is kept for ever (issue 26: 10,000 characters a verdict was 3.8 MB/s)
 
 
-class FeedbackRequest(BaseModel):
+class FeedbackRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(pattern=CHUNK_ID, description="The id of a hit or consult source, e.g. c_0123456789abcdef0123.")
@@ -634,7 +706,7 @@ class FeedbackResult(BaseModel):
     feedback_factor: float
 
 
-class SupersedeRequest(BaseModel):
+class SupersedeRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     old_id: str = Field(min_length=1, max_length=1000, description="A chunk id, or a note's path relative to the root.")
@@ -665,7 +737,7 @@ class SupersedeResult(BaseModel):
     reason: NoteText | None
 
 
-class RelationsRequest(BaseModel):
+class RelationsRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS)
@@ -697,7 +769,7 @@ class RelationsResult(BaseModel):
     offset: int
 
 
-class ReadRequest(BaseModel):
+class ReadRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     id: str | None = Field(default=None, pattern=CHUNK_ID, description="A chunk id from a hit.")
@@ -765,7 +837,7 @@ class Citation(BaseModel):
                               description="The sha256 the hit carried (at least 12 leading hex digits).")
 
 
-class VerifyRequest(BaseModel):
+class VerifyRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     citations: list[Citation] = Field(default_factory=list, max_length=500,
@@ -843,7 +915,7 @@ ExpectedHash = Annotated[str, Field(
     " the write is refused with a conflict if the note changed since.")]
 
 
-class _NoteTarget(BaseModel):
+class _NoteTarget(Request):
     """One existing note, by a chunk id of it or its path, with the hash the caller last read."""
 
     model_config = ConfigDict(extra="forbid")

@@ -75,6 +75,8 @@ class Usage(BaseModel):
     search_cold_p50_ms: float | None = None
     # "server" and "cli" (a CLI process on its own, cold model): {p50_ms, p95_ms, samples}
     search_latency_by_process: dict[str, dict[str, float | None]] = {}
+    # Usage log rows this process could not store (text with no UTF-8 form...): dropped, not retried for ever.
+    log_drops: int = 0
 
 
 class Serving(BaseModel):
@@ -206,6 +208,7 @@ def stats(oracle: Oracle) -> Stats:
             search_p95_ms=latency["p95_ms"],
             search_cold_starts=int(cold["samples"] or 0),
             search_cold_p50_ms=cold["p50_ms"],
+            log_drops=oracle.logs.dropped,
             search_latency_by_process=oracle.logs.search_latency_by_process(),
         ),
         serving=Serving(pid=os.getpid(), **oracle.serving),
@@ -217,3 +220,34 @@ def _freshness(oracle: Oracle) -> Freshness:
     by_type = stale_by_type(oracle)
     return Freshness(stale=sum(by_type.values()), stale_by_type=by_type,
                      window_days=dict(oracle.settings.layout.freshness.days))
+
+
+def index_size(oracle: Oracle) -> tuple[int, int]:
+    """Files and sections indexed: what a health check answers with (one small read, no probe, no disk walk)."""
+    counts = oracle.store.counts()
+    return counts["files"], counts["chunks"]
+
+
+def health_state(oracle: Oracle) -> dict:
+    """What /health answers, at once whatever the database's state: status ("ok" or "unavailable"), files, chunks
+    and, with PostgreSQL, the database's state (reachable, since when it is not, why; None on SQLite). Before, a
+    PostgreSQL outage made /health wait 30 s for a pooled connection and answer a bare 500."""
+    from oracle_indexer.store.pg.db import DatabaseUnavailable
+
+    db = getattr(oracle.store, "db", None)
+    database = db.state() if db is not None and hasattr(db, "state") else None
+    try:
+        if database is not None and not database["reachable"]:
+            raise DatabaseUnavailable(database["error"])
+        files, chunks = index_size(oracle)
+    except DatabaseUnavailable as exc:
+        if database is None or database["reachable"]:
+            database = {"backend": "postgresql", "reachable": False, "since": None, "error": str(exc)}
+        return {"status": "unavailable", "files": None, "chunks": None, "database": database}
+    return {"status": "ok", "files": files, "chunks": chunks, "database": database}
+
+
+def usage_overview(oracle: Oracle, limit: int, days: int) -> dict:
+    """The latest searches, consults and reads and their daily counts over `days` (the dashboard's usage
+    panel): the usage logs as they are, newest first."""
+    return oracle.logs.overview(limit, days)

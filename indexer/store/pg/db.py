@@ -48,6 +48,8 @@ class DatabaseUnavailable(RuntimeError):
     """ORACLE_DATABASE_URL is wrong, the server cannot be reached, or a package is missing; the message says
     what to do."""
 
+    error_kind = "unavailable"  # what it means to a caller (server/services/errors.py: classify)
+
 
 def check_url(url: str) -> str:
     """`url` if it names a PostgreSQL database; a DatabaseUnavailable that says what a good one looks like

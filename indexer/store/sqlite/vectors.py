@@ -151,6 +151,13 @@ class StoreHealth:
         """Why the store is unavailable right now, or None."""
         return self._down
 
+    def lost_while_closed(self) -> str | None:
+        """What a sync must assume this store lost while no Oracle had it open: "all" (every chunk is re-added
+        from the embedding cache), "some" (count, and queue again what is missing) or None. None here: the
+        PostgreSQL store keeps its vectors in the database with the rest of the index, so nothing is lost on
+        its own; the Chroma store says otherwise (`VectorStore.lost_while_closed`)."""
+        return None
+
 
 class VectorStore(StoreHealth):
     def __init__(self, path: Path, url: str | None = None, collection: str = COLLECTION) -> None:
@@ -166,6 +173,14 @@ class VectorStore(StoreHealth):
         self._generation_file = path.parent / f"{path.name}.generation"
         self._seen_generation: str | None = None
         self._damaged = False  # the embedded files themselves failed to open (see `damaged`)
+
+    def lost_while_closed(self) -> str | None:
+        """The embedded folder deleted: all (re-added from the embedding cache). A Chroma server: some, perhaps
+        (it may have been restarted without its data while no Oracle ran). The index sync asks; before, it
+        looked at the settings' URLs and folder itself."""
+        if self.url is not None:
+            return "some"
+        return None if self.path.exists() else "all"
 
     # -- embedded: cross-process freshness ----------------------------------------------------------
     def _read_generation(self) -> str:
