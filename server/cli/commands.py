@@ -138,7 +138,7 @@ def try_engine(args: argparse.Namespace, specs: dict, root: str, data_dir: str) 
 
     spec = specs[args.command]
     folder = channel.runtime_dir()
-    settings = channel.settings_fingerprint()
+    settings = channel.settings_digest()
     for info in channel.records(folder):
         if (info.get("root"), info.get("data_dir"), info.get("settings")) != (root, data_dir, settings):
             continue
@@ -537,7 +537,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "token":
         return cmd_token(args)
     if args.command == "serve" and not args.http and not args.standalone and engine_enabled():
-        return serve_through_engine(args)
+        code = serve_through_engine(args)
+        # As a standalone server below: a session that fell back to its own Oracle has closed it; the interpreter's
+        # teardown met an abandoned model load and aborted (SIGABRT, "terminate called without an active
+        # exception": every fallback session's exit status was -6).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     specs = clispec.load()
     answered = try_remote(args, specs)
     if answered is not None:

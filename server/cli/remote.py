@@ -15,9 +15,11 @@ import json
 import os
 import socket
 import time
+from pathlib import Path
 from urllib.parse import urlencode
 
 from oracle_indexer.digest import compare_digest, token_bytes, token_hex
+from oracle_indexer.safe_write import private_dir
 from oracle_server.engine import channel as engine_channel
 
 SERVER_FILE = "server.json"
@@ -56,7 +58,7 @@ def record(data_dir: str | os.PathLike, root: str | os.PathLike, host: str, port
 
     Why the proof: the record outlives a server that was killed, and whatever listens on that port later
     (another program, another user's process) must not receive the CLI's queries or its ORACLE_TOKEN."""
-    os.makedirs(data_dir, mode=0o700, exist_ok=True)
+    private_dir(Path(data_dir))
     secret = token_bytes(32)
     engine_channel.write_private(server_file(data_dir), json.dumps({
         "pid": os.getpid(), "host": host, "port": port, "root": str(root), "started": time.time(),

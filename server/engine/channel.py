@@ -26,6 +26,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,23 +39,67 @@ MAX_HELLO = 4096  # bytes of one handshake line
 HANDSHAKE_TIMEOUT = 5.0  # seconds a side waits for the other's handshake line
 # ORACLE_* variables that do not change what an engine serves (they only say how to reach or run one; the root
 # and data dir are part of the key as resolved paths).
-NOT_SETTINGS = ("ORACLE_ROOT", "ORACLE_DATA_DIR", "ORACLE_ENGINE", "ORACLE_ENGINE_IDLE", "ORACLE_ENGINE_START_TIMEOUT", "ORACLE_RUNTIME_DIR",
-                "ORACLE_HANDSHAKE_CACHE", "ORACLE_CACHE_DIR", "ORACLE_TOKEN")
+NOT_SETTINGS = ("ORACLE_ROOT", "ORACLE_DATA_DIR", "ORACLE_ENGINE", "ORACLE_ENGINE_IDLE", "ORACLE_ENGINE_START_TIMEOUT",
+                "ORACLE_ENGINE_ANSWER_TIMEOUT", "ORACLE_RUNTIME_DIR", "ORACLE_HANDSHAKE_CACHE", "ORACLE_CACHE_DIR",
+                "ORACLE_TOKEN")
 
 
 class ChannelError(Exception):
     """No usable engine channel (unsafe folder, no engine, a failed proof); the message says which."""
 
 
+class EngineStuck(ChannelError):
+    """An engine accepted the connection but said nothing in HANDSHAKE_TIMEOUT seconds (stopped, frozen,
+    deadlocked, or starved of CPU): it holds its key's lock, so no other engine can start for it either."""
+
+    def __init__(self, message: str, pid: int = 0) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
+def _stuck(paths: Paths, what: str, timeout: float) -> EngineStuck:
+    pid = 0
+    with contextlib.suppress(ChannelError, ValueError, TypeError, KeyError):
+        pid = int(json.loads(read_private(paths.record))["pid"])
+    return EngineStuck(f"the engine{f' (pid {pid})' if pid else ''} is not answering: it accepted the connection but"
+                       f" {what} in {timeout:.0f} s (stopped or frozen?); `oracle engine stop` or ending that process"
+                       " lets a new one start", pid)
+
+
+def stopped(pid: int) -> bool:
+    """The process is stopped (SIGSTOP, a debugger): Linux's /proc says so; False where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b") ", 1)[1][:1] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
+
+
 # -- where ------------------------------------------------------------------------------------------
 def runtime_dir() -> str:
+    """ORACLE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/oracle, else `oracle-<uid>` in the temporary folder, unless
+    another user got there first (a predictable name in a folder everyone may write: a folder of theirs, a link,
+    a file): then `run` in Oracle's cache folder (~/.cache/oracle/run), so that the engine is still shared
+    (before, every session ran alone from then on)."""
     given = os.environ.get("ORACLE_RUNTIME_DIR", "").strip()
     if given:
         return os.path.abspath(os.path.expanduser(given))
     xdg = os.environ.get("XDG_RUNTIME_DIR", "").strip()
     if xdg and os.path.isabs(xdg) and os.path.isdir(xdg):
         return os.path.join(xdg, "oracle")
-    return os.path.join("/tmp", f"oracle-{os.getuid()}")
+    shared = os.path.join(tempfile.gettempdir(), f"oracle-{os.getuid()}")
+    try:
+        st = os.lstat(shared)
+    except FileNotFoundError:
+        return shared
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+        return shared
+    from oracle_indexer.locate import cache_home
+
+    home = cache_home()
+    return os.path.join(home, "run") if home else shared  # no home: refused by secure_dir, as before
 
 
 def secure_dir(path: str | None = None) -> str:
@@ -76,6 +121,12 @@ def settings_fingerprint(environ: dict[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     items = sorted((k, v) for k, v in env.items() if k.startswith("ORACLE_") and k not in NOT_SETTINGS)
     return json.dumps(items)
+
+
+def settings_digest(environ: dict[str, str] | None = None) -> str:
+    """What an engine's record says of its settings: a digest, never the settings themselves (ORACLE_DATABASE_URL
+    may carry a password, and the record is a file; a CLI call compares digests: server/cli/commands.py)."""
+    return sha256(settings_fingerprint(environ).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def engine_key(root: str, data_dir: str, flags: list[str], code: str) -> str:
@@ -205,6 +256,8 @@ def connect(paths: Paths, op: str = "mcp", timeout: float = HANDSHAKE_TIMEOUT, e
         try:
             hello = json.loads(line.readline(MAX_HELLO) or b"null")
             engine_nonce = str(hello["nonce"])
+        except TimeoutError:
+            raise _stuck(paths, "sent no greeting", timeout) from None
         except (ValueError, TypeError, KeyError, OSError):
             raise ChannelError("the engine did not greet") from None
         mine = new_nonce()
@@ -213,6 +266,8 @@ def connect(paths: Paths, op: str = "mcp", timeout: float = HANDSHAKE_TIMEOUT, e
         try:
             answer = json.loads(line.readline(MAX_HELLO) or b"null")
             theirs = str(answer["proof"])
+        except TimeoutError:
+            raise _stuck(paths, "did not answer the proof", timeout) from None
         except (ValueError, TypeError, KeyError, OSError):
             raise ChannelError("the engine refused the proof or closed the connection") from None
         if not compare_digest(theirs, proof(secret, "engine", engine_nonce, mine)):
@@ -262,6 +317,8 @@ def wait_for(paths: Paths, deadline: float, proc: subprocess.Popen | None = None
             last = exc
         if proc is not None and proc.poll() not in (None, 0):
             raise ChannelError(f"the engine exited with status {proc.returncode} (see {paths.log})")
+        if isinstance(last, EngineStuck) and proc is not None and proc.poll() == 0:
+            raise last  # the new engine left it to the one holding the lock, which does not answer
         time.sleep(delay)
         delay = min(delay * 1.5, 0.2)
     raise ChannelError(f"no engine answered in time ({last})")

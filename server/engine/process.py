@@ -121,7 +121,7 @@ class Engine:
             channel.write_private(self.paths.record, json.dumps({
                 "pid": os.getpid(), "root": str(self.oracle.settings.root), "data_dir": str(self.oracle.settings.data_dir),
                 "socket": self.paths.socket, "started": self.started, "version": _version(),
-                "settings": channel.settings_fingerprint()}).encode())  # a CLI call checks it (server/cli/commands.py)
+                "settings": channel.settings_digest()}).encode())  # a CLI call checks it (server/cli/commands.py)
             print(f"oracle engine {self.paths.key}: pid {os.getpid()} serving {self.oracle.settings.root} on"
                   f" {self.paths.socket}", file=sys.stderr, flush=True)
             async with listener, anyio.create_task_group() as tg:

@@ -20,8 +20,10 @@ engine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -33,6 +35,16 @@ from oracle_server.engine import channel
 from oracle_server.mcp import stdio_front
 
 START_TIMEOUT = 60.0  # seconds to wait for a new engine to answer before serving in-process
+# The deadline of a call through the relay: the engine must show a sign of life (any line: an answer, a
+# notification, progress) while a call is in flight. After PING_AFTER seconds of silence the relay pings it; with
+# nothing from it for ANSWER_TIMEOUT seconds more (ORACLE_ENGINE_ANSWER_TIMEOUT), the engine is not answering:
+# at most about 35 s from its last word to the error (7 s when the engine's process is stopped: SIGSTOP). A long
+# call on a live engine is never cut short.
+PING_AFTER = 5.0
+ANSWER_TIMEOUT = 30.0
+STOPPED_AFTER = 2.0  # an engine process that is stopped (SIGSTOP) is not answering once its ping waited this long
+STUCK_GRACE = 15.0  # a new session retries an engine that accepts but does not greet (5 s a try) this long
+WATCH_TICK = 0.25
 ENGINE_STARTING = ("Right now: the shared Oracle engine for this knowledge base is starting (calls wait for it);"
                    " oracle_stats says what the knowledge base holds.")
 ENGINE_LOST = -32603  # JSON-RPC internal error: the engine stopped while the call was in flight
@@ -46,6 +58,13 @@ def start_timeout() -> float:
         return float(os.environ.get("ORACLE_ENGINE_START_TIMEOUT", START_TIMEOUT))
     except ValueError:
         return START_TIMEOUT
+
+
+def answer_timeout() -> float:
+    try:
+        return max(1.0, float(os.environ.get("ORACLE_ENGINE_ANSWER_TIMEOUT", ANSWER_TIMEOUT)))
+    except ValueError:
+        return ANSWER_TIMEOUT
 
 
 def engine_argv(root: str, data_dir: str, key: str, flags: list[str]) -> list[str]:
@@ -64,10 +83,20 @@ def serve(root: str, data_dir: str, flags: list[str], fallback: Fallback) -> int
         front = stdio_front.Front(caches, code)
         return fallback(front, f"no private folder for the engine's socket ({exc})")
     conn: channel.LineSocket | None
-    try:
-        conn, hello = channel.connect(paths)
-    except (channel.ChannelError, OSError):
-        conn, hello = None, {}
+    hello: dict = {}
+    stuck_until = time.monotonic() + STUCK_GRACE
+    while True:
+        try:
+            conn, hello = channel.connect(paths)
+        except channel.EngineStuck as exc:
+            # A new engine could not take the lock either: serve here, at once for a stopped engine, after
+            # STUCK_GRACE for one that may only be starved of CPU (a busy machine) and greet on the next try.
+            if channel.stopped(exc.pid) or time.monotonic() >= stuck_until:
+                return fallback(stdio_front.Front(caches, code), str(exc))
+            continue
+        except (channel.ChannelError, OSError):
+            conn, hello = None, {}
+        break
     # ORACLE_HANDSHAKE_CACHE=0: nothing answered early; the handshake waits for the engine.
     front = stdio_front.Front(caches, code, direct=conn is not None or not stdio_front.enabled())
     if conn is None:
@@ -124,9 +153,15 @@ class Relay:
         self.log_level: dict | None = None
         self.closing = False
         self.lost: str | None = None
+        self.send_lock = threading.Lock()  # the session's lines and the relay's pings, never interleaved
+        self.quiet_since: float | None = None  # a call in flight and nothing from the engine since then
+        self.pinged: float | None = None  # when the relay pinged the engine in that silence
+        self.stuck = False
+        self.ping_params: dict | None = None  # the session's era: a 2026-era engine session wants its _meta
         threading.Thread(target=self._from_engine, name="oracle-relay", daemon=True).start()
 
     def run(self) -> int:
+        threading.Thread(target=self._watch, name="oracle-relay-watch", daemon=True).start()
         while True:
             item = self.front.inbox.get()
             if item is stdio_front._EOF:
@@ -136,16 +171,48 @@ class Relay:
             if item is _GONE:
                 return self._fall_back(None)
             message = stdio_front._parse(item)
+            # Recorded as in flight before it is sent: the engine may answer (and then die) before sendall returns,
+            # and an answer must find its request here, or the fallback answers it a second time (issue 39).
+            key = self._track(message)
             try:
-                self.conn.sock.sendall(item.encode("utf-8") + b"\n")
+                with self.send_lock:
+                    self.conn.sock.sendall(item.encode("utf-8") + b"\n")
             except OSError as exc:
                 with self.lock:
+                    if key is not None:
+                        self.in_flight.pop(key, None)  # not sent: it goes to the in-process server instead
                     self.lost = self.lost or f"the engine's connection failed ({exc.strerror or exc})"
                 return self._fall_back(item)
             if message is not None:
                 self._sent(message)
 
+    def _track(self, message: dict | None) -> str | None:
+        """Record a client's request as in flight; its key, or None for anything else."""
+        if message is None or not isinstance(message.get("method"), str):
+            return None
+        if message["method"] == "notifications/cancelled":  # a cancelled request may never be answered
+            params = message.get("params")
+            if isinstance(params, dict) and "requestId" in params:
+                with self.lock:
+                    self.in_flight.pop(_key(params["requestId"]), None)
+                    if not self.in_flight:
+                        self.quiet_since = self.pinged = None
+            return None
+        if "id" not in message:
+            return None
+        if isinstance(message["id"], str) and message["id"].startswith(stdio_front.REPLAY_PREFIX):
+            return None
+        params = message.get("params")
+        if isinstance(params, dict) and stdio_front._modern(params):  # a 2026-era session: its pings carry the same
+            self.ping_params = {"_meta": params["_meta"]}
+        key = _key(message["id"])
+        with self.lock:
+            self.in_flight[key] = message
+            self.quiet_since = self.quiet_since or time.monotonic()
+        return key
+
     def _sent(self, message: dict) -> None:
+        """The session's state, once sent (replayed to an in-process server if the engine goes)."""
         method = message.get("method")
         if method is None:
             return  # an answer to a request of the engine's
@@ -156,11 +223,50 @@ class Relay:
                 self.subscriptions.append(message)
             elif method == "logging/setLevel":
                 self.log_level = message
-            if not (isinstance(message["id"], str) and message["id"].startswith(stdio_front.REPLAY_PREFIX)):
-                with self.lock:
-                    self.in_flight[_key(message["id"])] = message
         elif method == "notifications/initialized":
             self.initialized = True
+
+    def _watch(self) -> None:
+        """Notice a stuck engine (stopped, frozen, deadlocked): while a call is in flight and the engine has sent
+        nothing for PING_AFTER seconds, ping it (under a private id: the answer is dropped); an engine that then
+        sends nothing at all for answer_timeout() seconds more is not answering. Its calls get that error and the
+        session goes on in its own process, as when the engine dies. A slow call on a live engine is not cut
+        short: the engine's loop answers the ping while the call runs."""
+        wait = answer_timeout()
+        while not self.closing:
+            time.sleep(WATCH_TICK)
+            with self.lock:
+                since, pinged = self.quiet_since, self.pinged
+            now = time.monotonic()
+            if since is None or self.closing:
+                continue
+            if pinged is None:
+                if now - since < PING_AFTER:
+                    continue
+                ping = json.dumps({"jsonrpc": "2.0", "id": self.front.replay_id(), "method": "ping",
+                                   **({"params": self.ping_params} if self.ping_params else {})})
+                with self.lock:
+                    self.pinged = now
+                if self.send_lock.acquire(timeout=wait):  # held for longer: the engine does not even read
+                    try:
+                        self.conn.sock.sendall(ping.encode("utf-8") + b"\n")
+                    except OSError:
+                        pass  # the connection is gone: the reader says so
+                    finally:
+                        self.send_lock.release()
+                continue
+            if now - pinged < wait and not (now - pinged >= STOPPED_AFTER and channel.stopped(self.pid)):
+                continue
+            with self.lock:
+                if self.quiet_since is None or self.pinged is None or self.closing:
+                    continue  # it answered meanwhile
+                self.lost = self.lost or (f"the engine is not answering (nothing from it for"
+                                          f" {now - self.quiet_since:.0f} s, not even an answer to a ping)")
+                self.stuck = True
+            with contextlib.suppress(OSError):
+                self.conn.sock.shutdown(socket.SHUT_RDWR)  # wakes the reader and a send blocked on the engine
+            self.front._put(_GONE)
+            return
 
     def _from_engine(self) -> None:
         reason = "the engine closed the connection"
@@ -171,9 +277,12 @@ class Relay:
                     break
                 text = line.decode("utf-8", errors="replace")
                 is_answer, request_id = answered(text)
-                if is_answer:
-                    with self.lock:
+                with self.lock:
+                    if is_answer:
                         self.in_flight.pop(_key(request_id), None)
+                    # any line is a sign of life; the silence that counts starts again (with a call in flight)
+                    self.quiet_since = time.monotonic() if self.in_flight else None
+                    self.pinged = None
                 self.front.from_sdk(text)
         except OSError as exc:
             reason = f"the engine's connection failed ({exc.strerror or exc})"
@@ -185,6 +294,8 @@ class Relay:
     def _fall_back(self, unsent: str | None) -> int:
         """The engine is gone: fail the calls it held, replay the session's state, serve in this process."""
         self.closing = True
+        with contextlib.suppress(OSError):
+            self.conn.sock.shutdown(socket.SHUT_RDWR)
         self.conn.sock.close()
         reason = f"{self.lost} (engine pid {self.pid})"
         replays = []
@@ -195,8 +306,9 @@ class Relay:
                 replays.append(json.dumps(message))
                 self.initialize = None
                 continue
+            what = "is not answering" if self.stuck else "stopped while this call was running"
             self.front.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {
-                "code": ENGINE_LOST, "message": f"The Oracle engine stopped while this call was running ({reason});"
+                "code": ENGINE_LOST, "message": f"The Oracle engine {what} ({reason});"
                 " the call may or may not have completed and was not retried. This session now runs Oracle in its"
                 " own process: call again."}}))
         state = []

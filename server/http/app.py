@@ -49,7 +49,7 @@ from oracle_server.mcp.server import build_server
 from oracle_server.services.models import NoteData
 from oracle_server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
 from oracle_server.services.slots import ServiceSlots
-from oracle_server.services.stats import index_size, usage_overview
+from oracle_server.services.stats import health_state, usage_overview
 from oracle_server.services.supersede import supersessions_overview
 from oracle_server.services.team import (
     ANONYMOUS,
@@ -384,6 +384,8 @@ class Health(BaseModel):
     version: str
     files: int
     chunks: int
+    # the PostgreSQL store's state (ORACLE_DATABASE_URL): reachable, since when it is not, and why; None: SQLite
+    database: dict | None = None
 
 
 # Rows of the logs and overviews quote note text (titles, paths, reasons, guidance, queries): NoteData defuses
@@ -505,10 +507,14 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     Ready = Annotated[Oracle, Depends(ready)]
 
-    @app.get("/health", response_model=Health)
-    def health() -> Health:
-        files, chunks = index_size(oracle)
-        return Health(status="ok", version=__version__, files=files, chunks=chunks)
+    @app.get("/health", response_model=Health, responses={503: {"description": "the database cannot be reached"}})
+    def health() -> Health | JSONResponse:
+        """At once, whatever the database's state: a PostgreSQL store that cannot be reached is a 503 saying so
+        (before, /health waited 30 s for a connection and answered a bare 500)."""
+        state = health_state(oracle)
+        if state["status"] != "ok":
+            return JSONResponse({**state, "version": __version__}, status_code=503)
+        return Health(version=__version__, **state)
 
     @app.get("/api/server-proof", include_in_schema=False)  # the CLI's check, not part of the API
     def server_proof(nonce: Annotated[str, Query(min_length=16, max_length=128)]) -> JSONResponse:

@@ -203,6 +203,10 @@ class Front:
         method = message.get("method") if message is not None else None
         if method not in (*CACHEABLE, "notifications/initialized"):
             self.handshake_done.set()  # a call, a reply, anything else: the client is past its handshake
+        error = malformed(line) if message is None else not_a_message(message)
+        if error is not None:
+            self.send(json.dumps(error))  # answered here: the SDK would only log it, and the client wait on
+            return
         if message is not None and method in CACHEABLE and "id" in message:
             cache_key = self._cache_key(message)
             if cache_key is not None:
@@ -423,10 +427,48 @@ class LineReader:
         return line
 
 
+PARSE_ERROR = -32700
+
+
+def malformed(line: str) -> dict:
+    """The JSON-RPC error for a line that is not a JSON object (id null: it has none that can be read)."""
+    try:
+        json.loads(line)
+    except RecursionError:
+        code, what = PARSE_ERROR, "nested too deeply to read"
+    except ValueError as exc:
+        code, what = PARSE_ERROR, f"not valid JSON ({exc})"
+    else:
+        code, what = INVALID_REQUEST, "not a JSON object (one JSON-RPC message per line; batches are not accepted)"
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": f"a line was skipped: {what}; send"
+            " one JSON-RPC message as one JSON object per line. The session goes on."}}
+
+
+def not_a_message(message: dict) -> dict | None:
+    """The JSON-RPC error for an object that is no JSON-RPC 2.0 message (a request, a notification or an answer),
+    None for one that may be. Looser than the SDK's own check, never stricter: what it lets by goes to the SDK."""
+    request_id = message.get("id")
+    valid_id = isinstance(request_id, (int, str)) and not isinstance(request_id, bool)
+    if message.get("jsonrpc") != "2.0":
+        what = 'no "jsonrpc": "2.0"'
+    elif "method" in message and not isinstance(message["method"], str):
+        what = '"method" is not a string'
+    elif "method" in message and "id" in message and not valid_id:
+        what = '"id" is neither a string nor an integer'
+    elif "method" not in message and not ("id" in message and ("result" in message or "error" in message)):
+        what = 'neither a "method" nor an answer ("id" with "result" or "error")'
+    else:
+        return None
+    return {"jsonrpc": "2.0", "id": request_id if valid_id else None, "error": {"code": INVALID_REQUEST, "message":
+            f"not a JSON-RPC 2.0 message: {what}; it was skipped and the session goes on."}}
+
+
 def _parse(line: str) -> dict | None:
+    """The line's JSON object, or None (not JSON, not an object, or nested too deep for Python's parser: a 2 KB
+    line of 1,000 brackets raised RecursionError and ended the session; the SDK answers it with a parse error)."""
     try:
         message = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return message if isinstance(message, dict) else None
 

@@ -62,7 +62,9 @@ class Oracle:
         """`check=False` (a server) leaves the index's integrity check (it reads the whole file: Store.verify)
         and the usage logs' retention to the maintenance worker, after the handshake."""
         settings = settings or Settings.from_env()
-        private_dir(settings.data_dir, narrow=settings.db_path.exists())  # 0700; an existing index's dir narrowed
+        # 0700; an existing data dir of Oracle's (an index, or only the tokens `oracle token add` wrote) narrowed
+        private_dir(settings.data_dir, narrow=any(p.exists() for p in (
+            settings.db_path, settings.data_dir / "tokens.json", settings.data_dir / "writer.lock")))
         store = open_store(settings, check=check)
         # closed again if a later part fails (a PostgreSQL pool is shared by all three)
         opened: list[IndexStore | VectorIndex] = [store]

@@ -320,10 +320,20 @@ def _archive_name(root: Path, rel: str) -> Path:
     """Where `rel` goes: `.archive/<rel>`, or `<stem>_2.md`, ... when that name is taken (never replaced)."""
     folder = _archive_folder(root)
     dest = folder / rel
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # a file where a folder of the archive should be, a full disk
-        raise _write_failed("archive", f"{ARCHIVE_FOLDER}/{rel}", exc) from None
+    # One folder at a time, each checked before anything is made inside it: a link planted on the way
+    # (`.archive/learnings` -> elsewhere) is refused before a folder is made under its target.
+    current = folder
+    for part in ("", *Path(rel).parent.parts):
+        current = current / part if part else current
+        try:
+            current.mkdir()
+        except FileExistsError:
+            pass
+        except OSError as exc:  # a full disk, a read-only root
+            raise _write_failed("archive", f"{ARCHIVE_FOLDER}/{rel}", exc) from None
+        if current.is_symlink() or not current.is_dir():
+            raise OracleError("invalid", f"archive: {current.relative_to(root).as_posix()} is a symlink or a file,"
+                              f" not a folder of {ARCHIVE_FOLDER}/; remove it (nothing was archived)")
     if not is_within(dest.parent.resolve(), folder.resolve()):
         raise OracleError("invalid", f"archive: a folder under {ARCHIVE_FOLDER}/ is a symlink out of it; remove it")
     return dest

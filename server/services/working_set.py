@@ -28,9 +28,20 @@ TAG_PLACEHOLDER = "TAG"
 
 
 def canonical_json(value: object) -> bytes:
-    """Sorted keys, no insignificant whitespace, UTF-8 (not \\u escapes): one byte string per value."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+    """Sorted keys, no insignificant whitespace, UTF-8 (not \\u escapes), a whole number written as an integer
+    (0.0 and -0.0 are 0, 2.0 is 2: one value to every filter, so one value here): one byte string per value."""
+    return json.dumps(_whole_numbers(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False).encode("utf-8")
+
+
+def _whole_numbers(value: object) -> object:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_whole_numbers(v) for v in value]
+    return value
 
 
 def working_set_id(working_set: dict) -> str:

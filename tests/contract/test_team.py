@@ -284,6 +284,24 @@ def test_a_planted_archive_symlink_is_refused(kb: Any, tmp_path: Path) -> None:
     assert (root / NOTE_REL).exists() and list(elsewhere.iterdir()) == []
 
 
+def test_a_planted_symlink_inside_the_archive_is_refused_before_anything_is_made(kb: Any, tmp_path: Path) -> None:
+    """Issue 39, item 13: `.archive/learnings` planted as a link out of the archive. Before, the folders on the way
+    to the archived name were made first (under the link's target) and the archive refused only then."""
+    root = kb.settings.root
+    deep = "learnings/deep/er/badger-setts.md"
+    (root / deep).parent.mkdir(parents=True)
+    (root / deep).write_text("# Badger setts\n\nBadgers dig setts with many entrances.\n", encoding="utf-8")
+    kb.indexer.sync(vectors=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / ".archive").mkdir()
+    (root / ".archive" / "learnings").symlink_to(elsewhere, target_is_directory=True)
+    with client_for(kb) as client:
+        resp = client.post("/api/archive", json={"file": deep, "expected_hash": digest(root / deep)})
+    assert resp.status_code == 400 and "symlink" in resp.json()["error"], resp.text
+    assert (root / deep).exists() and list(elsewhere.iterdir()) == []
+
+
 # -- the same over MCP and the CLI ----------------------------------------------------------------------
 def test_edit_and_archive_over_an_mcp_session(kb: Any) -> None:
     from mcp import Client

@@ -47,7 +47,10 @@ from test_live import oracle_env, wait_for
 
 CHROMA = Path(sys.executable).parent / "chroma"  # installed with the chromadb package
 REST = "/api/v2/tenants/default_tenant/databases/default_database/collections"
-RECOVERY_DEADLINE = 60.0  # generous for a loaded CI machine; the figures printed are what matters
+# Ceilings that only catch a hang (a machine at load 10-15 took over a minute, issue 39); the figures printed are
+# what matters.
+RECOVERY_DEADLINE = 300.0
+START_CEILING = 300.0
 
 pytestmark = pytest.mark.skipif(not CHROMA.exists(), reason="the chroma CLI is not installed beside the interpreter")
 
@@ -90,7 +93,7 @@ class ChromaServer:
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )
         log.close()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START_CEILING
         while True:
             try:
                 if httpx.get(f"{self.url}/api/v2/heartbeat", timeout=1).status_code == 200:
@@ -98,7 +101,7 @@ class ChromaServer:
             except httpx.HTTPError:
                 pass
             assert self.proc.poll() is None, f"chroma exited: {(self.base / 'chroma.log').read_text(errors='replace')[-2000:]}"
-            assert time.monotonic() < deadline, "chroma did not answer its heartbeat within 60 s"
+            assert time.monotonic() < deadline, f"chroma did not answer its heartbeat within {START_CEILING:.0f} s"
             time.sleep(0.05)
         self.starts.append(time.perf_counter() - started)
         return self.starts[-1]
@@ -229,10 +232,18 @@ def test_outage_and_recovery_without_restarting_oracle(tmp_path: Path, corpus: P
 
     # --- Restart WITHOUT its data, while Oracle is idle: the next call finds the collection gone, and
     # everything is re-added from the embedding cache (no model call).
+    earlier_repair = oracle.indexer.last_repair
     chroma.kill()
     chroma.start(tmp_path / "chroma-server-empty")
     lost = run_search(oracle, semantic)
-    assert lost.meta.mode == "fts" and lost.meta.warnings, "a lost collection must not look like a healthy one"
+    if lost.meta.mode == "fts":
+        assert lost.meta.warnings, "a lost collection must not look like a healthy one"
+    else:
+        # The worker's own comparison (every HEALTH_SECONDS) saw the loss first and re-added the vectors while the
+        # server was starting (a slow start on a busy machine, issue 39): that is the same recovery, seen earlier.
+        # What must never happen is an empty collection answering as a healthy one.
+        assert lost.meta.vector_matches > 0 and not lost.meta.warnings, lost.meta
+        assert oracle.indexer.last_repair is not earlier_repair, "vectors answered from a collection nobody re-added"
     back = time.perf_counter()
     wait_for(lambda: recovered(oracle, chroma), "vectors re-added to the empty server", RECOVERY_DEADLINE)
     print(f"restart (empty data): {chroma.count()} vectors re-added {time.perf_counter() - back:.2f} s after "

@@ -200,10 +200,11 @@ def test_a_second_run_changes_nothing_and_still_reports_the_skips(bad_index):
 
 # -- parse time of pathological files ----------------------------------------------------------------
 def test_pathological_files_parse_in_bounded_time():
-    """benchmarks/parse_bounds.py, run once in a child process with a minute to finish: a hang or a crash
-    (libyaml's C stack) fails here. The figures are printed (`pytest -s`), never asserted."""
+    """benchmarks/parse_bounds.py, run once in a child process: a hang or a crash (libyaml's C stack) fails here.
+    The figures are printed (`pytest -s`), never asserted. The ceiling only catches a hang: a quiet machine parses
+    every case in ~10 s, and one at load 10-15 took over the minute this test used to allow (issue 39)."""
     done = subprocess.run([sys.executable, str(PROJECT / "benchmarks/parse_bounds.py"), "--runs", "1", "--json"],
-                          cwd=PROJECT, capture_output=True, text=True, timeout=60)
+                          cwd=PROJECT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"exit {done.returncode} (negative: a signal):\n{done.stderr[-3000:]}"
     results = {r["case"]: r for r in map(json.loads, done.stdout.splitlines())}
     assert len(results) == 17

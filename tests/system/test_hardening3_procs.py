@@ -44,22 +44,28 @@ def _handshake(client: httpx.Client) -> str:
 def test_abandoned_initializes_expire_in_seconds_and_never_lock_new_clients_out(live) -> None:
     """Issue 26: ~10,000 `initialize` calls that never finished the handshake locked every new client out for
     up to 30 minutes (+385 MB). Now one client address holds at most 64 sessions, half-open ones close after
-    10 s, and a new client gets in."""
+    10 s, and a new client gets in.
+
+    Issue 39: on a busy machine the flood itself takes longer than 10 s, so the first half-open sessions expire
+    during it and free their places; counting every admission against 64 failed there. What must hold at any
+    speed: the sessions certainly open together (admitted less than PENDING_SECONDS apart) never exceed the
+    ceiling, and every refusal says why."""
     from oracle_server.http.mcp_sessions import PENDING_SECONDS, PER_CLIENT
 
     proc, url, _ = live
     assert httpx.get(url + "/api/search", params={"query": "seed note"}, timeout=120).status_code == 200
     time.sleep(2)  # the model is loaded and warmed: what grows from here is the sessions
     before = rss_mb(proc.pid)
-    admitted: list[str] = []
+    admitted: list[tuple[float, float, str]] = []  # (sent, answered, session id)
     refused: list[str] = []
     started = time.monotonic()
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with httpx.Client(base_url=url, timeout=120) as client:
         kept = _handshake(client)  # an established client from before the flood
         for _ in range(1000):
+            sent = time.monotonic()
             resp = client.post("/mcp", json=INIT, headers=HEADERS)
             if resp.status_code == 200:
-                admitted.append(resp.headers["mcp-session-id"])
+                admitted.append((sent, time.monotonic(), resp.headers["mcp-session-id"]))
             else:
                 assert resp.status_code == 503 and "Too many open sessions from this client" in resp.text, resp.text
                 refused.append(resp.text)
@@ -67,12 +73,19 @@ def test_abandoned_initializes_expire_in_seconds_and_never_lock_new_clients_out(
         grown = rss_mb(proc.pid) - before
         print(f"\n1000 abandoned initializes in {flood:.1f} s: {len(admitted)} admitted, {len(refused)} refused,"
               f" RSS +{grown:.1f} MB")
-        assert len(admitted) <= PER_CLIENT - 1 and len(refused) >= 1000 - PER_CLIENT
+        # Session j is still open when session i is admitted if i's answer came less than PENDING_SECONDS after
+        # j's request was sent (a half-open session lives at least that long); with `kept`, never over PER_CLIENT.
+        for i, (_, answered, _) in enumerate(admitted):
+            together = sum(1 for sent, _, _ in admitted[: i + 1] if answered - sent < PENDING_SECONDS)
+            assert together + 1 <= PER_CLIENT, (i, together)
         assert grown < 60
-        time.sleep(PENDING_SECONDS + 2.5)  # the sweep runs every second
-        session = {**HEADERS, "mcp-session-id": admitted[0], "mcp-protocol-version": "2025-06-18"}
-        gone = client.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, headers=session)
-        assert gone.status_code == 404, gone.text  # the half-open session was closed
+        # Every request sweeps first (server/http/mcp_sessions.py), so a request sent PENDING_SECONDS after the last
+        # admission finds every half-open session closed, however busy the machine (an earlier one would confirm it).
+        time.sleep(max(0.0, admitted[-1][1] + PENDING_SECONDS + 0.5 - time.monotonic()))
+        for _, _, session_id in (admitted[0], admitted[-1]):
+            session = {**HEADERS, "mcp-session-id": session_id, "mcp-protocol-version": "2025-06-18"}
+            gone = client.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, headers=session)
+            assert gone.status_code == 404, gone.text  # the half-open session was closed
         _handshake(client)  # a new client gets in
         kept_headers = {**HEADERS, "mcp-session-id": kept, "mcp-protocol-version": "2025-06-18"}
         still = client.post("/mcp", json={"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, headers=kept_headers)

@@ -39,7 +39,7 @@ from test_live import fresh_oracle, oracle_env, wait_for
 
 NOBODY = 65534
 SETPRIV = shutil.which("setpriv")
-RECOVERY_DEADLINE = 60.0
+RECOVERY_DEADLINE = 300.0  # a ceiling that only catches a hang (a machine at load 10-15 is slow, issue 39)
 PATTERN = "A numbat eats termites with its long sticky tongue and never digs its own burrow."
 TITLE = "Numbats live on termites"
 

@@ -173,3 +173,11 @@ def test_the_cli_verify_command_takes_the_working_set_id_and_notes(oracle) -> No
     request = tool.parse(tool_values(args, spec))
     result = tool.service(oracle, request, Caller("cli", "cli"))
     assert result.working_set.status == "reproduces" and [v.source_file for v in result.verified] == [IDEMPOTENT]
+
+
+def test_equal_numbers_give_one_working_set_id() -> None:
+    """Issue 39, item 13: 0, 0.0 and -0.0 (and 2 and 2.0) are one value to every filter, so they are one value to the
+    working set's id (before: three ids for one consultation); a fraction stays a fraction, a boolean a boolean."""
+    shapes = [{"where": {"priority": {"any": [n]}}, "budget_tokens": b} for n, b in ((0, 2), (0.0, 2.0), (-0.0, 2))]
+    assert len({working_set_id(s) for s in shapes}) == 1, [canonical_json(s) for s in shapes]
+    assert canonical_json({"x": [0.5, True, -0.0, 1e3]}) == b'{"x":[0.5,true,0,1000]}'

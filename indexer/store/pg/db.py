@@ -8,6 +8,7 @@ are the PostgreSQL store's own.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -28,6 +29,15 @@ CONNECT_TIMEOUT = 5.0  # seconds to wait for the server to answer a new connecti
 # that go on until enough rows pass (pgvector 0.8). Set once per connection, not per query.
 SESSION_SETTINGS = {"hnsw.ef_search": "1000", "hnsw.iterative_scan": "strict_order"}
 POOL_WAIT = 30.0  # seconds a request waits for a free connection when all are busy (32 clients on 2 cores)
+# An outage: a request waiting for a connection asks the server directly every WAIT_SLICE seconds (PROBE_TIMEOUT at
+# most, libpq's smallest connect_timeout); one that cannot connect is answered "cannot be reached" at once instead
+# of after POOL_WAIT. While the store is known down, each request probes at most once per DOWN_RECHECK seconds
+# (shared by all threads) and fails at once otherwise.
+WAIT_SLICE = 1.0
+PROBE_TIMEOUT = 2
+DOWN_RECHECK = 1.0
+CLOSE_WAIT = 1.0  # seconds closing the pool waits for its background workers (a reconnect in an outage)
+LOST_STATES = ("08", "57P01", "57P02", "57P03")  # SQLSTATE of a connection lost or refused (class 08, shutdowns)
 # How long a read fetched ahead (Database.stash) may wait for the call that uses it: the reads of one search come
 # within milliseconds of each other; a stash older than this, or made before any write of this process, is
 # dropped and the read runs again (see Database.stash).
@@ -110,6 +120,9 @@ class Database:
         self._lock = threading.Lock()
         self.generation = 0  # bumped by every write of this process (transactions, and writing statements)
         self._stashes = threading.local()
+        self._down: tuple[float, str] | None = None  # (since, why) while the server cannot be reached
+        self._probed = 0.0  # time.monotonic() of the last probe
+        self._probe_lock = threading.Lock()
         try:  # one plain connection first: its error names the cause (a pool's says only "incomplete")
             psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT)).close()
         except Exception as exc:
@@ -144,7 +157,50 @@ class Database:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self.pool.close()
+            self.pool.close(timeout=CLOSE_WAIT)  # in an outage a worker may be reconnecting: never wait it out
+
+    # -- the server's state: an outage is said at once ------------------------------------------------
+    def probe(self) -> str | None:
+        """None when a new connection to the server can be made now, else why not. Asked at most once per
+        DOWN_RECHECK seconds while the server is down (the answer is shared); a server that comes back has the
+        pool's stale connections dropped."""
+        with self._probe_lock:
+            now = time.monotonic()
+            if self._down is not None and now - self._probed < DOWN_RECHECK:
+                return self._down[1]
+            self._probed = now
+            try:
+                self._psycopg.connect(self.url, connect_timeout=PROBE_TIMEOUT).close()
+            except Exception as exc:  # noqa: BLE001 - any failure to connect is the answer
+                self._mark_down(_why(exc))
+                return self._down[1] if self._down else _why(exc)
+            was_down, self._down = self._down is not None, None
+        if was_down:
+            with contextlib.suppress(Exception):
+                self.pool.check()  # connections from before the outage are broken: replaced before they are used
+        return None
+
+    def _mark_down(self, why: str) -> None:
+        since = self._down[0] if self._down is not None else time.time()
+        self._down = (since, why)
+        self._probed = time.monotonic()
+
+    def state(self) -> dict:
+        """What /health says of the database: reachable or not, since when, and why (asks the server now, unless
+        it was found down less than DOWN_RECHECK seconds ago)."""
+        why = self.probe()
+        if why is None:
+            return {"backend": "postgresql", "reachable": True, "since": None, "error": None}
+        since = self._down[0] if self._down is not None else time.time()
+        return {"backend": "postgresql", "reachable": False, "since": _iso(since),
+                "error": str(self._unreachable(why))}
+
+    def _unreachable(self, why: str) -> DatabaseUnavailable:
+        since = f" since {_iso(self._down[0])}" if self._down is not None else ""
+        return DatabaseUnavailable(
+            f"the PostgreSQL store at {_safe(self.url)} (ORACLE_DATABASE_URL) cannot be reached{since}: {why}."
+            " Nothing was read or written; Oracle reconnects by itself once the database is back: check that the"
+            " server is running and reachable, then retry.")
 
     @property
     def closed(self) -> bool:
@@ -157,8 +213,32 @@ class Database:
             from oracle_indexer.store.sqlite.schema import StoreClosed
 
             raise StoreClosed("the PostgreSQL store is closed: this process is shutting down")
-        with self.pool.connection() as conn:
-            yield conn
+        if self._down is not None:  # known down: ask the server (at most once a second in all), else fail at once
+            why = self.probe()
+            if why is not None:
+                raise self._unreachable(why)
+        from psycopg_pool import PoolTimeout
+
+        deadline = time.monotonic() + POOL_WAIT
+        with contextlib.ExitStack() as stack:
+            while True:
+                try:
+                    conn = stack.enter_context(self.pool.connection(
+                        timeout=max(0.01, min(WAIT_SLICE, deadline - time.monotonic()))))
+                    break
+                except PoolTimeout:
+                    why = self.probe()  # no connection yet: a busy pool, or a server that cannot be reached?
+                    if why is not None:
+                        raise self._unreachable(why) from None
+                    if time.monotonic() >= deadline:
+                        raise
+            try:
+                yield conn
+            except self._psycopg.OperationalError as exc:
+                if not (conn.broken or conn.closed or (exc.sqlstate or "").startswith(LOST_STATES)):
+                    raise  # a statement's own failure (a timeout, a lock): not the connection's
+                self._mark_down(_why(exc))
+                raise self._unreachable(_why(exc)) from exc
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection]:
@@ -236,6 +316,10 @@ def _configure(conn: psycopg.Connection) -> None:
     """A new pooled connection's session settings (SESSION_SETTINGS)."""
     for name, value in SESSION_SETTINGS.items():
         conn.execute("SELECT set_config(%s, %s, false)", [name, value])
+
+
+def _iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def _why(exc: BaseException) -> str:

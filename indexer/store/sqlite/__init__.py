@@ -21,6 +21,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
+from oracle_indexer.safe_write import private_dir
+
 from oracle_indexer.store.sqlite.keyword import (
     BM25_WEIGHTS,
     TIE_SLACK,
@@ -66,7 +68,7 @@ class Store(Reads, Writes):
     """
 
     def __init__(self, path: Path, *, check: bool = True, model_id: str | None = None) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         self.path = path
         # the embedding model whose id enters each section's embed key (indexer/models/embed.py text_key); the
         # Indexer sets it to its embedder's and re-keys an index built with another (Indexer.adopt_model)

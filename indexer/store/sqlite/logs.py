@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from oracle_indexer.safe_write import private_file
+from oracle_indexer.safe_write import private_dir, private_file
 from oracle_indexer.store.rows import batched, marks
 from oracle_indexer.store.sqlite.schema import Connection, StoreClosed, ThreadReaders, opened, set_aside
 
@@ -111,7 +111,7 @@ class Logs:
                  prune: bool = True) -> None:
         """`prune=False` leaves retention to the first write or maintenance tick: at 1M rows a log it scans
         (document_access, learn_log) costs ~0.1 s, which a server must not spend before its handshake."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         self.path: Path | None = path  # None in PgLogs: its logs are tables of the store
         self.retention_days = retention_days
         self.max_rows = max_rows

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # numpy is imported by whoever makes the vectors
     from chromadb.api import ClientAPI, Collection
 
 from oracle_indexer.config import EMBEDDED_COLLECTION as COLLECTION  # the default; see Settings.collection
-from oracle_indexer.safe_write import PRIVATE, write_atomic
+from oracle_indexer.safe_write import PRIVATE, private_dir, write_atomic
 
 UPSERT_BATCH = 2000
 SERVER_UPSERT_BATCH = 500  # ~0.3 s per request to a local server: well inside REQUEST_TIMEOUT
@@ -263,7 +263,7 @@ class VectorStore(StoreHealth):
                     if self.url:
                         self._client = self._connect_server(settings)
                     else:
-                        self.path.mkdir(parents=True, exist_ok=True)
+                        private_dir(self.path)  # Chroma's files are 0644: the folders around them are not
                         if _SYSTEM_SEEN.get(str(self.path)) != generation:
                             self._forget_embedded_system()  # a cached System from before another process wrote
                         self._client = chromadb.PersistentClient(path=str(self.path), settings=settings)
