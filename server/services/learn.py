@@ -310,7 +310,7 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
                          " nothing was saved (please report this)")
     path = write_new(folder, base, text)
     rel = unicodedata.normalize("NFC", path.relative_to(root).as_posix())
-    report = oracle.indexer.sync_paths([rel], embed_limit=None)  # a learn is embedded before it returns
+    report = oracle.indexer.sync_paths([rel], embed_limit=None, author=author)  # a learn is embedded before it returns
     chunk_ids = oracle.store.file_chunk_ids(rel)
     check_written(path, rel, text, request, title, today, author)
     if not chunk_ids:

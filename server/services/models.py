@@ -921,3 +921,43 @@ class ArchiveResult(BaseModel):
     removed_chunks: int = Field(description="How many sections left the index.")
     author: str | None = None
     reason: str | None = None
+
+
+# -- the team store's history (issue 38: indexer/worker/workcopy.py, server/services/history.py) -------------------
+class HistoryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file: str = Field(min_length=1, max_length=1000, description="The note's path relative to the knowledge root.")
+
+
+class RevisionEntry(BaseModel):
+    revision: int = Field(description="1 for the first; pass it to oracle_restore.")
+    file_hash: str | None = Field(description="The note's file_hash at this revision (none for a deletion).")
+    based_on: str | None = Field(default=None, description="The file_hash this revision was based on.")
+    deleted: bool = Field(description="A deletion (tombstone): the text before it is the revision before.")
+    author: str | None = Field(default=None, description="Who wrote it (a named token or a machine's ORACLE_AUTHOR).")
+    at: str = Field(description="When it reached the team store (UTC, ISO 8601).")
+    bytes: int | None = Field(default=None, description="Its size (none for a deletion).")
+
+
+class HistoryResult(BaseModel):
+    file: NoteText
+    revisions: list[RevisionEntry] = Field(description="Oldest first; the last is the note's current revision.")
+
+
+class RestoreRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file: str = Field(min_length=1, max_length=1000, description="The note's path relative to the knowledge root.")
+    revision: int = Field(ge=1, description="The revision to bring back (oracle_history lists them).")
+
+
+class RestoreResult(BaseModel):
+    file: NoteText
+    restored: int = Field(description="The revision whose text was brought back.")
+    revision: int = Field(description="The note's new revision (the restore is a revision of its own).")
+    file_hash: str
+    chunk_ids: list[str] = Field(description="The note's sections as indexed now.")
+    conflicts: list[NoteText] = Field(default_factory=list,
+                                      description="An unsynced edit here that was kept as a conflict copy.")
+    author: str | None = None
