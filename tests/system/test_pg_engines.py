@@ -56,3 +56,117 @@ def test_two_engines_share_one_store(tmp_path: Path) -> None:
     finally:
         for proc in procs:
             stop_process(proc)
+
+
+# -- working copies (issue 38): each engine its own folder, one PostgreSQL ----------------------------------------
+ALICE = "# Alice\n\nThe flamingo migration happens every spring along the salt lakes.\n"
+BOB = "# Bob\n\nThe quokka colony lives on the island and smiles for the cameras.\n"
+SHARED = "# Shared\n\nOur team agreed that deploys happen on Tuesdays.\n"
+
+
+def _folder(root: Path, notes: dict[str, str]) -> Path:
+    for rel, text in notes.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+def _notes(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in sorted(root.rglob("*.md"))}
+
+
+def test_two_folders_converge_through_oracle_index(tmp_path: Path) -> None:
+    """The issue's scenario, with the `oracle` command as a new team runs it: B's index no longer removes Alice's
+    note; both folders end with every note, both searches find both; a deletion where the file had been synced
+    propagates (and is restorable); an edit on both sides gives a winner and a conflict copy, both searchable."""
+    from _procs import oracle_cmd
+    import subprocess
+
+    url = _pg.new_database()
+    a = _folder(tmp_path / "a", {"learnings/alice.md": ALICE, "learnings/shared.md": SHARED})
+    b = _folder(tmp_path / "b", {"learnings/bob.md": BOB, "learnings/shared.md": SHARED})
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    base.update(PYTHONIOENCODING="utf-8", ORACLE_ENGINE="0", ORACLE_DATABASE_URL=url)
+    envs = {"a": {**base, "ORACLE_ROOT": str(a), "ORACLE_DATA_DIR": str(tmp_path / "a-data"), "ORACLE_AUTHOR": "alice"},
+            "b": {**base, "ORACLE_ROOT": str(b), "ORACLE_DATA_DIR": str(tmp_path / "b-data"), "ORACLE_AUTHOR": "bob"}}
+
+    def run(who: str, *args: str) -> str:
+        done = subprocess.run([*oracle_cmd(), *args], env=envs[who], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    run("a", "index")
+    second = run("b", "index")
+    assert "0 removed" in second and "1 pulled, 1 pushed" in second, second
+    run("a", "index")
+    assert _notes(a) == _notes(b) == {"learnings/alice.md": ALICE, "learnings/bob.md": BOB,
+                                      "learnings/shared.md": SHARED}
+    for who in ("a", "b"):
+        assert "learnings/alice.md" in run(who, "search", "flamingo migration")
+        assert "learnings/bob.md" in run(who, "search", "quokka colony")
+
+    (b / "learnings/alice.md").unlink()  # synced there before: a deletion
+    assert "1 deletions sent" in run("b", "index")
+    assert "1 deleted here" in run("a", "index") and not (a / "learnings/alice.md").exists()
+    history = run("a", "history", "learnings/alice.md")
+    assert "alice" in history and "bob" in history and "deleted" in history, history
+    run("a", "restore", "learnings/alice.md", "--revision", "1")
+    assert (a / "learnings/alice.md").read_text(encoding="utf-8") == ALICE
+    run("b", "index")
+    assert (b / "learnings/alice.md").read_text(encoding="utf-8") == ALICE
+
+    (a / "learnings/shared.md").write_text(SHARED + "\nAlice: the pelican rule.\n", encoding="utf-8")
+    (b / "learnings/shared.md").write_text(SHARED + "\nBob: the walrus rule.\n", encoding="utf-8")
+    run("a", "index")
+    out = run("b", "index")
+    assert "1 conflicts" in out and "conflict: learnings/shared.md -> learnings/shared (conflict from bob" in out, out
+    run("a", "index")
+    assert _notes(a) == _notes(b) and len(_notes(a)) == 4
+    for who in ("a", "b"):
+        assert "learnings/shared.md" in run(who, "search", "pelican rule")
+        assert "(conflict from bob" in run(who, "search", "walrus rule")
+    assert "1 conflict copies" in run("a", "stats")
+
+
+def test_a_learning_through_one_engine_reaches_the_other_engines_folder(tmp_path: Path) -> None:
+    """Two `oracle serve --http` engines, each with its own folder: a learning saved through A is a file in B's
+    folder within seconds (LISTEN/NOTIFY, no sweep) and found through B; B's own note reaches A's folder too."""
+    url = _pg.new_database()
+    a = _folder(tmp_path / "a", {"learnings/alice.md": ALICE})
+    b = _folder(tmp_path / "b", {"learnings/bob.md": BOB})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    env.update(PYTHONIOENCODING="utf-8", ORACLE_DATABASE_URL=url)
+    procs = []
+    try:
+        pa, a_url = serve_http({**env, "ORACLE_ROOT": str(a), "ORACLE_DATA_DIR": str(tmp_path / "ad")}, tmp_path,
+                               tmp_path / "a.log")
+        procs.append(pa)
+        pb, b_url = serve_http({**env, "ORACLE_ROOT": str(b), "ORACLE_DATA_DIR": str(tmp_path / "bd")}, tmp_path,
+                               tmp_path / "b.log")
+        procs.append(pb)
+        with httpx.Client(timeout=60) as client:
+            for base in (a_url, b_url):  # initial syncs done (requests wait for them)
+                client.get(base + "/api/stats")
+            deadline = time.monotonic() + 30  # B's start-up pushed bob.md: A hears it
+            while not (a / "learnings/bob.md").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert (a / "learnings/bob.md").read_text(encoding="utf-8") == BOB
+            assert (b / "learnings/alice.md").read_text(encoding="utf-8") == ALICE
+            saved = client.post(a_url + "/api/learn", json={
+                "pattern": "Wombats dig burrows with their claws; a burrow keeps them cool.", "title": "Wombat burrows"})
+            assert saved.status_code == 201, saved.text
+            rel = saved.json()["file"]
+            started = time.monotonic()
+            while not (b / rel).exists() and time.monotonic() - started < 30:
+                time.sleep(0.05)
+            arrived = time.monotonic() - started
+            assert (b / rel).read_text(encoding="utf-8") == (a / rel).read_text(encoding="utf-8")
+            print(f"learning through A -> file in B's folder: {arrived:.2f} s")
+            assert arrived < 10, arrived  # within seconds, where the sweep runs every 5 minutes
+            hits = client.get(b_url + "/api/search", params={"query": "wombat burrows", "mode": "fts"}).json()["hits"]
+            assert hits and hits[0]["source_file"] == rel
+            history = client.get(b_url + "/api/history", params={"file": rel}).json()
+            assert [r["revision"] for r in history["revisions"]] == [1]
+    finally:
+        for proc in procs:
+            stop_process(proc)
