@@ -151,3 +151,77 @@ def test_a_mis_mounted_root_does_not_delete_the_teams_notes(pair, tmp_path: Path
     with pytest.raises(SyncRefused, match="refusing to delete 3 of 3"):
         sync(a)
     assert len(files(b)) == 3 and sync(b).deleted_here == 0
+
+
+# -- the property: any sequence of writes and syncs across copies converges and loses no text -----------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+NAMES = ("learnings/a.md", "learnings/b.md", "learnings/c.md")
+OPS = st.lists(st.tuples(st.sampled_from(["create", "edit", "delete", "rename", "save", "sync"]),
+                         st.integers(0, 2), st.integers(0, len(NAMES) - 1)), min_size=1, max_size=14)
+
+
+def _tokens(text: str) -> set[str]:
+    return {w for w in text.split() if w.startswith("tok")}
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS, copies=st.integers(2, 3))
+def test_any_sequence_converges_and_loses_no_text(tmp_path_factory: pytest.TempPathFactory, ops, copies) -> None:
+    """Random create / edit / delete / rename / save (a file event: sync_paths) / sync across 2-3 working copies,
+    then every copy synced until quiet: every folder holds the same notes, the database's live heads are those
+    notes and the index holds exactly them, and every text that a sync ever saw (each write carries a unique
+    token) is in a note, a conflict copy or the history. (A process killed mid-sync is tests/system's: here every
+    step completes.)"""
+    tmp = tmp_path_factory.mktemp("prop")
+    url = _pg.new_database()
+    oracles = [copy(tmp, f"m{i}", url, {}) for i in range(copies)]
+    counter = iter(range(10_000))
+    seen: set[str] = set()  # tokens some sync had the chance to read
+
+    def observe(o) -> None:
+        for text in files(o).values():
+            seen.update(_tokens(text))
+
+    try:
+        for op, who, name in ops:
+            o = oracles[who % copies]
+            root = o.settings.root
+            path = root / NAMES[name]
+            if op == "create" and not path.exists():
+                path.write_text(f"# Note {name}\n\ntok{next(counter)} written by m{who}\n", encoding="utf-8")
+            elif op == "edit" and path.exists():
+                with path.open("a", encoding="utf-8") as handle:
+                    handle.write(f"\nmore tok{next(counter)} by m{who}\n")
+            elif op == "delete" and path.exists():
+                path.unlink()
+            elif op == "rename" and path.exists():
+                path.rename(root / NAMES[(name + 1) % len(NAMES)].replace(".md", f" r{next(counter)}.md"))
+            elif op == "save":
+                observe(o)
+                o.indexer.sync_paths([NAMES[name]], embed_limit=0)
+            elif op == "sync":
+                observe(o)
+                o.indexer.sync(vectors=False)
+        for _ in range(3):  # round-robin until quiet: each pass carries every change one hop further
+            for o in oracles:
+                observe(o)
+                o.indexer.sync(vectors=False)
+        reference = files(oracles[0])
+        for o in oracles[1:]:
+            assert files(o) == reference
+        revisions = oracles[0].indexer.copy.revisions
+        heads = {p: h for p, h in revisions.heads().items() if not h.deleted}
+        assert set(heads) == set(reference)
+        assert set(oracles[0].store.file_states()) == set(reference)
+        kept = set().union(*(_tokens(t) for t in reference.values())) if reference else set()
+        for path in {p for p in revisions.heads()}:
+            for r in revisions.history(path):
+                text = revisions.revision_content(path, r.revision)
+                if text is not None:
+                    kept |= _tokens(text.decode("utf-8"))
+        assert seen <= kept, seen - kept
+    finally:
+        for o in oracles:
+            o.close()
