@@ -225,3 +225,34 @@ def test_any_sequence_converges_and_loses_no_text(tmp_path_factory: pytest.TempP
     finally:
         for o in oracles:
             o.close()
+
+
+# -- named tokens in the team store (item 4) ------------------------------------------------------------------
+def test_named_tokens_live_in_the_database_and_every_engine_sees_them(tmp_path: Path) -> None:
+    import time
+
+    from oracle_server.services.team import DB_TOKENS_SECONDS, TokenMissing, TokenStore, token_store
+
+    url = _pg.new_database()
+    old = TokenStore(tmp_path / "a")  # a data dir from before: its tokens.json is brought into the database once
+    carol = old.add("carol", "read")
+    a, b = token_store(url, tmp_path / "a"), token_store(url, tmp_path / "b")
+    try:
+        assert not (tmp_path / "a" / "tokens.json").exists()
+        alice = a.add("alice", "write")  # on machine A ...
+        assert b.identify(alice).name == "alice" and b.identify(alice).can_write  # ... works on B
+        assert b.identify(carol).name == "carol" and not b.identify(carol).can_write
+        assert {e.name for e in b.entries()} == {"alice", "carol"}
+        b.revoke("alice")  # revoked on B: A refuses it within DB_TOKENS_SECONDS
+        deadline = time.monotonic() + DB_TOKENS_SECONDS + 5
+        while a.identify(alice) is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert a.identify(alice) is None
+        with pytest.raises(TokenMissing):
+            a.revoke("alice")
+        again = token_store(url, tmp_path / "a")  # the renamed file does not bring a revoked token back
+        assert {e.name for e in again.entries()} == {"carol"}
+        again.close()
+    finally:
+        a.close()
+        b.close()
