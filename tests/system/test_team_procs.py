@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,52 @@ def test_a_team_server_with_named_tokens(tmp_path: Path) -> None:
     finally:
         stop_process(proc)
     assert "Traceback" not in (tmp_path / "serve.log").read_text(encoding="utf-8", errors="replace")
+
+
+def test_named_tokens_in_the_team_store_work_on_every_engine(tmp_path: Path) -> None:
+    """Issue 38 item 4: with ORACLE_DATABASE_URL the tokens are the database's. `oracle token add` on machine A's
+    folder gives a token that machine B's engine accepts; a learning through B with it reaches A's folder with the
+    token's name in its history; `oracle token revoke` on B is refused by A's running engine within seconds."""
+    import _pg
+
+    url = _pg.new_database()
+    envs = {}
+    for who in ("a", "b"):
+        (tmp_path / who / "learnings").mkdir(parents=True)
+        envs[who] = clean_env(ORACLE_ROOT=str(tmp_path / who), ORACLE_DATA_DIR=str(tmp_path / f"{who}-data"),
+                              ORACLE_DATABASE_URL=url)
+    (tmp_path / "a" / "learnings" / "numbat.md").write_text("# Numbat diet\n\nTermites only.\n", encoding="utf-8")
+    done = oracle(envs["a"], "token", "add", "alice", "--write")
+    assert done.returncode == 0, done.stderr
+    alice = done.stdout.strip()
+    listed = json.loads(oracle(envs["b"], "token", "list", "--json").stdout)
+    assert [t["name"] for t in listed["tokens"]] == ["alice"] and "named_tokens" in listed["kept_in"]
+    procs = []
+    try:
+        pa, a_url = serve_http(envs["a"], tmp_path, tmp_path / "a.log", timeout=TIMEOUT)
+        procs.append(pa)
+        pb, b_url = serve_http(envs["b"], tmp_path, tmp_path / "b.log", timeout=TIMEOUT)
+        procs.append(pb)
+        auth = {"Authorization": f"Bearer {alice}"}
+        assert httpx.get(b_url + "/api/stats", timeout=TIMEOUT).status_code == 401  # team mode on B too
+        saved = httpx.post(b_url + "/api/learn", json={"pattern": "Numbats have 50 teeth.", "title": "Numbat teeth"},
+                           headers=auth, timeout=TIMEOUT)
+        assert saved.status_code == 201, saved.text
+        rel = saved.json()["file"]
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "a" / rel).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (tmp_path / "a" / rel).exists()
+        history = httpx.get(a_url + "/api/history", params={"file": rel}, headers=auth, timeout=TIMEOUT).json()
+        assert [r["author"] for r in history["revisions"]] == ["alice"]
+        assert (tmp_path / "b" / "learnings" / "numbat.md").exists()  # A's note in B's folder
+        assert oracle(envs["b"], "token", "revoke", "alice").returncode == 0
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if httpx.get(a_url + "/api/stats", headers=auth, timeout=TIMEOUT).status_code == 401:
+                break
+            time.sleep(0.2)
+        assert httpx.get(a_url + "/api/stats", headers=auth, timeout=TIMEOUT).status_code == 401
+    finally:
+        for proc in procs:
+            stop_process(proc)
