@@ -172,8 +172,10 @@ def test_named_tokens_in_the_team_store_work_on_every_engine(tmp_path: Path) -> 
     done = oracle(envs["a"], "token", "add", "alice", "--write")
     assert done.returncode == 0, done.stderr
     alice = done.stdout.strip()
-    listed = json.loads(oracle(envs["b"], "token", "list", "--json").stdout)
-    assert [t["name"] for t in listed["tokens"]] == ["alice"] and "named_tokens" in listed["kept_in"]
+    assert oracle(envs["b"], "token", "add", "bob", "--read-only").returncode == 0  # (the last token revoked
+    # would turn team mode off on a loopback server: bob keeps it on)
+    listed = json.loads(oracle(envs["a"], "token", "list", "--json").stdout)
+    assert [t["name"] for t in listed["tokens"]] == ["alice", "bob"] and "named_tokens" in listed["kept_in"]
     procs = []
     try:
         pa, a_url = serve_http(envs["a"], tmp_path, tmp_path / "a.log", timeout=TIMEOUT)
