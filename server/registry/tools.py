@@ -367,10 +367,7 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         name="oracle_history",
-        description=(
-            "List a note's revisions in the team store (ORACLE_DATABASE_URL): who wrote each and when, deletions "
-            "included. Pass a revision number to oracle_restore to bring that text back."
-        ),
+        description="A note's revisions in the team store (ORACLE_DATABASE_URL): who wrote each, when, deletions.",
         returns="the note's revisions, oldest first, each with its hash, author, time and whether it is a deletion",
         request=m.HistoryRequest, result=m.HistoryResult,
         service=lambda o, r, c: history(o, r),
@@ -380,11 +377,7 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         name="oracle_restore",
-        description=(
-            "Bring back an earlier revision of a note (oracle_history lists them), a deleted note included: it "
-            "becomes the note's newest revision (the one it replaces stays in the history), is written into the "
-            "folder and indexed before this returns."
-        ),
+        description="Bring back a revision from oracle_history (a deleted note too) as the note's newest revision.",
         returns="the new revision's number and file_hash, and the note's sections as indexed now",
         request=m.RestoreRequest, result=m.RestoreResult,
         service=lambda o, r, c: restore(o, r, author=c.author),

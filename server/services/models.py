@@ -927,37 +927,43 @@ class ArchiveResult(BaseModel):
 class HistoryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    file: str = Field(min_length=1, max_length=1000, description="The note's path relative to the knowledge root.")
+    file: str = Field(min_length=1, max_length=1000, description="The note's path.")
 
 
 class RevisionEntry(BaseModel):
-    revision: int = Field(description="1 for the first; pass it to oracle_restore.")
-    file_hash: str | None = Field(description="The note's file_hash at this revision (none for a deletion).")
-    based_on: str | None = Field(default=None, description="The file_hash this revision was based on.")
-    deleted: bool = Field(description="A deletion (tombstone): the text before it is the revision before.")
-    author: str | None = Field(default=None, description="Who wrote it (a named token or a machine's ORACLE_AUTHOR).")
-    at: str = Field(description="When it reached the team store (UTC, ISO 8601).")
-    bytes: int | None = Field(default=None, description="Its size (none for a deletion).")
+    """One revision: its number (1 the first; oracle_restore takes it), the note's file_hash then (None for a
+    deletion, a tombstone), the hash it was based on, who wrote it (a named token or ORACLE_AUTHOR), when it
+    reached the team store (UTC, ISO 8601) and its size."""
+
+    revision: int
+    file_hash: str | None
+    based_on: str | None = None
+    deleted: bool
+    author: str | None = None
+    at: str
+    bytes: int | None = None
 
 
 class HistoryResult(BaseModel):
     file: NoteText
-    revisions: list[RevisionEntry] = Field(description="Oldest first; the last is the note's current revision.")
+    revisions: list[RevisionEntry]  # oldest first: the last is the note's current revision
 
 
 class RestoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    file: str = Field(min_length=1, max_length=1000, description="The note's path relative to the knowledge root.")
-    revision: int = Field(ge=1, description="The revision to bring back (oracle_history lists them).")
+    file: str = Field(min_length=1, max_length=1000, description="The note's path.")
+    revision: int = Field(ge=1, description="From oracle_history.")
 
 
 class RestoreResult(BaseModel):
+    """`restored`: the revision whose text came back; `revision`: the note's new one (a restore is a revision of
+    its own); `chunk_ids`: its sections as indexed before the call returned."""
+
     file: NoteText
-    restored: int = Field(description="The revision whose text was brought back.")
-    revision: int = Field(description="The note's new revision (the restore is a revision of its own).")
+    restored: int
+    revision: int
     file_hash: str
-    chunk_ids: list[str] = Field(description="The note's sections as indexed now.")
-    conflicts: list[NoteText] = Field(default_factory=list,
-                                      description="An unsynced edit here that was kept as a conflict copy.")
+    chunk_ids: list[str]
+    conflicts: list[NoteText] = Field(default_factory=list)  # an unsynced edit here, kept as a conflict copy
     author: str | None = None

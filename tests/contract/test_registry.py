@@ -318,6 +318,7 @@ def test_tools_list_stays_cheap_for_an_agents_context(oracle: Any) -> None:
 
     listed = mcp_session(oracle, work)
     text = json.dumps(listed, separators=(",", ":"))
-    assert len(text.encode()) < 31_000, len(text.encode())
+    # 31,000 until issue 38 added oracle_history and oracle_restore (1.9 KB together, descriptions kept short)
+    assert len(text.encode()) < 33_000, len(text.encode())
     assert '"type":[' not in text and '"title":"' not in text.replace('"title":"oracle', "")
     assert {t["name"] for t in listed["tools"]} == set(BY_NAME)
