@@ -332,14 +332,16 @@ class Indexer:
         if not root.is_dir():
             raise FileNotFoundError(f"knowledge root {root} does not exist or is not a folder (set ORACLE_ROOT)")
         live: set[str] | None = None
+        found = discover(root, self.settings.layout)
         if self.copy is not None:  # the folder and the database in step first; then the index follows both
             try:
-                copied = self.copy.reconcile(force=force)
+                copied = self.copy.reconcile(force=force, found=found)
             except CopyRefused as exc:
                 raise SyncRefused(str(exc)) from None
             report.take_copy(copied)
             live = copied.live
-        found = discover(root, self.settings.layout)
+            if copied.touched_folder:  # files written or deleted here: list the folder again
+                found = discover(root, self.settings.layout)
         report.unmapped = dict(sorted(found.unmapped.items()))
         report.aliases, report.excluded = found.aliases, dict(sorted(found.excluded.items()))
         report.warnings.extend(found.warnings)

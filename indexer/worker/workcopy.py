@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from oracle_indexer.config import Settings
-from oracle_indexer.notes.discover import discover, note_type, on_disk
+from oracle_indexer.notes.discover import Discovery, discover, note_type, on_disk
 from oracle_indexer.safe_write import SHARED, write_atomic
 from oracle_indexer.store.pg.revisions import Conflict, Head, Revisions
 from oracle_indexer.store.sqlite.workcopy import Base, CopyState
@@ -122,12 +122,13 @@ class WorkingCopy:
 
     # -- the one decision, for every path or a few --------------------------------------------------
     def reconcile(self, paths: Iterable[str] | None = None, *, author: str | None = None,
-                  force: bool = False) -> CopyReport:
+                  force: bool = False, found: Discovery | None = None) -> CopyReport:
         """Bring the folder and the database in step: every path (None: the whole folder, every head and every
-        base) or just `paths` (a file event, a learn, a notification). The caller holds the writer lock."""
+        base) or just `paths` (a file event, a learn, a notification). `found`: the folder as the caller has just
+        listed it (a sync lists it once). The caller holds the writer lock."""
         report = CopyReport()
         if paths is None:
-            found = discover(self.root, self.settings.layout)
+            found = found or discover(self.root, self.settings.layout)
             local = {f.rel: f.path for f in found.files}
             heads = self.revisions.heads()
             bases = self.state.bases()
