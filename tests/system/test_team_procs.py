@@ -69,6 +69,25 @@ def recent_writes_on_dashboard(url: str, token: str) -> list[str]:
             chromium.close()
 
 
+def team_tile_on_dashboard(url: str, token: str) -> str:
+    """The dashboard's *Team store* tile (conflict copies) in a real Chromium given `token`."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = chromium.new_context(viewport={"width": 1280, "height": 800}, service_workers="block").new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(url + "/", wait_until="load")
+            page.fill("#token-input", token)
+            page.press("#token-input", "Enter")
+            page.wait_for_selector("body[data-ready='1']")
+            page.wait_for_selector("#tile-team:not([hidden])")
+            return page.text_content("[data-stat='working_copy.conflicts']") or ""
+        finally:
+            chromium.close()
+
+
 def test_a_team_server_with_named_tokens(tmp_path: Path) -> None:
     root, data = tmp_path / "root", tmp_path / "data"
     (root / "learnings").mkdir(parents=True)
@@ -176,6 +195,15 @@ def test_named_tokens_in_the_team_store_work_on_every_engine(tmp_path: Path) -> 
     # would turn team mode off on a loopback server: bob keeps it on)
     listed = json.loads(oracle(envs["a"], "token", "list", "--json").stdout)
     assert [t["name"] for t in listed["tokens"]] == ["alice", "bob"] and "named_tokens" in listed["kept_in"]
+    # a conflict first (both folders edit the note between syncs): the dashboard's team tile reports it
+    numbat = "learnings/numbat.md"
+    for who in ("a", "b"):
+        assert oracle(envs[who], "index").returncode == 0
+    for who in ("a", "b"):
+        with open(tmp_path / who / numbat, "a", encoding="utf-8") as handle:
+            handle.write(f"\nEdited on {who}.\n")
+    assert oracle(envs["a"], "index").returncode == 0
+    assert "1 conflicts" in oracle(envs["b"], "index").stdout
     procs = []
     try:
         pa, a_url = serve_http(envs["a"], tmp_path, tmp_path / "a.log", timeout=TIMEOUT)
@@ -195,6 +223,8 @@ def test_named_tokens_in_the_team_store_work_on_every_engine(tmp_path: Path) -> 
         history = httpx.get(a_url + "/api/history", params={"file": rel}, headers=auth, timeout=TIMEOUT).json()
         assert [r["author"] for r in history["revisions"]] == ["alice"]
         assert (tmp_path / "b" / "learnings" / "numbat.md").exists()  # A's note in B's folder
+        if CHROMIUM.exists():
+            assert team_tile_on_dashboard(a_url, alice).startswith("1 conflict")
         assert oracle(envs["b"], "token", "revoke", "alice").returncode == 0
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
