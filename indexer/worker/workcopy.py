@@ -38,11 +38,12 @@ from typing import Any
 from oracle_indexer.config import Settings
 from oracle_indexer.notes.discover import Discovery, discover, note_type, on_disk
 from oracle_indexer.safe_write import SHARED, write_atomic
-from oracle_indexer.store.pg.revisions import Conflict, Head, Revisions
+from oracle_indexer.store.pg.revisions import Commit, Conflict, Head, Revisions
 from oracle_indexer.store.sqlite.workcopy import Base, CopyState
 
 GUARD_MIN = 3  # a copy with fewer synced files than this is not guarded against mass deletion
 RETRIES = 3  # a commit that lost a race is decided again this often before it waits for the next sync
+PUSH_BATCH = 200  # revisions sent in one transaction (a first sync of a big folder)
 
 
 class CopyRefused(RuntimeError):
@@ -107,6 +108,7 @@ class WorkingCopy:
             self.state.set_meta("machine", machine)
         self.machine = machine
         self.author = settings.author or _login()
+        self._queue: list[tuple[Commit, Base]] = []  # revisions decided, not sent yet (one reconcile's)
 
     def close(self) -> None:
         self.state.close()
@@ -127,6 +129,7 @@ class WorkingCopy:
         base) or just `paths` (a file event, a learn, a notification). `found`: the folder as the caller has just
         listed it (a sync lists it once). The caller holds the writer lock."""
         report = CopyReport()
+        self._queue = []
         if paths is None:
             found = found or discover(self.root, self.settings.layout)
             local = {f.rel: f.path for f in found.files}
@@ -167,6 +170,7 @@ class WorkingCopy:
                     heads[rel] = self.revisions.heads([rel]).get(rel)  # type: ignore[assignment]
             else:
                 report.warnings.append(f"{rel}: another engine kept changing it; left for the next sync")
+        self._send(report, changed)
         if pending:
             contents = self.revisions.head_contents([h for _, h, _ in pending])
             for rel, head, mine in pending:
@@ -266,11 +270,33 @@ class WorkingCopy:
 
     def _push(self, rel: str, data: bytes, mine: str, *, expect: str | None | bool, base: str | None,
               author: str | None, report: CopyReport, changed: dict[str, Base | None]) -> None:
+        """Queue a revision from the folder (sent by `_send`, PUSH_BATCH at a time)."""
         st = on_disk(self.root, rel).stat()
-        self._commit(rel, data, expect=expect, base=base, author=author, digest_=mine)
-        changed[rel] = Base(mine, st.st_mtime_ns, st.st_size)
-        report.pushed.append(rel)
-        report.live.add(rel)
+        self._queue.append((Commit(rel, data, mine, expect, base, author or self.author),
+                            Base(mine, st.st_mtime_ns, st.st_size)))
+
+    def _send(self, report: CopyReport, changed: dict[str, Base | None]) -> None:
+        """The queued revisions, PUSH_BATCH to a transaction; a batch that meets a moved head is sent one by one,
+        and a revision whose head moved is left for the next sync (its base unchanged, so that sync decides
+        again: a push or a conflict copy, never an overwrite)."""
+        queue, self._queue = self._queue, []
+        for start in range(0, len(queue), PUSH_BATCH):
+            batch = queue[start:start + PUSH_BATCH]
+            try:
+                self.revisions.commit_many([c for c, _ in batch], self.machine)
+                sent = batch
+            except Conflict:
+                sent = []
+                for item in batch:
+                    try:
+                        self.revisions.commit_many([item[0]], self.machine)
+                        sent.append(item)
+                    except Conflict:
+                        report.warnings.append(f"{item[0].path}: changed elsewhere meanwhile; decided at the next sync")
+            for commit, base in sent:
+                changed[commit.path] = base
+                report.pushed.append(commit.path)
+                report.live.add(commit.path)
 
     def _commit(self, rel: str, data: bytes | None, *, expect: str | None | bool, base: str | None,
                 author: str | None, digest_: str | None = None) -> Head:

@@ -173,9 +173,9 @@ def test_a_learning_through_one_engine_reaches_the_other_engines_folder(tmp_path
 
 
 def test_a_sync_killed_mid_push_converges_at_the_next(tmp_path: Path) -> None:
-    """`oracle index` killed (SIGKILL) while it sends a 300-note folder up: the next run goes on from there (each
-    revision is its own transaction; a file already sent is recognised by its hash), and a second folder then
-    pulls exactly those 300 notes: no note lost, none doubled, no conflict copy."""
+    """`oracle index` killed (SIGKILL) while it sends a 1,000-note folder up (200 revisions a transaction) or indexes
+    it: the next run goes on from there (a file already sent is recognised by its hash), and a second folder then
+    pulls exactly those notes: no note lost, none doubled, no conflict copy."""
     import signal
     import subprocess
 
@@ -184,7 +184,7 @@ def test_a_sync_killed_mid_push_converges_at_the_next(tmp_path: Path) -> None:
     from _procs import oracle_cmd
 
     url = _pg.new_database()
-    a = _folder(tmp_path / "a", {f"learnings/n{n:03d}.md": f"# Note {n}\n\nThe text of note {n}.\n" for n in range(300)})
+    a = _folder(tmp_path / "a", {f"learnings/n{n:03d}.md": f"# Note {n}\n\nThe text of note {n}.\n" for n in range(1000)})
     (tmp_path / "b" / "learnings").mkdir(parents=True)
     base = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
     base.update(PYTHONIOENCODING="utf-8", ORACLE_ENGINE="0", ORACLE_DATABASE_URL=url)
@@ -200,19 +200,19 @@ def test_a_sync_killed_mid_push_converges_at_the_next(tmp_path: Path) -> None:
 
     proc = subprocess.Popen([*oracle_cmd(), "index"], env=env_a, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while heads() < 20 and time.monotonic() < deadline and proc.poll() is None:
+    while heads() < 200 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
     sent = heads()
     assert 0 < sent, sent
-    print(f"killed after {sent} of 300 notes were sent")
+    print(f"killed after {sent} of 1000 notes were sent")
     for env in (env_a, env_b):
         done = subprocess.run([*oracle_cmd(), "index"], env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "conflict:" not in done.stdout and "0 conflicts" in done.stdout, done.stdout
-    assert heads() == 300
-    assert _notes(a) == _notes(tmp_path / "b") and len(_notes(a)) == 300
+    assert heads() == 1000
+    assert _notes(a) == _notes(tmp_path / "b") and len(_notes(a)) == 1000
     with psycopg.connect(url, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 300
-        assert conn.execute("SELECT count(*), count(DISTINCT path) FROM note_revisions").fetchone() == (300, 300)
+        assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 1000
+        assert conn.execute("SELECT count(*), count(DISTINCT path) FROM note_revisions").fetchone() == (1000, 1000)
