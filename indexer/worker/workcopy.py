@@ -237,8 +237,12 @@ class WorkingCopy:
             return
         if mine is not None:
             who = author or self.author
-            copy = conflict_name(rel, who, dt.datetime.now(dt.timezone.utc).date(), taken)
-            taken.add(copy)
+            day = dt.datetime.now(dt.timezone.utc).date()
+            while True:  # a name no file here, no note of the team and no path of this run has (never overwrite)
+                copy = conflict_name(rel, who, day, taken)
+                taken.add(copy)
+                if not on_disk(self.root, copy).exists() and not self.revisions.heads([copy]):
+                    break
             copy_path = on_disk(self.root, copy)
             write_atomic(copy_path, mine, SHARED)
             st = copy_path.stat()

@@ -256,3 +256,23 @@ def test_named_tokens_live_in_the_database_and_every_engine_sees_them(tmp_path: 
     finally:
         a.close()
         b.close()
+
+
+def test_a_second_conflict_on_the_same_day_gets_a_name_of_its_own(pair) -> None:
+    """Two conflicts on one note on one day, the second found by a file event (sync_paths, which looks at one
+    path): the first conflict copy is never overwritten."""
+    a, b = pair
+    sync(a), sync(b), sync(a)
+    copies = []
+    for round_ in ("one", "two"):
+        (a.settings.root / "learnings/shared.md").write_text(SHARED + f"\nAlice {round_}: toucan{round_}.\n")
+        (b.settings.root / "learnings/shared.md").write_text(SHARED + f"\nBob {round_}: ibis{round_}.\n")
+        a.indexer.sync_paths(["learnings/shared.md"], embed_limit=0)
+        report = b.indexer.sync_paths(["learnings/shared.md"], embed_limit=0)
+        assert len(report.conflicts) == 1
+        copies.append(report.conflicts[0].split(" -> ")[1])
+    assert copies[0] != copies[1] and copies[1].endswith(" 2).md")
+    texts = files(b)
+    assert "ibisone" in texts[copies[0]] and "ibistwo" in texts[copies[1]]
+    sync(a)
+    assert files(a) == files(b)
