@@ -482,9 +482,11 @@ class Indexer:
             raise LookupError("history and restore need the team store (ORACLE_DATABASE_URL): without it the"
                               " folder is the only copy, and its history is your version control's")
         with self.lock:
-            self._sync_paths_keyword([rel], author, set())  # an edit here goes up (or aside) first
+            first = self._sync_paths_keyword([rel], author, set())  # an edit here goes up (or aside) first
             self.copy.restore(rel, revision, author)
-        return self.sync_paths([rel], embed_limit=None, author=author)
+        report = self.sync_paths([rel], embed_limit=None, author=author)
+        report.conflicts = first.conflicts + report.conflicts
+        return report
 
     def _sync_paths_keyword(self, rels: list[str], author: str | None = None,
                             touched: set[str] | None = None) -> SyncReport:
