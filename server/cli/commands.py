@@ -389,9 +389,11 @@ def cmd_token(args: argparse.Namespace) -> int:
     root = locate.resolve_root(args.root)
     data_dir = Path(locate.resolve_data_dir(args.data_dir, root))
     try:  # with the team store the tokens are the database's, shared by every engine (docs/team.md)
-        from oracle_indexer.config import Settings
+        url = os.environ.get("ORACLE_DATABASE_URL", "").strip() or None
+        if url is None and Path(root).is_dir():  # or the root's oracle.toml ([database] url); no root needed
+            from oracle_indexer.config import Settings
 
-        url = Settings.from_env(root=Path(root), data_dir=data_dir).database_url
+            url = Settings.from_env(root=Path(root), data_dir=data_dir).database_url
         store = token_store(url, data_dir)
     except Exception as exc:  # noqa: BLE001 - a bad URL, the database away: say which, change nothing
         return _print_error(5, f"token {args.action}: {exc}")

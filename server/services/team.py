@@ -245,13 +245,14 @@ class PgTokenStore(TokenStore):
         migrate(self.db)
         self._read_at = -1e9
         self._entries: tuple[TokenEntry, ...] = ()
-        self._import_file()
 
     def close(self) -> None:
         self.db.release()
 
     def _import_file(self) -> None:
-        """tokens.json of this data dir (from before tokens lived in the database), brought in once."""
+        """tokens.json of this data dir (from before tokens lived in the database), brought in once. Looked for
+        at every read (a stat): one that cannot be parsed is a TokenError at every request (503), as it is
+        without the team store, until it is fixed or removed; never "no tokens"."""
         from oracle_indexer.store.pg import named_tokens
 
         if not self.path.exists():
@@ -261,6 +262,7 @@ class PgTokenStore(TokenStore):
         os.replace(self.path, self.path.with_name(self.path.name + IMPORTED_SUFFIX))
 
     def entries(self) -> tuple[TokenEntry, ...]:
+        self._import_file()
         with self._cache_lock:
             if time.monotonic() - self._read_at < DB_TOKENS_SECONDS:
                 return self._entries
@@ -277,6 +279,7 @@ class PgTokenStore(TokenStore):
     def add(self, name: str, access: Access, now: dt.datetime | None = None) -> str:
         from oracle_indexer.store.pg import named_tokens
 
+        self._import_file()
         check_name(name)
         if access not in ("read", "write"):
             raise TokenError("access must be read or write")
@@ -292,6 +295,7 @@ class PgTokenStore(TokenStore):
     def revoke(self, name: str) -> TokenEntry:
         from oracle_indexer.store.pg import named_tokens
 
+        self._import_file()
         row = named_tokens.delete(self.db, name)
         self._read_at = -1e9
         if row is None:

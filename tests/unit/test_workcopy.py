@@ -238,6 +238,7 @@ def test_named_tokens_live_in_the_database_and_every_engine_sees_them(tmp_path: 
     carol = old.add("carol", "read")
     a, b = token_store(url, tmp_path / "a"), token_store(url, tmp_path / "b")
     try:
+        assert {e.name for e in a.entries()} == {"carol"}  # brought in at the first read
         assert not (tmp_path / "a" / "tokens.json").exists()
         alice = a.add("alice", "write")  # on machine A ...
         assert b.identify(alice).name == "alice" and b.identify(alice).can_write  # ... works on B
