@@ -1,10 +1,10 @@
-# Oracle: `make install` (idempotent), `make run`, `make test` (every tier), `make test-fast`, `make bench`.
+# Oracle: `make install` (idempotent), `make run`, `make test` (every tier), `make test-fast`, `make typecheck`, `make bench`.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock browser node-tools bundle run test test-fast test-system bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean docs
+.PHONY: install lock browser node-tools bundle run test test-fast typecheck test-system bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean docs
 
 # After the packages: mcp.json and .mcp.json naming this checkout's oracle by its absolute path
 # (server/mcp/client_config.py), and the MCP SDK's handshake answers recorded once in the user's cache folder (server/mcp/warm.py),
@@ -78,6 +78,12 @@ test: install browser node-tools
 # to run while editing (on the same two workers as the full suite).
 test-fast: install
 	$(BIN)/python -m pytest -q $(XDIST) -m "not slow" --hypothesis-profile=fast tests/unit tests/contract
+
+# mypy over server/ and indexer/ as pyproject.toml's [tool.mypy] sets it (tests/contract/test_types.py runs the same
+# in `make test`): the folders install under other names, so mypy reads them through benchmarks/trees.py's shim.
+typecheck: install
+	@$(BIN)/python benchmarks/trees.py . >/dev/null
+	$(BIN)/python -m mypy
 
 # docs/tools.md from the registry (tests/contract/test_docs.py fails when it is out of date)
 docs: install

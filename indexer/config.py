@@ -9,6 +9,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from oracle_indexer import locate
 from oracle_indexer.rootconfig import BUILTIN_FOLDER_TYPES, DOC_TYPES, ConfigError, Layout, load_layout
@@ -161,7 +162,7 @@ class Settings:
         return self.data_dir / "chroma"
 
     @classmethod
-    def from_env(cls, **overrides: object) -> "Settings":
+    def from_env(cls, **overrides: Any) -> "Settings":  # any field of Settings, by name
         env = os.environ
         source = "--root" if overrides.get("root") else "ORACLE_ROOT"
         given = overrides.pop("root", None) or env.get("ORACLE_ROOT")
@@ -203,9 +204,10 @@ class Settings:
             if not exact_text.isdigit():
                 raise ConfigError(f"ORACLE_EXACT_LIMIT={exact_text!r} is not a whole number (0: always Chroma's HNSW)")
             overrides["exact_limit"] = int(exact_text)
-        retention = {name: _whole(env, var, default) for name, var, default in (
-            ("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
-            ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)) if name not in overrides}
+        for name, var, default in (("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
+                                   ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)):
+            if name not in overrides:
+                overrides[name] = _whole(env, var, default)
         database_url = str(overrides.pop("database_url", None) or env.get("ORACLE_DATABASE_URL")
                            or layout.database_url or "").strip() or None
         if database_url and not database_url.startswith(("postgresql://", "postgres://")):
@@ -227,6 +229,5 @@ class Settings:
             multilingual=multilingual,
             embedding_model=embedding_model,
             rerank_model=rerank_model,
-            **retention,  # type: ignore[arg-type]
-            **overrides,  # type: ignore[arg-type]
+            **overrides,
         )

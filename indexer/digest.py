@@ -11,15 +11,20 @@ come from `os.urandom`, as `secrets` takes them. Only the modules on the relay's
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
 from _operator import _compare_digest as compare_digest  # constant time, as hmac.compare_digest
 
-try:
-    from _sha2 import sha256  # CPython 3.12+
-except ImportError:
+if TYPE_CHECKING:  # the type checker knows hashlib's; the C modules below have the same interface
+    from hashlib import sha256
+else:
     try:
-        from _sha256 import sha256  # CPython 3.11
-    except ImportError:  # a Python built without its own SHA-256 uses OpenSSL's
-        from hashlib import sha256
+        from _sha2 import sha256  # CPython 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # CPython 3.11
+        except ImportError:  # a Python built without its own SHA-256 uses OpenSSL's
+            from hashlib import sha256
 
 BLOCK = 64  # SHA-256's block size in bytes (RFC 2104's B)
 _INNER = bytes(x ^ 0x36 for x in range(256))

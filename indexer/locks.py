@@ -14,6 +14,14 @@ import threading
 from pathlib import Path
 
 
+class WriterLockBusy(RuntimeError):
+    """The writer lock stayed held by someone else for the whole wait (the PostgreSQL store's lock,
+    indexer/store/pg/store.py PgWriterLock); nothing was written. The message says who holds it, since when,
+    and what to do."""
+
+    error_kind = "unavailable"  # what it means to a caller (server/services/errors.py: classify): retry later
+
+
 class WriterLock:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

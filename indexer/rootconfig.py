@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple, TypeVar
 
 from oracle_indexer.notes.fields import FrontmatterSchema
 from oracle_indexer.notes.freshness import FreshnessPolicy
 from oracle_indexer.models.rerank import RerankPolicy
+
+T = TypeVar("T")
 
 CONFIG_NAME = "oracle.toml"
 DOC_TYPES = ("principle", "learning", "retro")
@@ -333,135 +337,166 @@ def parse_env_folder_types(spec: str) -> list[tuple[str, bool, str]]:
 def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None) -> Layout:
     """The layout for `root`: built-in names, then `root/oracle.toml`, then the environment."""
     env = os.environ if env is None else env
-    path = root / CONFIG_NAME
-    folders: list[FolderKey] = [FolderKey(k, v, "built-in") for k, v in BUILTIN_FOLDER_TYPES.items()]
-    default_type: str | None = None
-    default_origin = ""
-    include: tuple[Glob, ...] = ()
-    exclude: tuple[Glob, ...] = ()
-    use_gitignore = True
-    source: Path | None = None
-    embedding_model: str | None = None
-    query_prefix: str | None = None
-    passage_prefix: str | None = None
-    freshness = FreshnessPolicy()
-    rerank = RerankPolicy()
-    frontmatter = FrontmatterSchema()
-    database_url: str | None = None
-    if path.is_symlink():  # a repository could point it at any file of the person indexing; `oracle init` refuses it too
-        raise ConfigError(f"{path} is a symlink; oracle.toml must be a regular file in the root (replace the link with"
-                          " a copy)")
-    if path.is_file():
-        import tomllib  # only when there is a file to read: the CLI's fast path stays light
-
-        source = path
-        try:
-            text = path.read_text(encoding="utf-8")
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot read: {exc}") from None
-        for key in data:
-            if key not in _TOP_KEYS:
-                raise ConfigError(f"{_where(path, text, key, None)}: unknown section or key {key!r}; "
-                                  f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}), [types],"
-                                  f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))}), [freshness], [frontmatter],"
-                                  " [database] (url) and [rerank] (model, top, weight)")
-        index = data.get("index", {})
-        if not isinstance(index, dict):
-            raise ConfigError(f"{_where(path, text, 'index', None)}: `index` must be a table ([index])")
-        for key, value in index.items():
-            where = _where(path, text, key, "index")
-            if key not in _INDEX_KEYS:
-                raise ConfigError(f"{where}: unknown key {key!r} in [index]; known keys: {', '.join(sorted(_INDEX_KEYS))}")
-            if key == "default_type":
-                if value in ("", "none"):
-                    continue
-                default_type, default_origin = _check_type(value, where, "default_type"), where
-            elif key == "include":
-                include = _globs(value, where, "include")
-            elif key == "exclude":
-                exclude = _globs(value, where, "exclude")
-            elif key == "gitignore":
-                if not isinstance(value, bool):
-                    raise ConfigError(f"{where}: gitignore must be true or false")
-                use_gitignore = value
-        embedding = data.get("embedding", {})
-        if not isinstance(embedding, dict):
-            raise ConfigError(f"{_where(path, text, 'embedding', None)}: `embedding` must be a table ([embedding])")
-        for key, value in embedding.items():
-            where = _where(path, text, key, "embedding")
-            if key not in _EMBEDDING_KEYS:
-                raise ConfigError(f"{where}: unknown key {key!r} in [embedding]; known keys:"
-                                  f" {', '.join(sorted(_EMBEDDING_KEYS))}")
-            if not isinstance(value, str) or (key == "model" and not value.strip()):
-                raise ConfigError(f"{where}: {key} must be a string" + (
-                    " (minilm, or a folder holding model.onnx and tokenizer.json)" if key == "model" else ""))
-            if key == "model":
-                embedding_model = value.strip()
-            elif key == "query_prefix":
-                query_prefix = value
-            else:
-                passage_prefix = value
-        types = data.get("types", {})
-        if not isinstance(types, dict):
-            raise ConfigError(f"{_where(path, text, 'types', None)}: `types` must be a table ([types])")
-        for raw, value in types.items():
-            where = _where(path, text, raw, "types")
-            if isinstance(value, dict):
-                raise ConfigError(f"{where}: [types] holds `\"folder/path\" = \"type\"` lines; quote keys"
-                                  f" with dots or slashes (\"{raw}.x\" made a table)")
-            key, is_path = _folder_key(raw, where, bare_is_name=False)
-            folders.append(FolderKey(key, _check_type(value, where, f"[types] {raw!r}"), where, is_path))
-        database = data.get("database", {})
-        if not isinstance(database, dict):
-            raise ConfigError(f"{_where(path, text, 'database', None)}: `database` must be a table ([database])")
-        for key, value in database.items():
-            where = _where(path, text, key, "database")
-            if key != "url":
-                raise ConfigError(f"{where}: unknown key {key!r} in [database]; known keys: url")
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(f"{where}: url must be a string: postgresql://USER:PASSWORD@HOST:5432/DATABASE")
-            database_url = value.strip()
-        if "rerank" in data:
-            try:
-                rerank = RerankPolicy.parse(data["rerank"], _where(path, text, "rerank", None))
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from None
-        if "freshness" in data:
-            try:
-                freshness = FreshnessPolicy.parse(data["freshness"], _where(path, text, "freshness", None))
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from None
-        if "frontmatter" in data:
-            try:
-                frontmatter = FrontmatterSchema.parse(data["frontmatter"], _where(path, text, "frontmatter", None),
-                                                      DOC_TYPES)
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from None
-    for key, is_path, doc_type in parse_env_folder_types(env.get("ORACLE_FOLDER_TYPES", "")):
-        folders.append(FolderKey(key, doc_type, "ORACLE_FOLDER_TYPES", is_path))
-    env_default = env.get("ORACLE_DEFAULT_TYPE")
-    if env_default is not None:
-        if env_default.strip() in ("", "none"):
-            default_type, default_origin = None, ""
-        else:
-            default_type = _check_type(env_default.strip(), "ORACLE_DEFAULT_TYPE", "ORACLE_DEFAULT_TYPE")
-            default_origin = "ORACLE_DEFAULT_TYPE"
+    config = _read_config(root / CONFIG_NAME)
+    index = _index_table(config)
+    embedding = _embedding_table(config)
+    folders = [*(FolderKey(k, v, "built-in") for k, v in BUILTIN_FOLDER_TYPES.items()), *_types_table(config)]
+    database_url = _database_table(config)
+    rerank = config.policy("rerank", RerankPolicy.parse, RerankPolicy())
+    freshness = config.policy("freshness", FreshnessPolicy.parse, FreshnessPolicy())
+    frontmatter = config.policy("frontmatter", lambda value, where: FrontmatterSchema.parse(value, where, DOC_TYPES),
+                                FrontmatterSchema())
+    folders += [FolderKey(key, doc_type, "ORACLE_FOLDER_TYPES", is_path)
+                for key, is_path, doc_type in parse_env_folder_types(env.get("ORACLE_FOLDER_TYPES", ""))]
+    default_type, default_origin = _default_type(env, index.default_type, index.default_origin)
     return Layout(
         folders=tuple(folders),
         default_type=default_type,
         default_origin=default_origin,
-        include=include,
-        exclude=exclude,
-        gitignore=read_gitignore(root) if use_gitignore else (),
-        source=source,
-        embedding_model=embedding_model,
-        query_prefix=query_prefix,
-        passage_prefix=passage_prefix,
+        include=index.include,
+        exclude=index.exclude,
+        gitignore=read_gitignore(root) if index.gitignore else (),
+        source=config.path if config.found else None,
+        embedding_model=embedding.get("model"),
+        query_prefix=embedding.get("query_prefix"),
+        passage_prefix=embedding.get("passage_prefix"),
         freshness=freshness,
         rerank=rerank,
         frontmatter=frontmatter,
         database_url=database_url,
     )
+
+
+@dataclass(frozen=True)
+class _ConfigFile:
+    """oracle.toml as read (no tables when the root has none), with its text to name the line of a mistake."""
+
+    path: Path
+    found: bool = False
+    text: str = ""
+    data: dict = field(default_factory=dict)
+
+    def where(self, key: str, section: str | None = None) -> str:
+        return _where(self.path, self.text, key, section)
+
+    def table(self, name: str) -> dict:
+        value = self.data.get(name, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"{self.where(name)}: `{name}` must be a table ([{name}])")
+        return value
+
+    def policy(self, name: str, parse: Callable[[object, str], T], default: T) -> T:
+        """A table that parses itself (`parse` raises ValueError naming the line), or `default` without it."""
+        if name not in self.data:
+            return default
+        try:
+            return parse(self.data[name], self.where(name))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+
+def _read_config(path: Path) -> _ConfigFile:
+    """`root/oracle.toml`, parsed, its top-level keys checked."""
+    if path.is_symlink():  # a repository could point it at any file of the person indexing; `oracle init` refuses it too
+        raise ConfigError(f"{path} is a symlink; oracle.toml must be a regular file in the root (replace the link with"
+                          " a copy)")
+    if not path.is_file():
+        return _ConfigFile(path)
+    import tomllib  # only when there is a file to read: the CLI's fast path stays light
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        config = _ConfigFile(path, True, text, tomllib.loads(text))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    for key in config.data:
+        if key not in _TOP_KEYS:
+            raise ConfigError(f"{config.where(key)}: unknown section or key {key!r}; "
+                              f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}), [types],"
+                              f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))}), [freshness], [frontmatter],"
+                              " [database] (url) and [rerank] (model, top, weight)")
+    return config
+
+
+class _Index(NamedTuple):
+    default_type: str | None = None
+    default_origin: str = ""
+    include: tuple[Glob, ...] = ()
+    exclude: tuple[Glob, ...] = ()
+    gitignore: bool = True  # the root's .gitignore applies
+
+
+def _index_table(config: _ConfigFile) -> _Index:
+    """[index]: default_type, include, exclude, gitignore."""
+    index = _Index()
+    for key, value in config.table("index").items():
+        where = config.where(key, "index")
+        if key not in _INDEX_KEYS:
+            raise ConfigError(f"{where}: unknown key {key!r} in [index]; known keys: {', '.join(sorted(_INDEX_KEYS))}")
+        if key == "default_type":
+            if value in ("", "none"):
+                continue
+            index = index._replace(default_type=_check_type(value, where, "default_type"), default_origin=where)
+        elif key == "include":
+            index = index._replace(include=_globs(value, where, "include"))
+        elif key == "exclude":
+            index = index._replace(exclude=_globs(value, where, "exclude"))
+        elif key == "gitignore":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: gitignore must be true or false")
+            index = index._replace(gitignore=value)
+    return index
+
+
+def _embedding_table(config: _ConfigFile) -> dict[str, str]:
+    """[embedding]: model, query_prefix, passage_prefix, the ones set."""
+    out: dict[str, str] = {}
+    for key, value in config.table("embedding").items():
+        where = config.where(key, "embedding")
+        if key not in _EMBEDDING_KEYS:
+            raise ConfigError(f"{where}: unknown key {key!r} in [embedding]; known keys:"
+                              f" {', '.join(sorted(_EMBEDDING_KEYS))}")
+        if not isinstance(value, str) or (key == "model" and not value.strip()):
+            raise ConfigError(f"{where}: {key} must be a string" + (
+                " (minilm, or a folder holding model.onnx and tokenizer.json)" if key == "model" else ""))
+        out[key] = value.strip() if key == "model" else value
+    return out
+
+
+def _types_table(config: _ConfigFile) -> list[FolderKey]:
+    """[types]: `"folder/path" = "type"` lines."""
+    folders = []
+    for raw, value in config.table("types").items():
+        where = config.where(raw, "types")
+        if isinstance(value, dict):
+            raise ConfigError(f"{where}: [types] holds `\"folder/path\" = \"type\"` lines; quote keys"
+                              f" with dots or slashes (\"{raw}.x\" made a table)")
+        key, is_path = _folder_key(raw, where, bare_is_name=False)
+        folders.append(FolderKey(key, _check_type(value, where, f"[types] {raw!r}"), where, is_path))
+    return folders
+
+
+def _database_table(config: _ConfigFile) -> str | None:
+    """[database] url."""
+    url = None
+    for key, value in config.table("database").items():
+        where = config.where(key, "database")
+        if key != "url":
+            raise ConfigError(f"{where}: unknown key {key!r} in [database]; known keys: url")
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}: url must be a string: postgresql://USER:PASSWORD@HOST:5432/DATABASE")
+        url = value.strip()
+    return url
+
+
+def _default_type(env: dict[str, str] | os._Environ[str], default_type: str | None,
+                  origin: str) -> tuple[str | None, str]:
+    """ORACLE_DEFAULT_TYPE over oracle.toml's default_type: (type or None, where it was set)."""
+    env_default = env.get("ORACLE_DEFAULT_TYPE")
+    if env_default is None:
+        return default_type, origin
+    if env_default.strip() in ("", "none"):
+        return None, ""
+    return _check_type(env_default.strip(), "ORACLE_DEFAULT_TYPE", "ORACLE_DEFAULT_TYPE"), "ORACLE_DEFAULT_TYPE"

@@ -193,6 +193,7 @@ class _Graph:
             dims = next((list(i.dims) for i in self.graph.initializer if i.name == source), None)
             weight = self.producer.get(source)
         _require(dims is not None and len(dims) == 2 and dims[1] % head_size == 0, "projection: expected a matrix")
+        assert dims is not None  # _require raised otherwise
         return dims[1] // head_size
 
     def bias_gelu(self, mul: Any) -> tuple[str, list[Any]] | None:

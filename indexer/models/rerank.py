@@ -20,6 +20,10 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 DEFAULT_TOP = 20  # results the reranker reads: one model run per result is what it costs
 MAX_TOP = 100
@@ -103,8 +107,8 @@ class CrossEncoder:
     def __init__(self, spec: RerankSpec) -> None:
         self.spec = spec
         self._lock = threading.Lock()
-        self._session = None
-        self._tokenizer = None
+        self._session: Any = None  # an onnxruntime.InferenceSession (a package without types)
+        self._tokenizer: Tokenizer | None = None
         self._inputs: tuple[str, ...] = ()
         self._id: str | None = None
 
@@ -165,16 +169,17 @@ class CrossEncoder:
         self._load()
         import numpy as np
 
+        assert self._tokenizer is not None  # _load raised otherwise
         scores: list[float] = []
         for start in range(0, len(passages), BATCH):
             batch = passages[start : start + BATCH]
-            encodings = self._tokenizer.encode_batch([(query, p) for p in batch])  # type: ignore[union-attr]
+            encodings = self._tokenizer.encode_batch([(query, p) for p in batch])
             feed = {"input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
                     "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64)}
             if "token_type_ids" in self._inputs:
                 feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
             try:
-                outputs = self._session.run(None, feed)[0]  # type: ignore[union-attr]
+                outputs = self._session.run(None, feed)[0]
             except Exception as exc:
                 raise RerankUnavailable(f"the reranker failed: {exc}") from exc
             scores += pair_logits(np.asarray(outputs, dtype=np.float64), len(batch))

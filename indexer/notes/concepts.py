@@ -34,17 +34,16 @@ def tag_parts(text: str) -> list[str]:
     `;`, trimmed, a leading '#' dropped (Obsidian style), inner whitespace collapsed, lower-cased, empty
     parts dropped. The one rule for frontmatter, search filters and learn requests alike (a learn request
     refuses an over-long tag instead of cutting it, so the cut is separate)."""
-    out = []
-    for part in _TAG_SPLIT.split(text):
-        tag = " ".join(part.strip().lstrip("#").split()).lower()
-        if tag:
-            out.append(tag)
-    return out
+    return [tag for tag in map(_normal_form, _TAG_SPLIT.split(text)) if tag]
+
+
+def _normal_form(part: str) -> str:
+    return " ".join(part.strip().lstrip("#").split()).lower()
 
 
 def normalise_tag(tag: str) -> str:
-    """One tag as stored: `tag_parts`' normalisation of a single part, cut to MAX_TAG_CHARS."""
-    return " ".join(tag.strip().lstrip("#").split()).lower()[:MAX_TAG_CHARS]
+    """One tag as stored: `tag_parts`' normalisation of a single part, cut to MAX_TAG_CHARS ("" for none)."""
+    return _normal_form(tag)[:MAX_TAG_CHARS].rstrip()
 
 
 def normalise_tags(value: object) -> list[str]:
@@ -58,8 +57,8 @@ def normalise_tags(value: object) -> list[str]:
     for item in items:
         if isinstance(item, (dict, list)):
             continue
-        for part in tag_parts(str(item)):
-            out[part[:MAX_TAG_CHARS].rstrip()] = None
+        for part in _TAG_SPLIT.split(str(item)):
+            out[normalise_tag(part)] = None
     return [t for t in out if t]
 
 

@@ -14,8 +14,9 @@ A `where` filter names fields and says, for each, what the note must hold (every
     {"reviewed": {"after": "2026-01-01", "before": "2026-07-01"}}   a date strictly between
     {"status": {"in": ["draft"], "exists": true}}      the operator form; eq and in are the same test
 
-A list field holding `*` (`industries: ["*"]`, as in the pipeline Oracle learnt this from) matches every
-value an equals or any-of filter asks for: the note applies to every industry. A scalar `*` is only a string.
+Only the filter may use a wildcard: `{"industries": "*"}` (or `*` among the values of an any-of) asks for any
+value, as `{"exists": true}` does. A `*` in a note's own values is a literal, never a wildcard: a note holding
+`status: ["*"]` was kept by every `where status=...` filter (issue 39), so a note could claim any status.
 The matching rule lives here once (`matches`, `select_notes`); the stores only store and fetch rows.
 """
 
@@ -51,7 +52,7 @@ class FieldValue:
     field: str
     value: str  # as written (a date as YYYY-MM-DD, true/false, numbers as YAML read them)
     key: str  # what filters compare: value_key(value)
-    is_list: bool  # the field is a list (only a list's `*` is a wildcard)
+    is_list: bool  # the field is a list
 
 
 def value_key(text: str) -> str:
@@ -120,8 +121,8 @@ def note_fields(meta: Mapping[str, object]) -> tuple[list[FieldValue], list[str]
 # -- where filters ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FieldCondition:
-    """What one field must hold. Every part given must hold: `any_of` (keys; a list field's `*` matches
-    any), `exists`, and a date strictly `after` / `before` (ISO days) held by one and the same value."""
+    """What one field must hold. Every part given must hold: `any_of` (keys; the filter's own `*` asks for
+    any value), `exists`, and a date strictly `after` / `before` (ISO days) held by one and the same value."""
 
     field: str
     any_of: tuple[str, ...] = ()
@@ -246,9 +247,8 @@ def matches(values: Sequence[FieldValue], condition: FieldCondition) -> bool:
         return not values
     if not values:
         return False
-    if condition.any_of:
-        wildcard = any(v.is_list and v.key == WILDCARD for v in values)
-        if not wildcard and not any(v.key in condition.any_of for v in values):
+    if condition.any_of and WILDCARD not in condition.any_of:  # the note's own `*` is a literal
+        if not any(v.key in condition.any_of for v in values):
             return False
     if condition.after or condition.before:
         days = [d.isoformat() for d in (parse_day(v.value) for v in values) if d is not None]

@@ -25,6 +25,11 @@ DEFAULT_TYPES = ("principle", "learning")  # `days = N` covers these; retrospect
 VERIFIED_KEY = "last_verified"
 REVIEW_KEY = "review_after"
 _ISO_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[T ].*)?$")
+MAX_WINDOW_DAYS = 100_000  # the longest window [freshness] days may give (FreshnessPolicy.parse)
+# The last day a window can be counted from: date + the longest window still a date. A later day (`date:
+# 9999-12-31`) is treated as absent for freshness, with a warning naming the note (issue 39: OverflowError made
+# stats, and every search or consult returning the note, fail).
+LAST_COUNTABLE_DAY = dt.date.max - dt.timedelta(days=MAX_WINDOW_DAYS)
 
 
 def parse_day(value: object) -> dt.date | None:
@@ -44,9 +49,15 @@ def parse_day(value: object) -> dt.date | None:
         return None
 
 
+def countable(day: dt.date | None) -> dt.date | None:
+    """`day` if a freshness window can be counted from it, else None (a day too far in the future)."""
+    return day if day is not None and day <= LAST_COUNTABLE_DAY else None
+
+
 def note_freshness_dates(meta: dict) -> tuple[str | None, str | None, list[str]]:
     """(last_verified, review_after) as ISO days from a note's frontmatter, and warnings for values that are
-    present but not dates (reported like other frontmatter problems, never silently ignored)."""
+    present but not dates (reported like other frontmatter problems, never silently ignored), and for a
+    `date` or `last_verified` too far in the future to count a window from (treated as absent for freshness)."""
     out: list[str | None] = []
     warnings: list[str] = []
     for key in (VERIFIED_KEY, REVIEW_KEY):
@@ -55,6 +66,11 @@ def note_freshness_dates(meta: dict) -> tuple[str | None, str | None, list[str]]
         if value not in (None, "") and day is None:
             warnings.append(f"{key}: {value!r} is not a date (YYYY-MM-DD); ignored")
         out.append(day.isoformat() if day else None)
+    for key in ("date", VERIFIED_KEY):
+        day = parse_day(meta.get(key))
+        if day is not None and countable(day) is None:
+            warnings.append(f"{key}: {day.isoformat()} is too far in the future to count a freshness window from;"
+                            " treated as absent for freshness")
     return out[0], out[1], warnings
 
 
@@ -85,7 +101,7 @@ class FreshnessPolicy:
             if doc_type not in FRESHNESS_TYPES:
                 raise ValueError(f"{where}: [freshness] days: {doc_type!r} is not a type; use one of "
                                  f"{', '.join(FRESHNESS_TYPES)}")
-            if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n > 100_000:
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n > MAX_WINDOW_DAYS:
                 raise ValueError(f"{where}: [freshness] days for {doc_type} must be a whole number of days"
                                  " (0 = no window)")
         return cls({k: v for k, v in sorted(per_type.items()) if v})
@@ -106,7 +122,7 @@ FRESH = Staleness(False, None)
 def staleness(doc_type: str, date: str | None, last_verified: str | None, review_after: str | None,
               policy: FreshnessPolicy, today: dt.date) -> Staleness:
     """The rule of the module docstring. All dates are ISO days (or None); `date` is the note's own date."""
-    verified = parse_day(last_verified)
+    verified = countable(parse_day(last_verified))  # a day too far ahead to count from is absent here
     review = parse_day(review_after)
     due: dt.date | None = None
     reason = None
@@ -114,7 +130,7 @@ def staleness(doc_type: str, date: str | None, last_verified: str | None, review
         due, reason = review, "review_after"
     else:
         window = policy.window(doc_type)
-        base = verified or parse_day(date)
+        base = verified or countable(parse_day(date))
         if window and base is not None:
             due, reason = base + dt.timedelta(days=window), "window"
     if due is None:

@@ -161,7 +161,7 @@ def split_frontmatter(text: str) -> tuple[dict, str, int, list[str]]:
             problem = _shape_problem(data)
             if problem:
                 return _recovered(raw, body, i + 1, problem)
-            return _text_keys(data), body, i + 1, []
+            return _text_keyed(data), body, i + 1, []
     return {}, text, 0, ["frontmatter opened with --- but never closed; treated as text"]
 
 
@@ -169,10 +169,14 @@ def _text_keys(node: object) -> object:
     """The same data with every mapping key a string: YAML reads `2024-01-01: x` with a date for a key,
     which JSON (an API response) cannot carry. Depth is already bounded by `_shape_problem`."""
     if isinstance(node, dict):
-        return {k if isinstance(k, str) else str(k): _text_keys(v) for k, v in node.items()}
+        return _text_keyed(node)
     if isinstance(node, list):
         return [_text_keys(v) for v in node]
     return node
+
+
+def _text_keyed(mapping: dict) -> dict:
+    return {k if isinstance(k, str) else str(k): _text_keys(v) for k, v in mapping.items()}
 
 
 def _recovered(raw: str, body: str, taken: int, problem: str) -> tuple[dict, str, int, list[str]]:
@@ -295,8 +299,9 @@ def lenient_frontmatter(raw: str) -> dict:
     last_key: str | None = None
     for line in raw.split("\n"):
         item = _LOOSE_ITEM.match(line)
-        if item and last_key is not None and isinstance(data.get(last_key), list):
-            data[last_key].append(_unquote(item.group(1)))  # type: ignore[union-attr]
+        listed = data.get(last_key) if last_key is not None else None
+        if item and isinstance(listed, list):
+            listed.append(_unquote(item.group(1)))
             continue
         match = _LOOSE_KEY.match(line)
         if not match:
@@ -457,7 +462,8 @@ def _fold_metadata(sections: list[_Section], lines: list[str]) -> tuple[list[_Se
             out[before].end = out[i].end
         else:
             after = next(j for j in range(i + 1, len(out)) if keep[j])
-            out[after].start = out[i].heading_line if out[i].heading_line is not None else out[i].start
+            heading_line = out[i].heading_line
+            out[after].start = heading_line if heading_line is not None else out[i].start
     return [s for s, k in zip(out, keep) if k], folded
 
 
@@ -568,9 +574,9 @@ def title_for(meta: dict, lines: list[str], file: str) -> str:
     if title:
         return title
     for _, level, text in find_headings(lines):
-        text = bare_title(text)
-        if level == 1 and text:  # "# ", "# ---" and "# # " are not titles
-            return text
+        heading = bare_title(text)
+        if level == 1 and heading:  # "# ", "# ---" and "# # " are not titles
+            return heading
     stem = file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return re.sub(r"[-_]+", " ", stem).strip() or stem
 

@@ -4,17 +4,19 @@ PostgreSQL (the whole store in one database, for a team: `ORACLE_DATABASE_URL` o
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from oracle_indexer.config import Settings
+from oracle_indexer.store.protocols import IndexStore, UsageLogs, VectorIndex, WriteLock
 
 if TYPE_CHECKING:
     from oracle_indexer.store.sqlite.exact import ExactVectors
-    from oracle_indexer.models.multilingual import MultilingualIndex
+    from oracle_indexer.store.sqlite.multilingual import MultilingualIndex
 
 
-def open_store(settings: Settings, *, check: bool = True) -> Any:
-    """The index: `Store` (SQLite) or `PgStore`; both offer the same reads and writes."""
+def open_store(settings: Settings, *, check: bool = True) -> IndexStore:
+    """The index: `Store` (SQLite) or `PgStore`; both keep the IndexStore contract (indexer/store/protocols.py),
+    as every `open_*` here checks statically by returning the Protocol."""
     if settings.database_url:
         from oracle_indexer.store.pg.store import PgStore
 
@@ -24,7 +26,7 @@ def open_store(settings: Settings, *, check: bool = True) -> Any:
     return Store(settings.db_path, check=check)
 
 
-def open_vectors(settings: Settings) -> Any:
+def open_vectors(settings: Settings) -> VectorIndex:
     """The vector leg: Chroma (embedded or ORACLE_CHROMA_URL) or, with the PostgreSQL store, pgvector."""
     if settings.database_url:
         from oracle_indexer.store.pg.vectors import PgVectorStore
@@ -35,7 +37,7 @@ def open_vectors(settings: Settings) -> Any:
     return VectorStore(settings.chroma_path, settings.chroma_url, settings.collection)
 
 
-def open_logs(settings: Settings, *, prune: bool = True) -> Any:
+def open_logs(settings: Settings, *, prune: bool = True) -> UsageLogs:
     """The usage logs: logs.db beside the SQLite index, or tables of the PostgreSQL store."""
     if settings.database_url:
         from oracle_indexer.store.pg.logs import PgLogs
@@ -46,32 +48,37 @@ def open_logs(settings: Settings, *, prune: bool = True) -> Any:
     return Logs(settings.data_dir / "logs.db", settings.log_retention_days, settings.log_max_rows, prune=prune)
 
 
-def open_exact(settings: Settings, store: Any) -> ExactVectors | None:
+def open_exact(settings: Settings, store: IndexStore) -> ExactVectors | None:
     """The exact vector leg of a small SQLite base (indexer/store/sqlite/exact.py); None for PostgreSQL (pgvector's own)."""
-    if getattr(store, "dialect", "sqlite") == "postgresql":
+    if store.dialect == "postgresql":
         return None
     from oracle_indexer.store.sqlite.exact import ExactVectors
 
     return ExactVectors(settings.db_path, settings.exact_limit)
 
 
-def open_multilingual(settings: Settings, store: Any, mode: str,
+def open_multilingual(settings: Settings, store: IndexStore, mode: str,
                       exact: ExactVectors | None = None) -> MultilingualIndex:
     """The multilingual vector cache, read from the store that holds it; with SQLite it takes its main-model
     rows from `exact`'s matrix when that one is loaded."""
-    if getattr(store, "dialect", "sqlite") == "postgresql":
+    if store.dialect == "postgresql":
         from oracle_indexer.store.pg.multilingual import PgMultilingualIndex
+        from oracle_indexer.store.pg.store import PgStore
 
+        assert isinstance(store, PgStore)
         return PgMultilingualIndex(store, mode)
-    from oracle_indexer.models.multilingual import MultilingualIndex
+    from oracle_indexer.store.sqlite.multilingual import MultilingualIndex
 
     return MultilingualIndex(settings.db_path, mode, exact=exact)
 
 
-def writer_lock(settings: Settings, store: Any) -> Any:
+def writer_lock(settings: Settings, store: IndexStore) -> WriteLock:
     """One writer at a time: a file lock in the data dir, or (PostgreSQL) an advisory lock in the database,
     which holds across machines."""
-    if getattr(store, "dialect", "sqlite") == "postgresql":
+    if store.dialect == "postgresql":
+        from oracle_indexer.store.pg.store import PgStore
+
+        assert isinstance(store, PgStore)
         return store.writer_lock()
     from oracle_indexer.locks import WriterLock
 

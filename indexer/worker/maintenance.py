@@ -46,16 +46,22 @@ set and the next writer, in any process, reconciles).
 from __future__ import annotations
 
 import gc
-import sqlite3
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from oracle_indexer.store.sqlite.logs import FLUSH_INTERVAL, Logs
+from oracle_indexer.store.protocols import SegmentedIndex, UsageLogs
+from oracle_indexer.store.sqlite.logs import FLUSH_INTERVAL
+from oracle_indexer.store.sqlite.schema import StoreError
 from oracle_indexer.worker.sync import Indexer, SyncRefused, SyncReport
 from oracle_indexer.store.sqlite.vectors import RETRY_SECONDS, VectorStoreUnavailable
+
+if TYPE_CHECKING:
+    from oracle_indexer.store.pg.listen import Listener
+    from oracle_indexer.worker.watch import FileEvents
 
 TICK_SECONDS = 0.15  # file events are debounced over DEBOUNCE_SECONDS (0.3 s); a tick is well inside that
 HEALTH_SECONDS = 30.0  # a healthy vector store is compared with the index this often
@@ -132,7 +138,7 @@ class Maintenance:
     def __init__(
         self,
         indexer: Indexer,
-        logs: Logs | None = None,
+        logs: UsageLogs | None = None,
         *,
         watch: bool = False,
         sync: bool = True,
@@ -156,8 +162,8 @@ class Maintenance:
         self.initial: SyncReport | None = None  # the initial sync's report, once it ran
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._events = None  # oracle_indexer.worker.watch.FileEvents while watching
-        self._listener = None  # oracle_indexer.store.pg.listen.Listener with the team store: other engines' commits
+        self._events: FileEvents | None = None  # while watching
+        self._listener: Listener | None = None  # with the team store: other engines' commits (job 2b)
         self._thread = threading.Thread(target=self._run, name="oracle-maintenance", daemon=True)
         # When each periodic job is next due (time.monotonic()).
         now = time.monotonic()
@@ -464,7 +470,7 @@ class Maintenance:
         from oracle_indexer.store.sqlite.keyword import MERGED_TABLES
 
         store = self.indexer.store
-        if not hasattr(store, "merge_segments"):  # the PostgreSQL store: no FTS5 segments
+        if not isinstance(store, SegmentedIndex):  # the PostgreSQL store: no FTS5 segments
             self._merge_at = float("inf")
             return
         self._merge_at = now + MERGE_CHECK_SECONDS
@@ -477,7 +483,7 @@ class Maintenance:
                         self._merge_at = now  # made way; the next tick goes on
                         self._more = True
                         return
-        except sqlite3.Error as exc:  # the write lock held past the busy timeout, a read-only file: next time
+        except StoreError as exc:  # the write lock held past the busy timeout, a read-only file: next time
             if not self._stop.is_set():
                 _say(f"oracle: merging the index's word tables failed: {exc}; trying again later")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import hashlib
-import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -26,8 +25,10 @@ from oracle_indexer.models.embed import Embedder, EmbeddingUnavailable
 from oracle_indexer.store.backends import open_exact, open_multilingual, open_store, open_vectors, writer_lock
 from oracle_indexer.models.multilingual import SLICE as ML_SLICE
 from oracle_indexer.notes.parse import ParsedFile, compose_embed_text, parse_markdown
-from oracle_indexer.store.sqlite import FileState, Store
-from oracle_indexer.store.sqlite.vectors import VectorStore, VectorStoreUnavailable
+from oracle_indexer.store.protocols import IndexStore, VectorIndex
+from oracle_indexer.store.rows import FileState
+from oracle_indexer.store.sqlite.schema import StoreError
+from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
 from oracle_indexer.worker.workcopy import CopyRefused, CopyReport, WorkingCopy
 
 FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batches
@@ -42,6 +43,8 @@ DELETE_GUARD_MIN = 3  # an index smaller than this many files is not guarded
 
 class SyncRefused(RuntimeError):
     """The run would remove more than half of the index; a mis-mounted root must not wipe it."""
+
+    error_kind = "invalid"  # what it means to a caller (server/services/errors.py: classify)
 
 
 @dataclass
@@ -135,8 +138,8 @@ class Indexer:
     def __init__(
         self,
         settings: Settings,
-        store: Store | None = None,
-        vectors: VectorStore | None = None,
+        store: IndexStore | None = None,
+        vectors: VectorIndex | None = None,
         embedder: Embedder | None = None,
     ) -> None:
         self.settings = settings
@@ -192,8 +195,7 @@ class Indexer:
             self.store.model_id = current
             return False
         if stored is None:
-            built = self.store.fetch("SELECT embed_key FROM documents LIMIT 1")
-            if not built:  # a new index
+            if not self.store.chunk_count():  # a new index
                 self.store.set_meta("embedding_model", current)
                 self.store.model_id = current
                 return False
@@ -382,12 +384,9 @@ class Indexer:
             except VectorStoreUnavailable as exc:
                 report.warnings.append(str(exc))
 
-        elif (self.settings.chroma_url is None and self.settings.database_url is None
-              and not self.settings.chroma_path.exists()):
-            # The embedded vector store was deleted: re-add every chunk from the embedding cache. (The PostgreSQL
-            # store keeps its vectors in the database and makes no such folder: that is not a loss.)
-            self.store.mark_all_out_of_vector()
-        elif self.settings.chroma_url is not None:
+        elif (lost := self.vectors.lost_while_closed()) == "all":
+            self.store.mark_all_out_of_vector()  # re-added from the embedding cache, not embedded again
+        elif lost == "some":
             self._requeue_lost_vectors()
 
         to_index: list[tuple[Found, FileState, str]] = []
@@ -457,7 +456,7 @@ class Indexer:
             return
         try:
             self.exact.refresh()
-        except sqlite3.Error:
+        except StoreError:
             pass
 
     def pull(self) -> SyncReport:
@@ -557,10 +556,10 @@ class Indexer:
                 self.store.touch_file(item.rel, st.st_mtime_ns, st.st_size)
             report.unchanged += 1
             return None
-        text, reason = decode_markdown(data, self.settings.max_file_bytes)
-        if reason is not None:
-            self._delete_vectors(self.store.record_skip(item.rel, reason), report)
-            report.skipped[item.rel] = reason
+        text, refused = decode_markdown(data, self.settings.max_file_bytes)
+        if refused is not None:
+            self._delete_vectors(self.store.record_skip(item.rel, refused), report)
+            report.skipped[item.rel] = refused
             return None
         assert text is not None
         return item, FileState(st.st_mtime_ns, st.st_size, digest), text
@@ -809,8 +808,4 @@ def cap_chunks(result: ParsedFile, cap: int) -> ParsedFile:
     warning = (f"{len(result.chunks)} chunks, more than ORACLE_MAX_CHUNKS_PER_FILE={cap}: only the first"
                f" {len(kept)} are indexed; split the note")
     return dataclasses.replace(result, chunks=kept, warnings=[*result.warnings, warning])
-
-
-def open_indexer(settings: Settings | None = None) -> Indexer:
-    return Indexer(settings or Settings.from_env())
 

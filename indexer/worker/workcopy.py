@@ -185,11 +185,11 @@ class WorkingCopy:
                 pending: list[tuple[str, Head, bytes | None]], taken: set[str]) -> None:
         """One path's case (see the module's table); pulls are queued in `pending` to read their texts at once."""
         live = head is not None and not head.deleted
-        h = head.hash if live else None
+        h = head.hash if head is not None and live else None
         if path is None:
-            if live:
+            if head is not None and live:
                 if base is None or h != base.hash:
-                    pending.append((rel, head, None))  # type: ignore[arg-type]
+                    pending.append((rel, head, None))
                     return
                 self._commit(rel, None, expect=h, base=base.hash, author=author)  # synced here, deleted here
                 report.tombstoned.append(rel)
@@ -199,7 +199,11 @@ class WorkingCopy:
         data, stat = self._read(path, base)
         if data is None and stat is None:  # vanished between the listing and now: the next sync sees it
             return
-        mine = base.hash if data is None else digest(data)
+        if data is None:  # the stat is the base's: the file is the base's text
+            assert base is not None
+            mine = base.hash
+        else:
+            mine = digest(data)
         if live and h == mine:
             report.live.add(rel)
             if base is None or base.hash != mine or (base.mtime_ns, base.size) != stat:

@@ -14,7 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oracle_indexer import locate
 from oracle_server.cli import spec as clispec
@@ -464,7 +464,7 @@ def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) 
 def _global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
     """--root, --data-dir and --local, before the command (`oracle --root X index`) or after it (`oracle index
     --root X`). After it, an option not given leaves the value given before it (SUPPRESS: no default)."""
-    default = {"default": argparse.SUPPRESS} if suppress else {}
+    default: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress else {}
     parser.add_argument("--root", help="knowledge root (default: ORACLE_ROOT or the bundled knowledge/)", **default)
     parser.add_argument("--data-dir", help="where the index lives (default: ORACLE_DATA_DIR)", **default)
     parser.add_argument("--local", action="store_true", **default,
@@ -474,7 +474,7 @@ def _global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
 class _Subcommands(argparse._SubParsersAction):
     """Every command accepts the global options too."""
 
-    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:  # type: ignore[override]
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
         parser = super().add_parser(name, **kwargs)
         _global_options(parser, suppress=True)
         return parser
@@ -584,14 +584,16 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
     """Run the command in this process; every failure a caller can act on is one line and its kind's exit
     code (server/services/errors.py), the same code the remote path gives for the server's HTTP status."""
     from oracle_server.services.app import Oracle
-
-    from oracle_indexer.store.pg.db import DatabaseUnavailable
+    from oracle_server.services.errors import classify
 
     # A server checks its index in the maintenance worker, off the way to the handshake (Store.verify).
     try:
         oracle = Oracle.open(settings, check=args.func is not cmd_serve)
-    except DatabaseUnavailable as exc:  # ORACLE_DATABASE_URL: the message says what to check
-        return _print_error(5, str(exc))
+    except Exception as exc:  # ORACLE_DATABASE_URL unreachable (DatabaseUnavailable): the message says what to check
+        error = classify(exc)
+        if error is None or error.kind != "unavailable":
+            raise
+        return _print_error(error.exit_code, error.message)
     if getattr(args, "serving", None):
         oracle.serving.update(args.serving)
     if getattr(args, "stdio_front", None) is not None:  # `oracle serve`: the handshake can be answered now
@@ -601,7 +603,7 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
     # Imported after the attach: the early handshake answers need the open index, not these modules.
     from pydantic import ValidationError
 
-    from oracle_server.services.errors import classify, problems
+    from oracle_server.services.errors import problems
     from oracle_server.registry.tools import InvalidArguments
 
     try:

@@ -46,7 +46,9 @@ def derive(tools: Iterable[Any] | None = None) -> dict[str, Any]:
     """The table, from the registry (or the given tools): {command: {tool, method, path, words, stdin,
     help, options}}."""
     if tools is None:
-        from oracle_server.registry.tools import TOOLS as tools
+        from oracle_server.registry.tools import TOOLS
+
+        tools = TOOLS
 
     spec: dict[str, Any] = {}
     for tool in tools:

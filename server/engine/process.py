@@ -26,9 +26,12 @@ import socket
 import struct
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from oracle_server.engine import channel
+
+if TYPE_CHECKING:
+    from anyio import AsyncFile
 
 IDLE_SECONDS = 600.0
 MAX_MESSAGE = 64 << 20  # bytes of one JSON-RPC line from a session
@@ -192,7 +195,9 @@ class Engine:
         self.sessions += 1
         self._set_serving()
         try:
-            async with stdio_server(stdin=_Lines(reader), stdout=_Writer(stream)) as (read_stream, write_stream):
+            # stdio_server takes anyio's file objects: _Lines and _Writer offer the part of them it uses
+            async with stdio_server(stdin=cast("AsyncFile[str]", _Lines(reader)),
+                                    stdout=cast("AsyncFile[str]", _Writer(stream))) as (read_stream, write_stream):
                 await serve_dual_era_loop(low, read_stream, write_stream, lifespan_state=self.lifespan_state,
                                           init_options=low.create_initialization_options())
         except Exception as exc:  # noqa: BLE001 - one session's broken pipe must not end the engine

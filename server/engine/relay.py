@@ -63,10 +63,11 @@ def serve(root: str, data_dir: str, flags: list[str], fallback: Fallback) -> int
     except (channel.ChannelError, OSError) as exc:
         front = stdio_front.Front(caches, code)
         return fallback(front, f"no private folder for the engine's socket ({exc})")
+    conn: channel.LineSocket | None
     try:
         conn, hello = channel.connect(paths)
     except (channel.ChannelError, OSError):
-        conn = hello = None
+        conn, hello = None, {}
     # ORACLE_HANDSHAKE_CACHE=0: nothing answered early; the handshake waits for the engine.
     front = stdio_front.Front(caches, code, direct=conn is not None or not stdio_front.enabled())
     if conn is None:

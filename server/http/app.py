@@ -36,7 +36,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from oracle_server import __version__
 from oracle_server.services.app import Oracle, ServerConfigError
@@ -48,6 +49,7 @@ from oracle_server.mcp.server import build_server
 from oracle_server.services.models import NoteData
 from oracle_server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
 from oracle_server.services.slots import ServiceSlots
+from oracle_server.services.stats import index_size, usage_overview
 from oracle_server.services.supersede import supersessions_overview
 from oracle_server.services.team import (
     ANONYMOUS,
@@ -285,7 +287,7 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     """The buffered body once, then the real channel (so streaming responses still see a disconnect)."""
     sent = False
 
-    async def replay() -> dict:
+    async def replay() -> Message:
         nonlocal sent
         if not sent:
             sent = True
@@ -340,7 +342,7 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
-        async def with_headers(message: dict) -> None:
+        async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 present = {k.lower() for k, _ in message.get("headers", [])}
                 message = {**message, "headers": [*message.get("headers", []),
@@ -467,7 +469,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         ),
         max_sessions=MAX_SESSIONS,
     )
-    sessions = SessionGuard(next(r.endpoint for r in mcp_app.routes if getattr(r, "path", None) == "/mcp"),
+    sessions = SessionGuard(next(r.endpoint for r in mcp_app.routes if isinstance(r, Route) and r.path == "/mcp"),
                             mcp.session_manager)
 
     @contextlib.asynccontextmanager
@@ -506,8 +508,8 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     @app.get("/health", response_model=Health)
     def health() -> Health:
-        counts = oracle.store.counts()
-        return Health(status="ok", version=__version__, files=counts["files"], chunks=counts["chunks"])
+        files, chunks = index_size(oracle)
+        return Health(status="ok", version=__version__, files=files, chunks=chunks)
 
     @app.get("/api/server-proof", include_in_schema=False)  # the CLI's check, not part of the API
     def server_proof(nonce: Annotated[str, Query(min_length=16, max_length=128)]) -> JSONResponse:
@@ -541,7 +543,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
     @app.get("/api/logs", response_model=LogsResult)
     def api_logs(limit: Annotated[int, Query(ge=1, le=200)] = 20,
                  days: Annotated[int, Query(ge=1, le=365)] = 30) -> LogsResult:
-        return LogsResult(**oracle.logs.overview(limit, days))
+        return LogsResult(**usage_overview(oracle, limit, days))
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> FileResponse:
@@ -556,7 +558,9 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    app.add_route("/mcp", sessions, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    # Starlette serves an ASGI app given as a route's endpoint; add_route's types name request handlers only
+    app.add_route("/mcp", sessions, methods=["GET", "POST", "DELETE"],  # type: ignore[arg-type]
+                  include_in_schema=False)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -602,7 +606,7 @@ def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[R
         async def endpoint(o: ready, params: Annotated[model, Query()], request: Request) -> Any:  # type: ignore[valid-type]
             return await answer(o, params, request)
     else:
-        async def endpoint(o: ready, params: model, request: Request) -> Any:  # type: ignore[valid-type,no-redef]
+        async def endpoint(o: ready, params: model, request: Request) -> Any:  # type: ignore[valid-type]
             return await answer(o, params, request)
 
     endpoint.__name__ = "api_" + tool.name.removeprefix("oracle_")
@@ -617,7 +621,7 @@ def header_timeout_protocol():
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class HeaderTimeoutProtocol(H11Protocol):
-        def connection_made(self, transport) -> None:  # type: ignore[no-untyped-def]
+        def connection_made(self, transport) -> None:
             super().connection_made(transport)
             self._arm_header_deadline()
 

@@ -2,7 +2,7 @@
 
 Two halves:
 
-- `ChangeFeed` (no MCP here) keeps a snapshot of what the index holds (each note's sha256 and each
+- `ChangeFeed` (server/services/changes.py: no MCP there) keeps a snapshot of what the index holds (each note's sha256 and each
   section's content hash) and, on `check()`, diffs the index against it. It is asked after every batch the
   file watcher indexes (a hook in `oracle_indexer.worker.watch`), so a saved file is announced as soon as it is
   searchable, and polled once a second as a safety net for what no watcher of this process saw (a
@@ -24,9 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -34,106 +32,16 @@ import anyio.to_thread
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 
 from oracle_server.services.app import Oracle
+from oracle_server.services.changes import ChangeFeed, Changes
 from oracle_server.mcp.resources import STATS_URI, chunk_uri, note_uri
 
 log = logging.getLogger("oracle.notify")
 POLL_SECONDS = 1.0
 
 
-@dataclass
-class Changes:
-    added: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    chunks: list[str] = field(default_factory=list)  # section ids whose text changed, appeared or vanished
-
-    @property
-    def notes(self) -> list[str]:
-        return sorted({*self.added, *self.changed, *self.removed})
-
-    @property
-    def list_changed(self) -> bool:
-        return bool(self.added or self.removed)
-
-    def uris(self) -> list[str]:
-        """Every resource URI this diff updates (notes, sections, the stats)."""
-        return [*(note_uri(p) for p in self.notes), *(chunk_uri(c) for c in sorted(self.chunks)), STATS_URI]
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.changed or self.removed or self.chunks)
-
-
-class ChangeFeed:
-    """The index's notes and sections as last seen, and the diff against the index now."""
-
-    def __init__(self, oracle: Oracle) -> None:
-        self.oracle = oracle
-        self._lock = threading.Lock()
-        self._files: dict[str, str] | None = None  # path -> file sha256
-        self._chunks: dict[str, dict[str, str]] = {}  # path -> {chunk id: content hash}
-        self._fingerprint: tuple | None = None
-        self._listeners: list[Callable[[Changes], None]] = []
-
-    def subscribe(self, listener: Callable[[Changes], None]) -> Callable[[], None]:
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
-
-    def _read_lock(self) -> Any:
-        """This process's write lock: never read a note's rows halfway through their replacement."""
-        return getattr(self.oracle.store, "_write_lock", contextlib.nullcontext())
-
-    def _fingerprint_now(self) -> tuple:
-        return self.oracle.store.change_fingerprint()
-
-    def _chunks_of(self, paths: list[str] | None) -> dict[str, dict[str, str]]:
-        return self.oracle.store.section_hashes(paths)
-
-    def prime(self) -> None:
-        """Take the first snapshot (everything indexed now counts as already announced)."""
-        with self._lock:
-            self._prime()
-
-    def _prime(self) -> None:
-        with self._read_lock():
-            self._fingerprint = self._fingerprint_now()
-            self._files = {p: s.file_hash for p, s in self.oracle.store.file_states().items()}
-            self._chunks = self._chunks_of(None)
-
-    def check(self) -> Changes:
-        """Diff the index against the snapshot, move the snapshot on, and tell the listeners (if anything)."""
-        with self._lock:
-            if self._files is None:
-                self._prime()
-                return Changes()
-            with self._read_lock():
-                fingerprint = self._fingerprint_now()
-                files = {p: s.file_hash for p, s in self.oracle.store.file_states().items()}
-                old = self._files
-                changes = Changes(
-                    added=sorted(p for p in files if p not in old),
-                    changed=sorted(p for p in files if p in old and files[p] != old[p]),
-                    removed=sorted(p for p in old if p not in files),
-                )
-                fresh = self._chunks_of([*changes.added, *changes.changed])
-            for path in changes.notes:
-                before, after = self._chunks.get(path, {}), fresh.get(path, {})
-                changes.chunks += sorted(c for c in {*before, *after} if before.get(c) != after.get(c))
-                if path in fresh:
-                    self._chunks[path] = fresh[path]
-                else:
-                    self._chunks.pop(path, None)
-            self._files, self._fingerprint = files, fingerprint
-        if changes:
-            for listener in list(self._listeners):
-                try:
-                    listener(changes)
-                except Exception:  # one failing listener must not silence the others
-                    log.exception("change listener failed")
-        return changes
-
-    def changed_since_last(self) -> bool:
-        """Cheap: has anything been indexed or removed since the last check? (One aggregate query.)"""
-        return self._fingerprint_now() != self._fingerprint
+def uris_of(changes: Changes) -> list[str]:
+    """The resources a diff touches: every note, every section, and the stats."""
+    return [*(note_uri(p) for p in changes.notes), *(chunk_uri(c) for c in sorted(changes.chunks)), STATS_URI]
 
 
 class McpNotifier:
@@ -183,7 +91,7 @@ class McpNotifier:
             send.send_nowait(changes)
 
     async def _deliver(self, changes: Changes) -> None:
-        uris = changes.uris()
+        uris = uris_of(changes)
         for uri in uris:
             await self.bus.publish(ResourceUpdated(uri=uri))
         if changes.list_changed:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 import yaml
@@ -24,11 +23,8 @@ from oracle_server.services.consult import consult, quote_sources
 from oracle_server.services.learn import DUPLICATE_SIMILARITY, slugify
 from oracle_server.services.models import ConsultRequest, Hit, ReflectRequest, SearchRequest, Source
 from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.suggestions import retro_sections
 
-# The bundled retrospectives' sections: used when the knowledge base has too few retrospectives of its own.
-DEFAULT_RETRO_SECTIONS = (
-    "What we set out to do", "What happened", "What went well", "What went badly", "What we will do differently",
-)
 MAX_CANDIDATES = 20  # learn-from-session: more than this is a transcript, not notes
 MIN_CANDIDATE_CHARS = 25  # shorter lines ("- done", "ok") are not learnings
 TITLE_SIMILARITY = 0.6  # learn-from-session: a candidate this like a learning's title is already saved
@@ -97,7 +93,7 @@ def reflect_prompt(oracle: Oracle, note_type: str | None = None, client: str = "
     note_type = (note_type or "all").strip() or "all"
     if note_type not in ("all", *REFLECT_TYPES):
         raise PromptArgumentError(f"type must be {', '.join(('all', *REFLECT_TYPES)[:-1])} or {REFLECT_TYPES[-1]}")
-    doc = reflect(oracle, ReflectRequest(type=note_type), client=client)
+    doc = reflect(oracle, ReflectRequest.model_validate({"type": note_type}), client=client)
     quoted = Source(id=doc.id, type=doc.type, title=doc.title, heading=doc.heading, source_file=doc.source_file,
                     line_start=doc.line_start, line_end=doc.line_end, content_hash=doc.content_hash, score=0.0,
                     text=doc.content)
@@ -110,24 +106,6 @@ def reflect_prompt(oracle: Oracle, note_type: str | None = None, client: str = "
 
 
 # -- retrospective ----------------------------------------------------------------------------------
-def retro_sections(oracle: Oracle) -> list[str]:
-    """The `##` sections this knowledge base's retrospectives use, in their usual order.
-
-    A heading counts when at least half of the retrospectives (and at least two) have it; with fewer than
-    two retrospectives indexed, the bundled format is used.
-    """
-    rows = oracle.store.retro_headings()
-    files = {file for file, _, _ in rows}
-    if len(files) < 2:
-        return list(DEFAULT_RETRO_SECTIONS)
-    counts = Counter(heading.split(" › ")[-1] for _, heading, _ in rows)
-    order: dict[str, list[int]] = {}
-    for _, heading, position in rows:
-        order.setdefault(heading.split(" › ")[-1], []).append(position)
-    common = [h for h, n in counts.items() if n >= max(2, len(files) / 2)]
-    if len(common) < 2:
-        return list(DEFAULT_RETRO_SECTIONS)
-    return sorted(common, key=lambda h: (sum(order[h]) / len(order[h]), h))
 
 
 def _is_happened(heading: str) -> bool:

@@ -29,11 +29,12 @@ from mcp.shared.uri_template import UriTemplate
 from oracle_server.services.app import Oracle
 from oracle_server.services.boundary import defuse_data, defuse_markers
 from oracle_server.services.browse import NotFound
-from oracle_server.services.files import FileNotInRoot, PathRefused, safe_path
+from oracle_server.services.files import FileNotInRoot, PathRefused
 from oracle_indexer.notes.fields import FieldCondition, value_key, value_text
 from oracle_server.mcp.instructions import CHUNK_TEMPLATE, FIELD_TEMPLATE, NOTE_TEMPLATE, STATS_URI
 from oracle_server.services.models import ReadRequest
 from oracle_server.services.read import read_note
+from oracle_server.services.resources import SectionNotServed, indexed_notes, notes_after, served_section
 from oracle_server.services.stats import stats
 from oracle_server.services.search.where import resolve_where
 
@@ -71,9 +72,10 @@ def field_uri(name: str, value: str) -> str:
 def parse_field_uri(uri: str) -> tuple[str, str] | None:
     """(field name, value) of an oracle://field/... URI, else None."""
     found = _FIELD.match(uri) if uri.startswith("oracle://field/") else None
-    if not found or not isinstance(found.get("name"), str) or not isinstance(found.get("value"), str):
+    name, value = (found.get("name"), found.get("value")) if found else (None, None)
+    if not isinstance(name, str) or not isinstance(value, str):
         return None
-    return found["name"], found["value"]
+    return name, value
 
 
 def parse_uri(uri: str) -> tuple[str, str]:
@@ -140,8 +142,7 @@ def _iso(mtime_ns: int | None) -> str | None:
 def list_notes(oracle: Oracle, cursor: str | None = None, page_size: int = PAGE_SIZE) -> NotePage:
     """One page of indexed notes in path order, and the cursor of the next page (None on the last)."""
     after = decode_cursor(cursor) if cursor else ""
-    rows = oracle.store.notes_after(after, page_size + 1)
-    total = oracle.store.note_count()
+    rows, total = notes_after(oracle, after, page_size + 1)
     more = len(rows) > page_size
     rows = rows[:page_size]
     notes = [
@@ -191,19 +192,12 @@ def read_note_resource(oracle: Oracle, rel: str, client: str = "mcp") -> Content
 
 
 def read_chunk_resource(oracle: Oracle, chunk_id: str, client: str = "mcp") -> Content:
-    """One section from the index, so its text always matches its content hash.
-
-    The note's path passes the readers' rules first (`safe_path`): an index written before a symlink's
-    target was judged (or by another version) must not serve, by id, text the rules now keep out.
-    """
-    section = oracle.store.sections_by_id([chunk_id]).get(chunk_id)
-    if section is None:
-        raise UnknownResource(f"no indexed section has id {chunk_id!r}; ids come from search hits or a note's sections")
+    """One section from the index, so its text always matches its content hash (`served_section`: the root's
+    rules first, the read logged)."""
     try:
-        safe_path(oracle.settings.root, section.file, oracle.settings.layout)
-    except PathRefused as exc:
-        raise UnknownResource(f"section {chunk_id!r} is not served: {exc}") from None
-    oracle.logs.log_access(client, "read", [chunk_id])
+        section = served_section(oracle, chunk_id, client)
+    except SectionNotServed as exc:
+        raise UnknownResource(str(exc)) from None
     return Content(
         uri=chunk_uri(chunk_id),
         text=defuse_markers(section.content),
@@ -229,11 +223,8 @@ def read_field_resource(oracle: Oracle, name: str, value: str) -> Content:
         raise UnknownResource("oracle://field/<name>/<value> needs a field name and a value (both complete)")
     selection, _ = resolve_where(oracle, [FieldCondition(name.strip(), any_of=(value_key(text),))])
     paths = sorted(selection.only or ())
-    notes = []
-    for path in paths[:PAGE_SIZE]:
-        note = oracle.store.note(path)
-        if note is not None:
-            notes.append({"path": path, "uri": note_uri(path), "type": note.type, "title": note.title or path})
+    notes = [{"path": note.path, "uri": note_uri(note.path), "type": note.type, "title": note.title or note.path}
+             for note in indexed_notes(oracle, paths[:PAGE_SIZE])]
     body = {"field": name.strip(), "value": text, "total": len(paths), "notes": notes}
     return Content(uri=field_uri(name, value), text=json.dumps(defuse_data(body), ensure_ascii=False, indent=2),
                    mime_type="application/json", meta=_meta(field=name.strip(), total=len(paths)))

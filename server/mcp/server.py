@@ -115,7 +115,7 @@ class OracleMCP(MCPServer):
 def _listing_stub(result: type[BaseModel]) -> Callable[..., Any]:
     """A function whose return annotation gives the SDK the tool's output schema."""
 
-    def stub() -> Annotated[CallToolResult, result]:  # type: ignore[valid-type]
+    def stub() -> Annotated[CallToolResult, result]:
         raise RuntimeError("registry tools are dispatched by OracleMCP.call_tool")
 
     return stub

@@ -33,10 +33,13 @@ import threading
 from collections.abc import Callable
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from oracle_indexer.digest import sha256
 from oracle_indexer.safe_write import PRIVATE, write_atomic
+
+if TYPE_CHECKING:  # anyio loads with the SDK, after the handshake
+    from anyio import AsyncFile
 
 CACHE_NAME = "mcp-handshake.json"  # in the data dir, when the shared cache folder cannot be written
 SHARED_PREFIX = "handshake-"  # handshake-<key>.json in the user's cache folder
@@ -252,11 +255,12 @@ class Front:
         return True
 
     # -- what the SDK's stdio transport reads and writes (stdio_server(stdin=..., stdout=...)) ----------
-    def sdk_stdin(self) -> _Lines:
-        return _Lines(self)
+    # The SDK's stdio_server takes anyio's file objects; these two offer the part of them it uses.
+    def sdk_stdin(self) -> AsyncFile[str]:
+        return cast("AsyncFile[str]", _Lines(self))
 
-    def sdk_stdout(self) -> _Writer:
-        return _Writer(self)
+    def sdk_stdout(self) -> AsyncFile[str]:
+        return cast("AsyncFile[str]", _Writer(self))
 
     def from_sdk(self, text: str) -> None:
         """One message the SDK sends: record cacheable answers; drop the answers to replayed requests."""
@@ -286,7 +290,7 @@ class Front:
         session's state to the in-process server it falls back to: server/engine/relay.py). Anything that is not a
         message (a relay's own marker) is dropped; the end of input is kept."""
         with self._inbox_lock:
-            old, fresh = self.inbox, queue.Queue()
+            old, fresh = self.inbox, queue.Queue[Any]()
             for line in first:
                 fresh.put(line)
             while True:

@@ -1,6 +1,6 @@
 """Oracle's MCP surface beyond the tools: resources, prompts, completions, change notifications, live
 instructions, resource links on hits, and the tool-loading hint. A thin adapter like the tools: every
-handler validates, calls one service (`oracle_server.mcp.resources`, `oracle_server.mcp.prompts`, `oracle_server.mcp.completions`) off the
+handler validates, calls one service (`oracle_server.mcp.resources`, `oracle_server.mcp.prompts`, `oracle_server.services.suggestions`) off the
 event loop, and shapes the result into MCP types.
 
 These handlers are registered on the SDK's low-level server (`add_request_handler`), because MCPServer's
@@ -50,13 +50,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from oracle_server.services.app import Oracle
 from oracle_indexer.rootconfig import DOC_TYPES
 from oracle_server.services.browse import REFLECT_TYPES, NotFound
-from oracle_server.mcp.completions import (
+from oracle_server.services.suggestions import (
     Suggestions,
     complete_concepts,
     complete_field_names,
     complete_field_values,
     complete_note_paths,
     complete_projects,
+    complete_section_ids,
     complete_types,
 )
 from oracle_server.mcp.instructions import live_instructions
@@ -211,9 +212,7 @@ def complete_argument(oracle: Oracle, ref: Any, name: str, typed: str,
     if ref.uri == FIELD_TEMPLATE and name == "value":
         return complete_field_values(oracle, (context or {}).get("name"), typed)
     if ref.uri == CHUNK_TEMPLATE and name == "id":
-        start = typed.strip()
-        ids = oracle.store.section_ids_from(start, 101)
-        return Suggestions(ids[:100], len(ids))
+        return complete_section_ids(oracle, typed)
     return Suggestions([], 0)
 
 

@@ -50,7 +50,7 @@ async def _list_tools(env: dict[str, str], mode: str, cwd: str) -> int:
     params = StdioServerParameters(command=sys.executable, args=["-m", "oracle_server.cli", "serve", "--standalone", "--no-index",
                                                                  "--no-watch"], env=env, cwd=cwd)
     with open(os.devnull, "w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), mode=mode,  # type: ignore[arg-type]
+        async with Client(stdio_client(params, errlog=errlog), mode=mode,
                           read_timeout_seconds=TIMEOUT_SECONDS) as client:
             return len((await client.list_tools()).tools)
 
@@ -67,8 +67,8 @@ def warm() -> Path:
         # The user's other ORACLE_* settings change no answer (stdio_front.code_key) and could only fail the start.
         env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_") or k == "ORACLE_CACHE_DIR"}
         env.update(ORACLE_ROOT=str(work / "root"), ORACLE_DATA_DIR=str(work / "data"), PYTHONIOENCODING="utf-8")
-        if path := child_pythonpath(env.get("PYTHONPATH")):
-            env["PYTHONPATH"] = path
+        if pythonpath := child_pythonpath(env.get("PYTHONPATH")):
+            env["PYTHONPATH"] = pythonpath
         for mode in ERAS:
             anyio.run(_list_tools, env, mode, str(work))
     finally:

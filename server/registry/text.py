@@ -189,8 +189,9 @@ def edit_text(request: Any, result: EditResult) -> str:
 
 
 def archive_text(request: Any, result: ArchiveResult) -> str:
-    return (f"archived {result.source_file}{_by(result.author)} to {result.archived_to} (out of the index:"
+    line = (f"archived {result.source_file}{_by(result.author)} to {result.archived_to} (out of the index:"
             f" {plural(result.removed_chunks, 'section')} removed; the file is kept)")
+    return "\n".join([line] + [f"warning: {w}" for w in result.warnings])
 
 
 def history_text(request: Any, result: HistoryResult) -> str:

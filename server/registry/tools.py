@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from oracle_server.services.app import Oracle
 
 Surface = Literal["mcp", "http", "cli"]
-WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 # Claude Code defers MCP tools behind its tool search unless a tool's `_meta` carries this key set to
 # exactly `true` (Claude Code 2.1.121+; other clients ignore it). The key was checked against what is
 # published about Claude Code's MCP support (code.claude.com/docs/en/mcp, "Scale with MCP Tool Search", as
@@ -43,12 +43,12 @@ WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHi
 # `_meta["anthropic/alwaysLoad"] === true`; the official page itself could not be fetched from here.
 ALWAYS_LOAD = {"anthropic/alwaysLoad": True}
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 # verify: writes only when asked to mark notes verified, and marking twice on one day changes nothing
-MARKS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-RANDOM_READ = ToolAnnotations(readOnlyHint=True, openWorldHint=False)  # reflect: read-only, not idempotent
+MARKS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+RANDOM_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)  # reflect: read-only, not idempotent
 # edit replaces text (the old text is gone but for the file's history); archive moves a note out of the index
-REWRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+REWRITES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
 @dataclass(frozen=True)

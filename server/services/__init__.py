@@ -8,5 +8,10 @@ import: `indexer`, and modules of this package. Never `oracle_server.registry`, 
 - search/: the one search, as a pipeline (pipeline.py) of pure steps (query, scoring, expansion, notes, where).
 - consult, browse (reflect, list, concepts), read, files, learn, edit, supersede, relations, feedback, verify,
   working_set, freshness, stats: one module per capability.
+- what the adapters read beyond the tools: resources (notes by page, sections by id), suggestions (completions,
+  the retrospective format), changes (what the index gained or lost since last asked), init (`oracle init`).
 - team.py: named tokens. slots.py: how many service calls run at once.
+
+Errors: a service's own exception subclasses errors.ServiceError and names its kind (`error_kind`), so errors.py
+imports no service. pyproject.toml's [tool.importlinter] checks all of this (tests/contract/test_imports.py).
 """

@@ -21,26 +21,25 @@ from oracle_indexer.models.embed import Embedder
 from oracle_indexer.worker.maintenance import SWEEP_SECONDS, Maintenance, Reporter
 from oracle_indexer.models.rerank import CrossEncoder
 from oracle_indexer.safe_write import private_dir
-from oracle_indexer.store.sqlite import Store
+from oracle_indexer.store.protocols import IndexStore, UsageLogs, VectorIndex
 from oracle_indexer.worker.sync import Indexer
-from oracle_indexer.store.sqlite.vectors import VectorStore
-from oracle_indexer.store.sqlite.logs import Logs
+from oracle_server.services.errors import ServiceError
 
 READY_TIMEOUT = 120.0
 
 
-class ServerConfigError(RuntimeError):
+class ServerConfigError(ServiceError, RuntimeError):
     """The server would start in an unsafe or impossible configuration; the message says how to fix it."""
 
 
 @dataclass
 class Oracle:
     settings: Settings
-    store: Store
-    vectors: VectorStore
+    store: IndexStore
+    vectors: VectorIndex
     embedder: Embedder
     indexer: Indexer
-    logs: Logs
+    logs: UsageLogs
     # Cleared while the worker's initial sync builds the keyword index; requests wait for it so that
     # the first search on a fresh index is not silently empty.
     ready: threading.Event = field(default_factory=threading.Event)
@@ -63,7 +62,8 @@ class Oracle:
         settings = settings or Settings.from_env()
         private_dir(settings.data_dir, narrow=settings.db_path.exists())  # 0700; an existing index's dir narrowed
         store = open_store(settings, check=check)
-        opened = [store]  # closed again if a later part fails (a PostgreSQL pool is shared by all three)
+        # closed again if a later part fails (a PostgreSQL pool is shared by all three)
+        opened: list[IndexStore | VectorIndex] = [store]
         try:
             vectors = open_vectors(settings)
             opened.append(vectors)

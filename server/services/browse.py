@@ -11,8 +11,10 @@ from pydantic import BaseModel
 from oracle_indexer.notes.concepts import normalise_tags
 from oracle_indexer.notes.parse import relation_key
 from oracle_indexer.rootconfig import DOC_TYPES
-from oracle_indexer.store.sqlite import Filters, Section, Store
+from oracle_indexer.store.protocols import IndexStore
+from oracle_indexer.store.sqlite import Filters, Section
 from oracle_server.services.app import Oracle
+from oracle_server.services.errors import ServiceError
 from oracle_server.services.models import (
     ConceptCount,
     ConceptsRequest,
@@ -30,8 +32,10 @@ from oracle_server.services.relations import relation_graph
 from oracle_server.services.search.where import resolve_where
 
 
-class NotFound(LookupError):
+class NotFound(ServiceError, LookupError):
     """Nothing matches; the message says what exists instead."""
+
+    error_kind = "not_found"
 
 
 REFLECT_TYPES = tuple(t for t in DOC_TYPES if t != "retro")  # what happened is not how to work
@@ -132,7 +136,7 @@ def _rank(counts: dict[str, int], total: int) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda cn: (-cn[1] * math.log((total + 1) / cn[1]), -cn[1], cn[0]))
 
 
-def vault_concepts(store: Store) -> tuple[dict[str, set[str]], str]:
+def vault_concepts(store: IndexStore) -> tuple[dict[str, set[str]], str]:
     """(note -> its concepts, where they came from): the vault's own words, never Oracle's built-in engineering
     keywords (a personal vault's graph was "agent", "memory", "test" on every note): the notes' frontmatter
     tags, and, in a vault with few tags, the words its note titles share (in at least MIN_TITLE_TERM_NOTES

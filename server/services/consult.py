@@ -14,7 +14,7 @@ from typing import Literal
 
 from oracle_server.services.app import Oracle
 from oracle_server.services.boundary import defuse, tag_for
-from oracle_server.services.models import ConsultRequest, ConsultResult, SearchRequest, Source
+from oracle_server.services.models import ConsultRequest, ConsultResult, DocType, SearchRequest, Source
 from oracle_server.services.search.pipeline import run_search
 from oracle_server.services.working_set import build as build_working_set
 from oracle_server.services.working_set import canonical_json, working_set_id
@@ -54,7 +54,7 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def _sources(oracle: Oracle, query: str, doc_type: str, where: dict | None = None) -> tuple[list[Source], list[str]]:
+def _sources(oracle: Oracle, query: str, doc_type: DocType, where: dict | None = None) -> tuple[list[Source], list[str]]:
     """The strongest notes of one type (passing the `where` filter), each as its best section. Hits marked weak
     are left out: guidance padded with loosely related notes is worse than none."""
     result = run_search(oracle, SearchRequest(query=query[:10_000], type=doc_type, limit=PER_TYPE, mode="hybrid",

@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 
 from oracle_indexer.notes.discover import is_within
 from oracle_indexer.notes.parse import CHUNK_ID_RE
-from oracle_indexer.safe_write import SHARED, write_atomic
+from oracle_indexer.safe_write import ChangedMeanwhile, replace_unchanged
 from oracle_server.services.app import Oracle
 from oracle_server.services.errors import WRITE_ERRNO_KIND, OracleError
 from oracle_server.services.files import MAX_READ_BYTES, FileNotInRoot, PathRefused, read_bytes, safe_path
@@ -274,9 +274,13 @@ def edit(oracle: Oracle, request: EditRequest, client: str = "cli", author: str 
             warnings.append("the edit changes nothing; nothing was written")
         else:
             try:
-                mode = note.path.stat().st_mode & 0o777
-                write_atomic(note.path, new, SHARED, refuse_symlink=True, fsync=True)
-                note.path.chmod(mode)  # the note keeps its permissions
+                mode = note.path.stat().st_mode & 0o777  # the note keeps its permissions
+                # the hash check and the write in one step: a save that lands after the check is never lost
+                replace_unchanged(note.path, new, data, mode)
+            except ChangedMeanwhile as exc:
+                raise OracleError("conflict", f"conflict: {note.rel} was saved by someone else while this edit was"
+                                  f" being made ({exc}); nothing of the edit was written: read it again"
+                                  " (oracle_read) and redo the change on the current text") from None
             except OSError as exc:
                 raise _write_failed("edit", note.rel, exc) from None
     current = file_digest(new)
@@ -363,10 +367,11 @@ def archive(oracle: Oracle, request: ArchiveRequest, client: str = "cli", author
         note.path.unlink()
     archived = dest.relative_to(root).as_posix()
     oracle.indexer.sync_paths([note.rel], embed_limit=None, author=author)
+    warnings: list[str] = []
     try:
         oracle.logs.log_edit(client, author, "archive", note.rel, digest, None, moved_to=archived,
                              reason=request.reason)
-    except Exception:  # noqa: BLE001 - a record of the archive, not the archive itself
-        pass
+    except Exception as exc:  # noqa: BLE001 - a record of the archive, not the archive itself
+        warnings.append(f"the edit log could not be written ({type(exc).__name__}); the note is archived")
     return ArchiveResult(source_file=note.rel, archived_to=archived, file_hash=digest, removed_chunks=removed,
-                         author=author, reason=request.reason)
+                         author=author, reason=request.reason, warnings=warnings)

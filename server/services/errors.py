@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 Kind = Literal["invalid", "forbidden", "not_found", "conflict", "unavailable", "storage_full", "too_many"]
 
@@ -40,6 +40,17 @@ class OracleError(Exception):
     @property
     def exit_code(self) -> int:
         return EXIT_CODE[self.kind]
+
+
+class ServiceError(Exception):
+    """A service's own exception, which says what kind of failure it is: each subclass sets `error_kind`.
+
+    The kind lives on the class, so this module imports no service: before, `classify` imported eight services'
+    exception classes and tied learn, edit, freshness and the search pipeline into one import circle. The
+    indexer's exceptions cannot subclass this (the indexer knows nothing of the server); one that a caller may
+    meet sets the same class attribute (`SyncRefused.error_kind = "invalid"`)."""
+
+    error_kind: ClassVar[Kind] = "invalid"
 
 
 def kind_of_status(status: int) -> Kind:
@@ -82,31 +93,17 @@ SQLITE_FULL, SQLITE_READONLY = 13, 8  # SQLite result codes (its driver is not i
 def classify(exc: BaseException) -> OracleError | None:
     """The OracleError a service exception stands for, or None for a bug (which stays a 500 / crash).
 
-    Services keep their own exception classes (each says what went wrong in its own words); this table is
-    the one place that says what each means to a caller. Imports are lazy: the table must not pull the
-    service layer into the CLI's fast path."""
+    Services keep their own exception classes (each says what went wrong in its own words) and say what kind
+    each is (`error_kind`, a class attribute: `ServiceError`); an invalid request that a refused write caused
+    (a learning on a full disk) is the disk's kind. Standard library only: the CLI's fast path imports this."""
     if isinstance(exc, OracleError):
         return exc
-    from oracle_indexer.worker.sync import SyncRefused
-    from oracle_server.services.app import ServerConfigError
-    from oracle_server.services.browse import NotFound
-    from oracle_server.services.feedback import FeedbackError, FeedbackLimit
-    from oracle_server.services.files import FileNotInRoot, PathRefused
-    from oracle_server.services.learn import LearnError, LearnKeyConflict, LearnLost
-    from oracle_server.services.search.query import QueryError
-    from oracle_server.services.supersede import SupersedeError
-
+    kind = getattr(type(exc), "error_kind", None)
+    if kind in HTTP_STATUS:
+        if kind == "invalid":
+            kind = _write_kind(exc) or kind
+        return OracleError(kind, str(exc))
     message = str(exc)
-    if isinstance(exc, (LearnLost, LearnKeyConflict)):
-        return OracleError("conflict", message)
-    if isinstance(exc, LearnError):
-        return OracleError(_write_kind(exc) or "invalid", message)
-    if isinstance(exc, FeedbackLimit):
-        return OracleError("too_many", message)
-    if isinstance(exc, (NotFound, FileNotInRoot, FeedbackError)):
-        return OracleError("not_found", message)
-    if isinstance(exc, (QueryError, PathRefused, SupersedeError, SyncRefused, ServerConfigError)):
-        return OracleError("invalid", message)
     full = storage_kind(exc)
     if full == "storage_full":
         return OracleError(full, f"the data dir's disk is full ({message}): nothing was recorded; free some space"

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from oracle_server.services.app import Oracle
+from oracle_server.services.errors import ServiceError
 from oracle_server.services.models import FeedbackRequest, FeedbackResult
 from oracle_server.services.search.scoring import SCORE_DECIMALS, feedback_factor
 
@@ -26,12 +28,16 @@ VERDICTS_PER_HOUR = 600
 VERDICTS_PER_SECTION = 1000
 
 
-class FeedbackError(LookupError):
+class FeedbackError(ServiceError, LookupError):
     """The id names no indexed chunk; the message says where ids come from."""
 
+    error_kind = "not_found"
 
-class FeedbackLimit(RuntimeError):
+
+class FeedbackLimit(ServiceError, RuntimeError):
     """This client gave too many verdicts this hour; the message says when it may give more."""
+
+    error_kind = "too_many"
 
 
 def record_feedback(oracle: Oracle, request: FeedbackRequest, client: str = "cli",
@@ -77,7 +83,7 @@ def feedback_overview(oracle: Oracle, limit: int = 10) -> dict[str, list[dict]]:
     """The most helpful and the most misleading notes (by net verdicts), for the dashboard and the API."""
     totals = oracle.logs.feedback_totals()
     docs = oracle.store.sections_by_id([t[0] for t in totals])
-    rows = [
+    rows: list[dict[str, Any]] = [  # the API's JSON rows
         {
             "id": doc_id, "title": docs[doc_id].title if doc_id in docs else "",
             "heading": docs[doc_id].heading if doc_id in docs else "",

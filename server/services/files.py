@@ -27,6 +27,7 @@ from oracle_indexer.notes.discover import (
 )
 from oracle_indexer.rootconfig import Layout
 from oracle_server.services.app import Oracle
+from oracle_server.services.errors import ServiceError
 from oracle_server.services.models import NoteText
 
 MAX_READ_BYTES = 5 * 1024 * 1024
@@ -34,12 +35,14 @@ MAX_READ_BYTES = 5 * 1024 * 1024
 HIDDEN = "hidden files and folders (names starting with '.', '#' or '~') and editor temporaries are not part of the knowledge base"
 
 
-class PathRefused(ValueError):
+class PathRefused(ServiceError, ValueError):
     """The path tries to leave the knowledge root or is not a knowledge file."""
 
 
-class FileNotInRoot(LookupError):
+class FileNotInRoot(ServiceError, LookupError):
     """No such knowledge file."""
+
+    error_kind = "not_found"
 
 
 class FileContent(BaseModel):

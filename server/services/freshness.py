@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from oracle_indexer.notes.freshness import Staleness, StampRefused, stamp_verified, staleness
 from oracle_indexer.notes.parse import CHUNK_ID_RE, split_frontmatter
-from oracle_indexer.safe_write import SHARED, write_atomic
+from oracle_indexer.safe_write import ChangedMeanwhile, replace_unchanged
 from oracle_server.services.app import Oracle
 from oracle_server.services.errors import OracleError
 from oracle_server.services.files import PathRefused, read_bytes, safe_path
@@ -126,12 +126,11 @@ def mark_verified(oracle: Oracle, refs: Sequence[str], on: dt.date | None = None
             continue
         _, target = safe_path(root, rel, oracle.settings.layout)
         with oracle.indexer.lock:
-            if target.read_bytes() != data:
+            try:  # the check and the write one step (indexer/safe_write.py): a save meanwhile is never overwritten
+                replace_unchanged(target, new, data, target.stat().st_mode & 0o777)  # the note keeps its permissions
+            except ChangedMeanwhile:
                 raise OracleError("conflict", f"mark_verified: {rel} changed while it was being marked; nothing"
-                                  " was written to it, try again")
-            mode = target.stat().st_mode & 0o777
-            write_atomic(target, new, SHARED, refuse_symlink=True)
-            target.chmod(mode)  # the note keeps its permissions
+                                  " was written to it, try again") from None
         written.append(rel)
         out.append(VerifiedNote(ref=ref, source_file=rel, last_verified=day, previous=previous, changed=True))
     if written:

@@ -21,11 +21,13 @@ from pathlib import Path
 
 import yaml
 
+from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.notes.discover import is_within
-from oracle_indexer.notes.parse import bare_title, parse_markdown
+from oracle_indexer.notes.parse import bare_title, parse_markdown, split_frontmatter
 from oracle_indexer.safe_write import SHARED, create_new
 from oracle_server.services.app import Oracle
 from oracle_server.services.edit import expect_unchanged
+from oracle_server.services.errors import ServiceError
 from oracle_server.services.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest, SupersedeRequest
 from oracle_server.services.search.pipeline import run_search
 from oracle_server.services.supersede import supersede
@@ -36,19 +38,25 @@ DUPLICATE_SIMILARITY = 0.85
 MAX_SUFFIX = 1000
 YAML_WIDTH = 1_000_000  # wider than any value a LearnRequest allows: one line per field
 WRITE_ATTEMPTS = 3  # the learnings folder renamed away mid-write is made again and the write retried
+KEY_FIELD = "idempotency_key"  # frontmatter of a learning saved with a key
 
 
-class LearnError(RuntimeError):
-    """The learning could not be written; nothing was left behind."""
+class LearnError(ServiceError, RuntimeError):
+    """The learning could not be written; nothing was left behind (invalid, or the disk's kind when a refused
+    write caused it)."""
 
 
 class LearnLost(LearnError):
     """The learning was written, but the file was moved, deleted or changed by someone else before it was
     indexed: no note under its name is indexed with the metadata asked for."""
 
+    error_kind = "conflict"
+
 
 class LearnKeyConflict(LearnError):
     """The idempotency key belongs to a different learning, or a learn with it is still running."""
+
+    error_kind = "conflict"
 
 
 def slugify(text: str) -> str:
@@ -109,6 +117,8 @@ def render(request: LearnRequest, title: str, today: dt.date, author: str | None
     meta: dict[str, object] = {"title": title, "tags": list(request.concepts), "date": today.isoformat()}
     if author:
         meta["author"] = author
+    if request.idempotency_key:  # the key travels with the note: a retry after a crash finds it (find_keyed)
+        meta[KEY_FIELD] = request.idempotency_key
     if request.project:
         meta["project"] = request.project
     if request.source:
@@ -134,7 +144,8 @@ def metadata_problems(text: str, request: LearnRequest, title: str, today: dt.da
     parsed = parse_markdown(text, "learnings/_check.md", "learning")
     meta = parsed.frontmatter
     expected: dict[str, object] = {"title": title, "tags": list(request.concepts), "date": today.isoformat(),
-                                   "project": request.project, "source": request.source, "author": author}
+                                   "project": request.project, "source": request.source, "author": author,
+                                   KEY_FIELD: request.idempotency_key}
     problems = [key for key, want in expected.items() if _as_read(meta.get(key)) != want]
     wanted = [(t.subject, t.predicate, t.object) for t in request.relations]
     if [(r.subject, r.predicate, r.object) for r in parsed.relations] != wanted:
@@ -259,6 +270,14 @@ def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.
     if state == "other":
         raise LearnKeyConflict("idempotency_key: this key was already used for a different learning; use a new key"
                                " for a new learning")
+    if state in ("new", "busy"):
+        # A learn with this key may have saved its note and died before settling the key (kill -9, a crash):
+        # the note carries the key in its frontmatter, so the retry finds it rather than write a second copy.
+        found = find_keyed(oracle, request, key)
+        if found is not None:
+            with contextlib.suppress(Exception):
+                oracle.logs.settle_learn_key(key, found)
+            return _replay(oracle, request, found, index=True)
     if state == "busy":
         raise LearnKeyConflict("idempotency_key: a learn with this key is running right now; retry in a few seconds")
     try:
@@ -274,8 +293,36 @@ def learn(oracle: Oracle, request: LearnRequest, client: str = "cli", today: dt.
     return result
 
 
-def _replay(oracle: Oracle, request: LearnRequest, file: str) -> LearnResult:
-    """What the first learn with this key saved, read back from the index (nothing is written)."""
+def find_keyed(oracle: Oracle, request: LearnRequest, key: str) -> str | None:
+    """The learning a learn with this key saved, found on disk by the key in its frontmatter (a root-relative
+    path), or None. Only the names a learn of this title writes are read (`<date>_<slug>[_n].md` in the
+    learnings folder), so a fresh key costs one listing of that folder."""
+    folder = learnings_folder(oracle)
+    slug = slugify(title_for(request))
+    root = oracle.settings.root
+    try:
+        candidates = sorted({*folder.glob(f"*_{slug}.md"), *folder.glob(f"*_{slug}_*.md")})
+    except OSError:
+        return None
+    for path in candidates:
+        try:
+            with path.open(encoding="utf-8") as handle:
+                head = handle.read(64 * 1024)
+        except (OSError, UnicodeDecodeError):
+            continue
+        if not head.startswith("---"):
+            continue
+        meta = split_frontmatter(head.replace("\r\n", "\n"))[0]
+        if meta.get(KEY_FIELD) == key and not path.is_symlink():
+            return unicodedata.normalize("NFC", path.relative_to(root).as_posix())
+    return None
+
+
+def _replay(oracle: Oracle, request: LearnRequest, file: str, index: bool = False) -> LearnResult:
+    """What the first learn with this key saved, read back from the index (nothing is written). `index`: the
+    note was found on disk after a crash, maybe before it was indexed: index it first."""
+    if index and not oracle.store.file_chunk_ids(file):
+        oracle.indexer.sync_paths([file], embed_limit=None)
     chunk_ids = oracle.store.file_chunk_ids(file)
     note = oracle.store.note(file)
     warnings = [f"this idempotency key already saved {file}; nothing new was written"]
@@ -308,9 +355,14 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
     if lost:  # checked before anything is written, so a failure leaves nothing behind
         raise LearnError(f"the learning's {', '.join(lost)} would not read back from its frontmatter;"
                          " nothing was saved (please report this)")
-    path = write_new(folder, base, text)
+    with oracle.indexer.lock:  # the writer lock first: held elsewhere past its wait, nothing is written (issue 39)
+        path = write_new(folder, base, text)
     rel = unicodedata.normalize("NFC", path.relative_to(root).as_posix())
-    report = oracle.indexer.sync_paths([rel], embed_limit=None, author=author)  # a learn is embedded before it returns
+    try:
+        report = oracle.indexer.sync_paths([rel], embed_limit=None, author=author)  # a learn is embedded before it returns
+    except WriterLockBusy as exc:  # taken by another engine between the write and the index: rare, and said
+        raise WriterLockBusy(f"the learning was saved to {rel} but is not indexed yet: {exc}. The next sync indexes"
+                             " it: do not learn it again (a retry with the same idempotency_key finds it)") from exc
     chunk_ids = oracle.store.file_chunk_ids(rel)
     check_written(path, rel, text, request, title, today, author)
     if not chunk_ids:

@@ -67,6 +67,61 @@ def one_line(value: str | None) -> str | None:
     return cleaned or None
 
 
+def lone_surrogate(value: object, path: str = "") -> str | None:
+    """Where in `value` (a request's input or its validated fields: text, mappings, lists, models) a string
+    holds a lone UTF-16 surrogate, as a dotted path ("" for the value itself), or None when there is none.
+    Such text (what `\\ud800` in JSON decodes to) has no UTF-8 form: no log, file or database can store it."""
+    if isinstance(value, str):
+        if value.isascii():
+            return None
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+        return None
+    if isinstance(value, BaseModel):
+        value = dict(value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and lone_surrogate(key, path) is not None:
+                return path or "a field name"
+            found = lone_surrogate(item, inner)
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for n, item in enumerate(value):
+            found = lone_surrogate(item, f"{path}.{n}" if path else str(n))
+            if found is not None:
+                return found
+    return None
+
+
+def _refuse_lone_surrogates(value: object) -> None:
+    where = lone_surrogate(value)
+    if where is not None:
+        raise ValueError(f"{where or 'the input'} holds a lone surrogate (such as \\ud800), which is not text: send"
+                         " valid Unicode as UTF-8; nothing was done")
+
+
+class Request(BaseModel):
+    """Every tool's request. One check of all its text, at every edge (MCP, HTTP, CLI, prompts): a lone UTF-16
+    surrogate is refused, naming the field (issue 39: one in a `where` value reached the usage log, which could
+    not write it, and stats, logs and every later search log failed until a restart). Checked on the input, and
+    again on the validated fields, where text decoded inside a field (the `where` filter as JSON text) shows."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_in(cls, data: object) -> object:
+        _refuse_lone_surrogates(data)
+        return data
+
+    @model_validator(mode="after")
+    def _text_out(self) -> "Request":
+        _refuse_lone_surrogates(self)
+        return self
+
+
 class Triplet(BaseModel):
     """(subject, predicate, object). Also accepted as a 3-item list or the string "subject | predicate | object"."""
 
@@ -78,7 +133,7 @@ class Triplet(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _shapes(cls, value: object) -> object:
+    def _shapes(cls, value: Any) -> Any:  # `object` is a field here
         if isinstance(value, str):
             parts = [p.strip() for p in value.split("|")]
             if len(parts) != 3:
@@ -92,7 +147,7 @@ class Triplet(BaseModel):
 
     @field_validator("subject", "predicate", "object", mode="before")
     @classmethod
-    def _term(cls, value: object) -> object:
+    def _term(cls, value: Any) -> Any:  # `object` is a field here
         if not isinstance(value, str):
             return value  # pydantic reports the wrong type
         term = relation_term(value.replace("\x00", " "))
@@ -132,7 +187,7 @@ _WHERE_SCHEMA: dict = {
     "description": (
         "Frontmatter fields the notes must have (every field named must match): a value (equals), a list (any "
         'of), or operators {"eq", "in", "exists", "before", "after"} (dates YYYY-MM-DD, strict). Values compare '
-        'case-insensitively; a list field holding "*" matches every value. Also as JSON text, e.g. '
+        'case-insensitively; "*" asks for any value (a note\'s "*" is literal). Also as JSON text, e.g. '
         '{"status": "draft", "industries": ["finance"], "reviewed": {"after": "2026-01-01"}}.'
     ),
 }
@@ -179,7 +234,7 @@ def check_date_range(date_from: str | None, date_to: str | None) -> None:
         raise ValueError(f"date_from {date_from} is after date_to {date_to}: nothing can match; swap them")
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for, in plain words.")
@@ -216,7 +271,7 @@ class SearchRequest(BaseModel):
 
     @field_validator("concepts", mode="before")
     @classmethod
-    def _concepts(cls, value: object) -> list[str]:
+    def _concepts(cls, value: Any) -> list[str]:  # `object` is a field here
         return split_concepts(value)
 
     @field_validator("subject", "predicate", "object")
@@ -389,7 +444,7 @@ MAX_LEARN_RELATIONS = 50
 LearnConcepts = Annotated[list[str], _concepts_schema(MAX_CONCEPTS)]
 
 
-class LearnRequest(BaseModel):
+class LearnRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     pattern: str = Field(min_length=1, max_length=MAX_PATTERN_CHARS, description="The learning, in markdown.")
@@ -468,7 +523,7 @@ class LearnResult(BaseModel):
     supersedes: str | None = Field(default=None, description="With revises: the note this learning now supersedes.")
 
 
-class ConsultRequest(BaseModel):
+class ConsultRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     decision: str = Field(min_length=1, max_length=2_000, description="The decision you are about to make.")
@@ -542,18 +597,18 @@ class Document(BaseModel):
     content_hash: str
 
 
-class ReflectRequest(BaseModel):
+class ReflectRequest(Request):
     model_config = ConfigDict(extra="forbid")
     type: Literal["all", "principle", "learning"] = Field(default="all", description="Which kind of note to draw.")
 
 
-class StatsRequest(BaseModel):
+class StatsRequest(Request):
     """oracle_stats takes no arguments; a model still, so an unknown one is refused like anywhere else."""
 
     model_config = ConfigDict(extra="forbid")
 
 
-class ListRequest(BaseModel):
+class ListRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     type: DocType = Field(default="all", description="Only notes of this type.")
@@ -592,7 +647,7 @@ class ListResult(BaseModel):
     warnings: list[NoteText] = Field(default_factory=list, description="Why the page is empty, when it is.")
 
 
-class ConceptsRequest(BaseModel):
+class ConceptsRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     limit: int = Field(default=50, ge=1, le=500, description="How many concepts, most used first.")
@@ -615,7 +670,7 @@ MAX_NOTE_CHARS = 10_000
 MAX_VERDICT_NOTE_CHARS = 1_000  # a verdict's note is kept for ever (issue 26: 10,000 characters a verdict was 3.8 MB/s)
 
 
-class FeedbackRequest(BaseModel):
+class FeedbackRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(pattern=CHUNK_ID, description="The id of a hit or consult source, e.g. c_0123456789abcdef0123.")
@@ -634,7 +689,7 @@ class FeedbackResult(BaseModel):
     feedback_factor: float
 
 
-class SupersedeRequest(BaseModel):
+class SupersedeRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     old_id: str = Field(min_length=1, max_length=1000, description="A chunk id, or a note's path relative to the root.")
@@ -665,7 +720,7 @@ class SupersedeResult(BaseModel):
     reason: NoteText | None
 
 
-class RelationsRequest(BaseModel):
+class RelationsRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS)
@@ -697,7 +752,7 @@ class RelationsResult(BaseModel):
     offset: int
 
 
-class ReadRequest(BaseModel):
+class ReadRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     id: str | None = Field(default=None, pattern=CHUNK_ID, description="A chunk id from a hit.")
@@ -765,7 +820,7 @@ class Citation(BaseModel):
                               description="The sha256 the hit carried (at least 12 leading hex digits).")
 
 
-class VerifyRequest(BaseModel):
+class VerifyRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     citations: list[Citation] = Field(default_factory=list, max_length=500,
@@ -843,7 +898,7 @@ ExpectedHash = Annotated[str, Field(
     " the write is refused with a conflict if the note changed since.")]
 
 
-class _NoteTarget(BaseModel):
+class _NoteTarget(Request):
     """One existing note, by a chunk id of it or its path, with the hash the caller last read."""
 
     model_config = ConfigDict(extra="forbid")
@@ -921,6 +976,7 @@ class ArchiveResult(BaseModel):
     removed_chunks: int = Field(description="How many sections left the index.")
     author: str | None = None
     reason: str | None = None
+    warnings: list[NoteText] = Field(default_factory=list)
 
 
 # -- the team store's history (issue 38: indexer/worker/workcopy.py, server/services/history.py) -------------------

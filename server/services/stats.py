@@ -75,6 +75,8 @@ class Usage(BaseModel):
     search_cold_p50_ms: float | None = None
     # "server" and "cli" (a CLI process on its own, cold model): {p50_ms, p95_ms, samples}
     search_latency_by_process: dict[str, dict[str, float | None]] = {}
+    # Usage log rows this process could not store (text with no UTF-8 form...): dropped, not retried for ever.
+    log_drops: int = 0
 
 
 class Serving(BaseModel):
@@ -224,6 +226,7 @@ def stats(oracle: Oracle) -> Stats:
             search_p95_ms=latency["p95_ms"],
             search_cold_starts=int(cold["samples"] or 0),
             search_cold_p50_ms=cold["p50_ms"],
+            log_drops=oracle.logs.dropped,
             search_latency_by_process=oracle.logs.search_latency_by_process(),
         ),
         serving=Serving(pid=os.getpid(), **oracle.serving),
@@ -245,3 +248,15 @@ def _freshness(oracle: Oracle) -> Freshness:
     by_type = stale_by_type(oracle)
     return Freshness(stale=sum(by_type.values()), stale_by_type=by_type,
                      window_days=dict(oracle.settings.layout.freshness.days))
+
+
+def index_size(oracle: Oracle) -> tuple[int, int]:
+    """Files and sections indexed: what a health check answers with (one small read, no probe, no disk walk)."""
+    counts = oracle.store.counts()
+    return counts["files"], counts["chunks"]
+
+
+def usage_overview(oracle: Oracle, limit: int, days: int) -> dict:
+    """The latest searches, consults and reads and their daily counts over `days` (the dashboard's usage
+    panel): the usage logs as they are, newest first."""
+    return oracle.logs.overview(limit, days)

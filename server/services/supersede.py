@@ -20,11 +20,12 @@ from typing import Protocol
 
 from oracle_indexer.notes.parse import CHUNK_ID_RE as _CHUNK_ID
 from oracle_server.services.app import Oracle
+from oracle_server.services.errors import ServiceError
 from oracle_server.services.files import PathRefused, safe_path
 from oracle_server.services.models import NoteRef, SupersededBy, SupersedeRequest, SupersedeResult
 
 
-class SupersedeError(ValueError):
+class SupersedeError(ServiceError, ValueError):
     """The supersession cannot be recorded; the message says why and what to pass instead."""
 
 
@@ -149,10 +150,12 @@ def supersede(oracle: Oracle, request: SupersedeRequest, client: str = "cli",
 
 
 class Placed(Protocol):
-    """Where a section sits: its note and its parent section (SectionFacts and Section both say)."""
+    """Where a section sits: its note and its parent section (SectionFacts and Section both say, read-only)."""
 
-    file: str
-    parent_id: str | None
+    @property
+    def file(self) -> str: ...
+    @property
+    def parent_id(self) -> str | None: ...
 
 
 def successors_for(

@@ -33,9 +33,10 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from oracle_indexer.locks import WriterLock
 from oracle_indexer.safe_write import PRIVATE, private_dir, write_atomic
@@ -97,7 +98,7 @@ ANONYMOUS = Identity(None, True)  # stdio, the CLI in its own process, a loopbac
 IDENTITY_KEY = "oracle.identity"  # the ASGI scope key server/http/app.py's Guard sets: who this request comes from
 
 
-def identity_of(scope: dict) -> Identity:
+def identity_of(scope: Mapping[str, Any]) -> Identity:
     """Who sent the HTTP request the Guard let through (ANONYMOUS when no token was needed)."""
     found = scope.get(IDENTITY_KEY)
     return found if isinstance(found, Identity) else ANONYMOUS

@@ -6,24 +6,29 @@ now hold exactly the cited text (a renamed heading changes the id but not the co
 
 `mark_verified` names notes the caller checked and found still true: each is stamped `last_verified: <today>`
 (server/services/freshness.py) and so is fresh again. `working_set_id` names a logged consultation: does it still
-reproduce on the index as it is now (server/services/working_set.py)?
+reproduce on the index as it is now (`check_working_set`; the working set's shape: server/services/working_set.py)?
 """
 
 from __future__ import annotations
 
+import json
+
 from oracle_server.services.app import Oracle
+from oracle_server.services.consult import run_consult
+from oracle_server.services.errors import OracleError
 from oracle_server.services.freshness import mark_verified
-from oracle_server.services.models import Citation, CitationStatus, VerifyRequest, VerifyResult
-from oracle_server.services.working_set import check
+from oracle_server.services.models import (Citation, CitationStatus, ConsultRequest, VerifyRequest, VerifyResult,
+                                           WorkingSetCheck)
+from oracle_server.services.working_set import working_set_id
 
 
 def verify(oracle: Oracle, request: VerifyRequest) -> VerifyResult:
     # checks first, then marks: a note marked verified here must not show as a change in this same answer
-    working_set = check(oracle, request.working_set_id.lower()) if request.working_set_id else None
+    reproduced = check_working_set(oracle, request.working_set_id.lower()) if request.working_set_id else None
     results = check_citations(oracle, request.citations)
     verified = mark_verified(oracle, request.mark_verified) if request.mark_verified else []
     counts = {s: sum(r.status == s for r in results) for s in ("unchanged", "changed", "gone")}
-    return VerifyResult(results=results, verified=verified, working_set=working_set, **counts)
+    return VerifyResult(results=results, verified=verified, working_set=reproduced, **counts)
 
 
 def check_citations(oracle: Oracle, citations: list[Citation]) -> list[CitationStatus]:
@@ -47,3 +52,33 @@ def check_citations(oracle: Oracle, citations: list[Citation]) -> list[CitationS
             results.append(CitationStatus(id=citation.id, content_hash=citation.content_hash, status="gone",
                                           same_content_in=elsewhere))
     return results
+
+
+def check_working_set(oracle: Oracle, wanted: str) -> WorkingSetCheck:
+    """Does the logged consultation with this id reproduce on the index as it is now? It consults again
+    (unlogged) and compares, naming the sources that changed or vanished and those the new one adds or drops."""
+    row = oracle.logs.consult_by_working_set(wanted)
+    if row is None or not row.get("working_set"):
+        raise OracleError("not_found", f"working_set_id: no logged consultation has id {wanted}; consult logs are "
+                          f"kept {oracle.settings.log_retention_days} days")
+    old = json.loads(row["working_set"])
+    request = ConsultRequest(decision=old["decision"], context=old["context"], budget_tokens=old["budget_tokens"],
+                             context_window=old.get("context_window"), where=old.get("where"))
+    _, new = run_consult(oracle, request)
+    current = working_set_id(new)
+    old_ids = [i for i, _ in old["sources"]]
+    new_ids = [i for i, _ in new["sources"]]
+    cited = check_citations(oracle, [Citation(id=i, content_hash=h) for i, h in old["sources"]])
+    return WorkingSetCheck(
+        working_set_id=wanted,
+        status="reproduces" if current == wanted else "changed",
+        current_id=current,
+        sources=cited,
+        changed_sources=[c.id for c in cited if c.status == "changed"],
+        vanished_sources=[c.id for c in cited if c.status == "gone"],
+        added_sources=[i for i in new_ids if i not in old_ids],
+        dropped_sources=[i for i in old_ids if i not in new_ids],
+        reordered=[i for i in old_ids if i in new_ids] != [i for i in new_ids if i in old_ids],
+        guidance_changed=old["guidance_sha256"] != new["guidance_sha256"],
+        index_changed=old["index_state"] != new["index_state"],
+    )

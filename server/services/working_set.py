@@ -8,8 +8,8 @@ break deterministically). The guidance's boundary tag comes from a per-process s
 it is replaced by a fixed placeholder before hashing: two processes, or two fresh indexes of the same files,
 give the same id for the same consultation.
 
-`check()` answers whether a logged working set still reproduces: it consults again (unlogged) and compares,
-naming the sources that changed or vanished and those the new consultation adds or drops.
+Whether a logged working set still reproduces is verify's question (server/services/verify.py:
+`check_working_set`), which consults again; this module imports neither, so consult can build on it.
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
-from oracle_server.services.errors import OracleError
-from oracle_server.services.models import Citation, ConsultRequest, WorkingSetCheck
+from oracle_server.services.models import ConsultRequest
 
 if TYPE_CHECKING:
-    from oracle_server.services.app import Oracle
     from oracle_server.services.models import Source
 
 VERSION = 1  # of the working set's shape; a new shape gives new ids
@@ -59,35 +57,3 @@ def build(request: ConsultRequest, budget_tokens: int, sources: list[Source], gu
     if request.where:
         working_set["where"] = request.where
     return working_set
-
-
-def check(oracle: Oracle, wanted: str) -> WorkingSetCheck:
-    """Does the logged consultation with this id reproduce on the index as it is now?"""
-    from oracle_server.services.consult import run_consult  # consult imports this module
-    from oracle_server.services.verify import check_citations
-
-    row = oracle.logs.consult_by_working_set(wanted)
-    if row is None or not row.get("working_set"):
-        raise OracleError("not_found", f"working_set_id: no logged consultation has id {wanted}; consult logs are "
-                          f"kept {oracle.settings.log_retention_days} days")
-    old = json.loads(row["working_set"])
-    request = ConsultRequest(decision=old["decision"], context=old["context"], budget_tokens=old["budget_tokens"],
-                             context_window=old.get("context_window"), where=old.get("where"))
-    _, new = run_consult(oracle, request)
-    current = working_set_id(new)
-    old_ids = [i for i, _ in old["sources"]]
-    new_ids = [i for i, _ in new["sources"]]
-    cited = check_citations(oracle, [Citation(id=i, content_hash=h) for i, h in old["sources"]])
-    return WorkingSetCheck(
-        working_set_id=wanted,
-        status="reproduces" if current == wanted else "changed",
-        current_id=current,
-        sources=cited,
-        changed_sources=[c.id for c in cited if c.status == "changed"],
-        vanished_sources=[c.id for c in cited if c.status == "gone"],
-        added_sources=[i for i in new_ids if i not in old_ids],
-        dropped_sources=[i for i in old_ids if i not in new_ids],
-        reordered=[i for i in old_ids if i in new_ids] != [i for i in new_ids if i in old_ids],
-        guidance_changed=old["guidance_sha256"] != new["guidance_sha256"],
-        index_changed=old["index_state"] != new["index_state"],
-    )

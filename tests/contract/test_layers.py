@@ -5,24 +5,18 @@ inside a function (lazy) and under TYPE_CHECKING alike. Pure AST reading, no imp
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
 
 PROJECT = Path(__file__).resolve().parents[2]
 
-# What each package may import besides itself, the standard library and third-party packages.
-ALLOWED: dict[str, set[str]] = {
-    "oracle_indexer": set(),
-    "oracle_server.services": {"oracle_indexer"},
-    "oracle_server.registry": {"oracle_indexer", "oracle_server.services"},
-    "oracle_server.mcp": {"oracle_indexer", "oracle_server.services", "oracle_server.registry"},
-    "oracle_server.engine": {"oracle_indexer", "oracle_server.services", "oracle_server.registry", "oracle_server.mcp"},
-    "oracle_server.http": {"oracle_indexer", "oracle_server.services", "oracle_server.registry", "oracle_server.mcp",
-                           "oracle_server.engine"},
-    "oracle_server.cli": {"oracle_indexer", "oracle_server.services", "oracle_server.registry", "oracle_server.mcp",
-                          "oracle_server.engine", "oracle_server.http"},
-}
+# What each package may import besides itself, the standard library and third-party packages: the layers below it
+# in pyproject.toml's import contract (the one table; tests/contract/test_imports.py runs import-linter over it).
+_LAYERS: list[str] = next(c["layers"] for c in tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))
+                          ["tool"]["importlinter"]["contracts"] if c["type"] == "layers")
+ALLOWED: dict[str, set[str]] = {layer: set(_LAYERS[n + 1:]) for n, layer in enumerate(_LAYERS)}
 FOLDERS = {"oracle_indexer": "indexer", "oracle_server": "server"}  # import name -> the repository's folder
 OURS = tuple(FOLDERS)
 # The folders' own names are not importable once installed (pyproject.toml's package-dir): naming them is a bug.

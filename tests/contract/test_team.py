@@ -238,6 +238,25 @@ def test_archive_moves_the_note_out_of_the_index_and_keeps_the_file(kb: Any) -> 
     assert kb.indexer.sync().removed == 0  # a full sync agrees: the archive is not indexed
 
 
+def test_an_edit_and_an_archive_whose_log_cannot_be_written_are_kept_and_warn(kb: Any) -> None:
+    """The usage logs refuse the record (closed here; a full disk alike): the edit and the archive are done all the
+    same, and each says its record is missing, as a learn does."""
+    from oracle_server.registry.text import archive_text
+    from oracle_server.services.edit import archive, edit
+    from oracle_server.services.models import ArchiveRequest, EditRequest
+
+    root = kb.settings.root
+    kb.logs.close()
+    edited = edit(kb, EditRequest(file=NOTE_REL, expected_hash=digest(root / NOTE_REL), op="append",
+                                  text="Wombats dig at night."))
+    assert edited.warnings == ["the edit log could not be written (StoreClosed); the edit is saved"]
+    assert b"Wombats dig at night." in (root / NOTE_REL).read_bytes()
+    archived = archive(kb, ArchiveRequest(file=NOTE_REL, expected_hash=edited.file_hash))
+    assert archived.warnings == ["the edit log could not be written (StoreClosed); the note is archived"]
+    assert (root / archived.archived_to).is_file() and not (root / NOTE_REL).exists()
+    assert archive_text(None, archived).endswith("\nwarning: " + archived.warnings[0])
+
+
 @pytest.mark.parametrize("raw", ["../outside.md", "/etc/passwd.md", "learnings/../../outside.md",
                                  "learnings/%2e%2e/x.md", ".archive/learnings/x.md", "learnings/link.md",
                                  "learnings/out.md", "linked/2026-01-05_wombat-burrows.md", "learnings/nope.md"])

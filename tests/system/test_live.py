@@ -29,7 +29,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -728,14 +728,6 @@ PROCESSES = ("stdio-a", "stdio-b", "http")
 LEARNS_PER_PROCESS = 5
 
 
-SHARED_CONNECTION_BUG = (
-    "BUG: Store.documents_by_id (indexer/store.py) and browse.py read through sqlite-utils Database.query, "
-    "which wraps every read in SAVEPOINT/RELEASE on the connection the writers share; that opens a "
-    "transaction outside Store._write_lock, so a concurrent write in the same process fails with 'cannot "
-    "start a transaction within a transaction' or the read fails with 'no such savepoint'")
-SHARED_CONNECTION_SIGNS = ("cannot start a transaction within a transaction", "no such savepoint")
-
-
 def test_search_and_write_in_one_process_do_not_collide(tmp_path: Path) -> None:
     """One server process: a search (a request thread) while the watcher runs a batch for a file another
     process wrote (a no-op sync_paths still writes the vectors_dirty flag). Neither may fail."""
@@ -793,7 +785,6 @@ class Fleet:
     search_errors: list[str]
     stderr: dict[str, str]
     log_before: dict[str, int]
-    shared_connection_bug_seen: bool = False
 
     def server_log(self) -> str:
         return "\n".join(f"--- {k} stderr:\n{v}" for k, v in self.stderr.items())
@@ -905,20 +896,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
     finally:
         stop_process(http)
     stderr = {name: _plain_log(base / f"{name}.stderr") for name in PROCESSES}
-    full = "\n".join((base / f"{name}.stderr").read_text(errors="replace") for name in PROCESSES)
-    seen = any(sign in full for sign in SHARED_CONNECTION_SIGNS)
-    return Fleet(root, data, env, learned, search_errors, stderr, before, seen)
-
-
-@contextmanager
-def known_bug_may_explain(fleet: Fleet) -> Iterator[None]:
-    """A failure while the servers logged the shared-connection bug is that bug (xfail); any other fails."""
-    try:
-        yield
-    except AssertionError:
-        if fleet.shared_connection_bug_seen:
-            pytest.xfail(SHARED_CONNECTION_BUG + " (hit by this run of the fleet; see the servers' stderr)")
-        raise
+    return Fleet(root, data, env, learned, search_errors, stderr, before)
 
 
 def _plain_log(path: Path) -> str:
@@ -930,73 +908,69 @@ def _plain_log(path: Path) -> str:
 
 def test_fleet_every_learning_is_written_once(fleet: Fleet) -> None:
     """Files on disk: one per learning, with its text, whatever the tool call answered; no temporaries."""
-    with known_bug_may_explain(fleet):
-        assert len(fleet.learned) == LEARNS_PER_PROCESS * len(PROCESSES)
-        files = [item.file for item in fleet.learned]
-        assert all(files) and len(set(files)) == len(files), files
-        on_disk = {p.relative_to(fleet.root).as_posix() for p in (fleet.root / "learnings").glob("*.md")}
-        assert set(files) <= on_disk and len(on_disk) == len(files) + 2  # plus the two seed learnings
-        for item in fleet.learned:
-            text = (fleet.root / item.file).read_text(encoding="utf-8")
-            assert item.word in text and item.title in text
-        assert not [p for p in (fleet.root / "learnings").iterdir() if p.name.startswith(".")], "temporaries left"
+    assert len(fleet.learned) == LEARNS_PER_PROCESS * len(PROCESSES)
+    files = [item.file for item in fleet.learned]
+    assert all(files) and len(set(files)) == len(files), files
+    on_disk = {p.relative_to(fleet.root).as_posix() for p in (fleet.root / "learnings").glob("*.md")}
+    assert set(files) <= on_disk and len(on_disk) == len(files) + 2  # plus the two seed learnings
+    for item in fleet.learned:
+        text = (fleet.root / item.file).read_text(encoding="utf-8")
+        assert item.word in text and item.title in text
+    assert not [p for p in (fleet.root / "learnings").iterdir() if p.name.startswith(".")], "temporaries left"
 
 
 def test_fleet_every_process_finds_every_learning(fleet: Fleet) -> None:
     """Every process finds every learning. How soon is printed, not asserted: the goal (VISIBLE_WITHIN) is
     measured by benchmarks/live.py on an idle machine; a busy CI machine (load 10 on 2 cores seen) blew a 2 s
     wall clock here while the behaviour checked, visibility in every process, held."""
-    with known_bug_may_explain(fleet):
-        late, never = [], []
-        worst = 0.0
-        for item in fleet.learned:
-            for process in PROCESSES:
-                for mode in ("fts", "vector"):
-                    seen = item.seen_after.get((process, mode))
-                    if seen is None:
-                        never.append(f"{process}/{mode} never found {item.file} (learned via {item.process})")
-                    else:
-                        worst = max(worst, seen)
-                        if seen > VISIBLE_WITHIN:
-                            late.append(f"{process}/{mode} found {item.file} after {seen:.2f}s (via {item.process})")
-        print(f"\nslowest cross-process visibility: {worst:.3f}s; over {VISIBLE_WITHIN} s: {len(late)}")
-        print("\n".join(late))
-        assert not never, "\n".join(never) + "\n" + fleet.server_log()
+    late, never = [], []
+    worst = 0.0
+    for item in fleet.learned:
+        for process in PROCESSES:
+            for mode in ("fts", "vector"):
+                seen = item.seen_after.get((process, mode))
+                if seen is None:
+                    never.append(f"{process}/{mode} never found {item.file} (learned via {item.process})")
+                else:
+                    worst = max(worst, seen)
+                    if seen > VISIBLE_WITHIN:
+                        late.append(f"{process}/{mode} found {item.file} after {seen:.2f}s (via {item.process})")
+    print(f"\nslowest cross-process visibility: {worst:.3f}s; over {VISIBLE_WITHIN} s: {len(late)}")
+    print("\n".join(late))
+    assert not never, "\n".join(never) + "\n" + fleet.server_log()
 
 
 def test_fleet_index_is_sound_afterwards(fleet: Fleet) -> None:
-    with known_bug_may_explain(fleet):
-        assert integrity(fleet.data / "oracle.db") == "ok"
-        assert integrity(fleet.data / "logs.db") == "ok"
-        assert_healthy(fleet.env, files=len(SEED_TOPICS) + len(fleet.learned))
-        assert_vectors_match(fleet.root, fleet.data)
-        oracle = fresh_oracle(fleet.root, fleet.data)
-        try:
-            for item in fleet.learned:
-                assert fts_files(oracle, item.word) == [item.file]
-        finally:
-            oracle.close()
+    assert integrity(fleet.data / "oracle.db") == "ok"
+    assert integrity(fleet.data / "logs.db") == "ok"
+    assert_healthy(fleet.env, files=len(SEED_TOPICS) + len(fleet.learned))
+    assert_vectors_match(fleet.root, fleet.data)
+    oracle = fresh_oracle(fleet.root, fleet.data)
+    try:
+        for item in fleet.learned:
+            assert fts_files(oracle, item.word) == [item.file]
+    finally:
+        oracle.close()
 
 
 def test_fleet_no_tool_call_failed(fleet: Fleet) -> None:
     """Every learn answered with its id and an embedded learning, every search answered, no server error."""
-    with known_bug_may_explain(fleet):
-        failed = [f"{item.process}: {item.title}: {item.error}" for item in fleet.learned if item.error]
-        assert not failed and not fleet.search_errors, (
-            "\n".join(failed + fleet.search_errors[:10]) + "\n" + fleet.server_log())
-        after = log_counts(fleet.data)
-        assert after["learn_log"] - fleet.log_before["learn_log"] == len(fleet.learned)
-        conn = sqlite3.connect(fleet.data / "logs.db")
-        try:
-            clients = {r[0] for r in conn.execute("SELECT DISTINCT client FROM learn_log")}
-        finally:
-            conn.close()
-        assert clients == {f"mcp:{name}" for name in PROCESSES}
-        oracle = fresh_oracle(fleet.root, fleet.data)
-        try:
-            assert oracle.store.get_meta("vectors_dirty") == "0"
-        finally:
-            oracle.close()
+    failed = [f"{item.process}: {item.title}: {item.error}" for item in fleet.learned if item.error]
+    assert not failed and not fleet.search_errors, (
+        "\n".join(failed + fleet.search_errors[:10]) + "\n" + fleet.server_log())
+    after = log_counts(fleet.data)
+    assert after["learn_log"] - fleet.log_before["learn_log"] == len(fleet.learned)
+    conn = sqlite3.connect(fleet.data / "logs.db")
+    try:
+        clients = {r[0] for r in conn.execute("SELECT DISTINCT client FROM learn_log")}
+    finally:
+        conn.close()
+    assert clients == {f"mcp:{name}" for name in PROCESSES}
+    oracle = fresh_oracle(fleet.root, fleet.data)
+    try:
+        assert oracle.store.get_meta("vectors_dirty") == "0"
+    finally:
+        oracle.close()
 
 
 # =====================================================================================================

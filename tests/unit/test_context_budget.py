@@ -74,6 +74,14 @@ def test_the_working_set_keeps_the_window_so_verify_reproduces_it(bundled) -> No
 
 def test_consult_takes_a_where_filter(bundled) -> None:
     oracle, _ = bundled
+    # the bundled learnings say their project in frontmatter; no principle has one
+    ours = consult(oracle, ConsultRequest(decision=DECISION, where={"project": "oracle"}), client="tests")
+    assert ours.learnings and not ours.principles
+    assert "learnings/2026-05-12_mocked-database-hid-missing-tokenizer.md" in {s.source_file for s in ours.learnings}
+    for source in ours.learnings:
+        assert "\nproject: oracle\n" in (oracle.settings.root / source.source_file).read_text(encoding="utf-8")
+    everyone = consult(oracle, ConsultRequest(decision=DECISION), client="tests")
+    assert everyone.principles and ours.working_set_id != everyone.working_set_id
     none = consult(oracle, ConsultRequest(decision=DECISION, where={"no-such-field": "x"}), client="tests")
     assert not none.principles and not none.learnings
     assert any("no note has the field 'no-such-field'" in w for w in none.warnings)

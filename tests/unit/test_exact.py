@@ -8,7 +8,7 @@ import pytest
 
 from _corpus import write
 from oracle_indexer.store.sqlite.exact import top
-from oracle_indexer.models.multilingual import MultilingualIndex
+from oracle_indexer.store.sqlite.multilingual import MultilingualIndex
 from oracle_server.services.models import SearchRequest
 from oracle_server.services.search import pipeline
 

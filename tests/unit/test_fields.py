@@ -144,13 +144,17 @@ def test_equals_and_any_of_compare_keys() -> None:
     assert not matches([], FieldCondition("industries", any_of=("finance",)))
 
 
-def test_a_list_holding_a_star_matches_every_value_a_scalar_star_does_not() -> None:
-    wildcard = values("industries", "*")
-    assert matches(wildcard, FieldCondition("industries", any_of=("retail",)))
-    assert matches(wildcard, FieldCondition("industries", any_of=("anything", "else")))
-    scalar = values("industries", "*", is_list=False)
-    assert not matches(scalar, FieldCondition("industries", any_of=("retail",)))
-    assert matches(scalar, FieldCondition("industries", any_of=("*",)))  # a literal star asks for itself
+def test_a_star_in_a_notes_values_is_a_literal_only_the_filter_has_a_wildcard() -> None:
+    """Issue 39: a note holding `status: ["*"]` passed every `where status=...` filter."""
+    for is_list in (True, False):
+        star = values("status", "*", is_list=is_list)
+        assert not matches(star, FieldCondition("status", any_of=("approved",)))
+        assert not matches(star, FieldCondition("status", any_of=("anything", "else")))
+        assert matches(star, FieldCondition("status", any_of=("*",)))  # the filter's star: any value
+    held = values("status", "draft")
+    assert matches(held, FieldCondition("status", any_of=("*",)))
+    assert matches(held, FieldCondition("status", any_of=("final", "*")))
+    assert not matches([], FieldCondition("status", any_of=("*",)))  # any value, not no value
 
 
 def test_exists_true_and_false() -> None:
@@ -182,13 +186,14 @@ ROWS = [
 
 
 def test_select_notes_answers_with_the_passing_notes_or_the_failing_ones() -> None:
-    assert select_notes(ROWS, parse_where({"industries": "finance"})) == NoteSelection(only=frozenset({"a.md", "b.md"}))
+    assert select_notes(ROWS, parse_where({"industries": "finance"})) == NoteSelection(only=frozenset({"a.md"}))
+    assert select_notes(ROWS, parse_where({"industries": "*"})) == NoteSelection(only=frozenset({"a.md", "b.md", "c.md"}))
     both = parse_where({"industries": "finance", "owner": {"exists": True}})
     assert select_notes(ROWS, both) == NoteSelection(only=frozenset({"a.md"}))
     # only `exists: false`: a note with none of the fields passes, so the answer is who fails
     assert select_notes(ROWS, parse_where({"owner": {"exists": False}})) == NoteSelection(excluded=frozenset({"a.md"}))
     mixed = parse_where({"owner": {"exists": False}, "industries": ["retail"]})
-    assert select_notes(ROWS, mixed) == NoteSelection(only=frozenset({"b.md", "c.md"}))
+    assert select_notes(ROWS, mixed) == NoteSelection(only=frozenset({"c.md"}))
     assert select_notes(ROWS, ()) == NoteSelection()
     assert select_notes([], parse_where({"x": "y"})) == NoteSelection(only=frozenset())
 

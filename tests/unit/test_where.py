@@ -14,7 +14,7 @@ from _corpus import write
 from oracle_indexer.notes.fields import parse_where
 from conftest import STORES, store_overrides
 from oracle_indexer.store.sqlite import Filters, SCHEMA_VERSION
-from oracle_server.mcp.completions import complete_field_names, complete_field_values
+from oracle_server.services.suggestions import complete_field_names, complete_field_values
 from oracle_server.services.browse import list_documents
 from oracle_server.services.models import ListRequest, SearchRequest
 from oracle_server.mcp.resources import read_resource
@@ -70,10 +70,20 @@ def test_every_leg_applies_the_filter(kb, mode: str) -> None:
     everything = hits(kb, None, mode=mode)
     assert len(everything) == 4
     assert hits(kb, {"industries": "finance"}, mode=mode) == [
-        "learnings/2026-01-05_card-retries.md", "learnings/2026-01-06_everywhere.md", "principles/payments.md"]
-    assert hits(kb, {"industries": "retail", "status": "final"}, mode=mode) == [
-        "learnings/2026-01-06_everywhere.md", "learnings/2026-01-07_shop-tills.md"]
+        "learnings/2026-01-05_card-retries.md", "principles/payments.md"]
+    assert hits(kb, {"industries": "retail", "status": "final"}, mode=mode) == ["learnings/2026-01-07_shop-tills.md"]
     assert hits(kb, {"owner": {"exists": False}}, mode=mode) == [p for p in everything if "card-retries" not in p]
+
+
+def test_a_star_in_a_notes_values_is_a_literal_and_only_the_filter_may_ask_for_any_value(kb) -> None:
+    """Issue 39: `industries: ['*']` passed every `where industries=...` filter, in both stores (a note could claim
+    any status that way). A note's `*` is a literal; the filter's `*` asks for any value."""
+    assert "learnings/2026-01-06_everywhere.md" not in hits(kb, {"industries": "retail"})
+    assert "learnings/2026-01-06_everywhere.md" not in hits(kb, {"industries": ["health", "defence"]})
+    assert hits(kb, {"industries": "*"}) == hits(kb, {"industries": {"exists": True}}) == [
+        "learnings/2026-01-05_card-retries.md", "learnings/2026-01-06_everywhere.md",
+        "learnings/2026-01-07_shop-tills.md", "principles/payments.md"]
+    assert hits(kb, {"status": ["*"], "industries": "*"}) == hits(kb, {"status": {"exists": True}})
 
 
 def test_dates_exists_and_other_filters_combine(kb) -> None:
@@ -90,7 +100,7 @@ def test_totals_count_only_what_passes_and_results_are_deterministic(kb) -> None
     for unit in ("note", "section"):
         request = SearchRequest(query="payment queue", where={"industries": "finance"}, unit=unit, limit=1)
         first, again = run_search(kb, request), run_search(kb, request)
-        assert first.total == 3
+        assert first.total == 2
         assert first.model_dump(exclude={"meta"}) == again.model_dump(exclude={"meta"})
 
 
@@ -121,8 +131,8 @@ def test_the_field_resource_lists_the_notes_a_filter_would_keep(kb) -> None:
     import json
 
     body = json.loads(read_resource(kb, "oracle://field/industries/FINANCE").text)
-    assert body["total"] == 3 and [n["path"] for n in body["notes"]] == [
-        "learnings/2026-01-05_card-retries.md", "learnings/2026-01-06_everywhere.md", "principles/payments.md"]
+    assert body["total"] == 2 and [n["path"] for n in body["notes"]] == [
+        "learnings/2026-01-05_card-retries.md", "principles/payments.md"]
 
 
 @pytest.mark.parametrize("store", STORES)
@@ -212,9 +222,8 @@ def test_list_applies_the_filter_like_search(kb) -> None:
         return [i.source_file for i in result.items], result.total, result.warnings
 
     files, total, warnings = listed({"industries": "finance"})
-    assert total == 3 and not warnings
-    assert files == ["learnings/2026-01-06_everywhere.md", "learnings/2026-01-05_card-retries.md",
-                     "principles/payments.md"]  # newest first, as without a filter
+    assert total == 2 and not warnings
+    assert files == ["learnings/2026-01-05_card-retries.md", "principles/payments.md"]  # newest first, as unfiltered
     assert listed({"industries": "finance"}, type="principle")[:2] == (["principles/payments.md"], 1)
     sections, total, _ = listed({"status": "final"}, unit="section")
     assert total == len(sections) == 2 and set(sections) == {"learnings/2026-01-06_everywhere.md",

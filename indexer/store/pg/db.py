@@ -38,6 +38,8 @@ class DatabaseUnavailable(RuntimeError):
     """ORACLE_DATABASE_URL is wrong, the server cannot be reached, or a package is missing; the message says
     what to do."""
 
+    error_kind = "unavailable"  # what it means to a caller (server/services/errors.py: classify)
+
 
 def check_url(url: str) -> str:
     """`url` if it names a PostgreSQL database; a DatabaseUnavailable that says what a good one looks like
@@ -101,7 +103,7 @@ class Database:
 
     def __init__(self, url: str, *, min_size: int = POOL_MIN, max_size: int = POOL_MAX) -> None:
         self.url = check_url(url)
-        psycopg, ConnectionPool = _imports()
+        psycopg, pool_class = _imports()
         self._psycopg = psycopg
         self._closed = False
         self._users = 0
@@ -115,7 +117,7 @@ class Database:
                 f"cannot connect to the PostgreSQL store at {_safe(url)} (ORACLE_DATABASE_URL): {_why(exc)}."
                 " Is the server running and the URL right (user, password, host, port, database)?") from exc
         try:
-            self.pool: ConnectionPool = ConnectionPool(
+            self.pool: ConnectionPool = pool_class(
                 url, min_size=min_size, max_size=max_size, timeout=POOL_WAIT, open=False,
                 kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT)}, configure=_configure,
                 name="oracle",
@@ -185,7 +187,7 @@ class Database:
             stashes = self._stashes.entries = {}
         stashes[key] = (self.generation, time.monotonic(), match, value)
 
-    def take(self, key: str, match: object) -> tuple[bool, object]:
+    def take(self, key: str, match: object) -> tuple[bool, Any]:  # Any: what the caller's own read stashed
         """(True, value) of the stash under `key` if it was read for exactly `match`, on this thread, less than
         STASH_SECONDS ago, and this process has written nothing since; (False, None) otherwise (the caller reads).
         A stash is used once. Another engine's write in that second is seen by the next search, as it would be

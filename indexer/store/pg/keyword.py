@@ -20,15 +20,19 @@ over characters. Short terms use the same LIKE scan as the SQLite store.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from oracle_indexer.store.sqlite import keyword as sqlite_keyword
 from oracle_indexer.store.sqlite.keyword import NOTE_BM25_WEIGHTS, Filters, like_pattern
-from oracle_indexer.store.pg.db import pg_sql
+from oracle_indexer.store.pg.db import Database, pg_sql
 from oracle_indexer.store.pg.tokens import match_phrases, parse_match
 
-if TYPE_CHECKING:
-    from oracle_indexer.store.pg.store import PgStore
+
+class PgKeywordStore(Protocol):
+    """What the keyword leg uses of `PgStore` (pg/store.py, which calls it): its database. A Protocol, so this module
+    does not name the class that imports it (an import circle, if only for the type checker)."""
+
+    db: Database
 
 K1 = 1.2
 B = 0.75
@@ -128,7 +132,7 @@ def _filter_sql(filters: Filters) -> tuple[str, list]:
     return pg_sql(where), args
 
 
-def keyword_search(store: PgStore, fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str],
+def keyword_search(store: PgKeywordStore, fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str],
                    filters: Filters, limit: int, count: bool = True) -> tuple[list[tuple[str, float]], int]:
     """Top `limit` (id, score) by summed keyword score across sources, and the true number of matches (0 with
     `count=False`): the SQLite store's contract (indexer/store/sqlite/keyword.py), each source's top `limit` taken
@@ -158,12 +162,12 @@ def keyword_search(store: PgStore, fts_match: str | None, trigram_match: str | N
         union_args = [a for _, args in sources for a in args]
         total = conn.execute(
             f"SELECT count(*) FROM documents d WHERE d.rowid IN ({union}) AND {where}",
-            [*union_args, *filter_args]).fetchone()[0]
+            [*union_args, *filter_args]).fetchall()[0][0]
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     return ranked, int(total)
 
 
-def keyword_matching_ids(store: PgStore, fts_match: str | None, trigram_match: str | None,
+def keyword_matching_ids(store: PgKeywordStore, fts_match: str | None, trigram_match: str | None,
                          like_terms: Sequence[str], ids: Sequence[str]) -> set[str]:
     """Which of `ids` the keyword query matches at all (to count a true hybrid total): one statement for every
     source (it was one to find the sections' rowids and one per source)."""
@@ -176,7 +180,7 @@ def keyword_matching_ids(store: PgStore, fts_match: str | None, trigram_match: s
     return {r[0] for r in rows}
 
 
-def terms_matched(store: PgStore, terms: Sequence[str], ids: Sequence[str]) -> dict[str, int]:
+def terms_matched(store: PgKeywordStore, terms: Sequence[str], ids: Sequence[str]) -> dict[str, int]:
     """How many of `terms` (quoted FTS5 strings) each of `ids` contains in the word table: one statement (it was
     one to find the sections' rowids and one per term). A term counts once for a section whichever of its phrases
     match, as one MATCH does in the SQLite store; a term given twice counts twice."""
@@ -200,7 +204,7 @@ def terms_matched(store: PgStore, terms: Sequence[str], ids: Sequence[str]) -> d
     return {i: int(n) for i, n in rows}
 
 
-def section_counts(store: PgStore, terms: Sequence[str], cap: int) -> dict[str, int]:
+def section_counts(store: PgKeywordStore, terms: Sequence[str], cap: int) -> dict[str, int]:
     """How many sections hold each of `terms` (quoted FTS5 strings), stemmed as the index is, counted up to `cap`
     + 1: the SQLite store's contract (indexer/store/sqlite/keyword.py), the same counts from the postings. Terms of one
     token are counted in one round trip, each from its own postings (the cap stops a common word early); one that
@@ -223,7 +227,7 @@ def section_counts(store: PgStore, terms: Sequence[str], cap: int) -> dict[str, 
     return {term: out[term] for term in terms}
 
 
-def note_keyword_scores(store: PgStore, fts_match: str | None, files: Sequence[str] | None) -> dict[str, float]:
+def note_keyword_scores(store: PgKeywordStore, fts_match: str | None, files: Sequence[str] | None) -> dict[str, float]:
     """bm25 of each of `files` (notes of more than one section; None: every such note) matching the word query as
     whole notes."""
     phrases = match_phrases(fts_match)
@@ -237,19 +241,19 @@ def note_keyword_scores(store: PgStore, fts_match: str | None, files: Sequence[s
     return {path: float(score) for path, score in rows}
 
 
-def filtered_ids(store: PgStore, ids: Sequence[str], filters: Filters) -> set[str]:
+def filtered_ids(store: PgKeywordStore, ids: Sequence[str], filters: Filters) -> set[str]:
     """Which of `ids` exist in the index and pass the filters (vector hits are checked here)."""
     if not ids:
         return set()
     if not filters.active:  # the vector leg's hits: the vector query said which are indexed (PgVectorStore.query)
         hit, indexed = store.db.take("indexed_ids", tuple(ids))
         if hit:
-            return set(indexed)  # type: ignore[arg-type]
+            return set(indexed)
     where, args = _filter_sql(filters)
     rows = store.db.run(f"SELECT d.id FROM documents d WHERE d.id = ANY(%s) AND {where}", [list(ids), *args])
     return {r[0] for r in rows}
 
 
-def count_embedded(store: PgStore, filters: Filters) -> int:
+def count_embedded(store: PgKeywordStore, filters: Filters) -> int:
     where, args = _filter_sql(filters)
     return int(store.db.run(f"SELECT count(*) FROM documents d WHERE d.in_vector = 1 AND {where}", args)[0][0])

@@ -44,6 +44,7 @@ class PgLogs(Logs):
         self._queue_lock = threading.Lock()
         self._conn_closed = False
         self._supersessions = None
+        self.dropped = 0
         self.db = database(url)
         self._readers = _Readers(self.db)  # type: ignore[assignment]
         if prune:
@@ -55,6 +56,15 @@ class PgLogs(Logs):
             if not self._conn_closed:
                 self._conn_closed = True
                 self.db.release()
+
+    @staticmethod
+    def transient(exc: BaseException) -> bool:
+        """Logs.transient for PostgreSQL: the server unreachable or busy (OperationalError, a pool timeout), a
+        shutdown or an interrupt; a DataError (a NUL, text with no UTF-8 form) is about the row."""
+        import psycopg
+
+        return (isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, psycopg.InternalError, StoreClosed))
+                or not isinstance(exc, Exception))
 
     def tick(self) -> None:
         import psycopg

@@ -1,4 +1,4 @@
-"""The multilingual vector cache (indexer/models/multilingual.py) read from and written to the PostgreSQL store."""
+"""The multilingual vector cache (indexer/store/sqlite/multilingual.py) read from and written to the PostgreSQL store."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oracle_indexer.models.multilingual import OTHER_SCRIPTS, MultilingualIndex
+from oracle_indexer.models.multilingual import OTHER_SCRIPTS
+from oracle_indexer.store.sqlite.multilingual import MultilingualIndex
 
 if TYPE_CHECKING:
     import numpy as np

@@ -36,4 +36,4 @@ def delete(db: Database, name: str) -> Row | None:
     with db.connection() as conn:
         row = conn.execute("DELETE FROM named_tokens WHERE name = %s RETURNING name, access, salt, digest, created",
                            [name]).fetchone()
-    return tuple(row) if row else None  # type: ignore[return-value]
+    return (row[0], row[1], row[2], row[3], row[4]) if row else None

@@ -24,6 +24,7 @@ from oracle_indexer.notes.parse import Chunk, Relation, compose_embed_text, rela
 from oracle_indexer.store.pg import keyword as pg_keyword
 from oracle_indexer.store.pg.db import Database, database, pg_sql
 from oracle_indexer.store.pg.keyword import NOTES, POS_SHIFT, SECTIONS
+from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.store.pg.schema import SCHEMA_VERSION, WRITER_LOCK, migrate
 from oracle_indexer.store.sqlite.reads import Reads
 from oracle_indexer.store.rows import BATCH, SECTION_COLUMNS, FileState, Section, SectionFacts, marks
@@ -139,7 +140,7 @@ class PgStore(Reads):
 
     def structural_languages(self) -> dict[str, int]:
         hit, value = self.db.take("structural_languages", None)
-        return dict(value) if hit else super().structural_languages()  # type: ignore[call-overload]
+        return dict(value) if hit else super().structural_languages()
 
     def write_state(self) -> None:
         """None: this store cannot tell cheaply whether anything was written (Store.write_state)."""
@@ -147,7 +148,7 @@ class PgStore(Reads):
 
     def pending_count(self) -> int:
         hit, value = self.db.take("pending_count", None)
-        return int(value) if hit else super().pending_count()  # type: ignore[call-overload]
+        return int(value) if hit else super().pending_count()
 
     def section_facts(self, ids: Sequence[str]) -> dict[str, SectionFacts]:
         if not ids or len(ids) > BATCH:
@@ -163,7 +164,7 @@ class PgStore(Reads):
         if files is not None:
             hit, value = self.db.take("superseded_files", frozenset(files))
             if hit:
-                return {f: t for f, t in sorted(value.items())}  # type: ignore[union-attr]
+                return {f: t for f, t in sorted(value.items())}
         return super().superseded_files(files)
 
     def sections_by_id(self, ids: Sequence[str]) -> dict[str, Section]:
@@ -182,7 +183,7 @@ class PgStore(Reads):
         if files is not None:
             hit, value = self.db.take("note_dates", frozenset(files))
             if hit:
-                return {f: value[f] for f in sorted(value)}  # type: ignore[index]
+                return {f: value[f] for f in sorted(value)}
         return super().note_dates(files)
 
     def ids_with_hash_prefix(self, prefix: str, limit: int = 20) -> list[str]:
@@ -275,7 +276,7 @@ class PgStore(Reads):
                 " review_after=excluded.review_after RETURNING rowid",
                 [rel, doc_type, title, state.mtime_ns, state.size, state.file_hash, len(chunks),
                  json.dumps(list(warnings), ensure_ascii=False), time.time(), body_hash(title, chunks),
-                 language.lang, language.source, language.translation_key, *verified]).fetchone()
+                 language.lang, language.source, language.translation_key, *verified]).fetchall()[0]
             _write_postings(conn, [(SECTIONS, [rowids[c.id] for c in chunks], section_tokens),
                                    (NOTES, [file_rowid], [note_tokens])])
             if relations:
@@ -444,47 +445,155 @@ def _write_postings(conn: psycopg.Connection,
             conn.execute("UPDATE fts_stats SET n = n + %s, tokens = tokens + %s WHERE tbl = %s", [rows, tokens_total, tbl])
 
 
+WRITER_WAIT = 30.0  # seconds a write waits for another engine's writer lock before it is refused
+# A holder whose heartbeat stops this long (a frozen or suspended engine: SIGSTOP, a laptop lid, a debugger) loses
+# the lock: PostgreSQL ends its idle session (idle_session_timeout). A dead holder's session ends with its socket
+# (at once on one machine; a machine lost without a word: within TCP_KEEPALIVE's ~25 s).
+STUCK_SECONDS = 30.0
+TCP_KEEPALIVE = {"tcp_keepalives_idle": 10, "tcp_keepalives_interval": 5, "tcp_keepalives_count": 3}
+
+
 class PgWriterLock:
     """One writer at a time for one knowledge base, across engines and machines: a PostgreSQL session-level
     advisory lock held on a connection of its own for as long as the block runs (the file lock
     indexer/locks.py is for one machine). Re-entrant within a process, like WriterLock. If the holder dies
-    (kill -9, a machine lost), its connection ends and PostgreSQL releases the lock at once, so another
-    engine's write or sync goes on from where it stopped: each note is its own transaction, and a sync
-    compares the files with the index by hash, so nothing is indexed twice and nothing is lost."""
+    (kill -9, a machine lost), its connection ends and PostgreSQL releases the lock, so another engine's write
+    or sync goes on from where it stopped: each note is its own transaction, and a sync compares the files with
+    the index by hash, so nothing is indexed twice and nothing is lost.
 
-    def __init__(self, url: str) -> None:
+    Bounded (issue 39: a frozen engine's lock blocked every learn on every engine without limit): a write waits
+    at most `wait` seconds (lock_timeout), then WriterLockBusy names the holder and since when. The holder's
+    session heart-beats every `stuck_after` / 6 seconds and asks PostgreSQL to end it after `stuck_after`
+    idle seconds, so a frozen engine's lock is reclaimed by the server itself; the frozen engine finds out
+    when it wakes (`lost`, and a line on stderr)."""
+
+    def __init__(self, url: str, wait: float = WRITER_WAIT, stuck_after: float = STUCK_SECONDS) -> None:
         self.url = url
+        self.wait = wait
+        self.stuck_after = stuck_after
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._conn: psycopg.Connection | None = None
+        self._since: str | None = None
+        self._beat: tuple[threading.Thread, threading.Event] | None = None
+        self.lost = False  # the last hold ended with the session gone (this engine was stopped too long)
 
     def __enter__(self) -> "PgWriterLock":
-        import psycopg
-
-        self._thread_lock.acquire()
+        if not self._thread_lock.acquire(timeout=self.wait):
+            raise WriterLockBusy(f"another write of this engine holds the writer lock since {self._since or '?'}"
+                                 f" and it was not free within {self.wait:.0f} s; nothing was written: retry in a"
+                                 " moment")
         try:
             if self._depth == 0:
-                conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
-                try:
-                    conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [WRITER_LOCK])
-                except BaseException:
-                    conn.close()
-                    raise
-                self._conn = conn
+                self._conn = self._take()
         except BaseException:
             self._thread_lock.release()
             raise
         self._depth += 1
         return self
 
+    def _take(self) -> "psycopg.Connection":
+        import datetime as dt
+        import os
+
+        import psycopg
+
+        conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5, application_name="oracle writer",
+                               keepalives=1, keepalives_idle=10, keepalives_interval=5, keepalives_count=3)
+        try:
+            conn.execute(f"SET lock_timeout = {max(1, int(self.wait * 1000))}")
+            try:
+                conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [WRITER_LOCK])
+            except psycopg.errors.LockNotAvailable:
+                raise WriterLockBusy(self._busy(conn)) from None
+            since = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            conn.execute("SET lock_timeout = 0")
+            conn.execute("SELECT set_config('application_name', %s, false)",
+                         [f"oracle writer since {since} pid {os.getpid()}"[:63]])
+            for name, value in (("idle_session_timeout", max(1, int(self.stuck_after * 1000))), *TCP_KEEPALIVE.items()):
+                try:
+                    conn.execute(f"SET {name} = {int(value)}")
+                except psycopg.Error:  # a server before PostgreSQL 14 has no idle_session_timeout
+                    pass
+        except BaseException:
+            conn.close()
+            raise
+        self._since = since
+        self.lost = False
+        stop = threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(conn, stop), name="oracle-writer-heartbeat", daemon=True)
+        beat.start()
+        self._beat = (beat, stop)
+        return conn
+
+    def _heartbeat(self, conn: "psycopg.Connection", stop: threading.Event) -> None:
+        """Keep the holding session from looking idle while this engine runs; a frozen engine stops beating."""
+        import psycopg
+
+        while not stop.wait(self.stuck_after / 6):
+            try:
+                conn.execute("SELECT 1")
+            except psycopg.Error:
+                self.lost = True
+                return
+
+    def _busy(self, conn: "psycopg.Connection") -> str:
+        """Who holds the lock and since when, for the refusal (PostgreSQL shows another role's sessions only to
+        a superuser or pg_read_all_stats: then the holder is "another session")."""
+        import psycopg
+
+        holder = "another session"
+        since = "an unknown time"
+        try:
+            found = conn.execute("SELECT hashtextextended(%s, 0)", [WRITER_LOCK]).fetchone()
+            key = int(found[0]) if found else 0
+            row = conn.execute(
+                "SELECT a.pid, a.application_name, coalesce(host(a.client_addr), 'this machine'), a.state_change"
+                " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory'"
+                " AND l.granted AND l.objsubid = 1 AND l.classid = %s::bigint::oid AND l.objid = %s::bigint::oid"
+                " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1",
+                [(key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF]).fetchone()
+        except psycopg.Error:
+            row = None
+        if row is not None:
+            pid, app, addr, changed = row
+            if app and app.startswith("oracle writer since "):
+                since = app.split()[3]
+                holder = f"an Oracle engine, pid {app.split()[5] if len(app.split()) > 5 else '?'} from {addr}"
+                reclaim = (f" (a stopped engine's lock is reclaimed after {self.stuck_after:.0f} s without a"
+                           " heartbeat, a dead one's at once)")
+            else:
+                since = changed.strftime("%Y-%m-%dT%H:%M:%SZ") if changed else since
+                holder = f"PostgreSQL backend {pid}, application {app!r} from {addr}"
+                reclaim = (f" (not an Oracle engine: it keeps the lock until its session ends;"
+                           f" SELECT pg_terminate_backend({pid}) ends it)")
+        else:
+            reclaim = ""
+        return (f"another engine holds the writer lock since {since} ({holder}){reclaim}; waited {self.wait:.0f} s"
+                " and nothing was written: retry in a moment")
+
     def __exit__(self, *exc: object) -> None:
         self._depth -= 1
         if self._depth == 0 and self._conn is not None:
             conn, self._conn = self._conn, None
+            if self._beat is not None:
+                beat, stop = self._beat
+                self._beat = None
+                stop.set()
+                beat.join()
             try:
                 conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [WRITER_LOCK])
+            except Exception:  # noqa: BLE001 - the session is gone: so is the lock (closing alone releases it)
+                self.lost = True
             finally:
-                conn.close()  # closing alone would release it too
+                conn.close()
+            if self.lost:
+                import sys
+
+                print(f"oracle: this engine lost the PostgreSQL writer lock while holding it (held since"
+                      f" {self._since}; stopped for more than {self.stuck_after:.0f} s?): another engine may"
+                      " have written meanwhile; the next sync compares the files with the index", file=sys.stderr)
+            self._since = None
         self._thread_lock.release()
 
     def held_elsewhere(self) -> bool:
@@ -492,7 +601,7 @@ class PgWriterLock:
         import psycopg
 
         with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
-            got = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [WRITER_LOCK]).fetchone()[0]
+            got = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [WRITER_LOCK]).fetchall()[0][0]
             if got:
                 conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [WRITER_LOCK])
             return not got

@@ -11,9 +11,9 @@ one BLAS thread: the same bits in every process) and ties go to the smaller sect
 What ranks: exactly the sections the vector store holds (`documents.in_vector = 1`, what `count_embedded`
 and the "not embedded yet" warning count), each with the vector cached for its text in the `embeddings`
 table (the vectors Chroma was given). The matrix is brought up to date once per index change (SQLite's
-`data_version` on a read connection of its own, as indexer/models/multilingual.py does; only new texts' vectors are
+`data_version` on a read connection of its own, as indexer/store/sqlite/multilingual.py does; only new texts' vectors are
 read then), 1.5 KB a section (11 MB for nat-brain).
-The multilingual index (indexer/models/multilingual.py) takes its main-model rows from this matrix rather than
+The multilingual index (indexer/store/sqlite/multilingual.py) takes its main-model rows from this matrix rather than
 holding a copy of its own.
 
 Above EXACT_LIMIT embedded sections (ORACLE_EXACT_LIMIT, 50,000 by default; 0: always Chroma) the pipeline
@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from oracle_indexer.blas import one_blas_thread
 from oracle_indexer.config import DEFAULT_EXACT_LIMIT as EXACT_LIMIT
 from oracle_indexer.store.rows import marks
 from oracle_indexer.store.sqlite.schema import connect_reader
@@ -189,11 +190,9 @@ _BLAS_SET = False
 
 
 def _one_blas_thread() -> None:
-    """One BLAS thread for the process (indexer/models/multilingual.py `_one_blas_thread_for_good` says why it is
-    process-wide): a matrix-vector product is memory-bound, and one thread gives the same bits every time."""
+    """One BLAS thread for the process (indexer/blas.py says why it is process-wide), asked once: a
+    matrix-vector product is memory-bound, and one thread gives the same bits every time."""
     global _BLAS_SET
     if not _BLAS_SET:
-        from oracle_indexer.models.multilingual import _one_blas_thread_for_good
-
-        _one_blas_thread_for_good()
+        one_blas_thread()
         _BLAS_SET = True

@@ -9,15 +9,26 @@ The lead tunes ranking through these functions: their results are kept byte-iden
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 from oracle_indexer.notes.concepts import normalise_tags
 
-if TYPE_CHECKING:
-    from oracle_indexer.store.sqlite import Store
+
+class KeywordStore(Protocol):
+    """What the keyword leg uses of the SQLite store (`Store`, which calls every function here with itself). A
+    Protocol rather than the class: naming `Store` here closed an import circle (the store imports this module),
+    if only one the type checker followed."""
+
+    section_count_cache: SectionCounts
+
+    def fetch(self, sql: str, args: Sequence = ()) -> list[tuple]: ...
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
 # bm25 column weights for documents_fts(id, title, heading, content, concepts): title words count more
 # (title 3 vs 2: +0.002 nDCG@10 on SciFact train with weighted fusion; see benchmarks/HISTORY.md).
@@ -153,32 +164,35 @@ def _matching_rowids_sql(sources: list[_Source]) -> tuple[str, list]:
     return union, [a for s in sources for a in s.args]
 
 
-def _ranked_in_fts(store: Store, source: _Source, filters: Filters, limit: int) -> list[tuple[str, float]] | None:
+def _ranked_in_fts(store: KeywordStore, source: _Source, filters: Filters, limit: int) -> list[tuple[str, float]] | None:
     """The rows of `ORDER BY s DESC, d.id LIMIT limit` over the joined clause, but ranked inside FTS5 with
     only the top rows looked up in `documents`: a common word matches tens of thousands of chunks at 100k,
     and a join per match cost as much as bm25 itself. Filters become one set of rowids, checked per match
-    (`+rowid` keeps SQLite from turning it into one FTS5 lookup per rowid). None when equal scores at the
-    cut run past the extra rows fetched, as only the join can order those by id."""
+    (`+rowid` keeps SQLite from turning it into one FTS5 lookup per rowid). The top rows' ids come in the same
+    statement: the ranked subquery (its LIMIT keeps SQLite from flattening it into the join) is joined to
+    `documents` after the cut, one trip instead of two. None when equal scores at the cut run past the extra rows
+    fetched, as only the join can order those by id."""
     assert source.table is not None
     where, filter_args = filters.sql()
     restrict = f" AND +rowid IN (SELECT d.rowid FROM documents d WHERE {where})" if filters.active else ""
     fetch = limit + TIE_SLACK
-    rows = store.fetch(
-        f"SELECT rowid, {source.score} AS s FROM {source.table} WHERE {source.table} MATCH ?{restrict}"
-        " ORDER BY s DESC LIMIT ?",
+    found = store.fetch(
+        f"SELECT f.rowid, f.s, d.id FROM (SELECT rowid, {source.score} AS s FROM {source.table}"
+        f" WHERE {source.table} MATCH ?{restrict} ORDER BY s DESC LIMIT ?) f"
+        " LEFT JOIN documents d ON d.rowid = f.rowid ORDER BY f.s DESC",
         [*source.args, *(filter_args if filters.active else []), fetch],
     )
+    rows = [(rowid, s) for rowid, s, _ in found]
     if len(rows) == fetch and rows[-1][1] >= rows[limit - 1][1]:
         return None
-    marks = ",".join("?" * len(rows))
-    ids = dict(store.fetch(f"SELECT rowid, id FROM documents WHERE rowid IN ({marks})", [r for r, _ in rows]))
+    ids = {rowid: doc_id for rowid, _, doc_id in found if doc_id is not None}
     if len(ids) < len(rows):
         return None
     return sorted(((ids[r], s) for r, s in rows), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
 
 def keyword_search(
-    store: Store,
+    store: KeywordStore,
     fts_match: str | None,
     trigram_match: str | None,
     like_terms: Sequence[str],
@@ -215,7 +229,7 @@ def keyword_search(
 
 
 def keyword_matching_ids(
-    store: Store,
+    store: KeywordStore,
     fts_match: str | None,
     trigram_match: str | None,
     like_terms: Sequence[str],
@@ -240,18 +254,25 @@ def keyword_matching_ids(
     return found
 
 
-def terms_matched(store: Store, terms: Sequence[str], ids: Sequence[str]) -> dict[str, int]:
+TERMS_PER_STATEMENT = 100  # MATCHes in one compound statement (SQLite allows 500 terms in a compound SELECT)
+
+
+def terms_matched(store: KeywordStore, terms: Sequence[str], ids: Sequence[str]) -> dict[str, int]:
     """How many of `terms` (quoted FTS5 strings) each of `ids` contains in the word table: one MATCH per
-    term, over the few ids asked about."""
+    term, over the few ids asked about, all in one statement (UNION ALL keeps each term's matches apart;
+    before, each term was a trip of its own, as the PostgreSQL store never did)."""
     if not terms or not ids:
         return {}
     marks = ",".join("?" * len(ids))
     id_of = dict(store.fetch(f"SELECT rowid, id FROM documents WHERE id IN ({marks})", list(ids)))
     counts = dict.fromkeys(id_of.values(), 0)
-    marks = ",".join("?" * len(id_of))
-    sql = f"SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND +rowid IN ({marks})"
-    for term in terms:
-        for (rowid,) in store.fetch(sql, [term, *id_of]):
+    if not id_of:
+        return counts
+    asked = "WITH asked(r) AS (VALUES " + ",".join(["(?)"] * len(id_of)) + ") "
+    one = "SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND +rowid IN asked"
+    for start in range(0, len(terms), TERMS_PER_STATEMENT):
+        part = terms[start : start + TERMS_PER_STATEMENT]
+        for (rowid,) in store.fetch(asked + " UNION ALL ".join([one] * len(part)), [*id_of, *part]):
             counts[id_of[rowid]] += 1
     return counts
 
@@ -294,7 +315,7 @@ class SectionCounts:
             self._counts.update({(t, cap): n for t, n in counts.items()})
 
 
-def word_table_state(store: Store) -> bytes | None:
+def word_table_state(store: KeywordStore) -> bytes | None:
     """The word table's state as FTS5 records it (see `_WORD_TABLE_STATE`); None if it records none."""
     rows = store.fetch(_WORD_TABLE_STATE)
     return bytes(rows[0][0]) if rows and rows[0][0] is not None else None
@@ -318,7 +339,7 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
     raise AssertionError("unreachable")
 
 
-def segment_count(store: Store, table: str) -> int:
+def segment_count(store: KeywordStore, table: str) -> int:
     """How many segments (b-trees) an FTS5 table's index is made of, from its structure record (a 4-byte cookie,
     then the varints nLevel, nSegment, ...). Every write transaction adds one, FTS5's automerge folds them
     level by level, and a query walks each term's list in every segment: on nat-brain's index of 14 segments a
@@ -332,7 +353,7 @@ def segment_count(store: Store, table: str) -> int:
     return _varint(block, at)[0]
 
 
-def merge_segments(store: Store, table: str, pages: int) -> bool:
+def merge_segments(store: KeywordStore, table: str, pages: int) -> bool:
     """One slice of merging all of an FTS5 table's segments into one (FTS5's 'merge' command with a negative
     page count: every level at once, about `pages` pages written, resumed by the next call), in its own write
     transaction so that a save waits for one slice at most. True when it did work (more may remain). The
@@ -344,7 +365,7 @@ def merge_segments(store: Store, table: str, pages: int) -> bool:
         return conn.total_changes - before >= 2  # FTS5's own test: fewer than 2 changes means nothing was left
 
 
-def section_counts(store: Store, terms: Sequence[str], cap: int) -> dict[str, int]:
+def section_counts(store: KeywordStore, terms: Sequence[str], cap: int) -> dict[str, int]:
     """How many sections hold each of `terms` (quoted FTS5 strings) in the word table, stemmed as the index is
     ("buffers" counts the sections holding "buffer"), counted up to `cap` + 1: the document frequencies query
     expansion weighs words by, where a word in more than `cap` sections is too common to matter. One MATCH per
@@ -362,7 +383,7 @@ def section_counts(store: Store, terms: Sequence[str], cap: int) -> dict[str, in
     return {term: known[term] if term in known else counted[term] for term in terms}
 
 
-def note_keyword_scores(store: Store, fts_match: str | None, files: Sequence[str] | None) -> dict[str, float]:
+def note_keyword_scores(store: KeywordStore, fts_match: str | None, files: Sequence[str] | None) -> dict[str, float]:
     """-bm25 of each of `files` (note paths; None: every note) matching the word query as whole notes; notes that
     do not match are absent, and so are notes of one section, whose whole text is that section's (search adds only
     what a note holds beyond its best section, so one-section notes rank exactly as the section table says)."""
@@ -387,7 +408,7 @@ def note_keyword_scores(store: Store, fts_match: str | None, files: Sequence[str
     return {path: float(score) for path, score in rows}
 
 
-def filtered_ids(store: Store, ids: Sequence[str], filters: Filters) -> set[str]:
+def filtered_ids(store: KeywordStore, ids: Sequence[str], filters: Filters) -> set[str]:
     """Which of `ids` exist in the index and pass the filters (vector hits are checked here). The ids drive
     the lookup (CROSS JOIN fixes the order): left to itself SQLite walked every chunk of the filtered type
     or concept instead, 2-7 times slower at 100k chunks."""
@@ -402,6 +423,6 @@ def filtered_ids(store: Store, ids: Sequence[str], filters: Filters) -> set[str]
     return {r[0] for r in rows}
 
 
-def count_embedded(store: Store, filters: Filters) -> int:
+def count_embedded(store: KeywordStore, filters: Filters) -> int:
     where, args = filters.sql()
     return store.fetch(f"SELECT count(*) FROM documents d WHERE d.in_vector = 1 AND {where}", args)[0][0]

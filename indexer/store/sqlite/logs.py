@@ -18,7 +18,7 @@ from pathlib import Path
 
 from oracle_indexer.safe_write import private_file
 from oracle_indexer.store.rows import batched, marks
-from oracle_indexer.store.sqlite.schema import StoreClosed, ThreadReaders, set_aside
+from oracle_indexer.store.sqlite.schema import Connection, StoreClosed, ThreadReaders, opened, set_aside
 
 BUSY_TIMEOUT_MS = 10_000
 MAX_TEXT = 20_000  # a logged field longer than this is cut; the log is a record, not an archive
@@ -112,7 +112,7 @@ class Logs:
         """`prune=False` leaves retention to the first write or maintenance tick: at 1M rows a log it scans
         (document_access, learn_log) costs ~0.1 s, which a server must not spend before its handshake."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
+        self.path: Path | None = path  # None in PgLogs: its logs are tables of the store
         self.retention_days = retention_days
         self.max_rows = max_rows
         self._pruned_at = 0.0
@@ -121,19 +121,21 @@ class Logs:
         self._queue_lock = threading.Lock()
         self._conn_closed = False
         self._supersessions: tuple[int | None, dict] | None = None
+        self.dropped = 0  # queued rows this process could not write and gave up (see flush)
         try:
-            self.conn = self._connect()
+            self.conn = self._connect(path)
         except sqlite3.DatabaseError as exc:
             # Logs that cannot be read are kept on disk for a person to inspect; new ones start afresh.
             set_aside(path, exc)
-            self.conn = self._connect()
+            self.conn = self._connect(path)
         self._readers = ThreadReaders(path)  # reads: one connection per thread (every search reads here)
         if prune:
             self._maybe_prune()
 
-    def _connect(self) -> sqlite3.Connection:
-        private_file(self.path)  # logged queries and decisions: the owner's alone
-        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        private_file(path)  # logged queries and decisions: the owner's alone
+        conn = opened(sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                      check_same_thread=False, factory=Connection))
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
@@ -203,17 +205,55 @@ class Logs:
             pass
 
     def flush(self) -> None:
-        """Write every queued row in one transaction."""
+        """Write every queued row in one transaction. When the store refuses a row for what it holds (text
+        with no UTF-8 form, a number out of range: not a locked or full disk, which `transient` tells apart),
+        the batch is written row by row and each row that cannot be written is dropped and counted
+        (`dropped`): put back on the queue it failed every later write, and stats, the dashboard's logs and
+        every search or consult log after it failed until a restart (issue 39)."""
         with self._queue_lock:
             batch, self._queue = self._queue, []
         if not batch:
             return
         try:
             self._write(batch)
-        except BaseException:
-            with self._queue_lock:
-                self._queue = batch + self._queue
-            raise
+        except BaseException as exc:
+            if self.transient(exc):
+                with self._queue_lock:
+                    self._queue = batch + self._queue
+                raise
+            self._write_each(batch)
+
+    def _write_each(self, batch: list[tuple[str, list[tuple]]]) -> None:
+        """Each row of `batch` in a transaction of its own; a row the store refuses is dropped and counted. A
+        transient failure puts the rows not yet written back on the queue and raises."""
+        dropped, reason = 0, ""
+        for n, (sql, rows) in enumerate(batch):
+            for m, row in enumerate(rows):
+                try:
+                    self._write([(sql, [row])])
+                except BaseException as exc:
+                    if self.transient(exc):
+                        with self._queue_lock:
+                            self._queue = [(sql, rows[m:]), *batch[n + 1:], *self._queue]
+                        self._count_dropped(dropped, reason)
+                        raise
+                    dropped += 1
+                    reason = f"{type(exc).__name__}: {exc}"
+        self._count_dropped(dropped, reason)
+
+    def _count_dropped(self, dropped: int, reason: str = "") -> None:
+        if dropped:
+            self.dropped += dropped
+            print(f"oracle: {dropped} usage log row(s) could not be stored and were dropped ({reason[:200]});"
+                  f" {self.dropped} dropped since start", file=sys.stderr)
+
+    @staticmethod
+    def transient(exc: BaseException) -> bool:
+        """Whether a failed log write may succeed later as it is (a locked, busy or full disk, a shutdown, an
+        interrupt), so its rows stay queued; anything else is about the rows themselves."""
+        if isinstance(exc, (sqlite3.IntegrityError, sqlite3.DataError, sqlite3.ProgrammingError)):
+            return False  # a value the table or the driver refuses: the row's own
+        return isinstance(exc, (sqlite3.DatabaseError, StoreClosed)) or not isinstance(exc, Exception)
 
     def prune(self, now: float | None = None) -> dict[str, int]:
         """Delete usage records older than `retention_days` and beyond the newest `max_rows` of each usage

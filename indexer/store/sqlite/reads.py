@@ -63,6 +63,8 @@ def _relation_where(pattern: Pattern) -> tuple[str, list[str]]:
 class Reads:
     """The read half of `Store`. `fetch` (provided by Store) runs one statement on this thread's reader."""
 
+    dialect: str  # provided by Store and PgStore
+
     def fetch(self, sql: str, args: Sequence = ()) -> list[tuple]:  # provided by Store
         raise NotImplementedError
 
@@ -267,13 +269,6 @@ class Reads:
                           " ORDER BY n DESC, c.concept LIMIT ?", [*args, limit])
         return total, [(c, n) for c, n in rows]
 
-    def concept_note_counts(self) -> tuple[int, list[tuple[str, int]]]:
-        """(notes indexed, [(concept, notes carrying it)]) in no particular order: the graph ranks them."""
-        total = self._scalar("SELECT count(DISTINCT file) FROM documents")
-        rows = self.fetch("SELECT c.concept, count(DISTINCT d.file) FROM doc_concepts c JOIN documents d ON d.id = c.doc_id"
-                          " GROUP BY c.concept")
-        return total, [(c, n) for c, n in rows]
-
     def note_concepts(self) -> list[tuple[str, str]]:
         """(note path, concept) pairs, by path: which concepts each note carries in any section."""
         return [(f, c) for f, c in self.fetch(
@@ -294,7 +289,7 @@ class Reads:
         sql = ("SELECT f.path, f.type, (SELECT d.date FROM documents d WHERE d.file = f.path ORDER BY d.position"
                " LIMIT 1), f.last_verified, f.review_after FROM files f")
         if files is None:
-            return {r[0]: tuple(r[1:]) for r in self.fetch(sql + " ORDER BY f.path")}  # type: ignore[misc]
+            return {r[0]: tuple(r[1:]) for r in self.fetch(sql + " ORDER BY f.path")}
         out: dict = {}
         for part in batched(sorted(set(files))):
             out.update({r[0]: tuple(r[1:]) for r in self.fetch(sql + f" WHERE f.path IN ({marks(len(part))})", part)})
@@ -374,7 +369,7 @@ class Reads:
     def change_fingerprint(self) -> tuple[int, float, int]:
         """(notes, last indexed_at, sections): moves whenever any process changes the index."""
         return tuple(self.fetch(
-            "SELECT count(*), coalesce(max(indexed_at), 0), coalesce(sum(chunk_count), 0) FROM files")[0])  # type: ignore[return-value]
+            "SELECT count(*), coalesce(max(indexed_at), 0), coalesce(sum(chunk_count), 0) FROM files")[0])
 
     def section_hashes(self, paths: Sequence[str] | None) -> dict[str, dict[str, str]]:
         """note path -> {section id: content hash}, for `paths` or every note."""

@@ -26,6 +26,7 @@ import sqlite3
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,7 +85,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
     tokenize = "{word_tokenize}"
 );
 CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
--- multilingual vectors (indexer/models/multilingual.py), keyed like embeddings by the embedded text's hash
+-- multilingual vectors (indexer/store/sqlite/multilingual.py), keyed like embeddings by the embedded text's hash
 CREATE TABLE IF NOT EXISTS ml_vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL, seen_at REAL);
 CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash);
@@ -110,6 +111,11 @@ CONTENT_TABLES = ("documents", "documents_fts", "documents_tri", "notes_fts", "d
                   "relations", "superseded_files", "note_fields")
 
 
+# What a failed SQLite statement raises (a write lock held past the busy timeout, a read-only file): the worker
+# catches it by this name, so nothing outside the store imports the driver (pyproject.toml [tool.importlinter]).
+StoreError = sqlite3.Error
+
+
 class StoreClosed(RuntimeError):
     """The store (or the logs) was closed: the process is shutting down. Raised instead of sqlite3's
     "Cannot operate on a closed database" from a connection closed under a running request."""
@@ -127,11 +133,69 @@ def set_aside(path: Path, reason: Exception) -> Path:
     return target
 
 
+# -- the statement trace -----------------------------------------------------------------------------------
+class Connection(sqlite3.Connection):
+    """sqlite3's connection, weakly referable (the C type is not), so the statement trace finds every open one."""
+
+
+_OPEN: weakref.WeakSet[Connection] = weakref.WeakSet()
+_TRACES: list[tuple[list[str], bool]] = []  # (statements, with nested ones)
+_TRACE_LOCK = threading.Lock()
+
+
+def _record(sql: str) -> None:
+    nested = sql.startswith("--")  # run by SQLite itself for a statement (FTS5's reads of its tables, a trigger)
+    for statements, with_nested in tuple(_TRACES):
+        if with_nested or not nested:
+            statements.append(sql)  # list.append holds the GIL: safe from every thread
+
+
+def _set_trace(conn: sqlite3.Connection, on: bool) -> None:
+    try:
+        conn.set_trace_callback(_record if on else None)
+    except sqlite3.ProgrammingError:  # closed meanwhile
+        pass
+
+
+def opened(conn: Connection) -> Connection:
+    """Register a new connection of the store (index, logs, exact and multilingual readers) with the trace."""
+    with _TRACE_LOCK:
+        _OPEN.add(conn)
+        if _TRACES:
+            _set_trace(conn, True)
+    return conn
+
+
+@contextmanager
+def trace_statements(nested: bool = False) -> Iterator[list[str]]:
+    """Every SQL statement the store's SQLite connections run, on any thread, while the block lasts, in order:
+    how many trips a request makes to the store (benchmarks/statements.py; tests/unit/test_statements.py caps a
+    search's). sqlite3's `set_trace_callback`, as sqlite-utils and datasette trace; installed only while a trace
+    is open, so no request pays for it otherwise. `nested`: the statements SQLite runs inside one of ours too
+    (FTS5 reading its own tables, `-- `-prefixed), which are not trips to the store but its work."""
+    statements: list[str] = []
+    entry = (statements, nested)
+    with _TRACE_LOCK:
+        _TRACES.append(entry)
+        if len(_TRACES) == 1:
+            for conn in list(_OPEN):
+                _set_trace(conn, True)
+    try:
+        yield statements
+    finally:
+        with _TRACE_LOCK:
+            _TRACES.remove(entry)
+            if not _TRACES:
+                for conn in list(_OPEN):
+                    _set_trace(conn, False)
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit BEGIN IMMEDIATE), WAL, busy timeout; the file
     (and its -wal and -shm) readable by its owner alone."""
     private_file(path)
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    conn = opened(sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                  check_same_thread=False, factory=Connection))
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
@@ -145,7 +209,8 @@ def connect(path: Path) -> sqlite3.Connection:
 def connect_reader(path: Path) -> sqlite3.Connection:
     """A read connection for one thread: WAL lets it read while another connection writes, and
     `query_only` makes a write through it an error instead of a second, unserialised writer."""
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    conn = opened(sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                  check_same_thread=False, factory=Connection))
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA query_only = 1")

@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 
 if TYPE_CHECKING:  # numpy is imported by whoever makes the vectors
     import numpy as np
+    from chromadb.api import ClientAPI, Collection
 
 from oracle_indexer.config import EMBEDDED_COLLECTION as COLLECTION  # the default; see Settings.collection
 from oracle_indexer.safe_write import PRIVATE, write_atomic
@@ -150,6 +151,13 @@ class StoreHealth:
         """Why the store is unavailable right now, or None."""
         return self._down
 
+    def lost_while_closed(self) -> str | None:
+        """What a sync must assume this store lost while no Oracle had it open: "all" (every chunk is re-added
+        from the embedding cache), "some" (count, and queue again what is missing) or None. None here: the
+        PostgreSQL store keeps its vectors in the database with the rest of the index, so nothing is lost on
+        its own; the Chroma store says otherwise (`VectorStore.lost_while_closed`)."""
+        return None
+
 
 class VectorStore(StoreHealth):
     def __init__(self, path: Path, url: str | None = None, collection: str = COLLECTION) -> None:
@@ -158,13 +166,21 @@ class VectorStore(StoreHealth):
         self.url = url
         self.collection_name = collection
         self._lock = threading.Lock()
-        self._client = None
-        self._collection = None
+        self._client: ClientAPI | None = None
+        self._collection: Collection | None = None
         # Embedded Chroma keeps its HNSW index in memory per process: a write by another process is not
         # seen until the collection is reopened. Every write stamps this file; readers compare stamps.
         self._generation_file = path.parent / f"{path.name}.generation"
         self._seen_generation: str | None = None
         self._damaged = False  # the embedded files themselves failed to open (see `damaged`)
+
+    def lost_while_closed(self) -> str | None:
+        """The embedded folder deleted: all (re-added from the embedding cache). A Chroma server: some, perhaps
+        (it may have been restarted without its data while no Oracle ran). The index sync asks; before, it
+        looked at the settings' URLs and folder itself."""
+        if self.url is not None:
+            return "some"
+        return None if self.path.exists() else "all"
 
     # -- embedded: cross-process freshness ----------------------------------------------------------
     def _read_generation(self) -> str:

@@ -32,6 +32,7 @@ class Writes:
     """The write half of `Store`: everything here runs on the one writer connection under its lock."""
 
     conn: sqlite3.Connection
+    model_id: str  # provided by Store
 
     def transaction(self) -> AbstractContextManager[sqlite3.Connection]:  # provided by Store
         raise NotImplementedError

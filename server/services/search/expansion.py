@@ -48,19 +48,19 @@ def section_words(text: str) -> list[str]:
             if len(w) >= MIN_TERM_CHARS and w not in STOPWORDS and not is_thai_char(w[0]) and not has_cjk(w)]
 
 
-def word_weights(texts: Sequence[str], exclude: frozenset[str]) -> Counter[str]:
+def word_weights(texts: Sequence[str], exclude: frozenset[str]) -> dict[str, float]:
     """Each word's share of its section's words, summed over the sections with a weight of 1 / rank (the first
     ranking's best section counts most)."""
-    weight: Counter[str] = Counter()
+    weight: dict[str, float] = {}
     for rank, text in enumerate(texts, start=1):
         words = section_words(text)
         for word, count in Counter(words).items():
             if word not in exclude:
-                weight[word] += count / len(words) / rank
+                weight[word] = weight.get(word, 0.0) + count / len(words) / rank
     return weight
 
 
-def candidate_words(weight: Counter[str], limit: int = EXPANSION_TERMS * CANDIDATES_PER_TERM) -> list[str]:
+def candidate_words(weight: Mapping[str, float], limit: int = EXPANSION_TERMS * CANDIDATES_PER_TERM) -> list[str]:
     """The heaviest words of `weight` (word_weights), ties by word: those whose document counts the caller
     reads for `expansion_terms`."""
     return [word for word, _ in sorted(weight.items(), key=lambda p: (-p[1], p[0]))[:limit]]
@@ -71,7 +71,7 @@ def most_sections(sections: int) -> int:
     return int(MAX_DOCUMENT_SHARE * sections)
 
 
-def expansion_terms(weight: Counter[str], document_count: Mapping[str, int], sections: int,
+def expansion_terms(weight: Mapping[str, float], document_count: Mapping[str, int], sections: int,
                     limit: int = EXPANSION_TERMS) -> tuple[str, ...]:
     """The words to add to a query, best first: among the candidate words (frequent in the first ranking's best
     sections, `weight`), those rare in the index (`document_count`: word -> sections holding it, of

@@ -158,6 +158,7 @@ def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: 
             return oracle.indexer.multilingual.nearest(query, n, vector, main_share), False
     else:
         exact = oracle.indexer.exact  # a small SQLite base ranks every vector exactly (indexer/store/sqlite/exact.py)
+        assert vector is not None  # the main model ranks: main_share > 0 (_question_vector)
 
         def nearest(n: int) -> tuple[list[tuple[str, float]], bool]:
             found = exact.nearest(vector, n) if exact is not None else None
@@ -267,6 +268,7 @@ def _prefetch(oracle: Oracle, ids: list[str], fts_match: str | None, early: _Pre
     made already."""
     asked = early.asked if early else frozenset()
     facts = {**(early.facts if early else {}), **oracle.store.section_facts([i for i in ids if i not in asked])}
+    notes: dict[str, float] | None
     if early is not None and early.notes is not None:
         notes, every = early.notes, early.every_note
     else:

@@ -14,6 +14,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from oracle_indexer.notes.segment import cjk_bigrams, cjk_runs, has_cjk, is_thai_char, thai_stopwords, thai_words
+from oracle_server.services.errors import ServiceError
 
 MAX_QUERY_CHARS = 10_000
 MAX_TERMS = 64
@@ -36,7 +37,7 @@ _UNSEGMENTED_RANGES = (
 )
 
 
-class QueryError(ValueError):
+class QueryError(ServiceError, ValueError):
     """The query cannot be searched at all (empty); the message says what to send instead."""
 
 

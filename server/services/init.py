@@ -1,0 +1,275 @@
+"""`oracle init [PATH]`: look at a folder of markdown and write an `oracle.toml` that indexes it sensibly. The
+survey, the language choice and the file are here; the CLI says what they mean (server/cli/init.py).
+
+A new user's folder is rarely principles/learnings/retrospectives: an ADR repository keeps decisions in
+`locales/<lang>/...`, an Obsidian vault keeps notes anywhere. Rather than make them learn the rules first,
+init counts the markdown per folder, proposes a layout (a default type for everything, `retro` for folders
+of dated notes, the built-in folders as they are), writes it with comments saying what each line does, and
+then says what `oracle index` will do with it: the same `discover` the indexer runs, so no surprise later.
+
+A translated vault (`en/`, `th/`, `ja/`, `de/` ... with the same pages) is indexed in the user's language(s)
+only, asking nothing: the languages named by the environment (LANGUAGE, LC_ALL, LC_MESSAGES, LANG) that have a
+folder, else the largest folder. Every other language folder is an active line of `exclude` that a person
+deletes to index it too; 34 languages of the Obsidian help vault took 23 minutes and 506 MB, and their
+translations filled the English top 5. Folders of release notes and changelogs are named as a suggestion to
+leave out (commented): hundreds of near-identical entries crowd out answers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from oracle_indexer.notes.discover import Discovery, discover, top_folder
+from oracle_indexer.notes.language import language_tag
+from oracle_indexer.safe_write import SHARED, SymlinkRefused, write_atomic
+from oracle_indexer.rootconfig import BUILTIN_FOLDER_TYPES, CONFIG_NAME, Layout, load_layout, read_gitignore
+from oracle_server.services.errors import ServiceError
+
+_DATED = re.compile(r"^\d{4}-\d{2}-\d{2}")
+# Folders of release notes and changelogs: many near-identical entries that crowd out answers.
+_CHANGELOG = re.compile(r"^(?:change[-_ ]?logs?|release[-_ ]?notes?|releases|what'?s[-_ ]new)$", re.IGNORECASE)
+LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")  # the order gettext reads them in
+
+
+class InitError(ServiceError, RuntimeError):
+    """init cannot proceed (no such folder, a config already there); the message says what to do."""
+
+
+@dataclass
+class Survey:
+    """What a folder holds, as init sees it."""
+
+    root: Path
+    per_top: Counter = field(default_factory=Counter)  # top-level folder ("." = root files) -> markdown files
+    dated: Counter = field(default_factory=Counter)  # top-level folder -> files named YYYY-MM-DD...
+    builtin: set[str] = field(default_factory=set)  # built-in folder names present (learnings, ...)
+    locales: dict[str, dict[str, int]] = field(default_factory=dict)  # folder -> its language folders -> files
+    changelogs: dict[str, int] = field(default_factory=dict)  # a folder of release notes -> markdown files
+    obsidian: bool = False
+
+    @property
+    def total(self) -> int:
+        return sum(self.per_top.values())
+
+
+def survey(root: Path) -> Survey:
+    """Count markdown files by top-level folder with the default exclusions (dot-folders, .gitignore)."""
+    found = discover(root, Layout(default_type="learning", gitignore=read_gitignore(root)))  # every candidate
+    result = Survey(root=root, obsidian=(root / ".obsidian").is_dir())
+    for item in found.files:
+        top = top_folder(item.rel)
+        result.per_top[top] += 1
+        if _DATED.match(item.rel.rsplit("/", 1)[-1]):
+            result.dated[top] += 1
+        for part in item.rel.split("/")[:-1]:
+            if part in BUILTIN_FOLDER_TYPES:
+                result.builtin.add(part)
+    per_folder: Counter = Counter()  # every folder (at any depth) -> markdown files under it
+    for item in found.files:
+        parts = item.rel.split("/")[:-1]
+        for depth in range(len(parts)):
+            per_folder["/".join(parts[: depth + 1])] += 1
+    for folder, n in sorted(per_folder.items()):
+        parent, _, name = folder.rpartition("/")
+        if language_tag(name):
+            result.locales.setdefault(parent or ".", {})[name] = n
+        if _CHANGELOG.match(name):
+            result.changelogs[folder] = n
+    result.locales = {k: v for k, v in result.locales.items() if len({language_tag(n) for n in v}) >= 2}
+    return result
+
+
+def user_languages(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The languages the environment names, most wanted first (`LANGUAGE=th:en`, `LANG=de_DE.UTF-8` -> de);
+    C and POSIX name none."""
+    env = os.environ if environ is None else environ
+    out: list[str] = []
+    for var in LOCALE_VARIABLES:
+        for value in env.get(var, "").split(":"):
+            lang = language_tag(value.split(".")[0].split("@")[0])
+            if lang and lang not in out:
+                out.append(lang)
+    return out
+
+
+@dataclass(frozen=True)
+class LanguageChoice:
+    """Which language folders of one parent are indexed, and why."""
+
+    parent: str  # "." for the root
+    kept: list[str]  # folder names
+    left_out: list[str]
+    reason: str
+
+    def pattern(self, name: str) -> str:
+        """The exclude line for one language folder, anchored to the root (a bare `de/` would match any depth)."""
+        return f"/{name}/" if self.parent == "." else f"{self.parent}/{name}/"
+
+
+def choose_languages(s: Survey, environ: Mapping[str, str] | None = None) -> list[LanguageChoice]:
+    """For each folder of language folders: keep those in the user's languages (the environment), else the
+    largest one; every other one is left out. Never a language the user writes in."""
+    wanted = user_languages(environ)
+    choices = []
+    for parent, folders in sorted(s.locales.items()):
+        kept = [name for name in folders if language_tag(name) in wanted]
+        if kept:
+            named = sorted({language_tag(n) or n for n in kept}, key=wanted.index)
+            reason = f"your language{'s' if len(named) > 1 else ''} ({', '.join(named)}: from the environment)"
+        else:
+            largest = max(folders.items(), key=lambda kv: (kv[1], language_tag(kv[0]) == "en", kv[0]))[0]
+            kept = [largest]
+            reason = (f"the largest language folder ({folders[largest]} files;"
+                      f" {'LANG names ' + ', '.join(wanted) if wanted else 'LANG names no language'})")
+        choices.append(LanguageChoice(parent, sorted(kept), sorted(n for n in folders if n not in kept), reason))
+    return choices
+
+
+def _toml_key(key: str) -> str:
+    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def changelogs_kept(s: Survey, choices: list[LanguageChoice]) -> dict[str, int]:
+    """Folders of release notes and changelogs that are not already left out with their language."""
+    gone = [c.pattern(n).strip("/") for c in choices for n in c.left_out]
+    return {f: n for f, n in sorted(s.changelogs.items()) if not any(f == g or f.startswith(g + "/") for g in gone)}
+
+
+def _exclude_lines(s: Survey, choices: list[LanguageChoice]) -> list[str]:
+    """`exclude = [...]`: the other language folders (active), release notes and changelogs (suggested)."""
+    body: list[str] = []
+    for c in choices:
+        where = "this folder" if c.parent == "." else f"{c.parent}/"
+        body += [
+            f"    # {where} holds one folder per language ({', '.join(sorted([*c.kept, *c.left_out]))}).",
+            f"    # Indexed: {', '.join(n + '/' for n in c.kept)}, {c.reason}. To index another language",
+            "    # too, delete its line below (search prefers the question's language and folds translations).",
+            *(f'    "{c.pattern(name)}",' for name in c.left_out),
+        ]
+    logs = changelogs_kept(s, choices)
+    if logs:
+        body.append("    # Release notes and changelogs crowd out answers; uncomment to leave them out:")
+        body += [f'    # "{folder}/",    # {n} files' for folder, n in sorted(logs.items())]
+    if not body:
+        return ["exclude = []"]
+    return ["exclude = [", *body, "]"]
+
+
+def render_config(s: Survey, environ: Mapping[str, str] | None = None) -> str:
+    """The commented oracle.toml for a survey (`environ`: where the user's languages are read from)."""
+    choices = choose_languages(s, environ)
+    lines = [
+        f"# {CONFIG_NAME}: what Oracle indexes in this folder. Written by `oracle init`; edit freely.",
+        "# Environment variables override it (ORACLE_FOLDER_TYPES, ORACLE_DEFAULT_TYPE).",
+        "# Types: principle (how we work), learning (a pattern found while working), retro (what happened).",
+        "",
+        "[index]",
+    ]
+    others = {top: n for top, n in s.per_top.items() if top not in BUILTIN_FOLDER_TYPES}
+    if s.builtin and not s.obsidian:
+        lines += [
+            f"# This folder has Oracle's own layout ({', '.join(sorted(s.builtin))}/): those are typed by name.",
+            f"# {sum(others.values())} other markdown files are not indexed; uncomment to index them as learnings:",
+            '# default_type = "learning"',
+        ]
+    else:
+        lines += [
+            "# Files in folders not mapped under [types], and files directly in this folder, get this type.",
+            "# Remove the line to index only the folders mapped below.",
+            'default_type = "learning"',
+        ]
+    lines += [
+        "# Globs in .gitignore syntax (\"drafts/\", \"**/*.draft.md\"). Dot-folders (.git, .obsidian, .trash),",
+        "# node_modules and what this folder's .gitignore lists are always left out.",
+        *_exclude_lines(s, choices),
+        '# include = ["*.md"]    # only files matching these (default: every .md and .markdown file)',
+        "# gitignore = true      # false: index what .gitignore lists too",
+    ]
+    lines += [
+        "",
+        "[types]",
+        "# \"folder/path\" = \"type\", paths from this folder; the most specific folder wins, so",
+        "# \"docs\" = \"learning\" with \"docs/decisions\" = \"principle\" types decisions as principles.",
+        "# \"**/name\" matches a folder of that name at any depth (like the built-in learnings/, principles/).",
+        "# Markdown files per top-level folder here:",
+    ]
+    gone = {c.pattern(n).strip("/") for c in choices for n in c.left_out}
+    if any("/" not in g for g in gone):
+        lines.append(f"#   ({sum(1 for g in gone if '/' not in g)} language folders left out by exclude above)")
+    for top, n in sorted(s.per_top.items(), key=lambda kv: (-kv[1], kv[0])):
+        if top in gone:
+            continue
+        if top == ".":
+            lines.append(f"#   (this folder itself): {n} files")
+            continue
+        if top in BUILTIN_FOLDER_TYPES:
+            lines.append(f"#   {top}/: {n} files ({BUILTIN_FOLDER_TYPES[top]}, built in)")
+            continue
+        if s.dated[top] * 2 > n:  # mostly named by date: a journal, daily notes, session logs
+            lines.append(f"{_toml_key(top)} = \"retro\"    # {n} files, {s.dated[top]} named by date")
+        else:
+            lines.append(f"# {_toml_key(top)} = \"principle\"    # {n} files")
+    lines += [
+        "",
+        "[embedding]",
+        "# The model that embeds notes and questions: minilm (the default, all-MiniLM-L6-v2), or a folder holding",
+        "# model.onnx and tokenizer.json (query_prefix / passage_prefix: what it expects before each, e.g. \"query: \").",
+        "# A change re-embeds every note at the next `oracle index`; keyword search answers meanwhile.",
+        '# model = "minilm"',
+        "",
+        "# [rerank]",
+        "# A cross-encoder folder (model.onnx + tokenizer.json) that rereads each search's first `top` results and",
+        "# blends its order with the fused one (`weight`: its share). Off unless a model is named; none ships with Oracle.",
+        '# model = "models/ms-marco-MiniLM-L-6-v2"',
+        "# top = 20",
+        "# weight = 0.5",
+        "",
+        "# [frontmatter]",
+        "# What notes must hold: `oracle index` reports each note that does not (it never refuses one).",
+        '# required = ["owner"]',
+        '# types = ["learning"]                 # the note types checked (default: all)',
+        "# [frontmatter.allowed]",
+        '# status = ["draft", "final"]',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Initialised:
+    """What init wrote and what it means: the file, the language folders it keeps and leaves out, the folders of
+    release notes it suggests leaving out, and what `oracle index` will find with it (the indexer's `discover`)."""
+
+    target: Path
+    root: Path
+    languages: list[LanguageChoice]
+    changelogs: dict[str, int]
+    found: Discovery
+
+
+def init(path: Path, force: bool = False) -> Initialised:
+    """Write PATH/oracle.toml (never over an existing one unless forced); return it and what it means."""
+    root = path.expanduser().resolve()
+    if not root.is_dir():
+        raise InitError(f"{root} is not a folder")
+    target = root / CONFIG_NAME
+    if target.is_symlink():  # a repository could point it at any file of the person running init
+        raise InitError(f"{target} is a symlink; oracle.toml must be a regular file: remove the link, then run init")
+    if target.exists() and not force:
+        raise InitError(f"{target} exists; edit it, or run `oracle init --force` to replace it")
+    s = survey(root)
+    if s.total == 0:
+        raise InitError(f"no markdown files under {root} (dot-folders and .gitignore'd paths left out)")
+    text = render_config(s)
+    try:
+        write_atomic(target, text, SHARED, refuse_symlink=True)  # a random temporary name: no planted link is followed
+    except SymlinkRefused as exc:  # a link planted between the check above and now
+        raise InitError(str(exc)) from None
+    layout = load_layout(root)  # with the environment: what `oracle index` will really do
+    choices = choose_languages(s)
+    return Initialised(target=target, root=root, languages=choices, changelogs=changelogs_kept(s, choices),
+                       found=discover(root, layout))
