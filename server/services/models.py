@@ -980,7 +980,7 @@ class ArchiveResult(BaseModel):
 
 
 # -- the team store's history (issue 38: indexer/worker/workcopy.py, server/services/history.py) -------------------
-class HistoryRequest(BaseModel):
+class HistoryRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     file: str = Field(min_length=1, max_length=1000, description="The note's path.")
@@ -1005,7 +1005,7 @@ class HistoryResult(BaseModel):
     revisions: list[RevisionEntry]  # oldest first: the last is the note's current revision
 
 
-class RestoreRequest(BaseModel):
+class RestoreRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     file: str = Field(min_length=1, max_length=1000, description="The note's path.")
