@@ -119,6 +119,8 @@ class Settings:
     # ORACLE_RERANK_MODEL, else oracle.toml's [rerank] model: a cross-encoder folder, or `off` (indexer/models/rerank.py)
     rerank_model: str | None = None
     exact_limit: int = DEFAULT_EXACT_LIMIT  # ORACLE_EXACT_LIMIT (indexer/store/sqlite/exact.py)
+    # ORACLE_SAMPLING=1|0, else oracle.toml's [search] sampling: ask an MCP client's model for query variants
+    sampling: bool = False
     # ORACLE_AUTHOR: who this machine's working copy writes as (revisions, conflict copies: indexer/worker/workcopy.py);
     # None: the login name. A named token's name wins for the writes it makes.
     author: str | None = None
@@ -208,6 +210,12 @@ class Settings:
                                    ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)):
             if name not in overrides:
                 overrides[name] = _whole(env, var, default)
+        sampling_text = str(env.get("ORACLE_SAMPLING", "")).strip().lower()
+        if sampling_text not in ("", "1", "0", "true", "false", "on", "off"):
+            raise ConfigError(f"ORACLE_SAMPLING={sampling_text!r}: use 1 (ask the MCP client's model for query variants)"
+                              " or 0")
+        if "sampling" not in overrides:
+            overrides["sampling"] = (sampling_text in ("1", "true", "on")) if sampling_text else layout.sampling
         database_url = str(overrides.pop("database_url", None) or env.get("ORACLE_DATABASE_URL")
                            or layout.database_url or "").strip() or None
         if database_url and not database_url.startswith(("postgresql://", "postgres://")):

@@ -48,7 +48,7 @@ DEFAULT_EXCLUDED_DIRS = frozenset({"node_modules", "__pycache__", "_site", "site
 
 _INDEX_KEYS = {"include", "exclude", "default_type", "gitignore"}
 _EMBEDDING_KEYS = {"model", "query_prefix", "passage_prefix"}
-_TOP_KEYS = {"index", "types", "embedding", "freshness", "frontmatter", "database", "rerank"}
+_TOP_KEYS = {"index", "types", "embedding", "freshness", "frontmatter", "database", "rerank", "search"}
 
 
 class ConfigError(ValueError):
@@ -188,6 +188,7 @@ class Layout:
     rerank: RerankPolicy = RerankPolicy()  # [rerank]: an optional cross-encoder folder (indexer/models/rerank.py)
     frontmatter: FrontmatterSchema = FrontmatterSchema()  # [frontmatter]: required fields, allowed values
     database_url: str | None = None  # [database] url: the PostgreSQL store (ORACLE_DATABASE_URL wins)
+    sampling: bool = False  # [search] sampling: ask an MCP client's model for query variants (ORACLE_SAMPLING wins)
     # key -> (precedence, type); precedence: where it was written (environment 2 > oracle.toml 1 > built-in 0),
     # then a path over a bare name
     _by_path: dict[str, tuple[int, str]] = field(default_factory=dict, compare=False, repr=False)
@@ -342,6 +343,7 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
     embedding = _embedding_table(config)
     folders = [*(FolderKey(k, v, "built-in") for k, v in BUILTIN_FOLDER_TYPES.items()), *_types_table(config)]
     database_url = _database_table(config)
+    sampling = _search_table(config)
     rerank = config.policy("rerank", RerankPolicy.parse, RerankPolicy())
     freshness = config.policy("freshness", FreshnessPolicy.parse, FreshnessPolicy())
     frontmatter = config.policy("frontmatter", lambda value, where: FrontmatterSchema.parse(value, where, DOC_TYPES),
@@ -364,6 +366,7 @@ def load_layout(root: Path, env: dict[str, str] | os._Environ[str] | None = None
         rerank=rerank,
         frontmatter=frontmatter,
         database_url=database_url,
+        sampling=sampling,
     )
 
 
@@ -416,8 +419,21 @@ def _read_config(path: Path) -> _ConfigFile:
             raise ConfigError(f"{config.where(key)}: unknown section or key {key!r}; "
                               f"{CONFIG_NAME} knows [index] ({', '.join(sorted(_INDEX_KEYS))}), [types],"
                               f" [embedding] ({', '.join(sorted(_EMBEDDING_KEYS))}), [freshness], [frontmatter],"
-                              " [database] (url) and [rerank] (model, top, weight)")
+                              " [database] (url), [rerank] (model, top, weight) and [search] (sampling)")
     return config
+
+
+def _search_table(config: _ConfigFile) -> bool:
+    """[search] sampling = true|false: whether a search without variants asks the MCP client's model for some
+    (server/mcp/sampling.py); off unless turned on, since it spends the user's model tokens."""
+    search = config.table("search")
+    for key, value in search.items():
+        where = config.where(key, "search")
+        if key != "sampling":
+            raise ConfigError(f"{where}: unknown key {key!r} in [search]; known keys: sampling")
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: sampling must be true or false")
+    return bool(search.get("sampling", False))
 
 
 class _Index(NamedTuple):

@@ -57,7 +57,8 @@ def derive(tools: Iterable[Any] | None = None) -> dict[str, Any]:
         schema = tool.request.model_json_schema()
         props = schema.get("properties", {})
         required = set(schema.get("required", []))
-        options = [_option(name, props[name], name in required) for name in tool.request.model_fields
+        flags = dict(tool.cli.flags)
+        options = [_option(name, props[name], name in required, flags.get(name)) for name in tool.request.model_fields
                    if name != tool.cli.words]
         spec[tool.cli.command] = {
             "tool": tool.name, "method": tool.http.method, "path": tool.http.path, "help": tool.cli.help,
@@ -67,7 +68,7 @@ def derive(tools: Iterable[Any] | None = None) -> dict[str, Any]:
     return spec
 
 
-def _option(name: str, prop: dict[str, Any], required: bool) -> dict[str, Any]:
+def _option(name: str, prop: dict[str, Any], required: bool, flag: str | None = None) -> dict[str, Any]:
     """One request field as a command-line option: kind (str/int/bool/list), choices, and a help text that
     states the default and bounds the model enforces."""
     variants = [v for v in prop.get("anyOf", [prop]) if v.get("type") != "null"]
@@ -83,11 +84,11 @@ def _option(name: str, prop: dict[str, Any], required: bool) -> dict[str, Any]:
         notes.append(f"default {prop['default']}")
     if kind == "list":
         strings = any(v.get("type") == "string" for v in variants)
-        notes.append("comma-separated or repeated" if strings else "repeat the option for each")
+        notes.append("repeat the option for each" if flag or not strings else "comma-separated or repeated")
     help_text = prop.get("description", "")
     if notes:
         help_text = f"{help_text} ({'; '.join(notes)})".strip()
-    return {"field": name, "flag": "--" + name.replace("_", "-"), "kind": kind, "choices": choices,
+    return {"field": name, "flag": "--" + (flag or name).replace("_", "-"), "kind": kind, "choices": choices,
             "required": required, "help": help_text}
 
 

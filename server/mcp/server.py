@@ -7,6 +7,7 @@ tool's short text. Names and parameters are Oracle v2's, extended.
 from collections.abc import Callable
 from typing import Annotated, Any
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent
@@ -15,7 +16,10 @@ from pydantic import BaseModel, ValidationError
 from oracle_server import __version__
 from oracle_server.services.app import Oracle
 from oracle_server.services.errors import classify, problems
+from oracle_server.mcp.sampling import NeedsInput, ask_for_variants, client_can_sample
 from oracle_server.mcp.surface import Surface, link_hits, link_sources
+from oracle_server.services.models import SearchResult
+from oracle_server.services.search.sampled import note_languages, with_sampled
 from oracle_server.registry.schemas import lean_schema
 from oracle_server.services.slots import ServiceSlots
 from oracle_server.services.team import ANONYMOUS, Identity, identity_of
@@ -86,7 +90,15 @@ class OracleMCP(MCPServer):
             request = tool.parse(arguments)
             who = _identity(context)
             caller = Caller(_client(context), "mcp", author=who.name, can_write=who.can_write)
+            try:
+                sampled, warning = await self._sample(name, request, context)
+            except NeedsInput as ask:  # 2026-07-28 on: the client retries the call with its model's reply
+                return ask.result
+            if sampled:
+                request = request.model_copy(update={"variants": sampled})
             result = await self.slots.run(tool.run, self.oracle, request, caller)
+            if (sampled or warning) and isinstance(result, SearchResult):
+                result = with_sampled(result, sampled, warning)
         except InvalidArguments as exc:
             raise ToolError(f"Error executing tool {name}: invalid arguments: {exc}") from None
         except Exception as exc:
@@ -98,6 +110,15 @@ class OracleMCP(MCPServer):
                                structured_content=result.model_dump(mode="json"))
         finish = FINISH.get(name)
         return finish(reply, result) if finish else reply
+
+    async def _sample(self, name: str, request: Any, context: Context | None) -> tuple[list[str], str | None]:
+        """Variants from the client's model for a search that brought none, when sampling is on and the client
+        offers it (server/mcp/sampling.py); otherwise nothing changes."""
+        if (name != "oracle_search" or request.variants or not self.oracle.settings.sampling or context is None
+                or not client_can_sample(context.session)):
+            return [], None
+        languages = await anyio.to_thread.run_sync(note_languages, self.oracle)
+        return await ask_for_variants(context, request.query, languages)
 
     async def _sdk_call(self, name: str, arguments: dict[str, Any], context: Context | None) -> Any:
         """Any tool not in the registry: the SDK's path, its argument errors in the same words."""

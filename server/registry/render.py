@@ -54,6 +54,13 @@ def result_count(total: int, unit: str, mode: str, took_ms: float, reranked_by: 
     return f"{total} {noun}{'' if total == 1 else 's'} ({how}, {took_ms} ms)"
 
 
+def phrasings_text(phrasings: list[int] | None) -> str:
+    """Which phrasings of a search with variants found a hit: `query+v2` (empty without variants)."""
+    if not phrasings:
+        return ""
+    return ", found by " + "+".join("query" if p == 0 else f"v{p}" for p in phrasings)
+
+
 def search(data: dict) -> tuple[list[str], list[str]]:
     """(stdout lines, stderr lines) for a SearchResult."""
     meta = data["meta"]
@@ -63,7 +70,7 @@ def search(data: dict) -> tuple[list[str], list[str]]:
         heading = f" › {hit['heading']}" if hit["heading"] else ""
         weak = ", weak match" if hit.get("weak") else ""
         out.append(f"\n{n}. [{hit['type']}] {hit['title']}{heading}  ({hit['score']:.4f},"
-                   f" {'+'.join(hit['found_by'])}{weak})")
+                   f" {'+'.join(hit['found_by'])}{phrasings_text(hit.get('phrasings'))}{weak})")
         out.append(f"   {where}  id={hit['id']}")
         out.append(f"   {hit['snippet']}")
         for section in hit.get("sections", [])[:5]:

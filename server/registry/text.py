@@ -26,7 +26,7 @@ from oracle_server.services.models import (
     VerifyResult,
     WorkingSetCheck,
 )
-from oracle_server.registry.render import budget_line, result_count, serving_text
+from oracle_server.registry.render import budget_line, phrasings_text, result_count, serving_text
 from oracle_server.services.stats import Stats
 
 
@@ -43,7 +43,7 @@ def search_text(request: Any, result: SearchResult) -> str:
         weak = " [weak match]" if hit.weak else ""
         lines.append(
             f"{n}. [{hit.type}] {hit.title}{heading} — {hit.source_file}:{hit.line_start}-{hit.line_end}"
-            f" (id {hit.id}, score {hit.score}){weak}\n   {hit.snippet}"
+            f" (id {hit.id}, score {hit.score}{phrasings_text(hit.phrasings)}){weak}\n   {hit.snippet}"
         )
         if hit.sections:
             lines.append("   also matching: " + "; ".join(f"{s.heading or '(intro)'} :{s.line_start}-{s.line_end}"

@@ -78,6 +78,7 @@ class Cli:
     help: str
     words: str | None = None
     stdin: bool = False  # `-` as the words reads them from stdin
+    flags: tuple[tuple[str, str], ...] = ()  # (field, option name) where the option reads better than the field
 
 
 class InvalidArguments(OracleError):
@@ -165,7 +166,7 @@ TOOLS: tuple[Tool, ...] = (
         service=lambda o, r, c: search(o, r, client=c.client, tool=_logged_as(c)),
         text=text.search_text, annotations=READ_ONLY, meta=ALWAYS_LOAD,
         http=Http("GET", "/api/search"),
-        cli=Cli("search", "hybrid search over the knowledge base", words="query"),
+        cli=Cli("search", "hybrid search over the knowledge base", words="query", flags=(("variants", "also"),)),
     ),
     Tool(
         name="oracle_consult",
@@ -182,7 +183,8 @@ TOOLS: tuple[Tool, ...] = (
         service=lambda o, r, c: consult(o, r, client=c.client),
         text=text.consult_text, annotations=READ_ONLY, meta=ALWAYS_LOAD,
         http=Http("GET", "/api/consult"),
-        cli=Cli("consult", "guidance from principles and learnings for a decision", words="decision"),
+        cli=Cli("consult", "guidance from principles and learnings for a decision", words="decision",
+                flags=(("variants", "also"),)),
     ),
     Tool(
         name="oracle_reflect",

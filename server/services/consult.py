@@ -54,11 +54,12 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def _sources(oracle: Oracle, query: str, doc_type: DocType, where: dict | None = None) -> tuple[list[Source], list[str]]:
+def _sources(oracle: Oracle, query: str, doc_type: DocType, where: dict | None = None,
+             variants: list[str] | None = None) -> tuple[list[Source], list[str]]:
     """The strongest notes of one type (passing the `where` filter), each as its best section. Hits marked weak
     are left out: guidance padded with loosely related notes is worse than none."""
     result = run_search(oracle, SearchRequest(query=query[:10_000], type=doc_type, limit=PER_TYPE, mode="hybrid",
-                                              where=where))
+                                              where=where, variants=variants or []))
     strong = [h for h in result.hits if not h.weak]
     docs = oracle.store.sections_by_id([h.id for h in strong])
     sources = [
@@ -219,8 +220,9 @@ def run_consult(oracle: Oracle, request: ConsultRequest) -> tuple[ConsultResult,
     query = request.decision if not request.context else f"{request.decision}\n{request.context}"
     state = oracle.store.index_state()  # read first: a change during the consultation makes it not reproduce
     budget = plan_budget(request.budget_tokens, request.context_window)
-    principles, warn_p = _sources(oracle, query, "principle", request.where)
-    learnings, warn_l = _sources(oracle, query, "learning", request.where) if budget.mode == "full" else ([], [])
+    principles, warn_p = _sources(oracle, query, "principle", request.where, request.variants)
+    learnings, warn_l = (_sources(oracle, query, "learning", request.where, request.variants) if budget.mode == "full"
+                         else ([], []))
     # Interleave by score so the budget goes to the strongest sources of either kind.
     ranked = _distinct(sorted(principles + learnings, key=lambda s: (-s.score, s.id)))
     guidance, included, tokens = build_guidance(request.decision, ranked, budget.tokens)

@@ -6,7 +6,8 @@ import datetime as dt
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema,
+                      field_validator, model_validator)
 
 from oracle_indexer.notes.concepts import tag_parts
 from oracle_indexer.notes.fields import FieldCondition, WhereError, canonical_where, parse_where
@@ -208,6 +209,15 @@ def _where(value: object) -> dict | None:
 
 # A dict to Python, any JSON to a client: FastAPI's query-string models take it as one string parameter.
 Where = Annotated[Any, BeforeValidator(_where), WithJsonSchema(_WHERE_SCHEMA)]
+
+MAX_VARIANTS = 4
+MAX_VARIANT_CHARS = 200
+# Other phrasings of a search's need (server/services/search/variants.py): bounded, so a call costs at most five
+# searches; each stripped, and an empty one refused rather than searched as nothing.
+Variants = Annotated[
+    list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_VARIANT_CHARS)]],
+    Field(max_length=MAX_VARIANTS),
+]
 # The same filter where a tool's schema only points at search's (every tool's schema is read into an agent's
 # context: tests/contract/test_registry.py holds tools/list under 31 KB); validated by the same rule.
 _WHERE_BRIEF: dict = {
@@ -240,7 +250,7 @@ class SearchRequest(Request):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for, in plain words.")
     type: DocType = Field(default="all", description="Only notes of this type.")
     limit: int = Field(default=5, ge=1, le=MAX_LIMIT, description="Hits per page.")
-    offset: int = Field(default=0, ge=0, le=10_000, description="Hits to skip (the next page starts at offset + limit).")
+    offset: int = Field(default=0, ge=0, le=10_000, description="Hits to skip.")
     mode: SearchMode = Field(default="hybrid", description="hybrid (keyword + semantic), fts (keyword) or vector (semantic).")
     concepts: ConceptList = Field(default_factory=list, description="Keep hits carrying any of these concepts.")
     project: str | None = Field(default=None, max_length=200, description="Only notes of this project.")
@@ -248,8 +258,7 @@ class SearchRequest(Request):
     date_to: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD: notes dated on or before.")
     unit: Literal["note", "section"] | None = Field(
         default=None,
-        description="note (default): one hit per note, its best section leading and its other matching sections "
-        "listed; section: every matching section is its own hit.",
+        description="note (default): one hit per note, its other matching sections listed; section: one per section.",
     )
     group_by_file: bool | None = Field(default=None, description="Older name: true = unit note, false = unit section.")
     fusion: Fusion | None = Field(default=None, description="How the keyword and vector legs are fused (default: the measured best).")
@@ -257,11 +266,13 @@ class SearchRequest(Request):
     predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this predicate.")
     object: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this object.")
     lang: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}([-_][A-Za-z0-9]{2,4})?$",
-                             description="Only notes in this language (ISO 639-1 code: en, th, de, zh-TW ...).")
-    prefer_fresh: bool = Field(default=False, description="Fresh notes first: notes past their freshness window "
-                               "(stale) come after every fresh one.")
+                             description="Only notes in this language (ISO 639-1: en, th, zh-TW...).")
+    prefer_fresh: bool = Field(default=False, description="Notes past their freshness window (stale) come last.")
     fresh_only: bool = Field(default=False, description="Leave out notes past their freshness window (stale).")
     where: Where = None
+    variants: Variants = Field(
+        default_factory=list,
+        description="Other phrasings of the need (the notes' words, their language), fused with the query.")
 
     @field_validator("lang")
     @classmethod
@@ -397,6 +408,7 @@ class Hit(BaseModel):
                         "[freshness] in oracle.toml): check it before relying on it.")
     stale_since: str | None = Field(default=None, description="When stale: YYYY-MM-DD the note fell due for review.")
     last_verified: str | None = Field(default=None, description="YYYY-MM-DD the note was last verified, if it says.")
+    phrasings: list[int] | None = Field(default=None, description="Phrasings that found it (0: the query).")
     translations: list[TranslationRef] = Field(
         default_factory=list, description="The same page in other languages, folded into this one."
     )
@@ -424,6 +436,8 @@ class SearchMeta(BaseModel):
         default=None, description="The cross-encoder that reordered the first results ([rerank] in oracle.toml);"
         " null when none is configured or it failed (see warnings).")
     warnings: list[NoteText] = Field(default_factory=list)
+    phrasings: int | None = None  # with variants: how many distinct phrasings ran
+    sampled_variants: list[NoteText] | None = Field(default=None, description="Variants your model wrote (sampling).")
 
 
 class SearchResult(BaseModel):
@@ -535,6 +549,9 @@ class ConsultRequest(Request):
         description="Your context window in tokens: the budget becomes 15% of it (at most 8000), and under 30,000 "
         "only principles, the core, are consulted (mode core); the result says which mode it used.")
     where: Where = None
+    variants: Variants = Field(
+        default_factory=list,
+        description="Other phrasings of the decision, searched too.")
 
     @field_validator("decision")
     @classmethod

@@ -637,3 +637,27 @@ def test_activity_over_more_days_is_drawn_in_days(browser: Browser, server: Serv
     drawn = page.eval_on_selector_all("#chart-activity svg rect.bar-consultations", "els => els.map(e => e.dataset.slot)")
     assert set(drawn) == days
     assert "in 30 days" in page.text_content("#activity-total")
+
+
+@needs_chromium
+def test_a_search_with_another_phrasing_shows_which_phrasing_found_each_note(browser: Browser, server: Server) -> None:
+    """Issue 37: "add a phrasing" sends the extra words as `variants`; the page is the API's fused page, and each
+    hit says which phrasings found it. Runs last: it leaves the phrasing box empty again."""
+    page = browser.page
+    page.fill("#search-input", "zanzibar quokka markup")
+    page.click("#add-phrasing")
+    page.fill("#phrasings input.phrasing", "quote fts5 terms")
+    page.press("#phrasings input.phrasing", "Enter")
+    page.wait_for_selector("#results[data-state='done'] [data-phrasings]")
+    api = server.api("/api/search", query="zanzibar quokka markup", variants="quote fts5 terms", type="all",
+                     mode="hybrid", limit=10, offset=0)
+    ids = page.eval_on_selector_all("#results [data-id]", "els => els.map(e => e.dataset.id)")
+    assert ids == [h["id"] for h in api["hits"]] and api["meta"]["phrasings"] == 2
+    shown = page.eval_on_selector_all("#results [data-phrasings]", "els => els.map(e => e.dataset.phrasings)")
+    assert shown == [",".join(map(str, h["phrasings"])) for h in api["hits"]]
+    fts5 = next(h for h in api["hits"] if h["source_file"] == FTS5_NOTE)
+    assert 1 in fts5["phrasings"]  # only the added phrasing's words reach the FTS5 learning
+    for _ in range(3):
+        page.click("#add-phrasing") if page.is_visible("#add-phrasing") else None
+    assert page.locator("#phrasings input.phrasing").count() == 4 and not page.is_visible("#add-phrasing")
+    page.evaluate("document.querySelectorAll('#phrasings input.phrasing').forEach(e => e.remove())")

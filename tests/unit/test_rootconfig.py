@@ -190,3 +190,29 @@ def test_a_real_oracle_v2_brain_parses_without_frontmatter_warnings():
         if any(w.startswith("frontmatter") for w in parsed.warnings) or parsed.title.startswith("#"):
             warned.append((path.name, parsed.warnings, parsed.title))
     assert len(files) > 1000 and warned == []
+
+
+def test_search_sampling_is_off_unless_turned_on(tmp_path, monkeypatch):
+    """[search] sampling (issue 37): off by default, true turns it on, ORACLE_SAMPLING wins, mistakes name the line."""
+    import pytest as _pytest
+
+    from oracle_indexer.config import ConfigError, Settings
+    from oracle_indexer.rootconfig import load_layout
+
+    assert load_layout(tmp_path, {}).sampling is False
+    (tmp_path / "oracle.toml").write_text("[search]\nsampling = true\n", encoding="utf-8")
+    assert load_layout(tmp_path, {}).sampling is True
+    monkeypatch.setenv("ORACLE_SAMPLING", "0")
+    assert Settings.from_env(root=tmp_path, data_dir=tmp_path / "d").sampling is False
+    monkeypatch.delenv("ORACLE_SAMPLING")
+    assert Settings.from_env(root=tmp_path, data_dir=tmp_path / "d").sampling is True
+    (tmp_path / "oracle.toml").write_text("[search]\nsampling = \"yes\"\n", encoding="utf-8")
+    with _pytest.raises(ConfigError, match=r"oracle.toml:2: sampling must be true or false"):
+        load_layout(tmp_path, {})
+    (tmp_path / "oracle.toml").write_text("[search]\nsampler = true\n", encoding="utf-8")
+    with _pytest.raises(ConfigError, match="unknown key 'sampler' in \\[search\\]"):
+        load_layout(tmp_path, {})
+    (tmp_path / "oracle.toml").unlink()
+    monkeypatch.setenv("ORACLE_SAMPLING", "maybe")
+    with _pytest.raises(ConfigError, match="ORACLE_SAMPLING='maybe'"):
+        Settings.from_env(root=tmp_path, data_dir=tmp_path / "d")

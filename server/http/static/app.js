@@ -92,7 +92,8 @@
   async function api(path, params) {
     const qs = new URLSearchParams();
     for (const [k, v] of Object.entries(params || {})) {
-      if (v !== null && v !== undefined && v !== '') qs.append(k, String(v));
+      if (Array.isArray(v)) v.forEach((item) => qs.append(k, String(item)));  // repeated: variants=a&variants=b
+      else if (v !== null && v !== undefined && v !== '') qs.append(k, String(v));
     }
     const url = path + (qs.toString() ? '?' + qs.toString() : '');
     let res;
@@ -480,7 +481,7 @@
   }
 
   // -- search ---------------------------------------------------------------------------------------
-  const searchState = { query: '', type: 'all', mode: 'hybrid', offset: 0, maxScore: 0, seq: 0 };
+  const searchState = { query: '', type: 'all', mode: 'hybrid', offset: 0, maxScore: 0, seq: 0, variants: [] };
 
   function chip(label, value, off) {
     return h('span', { class: 'chip' + (off ? ' off' : '') }, label, ' ', h('b', { text: value }));
@@ -504,7 +505,9 @@
         hit.project ? h('span', { text: 'project ' + hit.project }) : null,
         hit.also_in_file && hit.also_in_file.length ? h('span', { text: '+' + hit.also_in_file.length + ' more sections' }) : null,
         (hit.duplicates || []).length ? h('span', { text: 'same content in ' + hit.duplicates.length + ' more' }) : null,
-        hit.weak ? h('span', { class: 'weak', 'data-weak': '', text: 'weak match' }) : null),
+        hit.weak ? h('span', { class: 'weak', 'data-weak': '', text: 'weak match' }) : null,
+        hit.phrasings ? h('span', { class: 'found-by', 'data-phrasings': hit.phrasings.join(','),
+          text: 'found by ' + hit.phrasings.map((p) => (p === 0 ? 'query' : 'phrasing ' + p)).join(' + ') }) : null),
       hit.superseded_by ? h('div', { class: 'superseded', 'data-superseded-by': hit.superseded_by.source_file },
         'Superseded by ', h('code', { text: hit.superseded_by.source_file }),
         hit.superseded_by.reason ? ' — ' + hit.superseded_by.reason : '') : null,
@@ -556,7 +559,7 @@
     try {
       const data = await api('/api/search', {
         query: searchState.query, type: searchState.type, mode: searchState.mode,
-        limit: SEARCH_LIMIT, offset: searchState.offset,
+        limit: SEARCH_LIMIT, offset: searchState.offset, variants: searchState.variants,
       });
       if (seq !== searchState.seq) return;  // a newer search superseded this one
       if (!appendMode) searchState.maxScore = data.hits.length ? data.hits[0].score : 0;
@@ -584,14 +587,34 @@
   function runSearch(query) {
     $('#search-input').value = query;
     searchState.query = query;
+    searchState.variants = phrasings();
     searchState.type = $('#search-type').value;
     searchState.mode = $('#search-mode').value;
     doSearch(false);
     $('#search').scrollIntoView({ behavior: 'smooth', block: 'start' });
   }
 
+  const MAX_PHRASINGS = 4;  // SearchRequest.variants: at most 4, each at most 200 characters
+
+  function phrasings() {
+    return Array.from(document.querySelectorAll('#phrasings input')).map((i) => i.value.trim()).filter(Boolean);
+  }
+
+  function addPhrasing() {
+    const box = $('#phrasings');
+    const inputs = box.querySelectorAll('input');
+    if (inputs.length >= MAX_PHRASINGS) return;
+    const input = h('input', { type: 'search', class: 'phrasing', maxlength: 200,
+      placeholder: 'the same need in other words (the notes\' words, another language)',
+      'aria-label': 'Other phrasing ' + (inputs.length + 1) });
+    box.insertBefore(input, $('#add-phrasing'));
+    input.focus();
+    $('#add-phrasing').hidden = inputs.length + 1 >= MAX_PHRASINGS;
+  }
+
   function onSubmit(ev) {
     ev.preventDefault();
+    searchState.variants = phrasings();
     const query = $('#search-input').value;
     if (!query.trim()) {
       clear($('#search-status')).appendChild(h('div', { class: 'error', text: 'Type a few words to search for.' }));
@@ -1063,6 +1086,10 @@
 
   async function start() {
     $('#search-form').addEventListener('submit', onSubmit);
+    $('#add-phrasing').addEventListener('click', addPhrasing);
+    $('#phrasings').addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter' && ev.target.matches('input')) onSubmit(ev);
+    });
     $('#more').addEventListener('click', () => doSearch(true));
     $('#viewer-close').addEventListener('click', closeViewer);
     $('#scrim').addEventListener('click', closeViewer);

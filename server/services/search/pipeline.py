@@ -7,8 +7,11 @@ sections; by default the page is made of notes (server/services/search/notes.py)
 
 from __future__ import annotations
 
+import contextvars
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 # numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
@@ -29,6 +32,8 @@ from oracle_indexer.store.sqlite import Filters, Section, SectionFacts
 from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
 from oracle_server.services.search import expansion
 from oracle_server.services.search import scoring
+from oracle_server.services.search import variants as variants_module
+from oracle_server.services.search.variants import run_with_variants
 from oracle_server.services.app import Oracle
 from oracle_server.services.models import (
     DuplicateRef,
@@ -146,7 +151,34 @@ def _question_vector(oracle: Oracle, query: str, main_share: float, beside: bool
         raise EmbeddingUnavailable(
             f"the index's vectors are {stored}'s and the configured model is {oracle.embedder.model_id};"
             " the next index run re-embeds them")
-    return oracle.embedder.embed_query(query, beside=beside) if main_share > 0 else None
+    if main_share <= 0:
+        return None
+    primed = _PRIMED.get()
+    if primed is not None and query in primed[0]:
+        return primed[1].result()[primed[0].index(query)]  # EmbeddingUnavailable etc. surface here as they would
+    return oracle.embedder.embed_query(query, beside=beside)
+
+
+# Query expansion on (the default); a search with variants may run its phrasings without it (variants.EXPAND).
+_EXPAND: contextvars.ContextVar[bool] = contextvars.ContextVar("oracle_expand", default=True)
+
+# The questions of a search with variants, embedded in one batch while its phrasings' keyword legs run
+# (primed_questions): the phrasings, and the batch's future. Its own thread: a vector leg waits on it.
+_PRIMED: contextvars.ContextVar[tuple[list[str], Future] | None] = contextvars.ContextVar("oracle_primed", default=None)
+_BATCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oracle-questions")
+
+
+@contextmanager
+def primed_questions(oracle: Oracle, phrasings: list[str]) -> Iterator[None]:
+    """Every phrasing's question vector from one batch (Embedder.embed_queries), started now and awaited by each
+    phrasing's vector leg; a failure of the batch reaches each vector leg, which reports it as it always does."""
+    token = _PRIMED.set((list(phrasings), _BATCH.submit(oracle.embedder.embed_queries, list(phrasings))))
+    expand = _EXPAND.set(variants_module.EXPAND)
+    try:
+        yield
+    finally:
+        _EXPAND.reset(expand)
+        _PRIMED.reset(token)
 
 
 def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: Filters, pool: int,
@@ -192,7 +224,7 @@ def _vector_leg_beside(oracle: Oracle, query: str, filters: Filters, pool: int, 
         vector = _question_vector(oracle, query, main_share, beside=True)
         return _nearest(oracle, query, vector, filters, pool, multilingual, main_share)
 
-    return _LEG_POOL.submit(leg)
+    return _LEG_POOL.submit(contextvars.copy_context().run, leg)  # primed questions reach the leg's thread
 
 
 def _run_legs(oracle: Oracle, plan: _Plan) -> _Legs:
@@ -300,7 +332,8 @@ def _fuse(oracle: Oracle, plan: _Plan, legs: _Legs) -> _Fusion:
     if method == "weighted" and fused:
         notes_for = plan.kq.fts_match if _weighs_note_evidence("hybrid", plan.kq, legs) else None
         prefetched = _LEG_POOL.submit(_prefetch, oracle, [f.id for f in fused], notes_for, legs.read)
-        fused = _expand(oracle, plan, fused, weight, legs)
+        if _EXPAND.get():
+            fused = _expand(oracle, plan, fused, weight, legs)
     return _Fusion(fused, "hybrid", method, weight, prefetched)
 
 
@@ -723,7 +756,11 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     """Retrieval only, unlogged: the building block for search and consult. Reads as its steps:
 
     plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
-    -> page (only the page is read in full) -> result."""
+    -> page (only the page is read in full) -> result. With `variants`, each phrasing runs this and the pages
+    are fused per note (server/services/search/variants.py)."""
+    if request.variants:
+        return run_with_variants(request, lambda ask: run_search(oracle, ask),
+                                 lambda phrasings: primed_questions(oracle, phrasings))
     started = time.perf_counter()
     with searching():  # the background warm-up waits for a quiet moment (indexer/worker/maintenance.py)
         plan = _plan(oracle, request)
