@@ -121,6 +121,9 @@ class Settings:
     exact_limit: int = DEFAULT_EXACT_LIMIT  # ORACLE_EXACT_LIMIT (indexer/store/sqlite/exact.py)
     # ORACLE_SAMPLING=1|0, else oracle.toml's [search] sampling: ask an MCP client's model for query variants
     sampling: bool = False
+    # ORACLE_AUTHOR: who this machine's working copy writes as (revisions, conflict copies: indexer/worker/workcopy.py);
+    # None: the login name. A named token's name wins for the writes it makes.
+    author: str | None = None
 
     @property
     def embedding(self):
@@ -224,6 +227,7 @@ class Settings:
             root=root,
             database_url=database_url,
             data_dir=data_dir,
+            author=str(overrides.pop("author", None) or env.get("ORACLE_AUTHOR") or "").strip() or None,
             chroma_url=str(overrides.pop("chroma_url", None) or env.get("ORACLE_CHROMA_URL") or "") or None,
             port=int(port_text),
             max_file_bytes=max_bytes,

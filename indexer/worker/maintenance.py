@@ -17,6 +17,8 @@ until a file event wakes it or TICK_SECONDS pass:
   1. the usage logs' queue is written (every tick, ~FLUSH_INTERVAL) and retention applied (hourly);
   2. watch=True: a settled batch of file events goes to `Indexer.sync_paths` (keywords, then the vectors
      of its own small files: a saved note never waits behind the backlog of job 6);
+  2b. the team store: another engine's commit (heard by LISTEN, indexer/store/pg/listen.py) is pulled into this
+     working copy (`Indexer.pull`);
   3. vector-store health: a store that is down is probed every RETRY_SECONDS and repaired once it answers
      (`Indexer.repair_vectors`: requeue what it lost, resume searches, upsert what is pending); one that
      failed a write is repaired with backoff; a healthy one is compared with the index once the warm-up is
@@ -58,6 +60,7 @@ from oracle_indexer.worker.sync import Indexer, SyncRefused, SyncReport
 from oracle_indexer.store.sqlite.vectors import RETRY_SECONDS, VectorStoreUnavailable
 
 if TYPE_CHECKING:
+    from oracle_indexer.store.pg.listen import Listener
     from oracle_indexer.worker.watch import FileEvents
 
 TICK_SECONDS = 0.15  # file events are debounced over DEBOUNCE_SECONDS (0.3 s); a tick is well inside that
@@ -160,6 +163,7 @@ class Maintenance:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._events: FileEvents | None = None  # while watching
+        self._listener: Listener | None = None  # with the team store: other engines' commits (job 2b)
         self._thread = threading.Thread(target=self._run, name="oracle-maintenance", daemon=True)
         # When each periodic job is next due (time.monotonic()).
         now = time.monotonic()
@@ -187,6 +191,11 @@ class Maintenance:
 
             self._events = FileEvents(self.indexer).start()
             self._wake = self._events.wake  # one event wakes the worker: a file event, wake() or stop()
+        copy = getattr(self.indexer, "copy", None)
+        if copy is not None:  # the team store: another engine's commit wakes this worker to pull it (job 2b)
+            from oracle_indexer.store.pg.listen import Listener
+
+            self._listener = Listener(self.indexer.settings.database_url or "", copy.machine, self.wake).start()
         self._thread.start()
         return self
 
@@ -204,6 +213,8 @@ class Maintenance:
             self.logs.tick()
         if self._events is not None:
             self._events.stop()
+        if self._listener is not None:
+            self._listener.stop()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             deadline = time.monotonic() + timeout
             while self._thread.is_alive() and time.monotonic() < deadline:
@@ -287,6 +298,8 @@ class Maintenance:
         if self._events is not None:
             with _searches_first():
                 self._file_events()
+        if self._listener is not None and self._listener.take():
+            self._remote_writes()
         self._vector_health(now)
         if self._warm_at is not None and now >= self._warm_at and (
                 _quiet(now) or now >= self._warm_at + WARM_DEFER_MAX_SECONDS):
@@ -325,6 +338,19 @@ class Maintenance:
             _say(f"oracle watch: {type(exc).__name__}: {exc}; retrying")
             self._events.requeue(batch)
             self._stop.wait(BATCH_RETRY_SECONDS)
+
+    def _remote_writes(self) -> None:
+        """Job 2b: another engine committed notes (LISTEN/NOTIFY): pull them into this folder and the index
+        (Indexer.pull: the heads above the last one this copy saw). A failure (the database away) is retried
+        at the next notification, the listener's reconnect or the sweep."""
+        try:
+            report = self.indexer.pull()
+        except Exception as exc:  # noqa: BLE001 - the worker outlives a failed pull
+            if not self._stop.is_set():
+                _say(f"oracle: pull from the team store failed: {type(exc).__name__}: {exc}")
+            return
+        if report.pulled or report.deleted_here or report.conflicts or report.added or report.changed:
+            self._report(report)
 
     def _vector_health(self, now: float) -> None:
         """Notice an outage or a loss on our own schedule and repair it; reads only report health."""

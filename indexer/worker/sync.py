@@ -29,6 +29,7 @@ from oracle_indexer.store.protocols import IndexStore, VectorIndex
 from oracle_indexer.store.rows import FileState
 from oracle_indexer.store.sqlite.schema import StoreError
 from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
+from oracle_indexer.worker.workcopy import CopyRefused, CopyReport, WorkingCopy
 
 FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batches
 # Chunks embedded and upserted per step, each step under the writer lock on its own: a learn or a saved
@@ -65,6 +66,13 @@ class SyncReport:
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     vector_failed: bool = False
+    # the working copy (team store, indexer/worker/workcopy.py): notes written into the folder from the database,
+    # sent to it, deleted here because deleted elsewhere, deletions sent, and conflict copies ("note -> copy")
+    pulled: int = 0
+    pushed: int = 0
+    deleted_here: int = 0
+    tombstoned: int = 0
+    conflicts: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         line = (
@@ -75,7 +83,20 @@ class SyncReport:
         )
         if self.multilingual_embedded:
             line += f"; multilingual vectors: {self.multilingual_embedded} computed"
+        if self.pulled or self.pushed or self.deleted_here or self.tombstoned or self.conflicts:
+            line += (f"; working copy: {self.pulled} pulled, {self.pushed} pushed, {self.deleted_here} deleted here,"
+                     f" {self.tombstoned} deletions sent, {len(self.conflicts)} conflicts")
+            line += "".join(f"\n  conflict: {c}" for c in self.conflicts)
         return line
+
+    def take_copy(self, copy: CopyReport) -> None:
+        """Count what the working copy's reconciliation did."""
+        self.pulled += len(copy.pulled)
+        self.pushed += len(copy.pushed)
+        self.deleted_here += len(copy.deleted_here)
+        self.tombstoned += len(copy.tombstoned)
+        self.conflicts += copy.conflicts
+        self.warnings += copy.warnings
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -135,6 +156,10 @@ class Indexer:
         except EmbeddingUnavailable:  # a model folder that is not there: keys stay those of the index's model
             self.store.model_id = self.store.get_meta("embedding_model") or MINILM_ID
         self.lock = writer_lock(settings, self.store)
+        # With the team store, the folder is a working copy of the database's notes, synced both ways
+        # (indexer/worker/workcopy.py); with SQLite the folder is the only truth and there is nothing to sync.
+        self.copy: WorkingCopy | None = (
+            WorkingCopy(settings, self.store) if getattr(self.store, "dialect", "sqlite") == "postgresql" else None)
         self.last_repair: SyncReport | None = None  # what the last repair_vectors() did
 
     # -- writes hold the cross-process writer lock: keyword phases whole, vector work one slice at a time
@@ -308,7 +333,17 @@ class Indexer:
         root = self.settings.root
         if not root.is_dir():
             raise FileNotFoundError(f"knowledge root {root} does not exist or is not a folder (set ORACLE_ROOT)")
+        live: set[str] | None = None
         found = discover(root, self.settings.layout)
+        if self.copy is not None:  # the folder and the database in step first; then the index follows both
+            try:
+                copied = self.copy.reconcile(force=force, found=found)
+            except CopyRefused as exc:
+                raise SyncRefused(str(exc)) from None
+            report.take_copy(copied)
+            live = copied.live
+            if copied.touched_folder:  # files written or deleted here: list the folder again
+                found = discover(root, self.settings.layout)
         report.unmapped = dict(sorted(found.unmapped.items()))
         report.aliases, report.excluded = found.aliases, dict(sorted(found.excluded.items()))
         report.warnings.extend(found.warnings)
@@ -321,11 +356,18 @@ class Indexer:
         known = self.store.file_states()
         present = {f.rel for f in found.files}
         vanished = sorted(set(known) - present)
+        if live is not None:
+            # The shared index holds every machine's notes: only a note without a live head leaves it (a note
+            # this machine's rules keep out of its folder stays for the others).
+            assert self.copy is not None
+            known = self.copy.index_states(known)
+            vanished = [rel for rel in vanished if rel not in live]
         # The guard is for files that are gone (a mistyped or unmounted root); a file still on disk that the
         # rules now leave out (an exclude added to oracle.toml, a folder no longer typed) is removed as asked.
         gone = [rel for rel in vanished if not on_disk(root, rel).exists()]
         if (
             not force
+            and live is None  # a working copy guards its deletions itself (they would be the team's)
             and len(known) >= DELETE_GUARD_MIN
             and len(gone) * 2 > len(known)
         ):
@@ -380,7 +422,8 @@ class Indexer:
         report.seconds = time.perf_counter() - started
         return report
 
-    def sync_paths(self, rels: list[str], embed_limit: int | None = INLINE_EMBED_CHUNKS) -> SyncReport:
+    def sync_paths(self, rels: list[str], embed_limit: int | None = INLINE_EMBED_CHUNKS,
+                   author: str | None = None) -> SyncReport:
         """Re-index just these files (the learn tool, the watcher): present -> indexed, gone -> removed.
 
         Files are checked by hash like a full run, so a path named twice or unchanged costs nothing.
@@ -388,11 +431,15 @@ class Indexer:
         `embed_limit` pending chunks (None: all), smallest first. A bigger file's chunks stay pending for
         `flush_vectors()` (the watcher runs it between batches), so a note saved beside a 20,000-bullet
         principle is searchable in both legs at once instead of minutes later.
+
+        With the team store these paths are first reconciled with the database (pushed, pulled, tombstoned or
+        copied aside: indexer/worker/workcopy.py); `author` is who their new revisions are from (a named token).
         """
         started = time.perf_counter()
-        report = self._locked(lambda: self._sync_paths_keyword(rels))
-        self._flush_pending_vectors(report, files=set(rels), max_file_chunks=embed_limit)
-        self._flush_multilingual(report, files=set(rels))
+        touched = set(rels)
+        report = self._locked(lambda: self._sync_paths_keyword(rels, author, touched))
+        self._flush_pending_vectors(report, files=touched, max_file_chunks=embed_limit)
+        self._flush_multilingual(report, files=touched)
         if report.added or report.changed or report.removed:
             self._mark_indexed(report)
         self._refresh_exact(report)
@@ -412,10 +459,50 @@ class Indexer:
         except StoreError:
             pass
 
-    def _sync_paths_keyword(self, rels: list[str]) -> SyncReport:
+    def pull(self) -> SyncReport:
+        """Another engine committed (a NOTIFY, indexer/store/pg/listen.py): bring the heads committed since this
+        copy last looked into the folder, and the index in step for them. Nothing to do without the team store."""
+        if self.copy is None:
+            return SyncReport()
+        since = self.copy.last_seq
+        heads = self.copy.revisions.heads(since=since)
+        if not heads:
+            return SyncReport()
+        report = self.sync_paths(sorted(heads))
+        newest = max(h.seq for h in heads.values())
+        if newest > self.copy.last_seq:
+            self.copy.state.set_meta("seq", str(newest))
+        return report
+
+    def restore(self, rel: str, revision: int, author: str | None = None) -> SyncReport:
+        """Bring back revision `revision` of `rel` as a new revision, then into this folder and the index (an
+        edit made here and not yet synced becomes a conflict copy beside it: nothing is overwritten)."""
+        if self.copy is None:
+            raise LookupError("history and restore need the team store (ORACLE_DATABASE_URL): without it the"
+                              " folder is the only copy, and its history is your version control's")
+        with self.lock:
+            first = self._sync_paths_keyword([rel], author, set())  # an edit here goes up (or aside) first
+            self.copy.restore(rel, revision, author)
+        report = self.sync_paths([rel], embed_limit=None, author=author)
+        report.conflicts = first.conflicts + report.conflicts
+        return report
+
+    def _sync_paths_keyword(self, rels: list[str], author: str | None = None,
+                            touched: set[str] | None = None) -> SyncReport:
         report = SyncReport()
         root = self.settings.root
+        live: set[str] | None = None
+        if self.copy is not None:
+            copied = self.copy.reconcile(rels, author=author)
+            report.take_copy(copied)
+            extra = [c.split(" -> ", 1)[1] for c in copied.conflicts]
+            rels = [*rels, *extra]
+            if touched is not None:
+                touched.update(extra)
+            live = copied.live
         known = self.store.file_states()
+        if self.copy is not None:
+            known = self.copy.index_states(known, rels)
         to_index: list[tuple[Found, FileState, str]] = []
         stale: list[str] = []
         for rel in sorted(set(rels)):
@@ -428,7 +515,7 @@ class Indexer:
                 report.removed += rel in known
                 continue
             if doc_type is None or not path.is_file():
-                if rel in known:
+                if rel in known and (live is None or rel not in live):
                     stale += self.store.remove_file(rel)
                     report.removed += 1
                 continue
@@ -465,7 +552,8 @@ class Indexer:
             return None
         digest = file_hash(data)
         if state and state.file_hash == digest:
-            self.store.touch_file(item.rel, st.st_mtime_ns, st.st_size)
+            if self.copy is None:  # a working copy's stat is its own (workcopy.db), not the shared index's
+                self.store.touch_file(item.rel, st.st_mtime_ns, st.st_size)
             report.unchanged += 1
             return None
         text, refused = decode_markdown(data, self.settings.max_file_bytes)

@@ -384,10 +384,19 @@ def cmd_token(args: argparse.Namespace) -> int:
     only, never through a server: whoever can write the data dir administers its tokens."""
     from pathlib import Path
 
-    from oracle_server.services.team import TokenError, TokenExists, TokenMissing, TokenStore
+    from oracle_server.services.team import TokenError, TokenExists, TokenMissing, token_store
 
     root = locate.resolve_root(args.root)
-    store = TokenStore(Path(locate.resolve_data_dir(args.data_dir, root)))
+    data_dir = Path(locate.resolve_data_dir(args.data_dir, root))
+    try:  # with the team store the tokens are the database's, shared by every engine (docs/team.md)
+        url = os.environ.get("ORACLE_DATABASE_URL", "").strip() or None
+        if url is None and Path(root).is_dir():  # or the root's oracle.toml ([database] url); no root needed
+            from oracle_indexer.config import Settings
+
+            url = Settings.from_env(root=Path(root), data_dir=data_dir).database_url
+        store = token_store(url, data_dir)
+    except Exception as exc:  # noqa: BLE001 - a bad URL, the database away: say which, change nothing
+        return _print_error(5, f"token {args.action}: {exc}")
     try:
         if args.action == "add":
             if not args.name:
@@ -414,7 +423,7 @@ def cmd_token(args: argparse.Namespace) -> int:
             return 0
         entries = [e.public() for e in store.entries()]
         if args.json:
-            _dump({"tokens": entries, "file": str(store.path)})
+            _dump({"tokens": entries, "file": str(store.path), "kept_in": store.where})
         elif not entries:
             print("no named tokens (team mode is off); add one with `oracle token add NAME --read-only|--write`")
         else:
@@ -427,6 +436,8 @@ def cmd_token(args: argparse.Namespace) -> int:
         return _print_error(3, str(exc))
     except (TokenError, OSError) as exc:
         return _print_error(2, str(exc))
+    finally:
+        store.close()
 
 
 def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) -> None:

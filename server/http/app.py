@@ -57,6 +57,7 @@ from oracle_server.services.team import (
     Identity,
     TokenError,
     TokenStore,
+    token_store,
     identity_of,
     weak_token,
 )
@@ -452,7 +453,7 @@ class V2QueryAlias:
 def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token: str | None = None,
               proof_secret: bytes | None = None) -> ASGIApp:
     token = check_token(token if token is not None else (os.environ.get("ORACLE_TOKEN") or None))
-    tokens = TokenStore(oracle.settings.data_dir)
+    tokens = token_store(oracle.settings.database_url, oracle.settings.data_dir)  # the team store's, if any
     if not is_loopback(host) and not token and not tokens.enabled():
         raise ServerConfigError(
             f"refusing to listen on {host} without ORACLE_TOKEN or a named token: set ORACLE_TOKEN, create"

@@ -123,6 +123,12 @@ def index(data: dict) -> tuple[list[str], list[str]]:
         f" embeddings: {data['embedded']} computed, {data['embeddings_cached']} cached;"
         f" {data['seconds']:.2f}s (keyword {data['keyword_seconds']:.2f}s, vector {data['vector_seconds']:.2f}s)"
     ]
+    if data.get("pulled") or data.get("pushed") or data.get("deleted_here") or data.get("tombstoned") \
+            or data.get("conflicts"):
+        out.append(f"working copy: {data['pulled']} pulled, {data['pushed']} pushed, {data['deleted_here']} deleted"
+                   f" here (deleted elsewhere), {data['tombstoned']} deletions sent,"
+                   f" {len(data['conflicts'])} conflicts")
+        out += [f"conflict: {c} (both kept, both searchable)" for c in data["conflicts"]]
     skipped = data["skipped"]
     if len(skipped) <= 5:
         out += [f"skipped {rel}: {reason}" for rel, reason in skipped.items()]
@@ -184,4 +190,9 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
                f" {usage['learnings']} learnings")
     if data.get("serving"):
         out.append(f"served by: {serving_text(data['serving'])}")
+    copy = data.get("working_copy")
+    if copy:
+        out.append(f"team store: {copy['notes']} notes, {copy['tombstones']} deleted, {copy['revisions']} revisions,"
+                   f" {copy['conflicts']} conflict copies; this copy writes as {copy['author']}")
+        out += [f"  conflict: {c['path']} -> {c['copy']} ({c['author']})" for c in copy["recent_conflicts"][:5]]
     return out, [f"warning: {w}" for w in drift.get("config_warnings", [])]

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from oracle_server.services.models import (
+    HistoryResult,
+    RestoreResult,
     ArchiveResult,
     ConceptsResult,
     EditResult,
@@ -110,6 +112,9 @@ def stats_text(request: Any, result: Stats) -> str:
         + (f"; stale notes: {result.freshness.stale} ({_counts(result.freshness.stale_by_type)})"
            if result.freshness and result.freshness.stale else "")
         + (f"; served by: {serving_text(result.serving.model_dump())}" if result.serving else "")
+        + (f"; team store: {plural(result.working_copy.notes, 'note')}, {result.working_copy.tombstones} deleted,"
+           f" {result.working_copy.conflicts} conflict copies"
+           if result.working_copy else "")
     )
 
 
@@ -189,3 +194,17 @@ def archive_text(request: Any, result: ArchiveResult) -> str:
     line = (f"archived {result.source_file}{_by(result.author)} to {result.archived_to} (out of the index:"
             f" {plural(result.removed_chunks, 'section')} removed; the file is kept)")
     return "\n".join([line] + [f"warning: {w}" for w in result.warnings])
+
+
+def history_text(request: Any, result: HistoryResult) -> str:
+    lines = [f"{result.file}: {plural(len(result.revisions), 'revision')}"]
+    for r in result.revisions:
+        what = "deleted" if r.deleted else f"{(r.file_hash or '')[:12]} ({plural(r.bytes or 0, 'byte')})"
+        lines.append(f"  {r.revision}  {r.at}  {r.author or '?'}  {what}")
+    return "\n".join(lines)
+
+
+def restore_text(request: Any, result: RestoreResult) -> str:
+    line = (f"restored revision {result.restored} of {result.file}{_by(result.author)} as revision {result.revision}"
+            f" ({result.file_hash[:12]}; {plural(len(result.chunk_ids), 'section')} indexed)")
+    return line + "".join(f"\n  your unsynced edit kept as a conflict copy: {c}" for c in result.conflicts)

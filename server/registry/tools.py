@@ -21,6 +21,7 @@ from oracle_server.services.consult import consult
 from oracle_server.services.edit import archive, edit
 from oracle_server.services.errors import OracleError, problems
 from oracle_server.services.feedback import record_feedback
+from oracle_server.services.history import history, restore
 from oracle_server.services.learn import learn
 from oracle_server.registry.schemas import lean_input_schema
 from oracle_server.services.read import read_note
@@ -366,6 +367,26 @@ TOOLS: tuple[Tool, ...] = (
         http=Http("POST", "/api/archive"),
         cli=Cli("archive", "move a note out of the index into .archive/ (never deleted) if unchanged since read",
                 words="file"),
+    ),
+    Tool(
+        name="oracle_history",
+        description="A note's revisions in the team store (ORACLE_DATABASE_URL): who wrote each, when, deletions.",
+        returns="the note's revisions, oldest first, each with its hash, author, time and whether it is a deletion",
+        request=m.HistoryRequest, result=m.HistoryResult,
+        service=lambda o, r, c: history(o, r),
+        text=text.history_text, annotations=READ_ONLY,
+        http=Http("GET", "/api/history"),
+        cli=Cli("history", "a note's revisions in the team store: `oracle history learnings/x.md`", words="file"),
+    ),
+    Tool(
+        name="oracle_restore",
+        description="Bring back a revision from oracle_history (a deleted note too) as the note's newest revision.",
+        returns="the new revision's number and file_hash, and the note's sections as indexed now",
+        request=m.RestoreRequest, result=m.RestoreResult,
+        service=lambda o, r, c: restore(o, r, author=c.author),
+        text=text.restore_text, annotations=WRITES,
+        http=Http("POST", "/api/restore"),
+        cli=Cli("restore", "bring back a revision: `oracle restore learnings/x.md --revision 2`", words="file"),
     ),
 )
 BY_NAME: dict[str, Tool] = {t.name: t for t in TOOLS}

@@ -119,5 +119,7 @@ class Oracle:
         self.indexer.multilingual.close()
         if self.indexer.exact is not None:
             self.indexer.exact.close()
+        if self.indexer.copy is not None:
+            self.indexer.copy.close()
         self.store.close()
         self.logs.close()

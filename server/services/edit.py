@@ -284,7 +284,7 @@ def edit(oracle: Oracle, request: EditRequest, client: str = "cli", author: str 
             except OSError as exc:
                 raise _write_failed("edit", note.rel, exc) from None
     current = file_digest(new)
-    report = oracle.indexer.sync_paths([note.rel], embed_limit=None)
+    report = oracle.indexer.sync_paths([note.rel], embed_limit=None, author=author)
     warnings += report.warnings
     chunk_ids = oracle.store.file_chunk_ids(note.rel)
     if not chunk_ids:
@@ -376,7 +376,7 @@ def archive(oracle: Oracle, request: ArchiveRequest, client: str = "cli", author
                               " moved: read it again (oracle_read) and retry")
         note.path.unlink()
     archived = dest.relative_to(root).as_posix()
-    oracle.indexer.sync_paths([note.rel], embed_limit=None)
+    oracle.indexer.sync_paths([note.rel], embed_limit=None, author=author)
     warnings: list[str] = []
     try:
         oracle.logs.log_edit(client, author, "archive", note.rel, digest, None, moved_to=archived,

@@ -359,7 +359,7 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
         path = write_new(folder, base, text)
     rel = unicodedata.normalize("NFC", path.relative_to(root).as_posix())
     try:
-        report = oracle.indexer.sync_paths([rel], embed_limit=None)  # a learn is embedded before it returns
+        report = oracle.indexer.sync_paths([rel], embed_limit=None, author=author)  # a learn is embedded before it returns
     except WriterLockBusy as exc:  # taken by another engine between the write and the index: rare, and said
         raise WriterLockBusy(f"the learning was saved to {rel} but is not indexed yet: {exc}. The next sync indexes"
                              " it: do not learn it again (a retry with the same idempotency_key finds it)") from exc

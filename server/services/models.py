@@ -1000,3 +1000,49 @@ class ArchiveResult(BaseModel):
     author: str | None = None
     reason: str | None = None
     warnings: list[NoteText] = Field(default_factory=list)
+
+
+# -- the team store's history (issue 38: indexer/worker/workcopy.py, server/services/history.py) -------------------
+class HistoryRequest(Request):
+    model_config = ConfigDict(extra="forbid")
+
+    file: str = Field(min_length=1, max_length=1000, description="The note's path.")
+
+
+class RevisionEntry(BaseModel):
+    """One revision: its number (1 the first; oracle_restore takes it), the note's file_hash then (None for a
+    deletion, a tombstone), the hash it was based on, who wrote it (a named token or ORACLE_AUTHOR), when it
+    reached the team store (UTC, ISO 8601) and its size."""
+
+    revision: int
+    file_hash: str | None
+    based_on: str | None = None
+    deleted: bool
+    author: str | None = None
+    at: str
+    bytes: int | None = None
+
+
+class HistoryResult(BaseModel):
+    file: NoteText
+    revisions: list[RevisionEntry]  # oldest first: the last is the note's current revision
+
+
+class RestoreRequest(Request):
+    model_config = ConfigDict(extra="forbid")
+
+    file: str = Field(min_length=1, max_length=1000, description="The note's path.")
+    revision: int = Field(ge=1, description="From oracle_history.")
+
+
+class RestoreResult(BaseModel):
+    """`restored`: the revision whose text came back; `revision`: the note's new one (a restore is a revision of
+    its own); `chunk_ids`: its sections as indexed before the call returned."""
+
+    file: NoteText
+    restored: int
+    revision: int
+    file_hash: str
+    chunk_ids: list[str]
+    conflicts: list[NoteText] = Field(default_factory=list)  # an unsynced edit here, kept as a conflict copy
+    author: str | None = None

@@ -90,6 +90,18 @@ class Serving(BaseModel):
     sessions: int | None = None  # MCP sessions attached to the engine right now
 
 
+class WorkingCopyStats(BaseModel):
+    """The team store's notes as this folder's working copy sees them (issue 38, indexer/worker/workcopy.py)."""
+
+    machine: str = Field(description="This working copy's id (its data dir's).")
+    author: str = Field(description="Who this machine's revisions are from (ORACLE_AUTHOR, else the login name).")
+    notes: int = Field(description="Notes with a live revision in the team store.")
+    tombstones: int = Field(description="Deleted notes (their text stays in the history: oracle_history).")
+    revisions: int
+    conflicts: int = Field(description="Conflict copies syncs have written (both texts kept, both searchable).")
+    recent_conflicts: list[dict] = Field(default_factory=list, description="The latest: path, copy, author, at.")
+
+
 class Stats(BaseModel):
     version: str
     root: str
@@ -106,6 +118,7 @@ class Stats(BaseModel):
     usage: Usage
     freshness: Freshness | None = None
     serving: Serving | None = None
+    working_copy: WorkingCopyStats | None = None  # with the team store only
 
 
 def drift(oracle: Oracle) -> Drift:
@@ -116,6 +129,11 @@ def drift(oracle: Oracle) -> Drift:
     on_disk = {f.rel: f for f in found.files}
     missing = sorted(rel for rel in on_disk if rel not in known and rel not in skipped)
     vanished = sorted(rel for rel in known if rel not in on_disk)
+    copy = oracle.indexer.copy
+    if copy is not None:  # the shared index holds every machine's notes: one this folder keeps out is not gone
+        known = copy.index_states(known)
+        live = {p for p, h in copy.revisions.heads().items() if not h.deleted}
+        vanished = [rel for rel in vanished if rel not in live]
     stale = []
     for rel, item in on_disk.items():
         state = known.get(rel)
@@ -213,7 +231,17 @@ def stats(oracle: Oracle) -> Stats:
         ),
         serving=Serving(pid=os.getpid(), **oracle.serving),
         freshness=_freshness(oracle),
+        working_copy=_working_copy(oracle),
     )
+
+
+def _working_copy(oracle: Oracle) -> WorkingCopyStats | None:
+    copy = oracle.indexer.copy
+    if copy is None:
+        return None
+    total, recent = copy.revisions.conflicts()
+    return WorkingCopyStats(machine=copy.machine, author=copy.author, conflicts=total, recent_conflicts=recent,
+                            **copy.revisions.counts())
 
 
 def _freshness(oracle: Oracle) -> Freshness:

@@ -12,7 +12,14 @@ dirs. Every entry is compared on every request with `hmac.compare_digest`, so ne
 how much of a digest matched shows in the timing. The file is re-read when it changes (size, mtime, inode),
 so `oracle token add` and `revoke` take effect on a running server at its next request.
 
-Standard library only: the CLI's `oracle token` commands import this without the service layer.
+With the team store (`ORACLE_DATABASE_URL`), tokens live in the database instead (`PgTokenStore`,
+indexer/store/pg/named_tokens.py): `oracle token add` on one machine works on every engine, and every engine
+re-reads the table at most DB_TOKENS_SECONDS after it last did, so a revocation is refused everywhere within that
+time. A data dir's tokens.json is brought into the database once (and renamed, so a revoked token never comes
+back from it). `token_store(settings)` picks the one.
+
+Standard library only (the PostgreSQL one imports psycopg when used): the CLI's `oracle token` commands import
+this without the service layer.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import os
 import re
 import secrets
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,8 +213,107 @@ class TokenStore:
             self._write([e for e in entries if e.name != name])
         return gone[0]
 
+    @property
+    def where(self) -> str:
+        """Where the tokens are kept, for `oracle token list`."""
+        return str(self.path)
+
+    def close(self) -> None:
+        """Nothing to let go of (the file is opened per read)."""
+
     def _write(self, entries: list[TokenEntry]) -> None:
         private_dir(self.path.parent)
         body = {"version": 1, "tokens": [e.__dict__ for e in sorted(entries, key=lambda e: e.name)]}
         write_atomic(self.path, json.dumps(body, indent=2) + "\n", PRIVATE, refuse_symlink=True, fsync=True)
         os.chmod(self.path, PRIVATE)  # an older file with wider permissions is narrowed too
+
+
+DB_TOKENS_SECONDS = 1.0  # how long an engine trusts the token table it read: a revocation reaches it within this
+IMPORTED_SUFFIX = ".imported-to-database"
+
+
+class PgTokenStore(TokenStore):
+    """The named tokens of a team store: the same entries, checks and commands as TokenStore, kept in PostgreSQL
+    so every engine on every machine shares them."""
+
+    def __init__(self, url: str, data_dir: Path) -> None:
+        super().__init__(data_dir)
+        from oracle_indexer.store.pg.db import database
+        from oracle_indexer.store.pg.schema import migrate
+
+        self.url = url
+        self.db = database(url)
+        migrate(self.db)
+        self._read_at = -1e9
+        self._entries: tuple[TokenEntry, ...] = ()
+
+    def close(self) -> None:
+        self.db.release()
+
+    def _import_file(self) -> None:
+        """tokens.json of this data dir (from before tokens lived in the database), brought in once. Looked for
+        at every read (a stat): one that cannot be parsed is a TokenError at every request (503), as it is
+        without the team store, until it is fixed or removed; never "no tokens"."""
+        from oracle_indexer.store.pg import named_tokens
+
+        if not self.path.exists():
+            return
+        entries = TokenStore._read(self)
+        named_tokens.insert_missing(self.db, [(e.name, e.access, e.salt, e.digest, e.created) for e in entries])
+        os.replace(self.path, self.path.with_name(self.path.name + IMPORTED_SUFFIX))
+
+    def entries(self) -> tuple[TokenEntry, ...]:
+        self._import_file()
+        with self._cache_lock:
+            if time.monotonic() - self._read_at < DB_TOKENS_SECONDS:
+                return self._entries
+        entries = self._read()
+        with self._cache_lock:
+            self._entries, self._read_at = entries, time.monotonic()
+        return entries
+
+    def _read(self) -> tuple[TokenEntry, ...]:
+        from oracle_indexer.store.pg import named_tokens
+
+        return tuple(TokenEntry(*row) for row in named_tokens.rows(self.db))  # type: ignore[arg-type]
+
+    def add(self, name: str, access: Access, now: dt.datetime | None = None) -> str:
+        from oracle_indexer.store.pg import named_tokens
+
+        self._import_file()
+        check_name(name)
+        if access not in ("read", "write"):
+            raise TokenError("access must be read or write")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        salt = secrets.token_bytes(16)
+        created = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0).isoformat()
+        if not named_tokens.insert(self.db, (name, access, salt.hex(), _digest(salt, token).hex(), created)):
+            raise TokenExists(f"a token named {name!r} exists already; revoke it first"
+                              f" (`oracle token revoke {name}`) or choose another name")
+        self._read_at = -1e9
+        return token
+
+    def revoke(self, name: str) -> TokenEntry:
+        from oracle_indexer.store.pg import named_tokens
+
+        self._import_file()
+        row = named_tokens.delete(self.db, name)
+        self._read_at = -1e9
+        if row is None:
+            known = ", ".join(e.name for e in self._read()) or "none"
+            raise TokenMissing(f"no token is named {name!r} (tokens: {known})")
+        return TokenEntry(*row)  # type: ignore[arg-type]
+
+    @property
+    def where(self) -> str:
+        from oracle_indexer.store.pg.db import _safe
+
+        return f"the team store {_safe(self.url)} (table named_tokens)"
+
+
+def token_store(database_url: str | None, data_dir: Path) -> TokenStore:
+    """The team's tokens: in the PostgreSQL store when there is one (shared by every engine), else tokens.json in
+    the data dir."""
+    if database_url:
+        return PgTokenStore(database_url, data_dir)
+    return TokenStore(data_dir)

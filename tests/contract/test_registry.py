@@ -345,7 +345,8 @@ def test_tools_list_stays_cheap_for_an_agents_context(oracle: Any) -> None:
     listed = mcp_session(oracle, work)
     text = json.dumps(listed, separators=(",", ":"))
     # 31,000 until archive's warnings (issue 36) and `variants` on search and consult (issue 37: "no larger than
-    # today, 30-33 KB"); issue 40 takes it under 16 KB
-    assert len(text.encode()) < 31_500, len(text.encode())
+    # today, 30-33 KB"), then oracle_history and oracle_restore (issue 38: ~2 KB together, descriptions kept short);
+    # issue 40 takes it under 16 KB
+    assert len(text.encode()) < 33_600, len(text.encode())
     assert '"type":[' not in text and '"title":"' not in text.replace('"title":"oracle', "")
     assert {t["name"] for t in listed["tools"]} == set(BY_NAME)

@@ -107,9 +107,11 @@ def test_read_only_tokens_are_refused_on_every_write_and_nothing_is_written(kb: 
 
 
 def test_writes_are_attributed_to_the_token_name_and_the_shared_token_still_works(kb: Any) -> None:
-    from oracle_server.services.team import TokenStore
+    import time
 
-    store = TokenStore(kb.settings.data_dir)
+    from oracle_server.services.team import DB_TOKENS_SECONDS, token_store
+
+    store = token_store(kb.settings.database_url, kb.settings.data_dir)  # the team store's table with PostgreSQL
     alice = store.add("alice", "write")
     root = kb.settings.root
     chunk = kb.store.file_chunk_ids(NOTE_REL)[0]
@@ -138,8 +140,12 @@ def test_writes_are_attributed_to_the_token_name_and_the_shared_token_still_work
         sup = client.get("/api/supersessions", headers=bearer(alice)).json()["supersessions"]
         assert [(s["old"], s["author"]) for s in sup] == [(OTHER_REL, "alice")]
 
-        # revoked (by another process, the CLI): refused at the very next request
-        TokenStore(kb.settings.data_dir).revoke("alice")
+        # revoked (by another process, the CLI): refused at the very next request (a file), or within
+        # DB_TOKENS_SECONDS (the team store's table, which every engine re-reads at most that often)
+        token_store(kb.settings.database_url, kb.settings.data_dir).revoke("alice")
+        deadline = time.monotonic() + (DB_TOKENS_SECONDS + 2 if kb.settings.database_url else 0)
+        while client.get("/api/stats", headers=bearer(alice)).status_code != 401 and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert client.get("/api/stats", headers=bearer(alice)).status_code == 401
         assert client.get("/api/stats", headers=bearer(SHARED)).status_code == 200
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,25 @@ def recent_writes_on_dashboard(url: str, token: str) -> list[str]:
             page.wait_for_selector("body[data-ready='1']")
             page.wait_for_selector("#writes li.note")
             return page.eval_on_selector_all("#writes li.note .title", "els => els.map(e => e.textContent)")
+        finally:
+            chromium.close()
+
+
+def team_tile_on_dashboard(url: str, token: str) -> str:
+    """The dashboard's *Team store* tile (conflict copies) in a real Chromium given `token`."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = chromium.new_context(viewport={"width": 1280, "height": 800}, service_workers="block").new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(url + "/", wait_until="load")
+            page.fill("#token-input", token)
+            page.press("#token-input", "Enter")
+            page.wait_for_selector("body[data-ready='1']")
+            page.wait_for_selector("#tile-team:not([hidden])")
+            return page.text_content("[data-stat='working_copy.conflicts']") or ""
         finally:
             chromium.close()
 
@@ -153,3 +173,65 @@ def test_a_team_server_with_named_tokens(tmp_path: Path) -> None:
     finally:
         stop_process(proc)
     assert "Traceback" not in (tmp_path / "serve.log").read_text(encoding="utf-8", errors="replace")
+
+
+def test_named_tokens_in_the_team_store_work_on_every_engine(tmp_path: Path) -> None:
+    """Issue 38 item 4: with ORACLE_DATABASE_URL the tokens are the database's. `oracle token add` on machine A's
+    folder gives a token that machine B's engine accepts; a learning through B with it reaches A's folder with the
+    token's name in its history; `oracle token revoke` on B is refused by A's running engine within seconds."""
+    import _pg
+
+    url = _pg.new_database()
+    envs = {}
+    for who in ("a", "b"):
+        (tmp_path / who / "learnings").mkdir(parents=True)
+        envs[who] = clean_env(ORACLE_ROOT=str(tmp_path / who), ORACLE_DATA_DIR=str(tmp_path / f"{who}-data"),
+                              ORACLE_DATABASE_URL=url)
+    (tmp_path / "a" / "learnings" / "numbat.md").write_text("# Numbat diet\n\nTermites only.\n", encoding="utf-8")
+    done = oracle(envs["a"], "token", "add", "alice", "--write")
+    assert done.returncode == 0, done.stderr
+    alice = done.stdout.strip()
+    assert oracle(envs["b"], "token", "add", "bob", "--read-only").returncode == 0  # (the last token revoked
+    # would turn team mode off on a loopback server: bob keeps it on)
+    listed = json.loads(oracle(envs["a"], "token", "list", "--json").stdout)
+    assert [t["name"] for t in listed["tokens"]] == ["alice", "bob"] and "named_tokens" in listed["kept_in"]
+    # a conflict first (both folders edit the note between syncs): the dashboard's team tile reports it
+    numbat = "learnings/numbat.md"
+    for who in ("a", "b"):
+        assert oracle(envs[who], "index").returncode == 0
+    for who in ("a", "b"):
+        with open(tmp_path / who / numbat, "a", encoding="utf-8") as handle:
+            handle.write(f"\nEdited on {who}.\n")
+    assert oracle(envs["a"], "index").returncode == 0
+    assert "1 conflicts" in oracle(envs["b"], "index").stdout
+    procs = []
+    try:
+        pa, a_url = serve_http(envs["a"], tmp_path, tmp_path / "a.log", timeout=TIMEOUT)
+        procs.append(pa)
+        pb, b_url = serve_http(envs["b"], tmp_path, tmp_path / "b.log", timeout=TIMEOUT)
+        procs.append(pb)
+        auth = {"Authorization": f"Bearer {alice}"}
+        assert httpx.get(b_url + "/api/stats", timeout=TIMEOUT).status_code == 401  # team mode on B too
+        saved = httpx.post(b_url + "/api/learn", json={"pattern": "Numbats have 50 teeth.", "title": "Numbat teeth"},
+                           headers=auth, timeout=TIMEOUT)
+        assert saved.status_code == 201, saved.text
+        rel = saved.json()["file"]
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "a" / rel).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (tmp_path / "a" / rel).exists()
+        history = httpx.get(a_url + "/api/history", params={"file": rel}, headers=auth, timeout=TIMEOUT).json()
+        assert [r["author"] for r in history["revisions"]] == ["alice"]
+        assert (tmp_path / "b" / "learnings" / "numbat.md").exists()  # A's note in B's folder
+        if CHROMIUM.exists():
+            assert team_tile_on_dashboard(a_url, alice).startswith("1 conflict")
+        assert oracle(envs["b"], "token", "revoke", "alice").returncode == 0
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if httpx.get(a_url + "/api/stats", headers=auth, timeout=TIMEOUT).status_code == 401:
+                break
+            time.sleep(0.2)
+        assert httpx.get(a_url + "/api/stats", headers=auth, timeout=TIMEOUT).status_code == 401
+    finally:
+        for proc in procs:
+            stop_process(proc)

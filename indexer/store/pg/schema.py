@@ -136,11 +136,43 @@ CREATE TABLE edit_log (
 CREATE TRIGGER edit_log_append_only BEFORE UPDATE ON edit_log FOR EACH ROW EXECUTE FUNCTION oracle_append_only();
 """
 
+# Working copies (issue 38, indexer/worker/workcopy.py): the database is the team's memory and every folder a
+# working copy of it. `note_revisions` is each note's history, append-only (a tombstone is a revision with no
+# content: the text before it stays in the history, restorable); `note_heads` the current revision of each path,
+# which a sync compares with the folder; `note_conflicts` the conflict copies syncs wrote (stats reports them); `named_tokens` the team's named tokens
+# (server/services/team.py: salted HMACs, never a token in clear), so a token added on one machine works on all.
+# `seq` orders every revision of every note: an engine that heard a NOTIFY asks for the heads above the last
+# one it saw.
+_V3 = """
+CREATE TABLE note_revisions (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, path text COLLATE "C" NOT NULL, revision integer NOT NULL,
+    hash text COLLATE "C", base text COLLATE "C", content bytea, deleted boolean NOT NULL DEFAULT false,
+    author text, machine text, at double precision NOT NULL, UNIQUE (path, revision)
+);
+CREATE TABLE note_heads (
+    path text COLLATE "C" PRIMARY KEY, revision integer NOT NULL, seq bigint NOT NULL, hash text COLLATE "C",
+    deleted boolean NOT NULL DEFAULT false, author text, at double precision NOT NULL
+);
+CREATE INDEX note_heads_seq ON note_heads(seq);
+CREATE TABLE note_conflicts (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at double precision NOT NULL, path text NOT NULL,
+    copy text NOT NULL, author text, machine text, kept_hash text, copy_hash text
+);
+CREATE TRIGGER note_revisions_append_only BEFORE UPDATE ON note_revisions
+    FOR EACH ROW EXECUTE FUNCTION oracle_append_only();
+CREATE TABLE named_tokens (
+    name text COLLATE "C" PRIMARY KEY, access text NOT NULL, salt text NOT NULL, digest text NOT NULL,
+    created text NOT NULL
+);
+"""
+
 # (version, what it does, SQL). Append only; never edit a released entry.
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (1, "the store: notes, sections, BM25 postings, caches, relations, usage logs", _V1),
     (2, "frontmatter fields for where filters (note_fields); authors of learnings, verdicts and supersessions;"
         " edit_log", _V2),
+    (3, "working copies: every note's revisions (history, tombstones), current heads, conflict copies;"
+        " named tokens in the database", _V3),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -214,6 +214,20 @@
       tileState('tile-drift', 'warn');
     }
 
+    // The team store (issue 38): this folder is a working copy; conflict copies a sync wrote are shown here.
+    const wc = st.working_copy;
+    const team = document.getElementById('tile-team');
+    team.hidden = !wc;
+    if (wc) {
+      setStat('working_copy.conflicts', wc.conflicts ? wc.conflicts + ' conflict' + (wc.conflicts === 1 ? '' : 's')
+        : 'no conflicts', wc.conflicts);
+      const recent = (wc.recent_conflicts || []).map((c) => c.path + ' → ' + c.copy + (c.author ? ' (' + c.author + ')' : ''));
+      $('#team-sub').textContent = wc.notes + ' notes, ' + wc.tombstones + ' deleted, ' + wc.revisions + ' revisions'
+        + (recent.length ? '; latest: ' + recent[0] : '');
+      $('#team-sub').setAttribute('title', recent.join('\n'));
+      tileState('tile-team', wc.conflicts ? 'warn' : 'good');
+    }
+
     const vs = st.vector_store;
     setStat('vector_store', vs.ok ? 'ok' : 'down', vs.ok ? 'ok' : 'down');
     $('#vector-detail').textContent = vs.detail;

@@ -1,0 +1,369 @@
+"""A folder as a working copy of the team's memory (issue 38): two-way sync between the notes on disk and the
+revisions in PostgreSQL (indexer/store/pg/revisions.py), so every machine's folder converges and nothing anyone
+wrote is lost.
+
+For each path, three hashes decide (L: the file here now, B: its base, the hash it had when it last matched the
+database, kept per machine in workcopy.db; H: the database's head):
+
+  L == H                        in step (the base is recorded)
+  L == B, H moved               pulled: the head is written into the folder (atomically)
+  L == B, H a tombstone         deleted here (the text stays in the history)
+  L changed, H == B (or none)   pushed: a new revision based on B
+  L changed, H a tombstone      pushed: the edit brings the note back
+  L changed, H moved elsewhere  conflict: the database keeps its head, the file here is written beside it as
+                                `note (conflict from <author> <date>).md` (a new note, pushed too), and the head
+                                takes the file's place: both are searchable, both in the history
+  L gone, B known, H == B       a tombstone is pushed (a deletion only where the file had been synced)
+  L gone, B known, H moved      pulled: an edit elsewhere wins over a deletion here
+  L gone, B unknown             a note this folder never had: pulled, not deleted
+
+A path the rules leave out here (oracle.toml's exclude, `.archive/`, an untyped folder) is neither pulled nor
+pushed nor deleted: a machine's own oracle.toml can keep folders out of its copy. Every decision is taken under
+the writer lock (one writer across engines) and every commit checks that the head is still the one read, so a
+race ends as a retry, never as an overwrite.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import hashlib
+import re
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oracle_indexer.config import Settings
+from oracle_indexer.notes.discover import Discovery, discover, note_type, on_disk
+from oracle_indexer.safe_write import SHARED, write_atomic
+from oracle_indexer.store.pg.revisions import Commit, Conflict, Head, Revisions
+from oracle_indexer.store.sqlite.workcopy import Base, CopyState
+
+GUARD_MIN = 3  # a copy with fewer synced files than this is not guarded against mass deletion
+RETRIES = 3  # a commit that lost a race is decided again this often before it waits for the next sync
+PUSH_BATCH = 200  # revisions sent in one transaction (a first sync of a big folder)
+
+
+class CopyRefused(RuntimeError):
+    """More than half of the synced files are gone from the folder: a mis-mounted root must not delete the
+    team's notes (`oracle index --force` if they really are gone)."""
+
+
+def digest(data: bytes) -> str:
+    """The hash a revision and the index both key a note's bytes by (sync.file_hash)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class CopyReport:
+    """What one reconciliation did to the folder and to the database."""
+
+    pulled: list[str] = field(default_factory=list)  # written into the folder from the database
+    pushed: list[str] = field(default_factory=list)  # new revisions from the folder
+    deleted_here: list[str] = field(default_factory=list)  # removed from the folder: tombstoned elsewhere
+    tombstoned: list[str] = field(default_factory=list)  # deletions pushed from here
+    conflicts: list[str] = field(default_factory=list)  # conflict copies written here ("path -> copy")
+    warnings: list[str] = field(default_factory=list)
+    live: set[str] = field(default_factory=set)  # paths with a live head after the run (of those looked at)
+
+    @property
+    def touched_folder(self) -> bool:
+        return bool(self.pulled or self.deleted_here or self.conflicts)
+
+
+def conflict_name(rel: str, author: str, day: dt.date, taken: Iterable[str] = ()) -> str:
+    """`folder/note (conflict from alice 2026-12-01).md` beside `folder/note.md`; a number is added when that
+    name is taken (two conflicts on one day)."""
+    folder, _, name = rel.rpartition("/")
+    stem, dot, suffix = name.rpartition(".")
+    if not dot:
+        stem, suffix = name, "md"
+    who = re.sub(r"[^\w.@-]+", "-", author).strip("-") or "someone"
+    taken = set(taken)
+    for n in range(1, 1000):
+        extra = "" if n == 1 else f" {n}"
+        candidate = f"{stem} (conflict from {who} {day.isoformat()}{extra}).{suffix}"
+        full = f"{folder}/{candidate}" if folder else candidate
+        if full not in taken:
+            return full
+    raise RuntimeError(f"no free conflict name beside {rel}")
+
+
+class WorkingCopy:
+    """The folder of `settings.root` kept in step with the PostgreSQL store's revisions."""
+
+    def __init__(self, settings: Settings, store: Any) -> None:
+        self.settings = settings
+        self.root = settings.root
+        self.revisions = Revisions(store.db)
+        self.state = CopyState(settings.data_dir / "workcopy.db")
+        database = self.revisions.database_id()
+        if self.state.get_meta("database") != database:
+            self.state.reset(database)  # a new data dir, or another database: no bases, so nothing is deleted
+        machine = self.state.get_meta("machine")
+        if machine is None:
+            machine = uuid.uuid4().hex[:12]
+            self.state.set_meta("machine", machine)
+        self.machine = machine
+        self.author = settings.author or _login()
+        self._queue: list[tuple[Commit, Base]] = []  # revisions decided, not sent yet (one reconcile's)
+
+    def close(self) -> None:
+        self.state.close()
+
+    @property
+    def last_seq(self) -> int:
+        """The highest commit this copy has looked at (a NOTIFY makes it ask for the heads above it)."""
+        return int(self.state.get_meta("seq") or 0)
+
+    def syncable(self, rel: str) -> bool:
+        """Whether this machine's rules let `rel` into its folder (exclude, .archive/, typed folders)."""
+        return note_type(self.root, rel, self.settings.layout) is not None
+
+    # -- the one decision, for every path or a few --------------------------------------------------
+    def reconcile(self, paths: Iterable[str] | None = None, *, author: str | None = None,
+                  force: bool = False, found: Discovery | None = None) -> CopyReport:
+        """Bring the folder and the database in step: every path (None: the whole folder, every head and every
+        base) or just `paths` (a file event, a learn, a notification). `found`: the folder as the caller has just
+        listed it (a sync lists it once). The caller holds the writer lock."""
+        report = CopyReport()
+        self._queue = []
+        if paths is None:
+            found = found or discover(self.root, self.settings.layout)
+            local = {f.rel: f.path for f in found.files}
+            heads = self.revisions.heads()
+            bases = self.state.bases()
+            candidates = set(local) | set(bases) | set(heads)
+            seen = max((h.seq for h in heads.values()), default=0)
+            gone = [rel for rel in bases if rel not in local and self.syncable(rel)]
+            if not force and len(bases) >= GUARD_MIN and len(gone) * 2 > len(bases):
+                raise CopyRefused(
+                    f"refusing to delete {len(gone)} of {len(bases)} synced notes from the team's memory in one"
+                    f" run: is ORACLE_ROOT ({self.root}) the right folder? Run `oracle index --force` if the files"
+                    " really were deleted (their text stays in the history: `oracle history PATH`).")
+        else:
+            candidates = set(paths)
+            heads = self.revisions.heads(candidates)
+            bases = self.state.bases(candidates)
+            local = {}
+            for rel in candidates:
+                path = on_disk(self.root, rel)
+                if self.syncable(rel) and path.is_file() and not path.is_symlink():
+                    local[rel] = path
+            seen = None
+        changed: dict[str, Base | None] = {}
+        pending: list[tuple[str, Head, bytes | None]] = []  # (rel, head to write here, conflicting bytes here)
+        taken = set(candidates)
+        for rel in sorted(candidates):
+            if rel not in local and not self.syncable(rel):
+                if heads.get(rel) and not heads[rel].deleted:
+                    report.live.add(rel)
+                continue
+            for _ in range(RETRIES):
+                try:
+                    self._decide(rel, local.get(rel), bases.get(rel), heads.get(rel), author, report, changed,
+                                 pending, taken)
+                    break
+                except Conflict:
+                    heads[rel] = self.revisions.heads([rel]).get(rel)  # type: ignore[assignment]
+            else:
+                report.warnings.append(f"{rel}: another engine kept changing it; left for the next sync")
+        self._send(report, changed)
+        if pending:
+            contents = self.revisions.head_contents([h for _, h, _ in pending])
+            for rel, head, mine in pending:
+                self._apply(rel, head, contents.get(rel), mine, author, report, changed, taken)
+        self.state.update(changed)
+        if seen is not None and seen > self.last_seq:
+            self.state.set_meta("seq", str(seen))
+        return report
+
+    def _decide(self, rel: str, path: Path | None, base: Base | None, head: Head | None, author: str | None,
+                report: CopyReport, changed: dict[str, Base | None],
+                pending: list[tuple[str, Head, bytes | None]], taken: set[str]) -> None:
+        """One path's case (see the module's table); pulls are queued in `pending` to read their texts at once."""
+        live = head is not None and not head.deleted
+        h = head.hash if head is not None and live else None
+        if path is None:
+            if head is not None and live:
+                if base is None or h != base.hash:
+                    pending.append((rel, head, None))
+                    return
+                self._commit(rel, None, expect=h, base=base.hash, author=author)  # synced here, deleted here
+                report.tombstoned.append(rel)
+            if base is not None:
+                changed[rel] = None
+            return
+        data, stat = self._read(path, base)
+        if data is None and stat is None:  # vanished between the listing and now: the next sync sees it
+            return
+        if data is None:  # the stat is the base's: the file is the base's text
+            assert base is not None
+            mine = base.hash
+        else:
+            mine = digest(data)
+        if live and h == mine:
+            report.live.add(rel)
+            if base is None or base.hash != mine or (base.mtime_ns, base.size) != stat:
+                changed[rel] = Base(mine, *stat)  # type: ignore[misc]
+            return
+        if base is not None and mine == base.hash:  # unchanged here since the last sync
+            if head is None:
+                data = data if data is not None else path.read_bytes()
+                self._push(rel, data, mine, expect=False, base=None, author=author, report=report, changed=changed)
+            elif head.deleted:
+                if self._unchanged(path, stat):
+                    path.unlink()
+                    report.deleted_here.append(rel)
+                    changed[rel] = None
+            else:
+                pending.append((rel, head, None))
+            return
+        data = data if data is not None else path.read_bytes()
+        if head is None:
+            self._push(rel, data, mine, expect=False, base=None, author=author, report=report, changed=changed)
+        elif head.deleted:
+            self._push(rel, data, mine, expect=None, base=base.hash if base else None, author=author,
+                       report=report, changed=changed)
+        elif base is not None and h == base.hash:
+            self._push(rel, data, mine, expect=h, base=base.hash, author=author, report=report, changed=changed)
+        else:  # both sides changed (or both created): the database keeps its head, this text goes beside it
+            pending.append((rel, head, data))
+
+    def _apply(self, rel: str, head: Head, text: bytes | None, mine: bytes | None, author: str | None,
+               report: CopyReport, changed: dict[str, Base | None], taken: set[str]) -> None:
+        """Write a head into the folder; first, for a conflict, the file's own text as a conflict copy."""
+        path = on_disk(self.root, rel)
+        if text is None:
+            report.warnings.append(f"{rel}: the database's revision {head.revision} has no text; not pulled")
+            return
+        if mine is not None:
+            who = author or self.author
+            day = dt.datetime.now(dt.timezone.utc).date()
+            while True:  # a name no file here, no note of the team and no path of this run has (never overwrite)
+                copy = conflict_name(rel, who, day, taken)
+                taken.add(copy)
+                if not on_disk(self.root, copy).exists() and not self.revisions.heads([copy]):
+                    break
+            copy_path = on_disk(self.root, copy)
+            write_atomic(copy_path, mine, SHARED)
+            st = copy_path.stat()
+            mine_hash = digest(mine)
+            try:
+                self._commit(copy, mine, expect=False, base=None, author=who)
+            except Conflict:
+                report.warnings.append(f"{copy}: written here; pushed at the next sync")
+            else:
+                changed[copy] = Base(mine_hash, st.st_mtime_ns, st.st_size)
+                report.live.add(copy)
+            self.revisions.record_conflict(rel, copy, who, self.machine, head.hash, mine_hash)
+            report.conflicts.append(f"{rel} -> {copy}")
+            if digest(path.read_bytes()) != mine_hash if path.is_file() else False:
+                return  # changed again while we wrote the copy: the next sync decides with the new text
+        elif path.is_file():
+            base = self.state.bases([rel]).get(rel)
+            st = path.stat()
+            if base is None or ((st.st_mtime_ns, st.st_size) != (base.mtime_ns, base.size)
+                                and digest(path.read_bytes()) != base.hash):
+                return  # made or edited here since we looked: the next sync pushes or copies it, never overwrites
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text, SHARED)
+        st = path.stat()
+        changed[rel] = Base(head.hash or digest(text), st.st_mtime_ns, st.st_size)
+        report.live.add(rel)
+        if mine is None:
+            report.pulled.append(rel)
+
+    def _push(self, rel: str, data: bytes, mine: str, *, expect: str | None | bool, base: str | None,
+              author: str | None, report: CopyReport, changed: dict[str, Base | None]) -> None:
+        """Queue a revision from the folder (sent by `_send`, PUSH_BATCH at a time)."""
+        st = on_disk(self.root, rel).stat()
+        self._queue.append((Commit(rel, data, mine, expect, base, author or self.author),
+                            Base(mine, st.st_mtime_ns, st.st_size)))
+
+    def _send(self, report: CopyReport, changed: dict[str, Base | None]) -> None:
+        """The queued revisions, PUSH_BATCH to a transaction; a batch that meets a moved head is sent one by one,
+        and a revision whose head moved is left for the next sync (its base unchanged, so that sync decides
+        again: a push or a conflict copy, never an overwrite)."""
+        queue, self._queue = self._queue, []
+        for start in range(0, len(queue), PUSH_BATCH):
+            batch = queue[start:start + PUSH_BATCH]
+            try:
+                self.revisions.commit_many([c for c, _ in batch], self.machine)
+                sent = batch
+            except Conflict:
+                sent = []
+                for item in batch:
+                    try:
+                        self.revisions.commit_many([item[0]], self.machine)
+                        sent.append(item)
+                    except Conflict:
+                        report.warnings.append(f"{item[0].path}: changed elsewhere meanwhile; decided at the next sync")
+            for commit, base in sent:
+                changed[commit.path] = base
+                report.pushed.append(commit.path)
+                report.live.add(commit.path)
+
+    def _commit(self, rel: str, data: bytes | None, *, expect: str | None | bool, base: str | None,
+                author: str | None, digest_: str | None = None) -> Head:
+        return self.revisions.commit(rel, data, digest_ or (digest(data) if data is not None else None),
+                                     expect=expect, base=base, author=author or self.author, machine=self.machine)
+
+    @staticmethod
+    def _read(path: Path, base: Base | None) -> tuple[bytes | None, tuple[int, int] | None]:
+        """(bytes, stat) of the file; bytes None when its stat is still the base's (nothing to read);
+        (None, None) when it is gone."""
+        try:
+            st = path.stat()
+            stat = (st.st_mtime_ns, st.st_size)
+            if base is not None and stat == (base.mtime_ns, base.size):
+                return None, stat
+            return path.read_bytes(), stat
+        except (FileNotFoundError, NotADirectoryError):
+            return None, None
+
+    @staticmethod
+    def _unchanged(path: Path, stat: tuple[int, int] | None) -> bool:
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return False
+        return (st.st_mtime_ns, st.st_size) == stat
+
+    # -- what the index and the services ask -------------------------------------------------------
+    def index_states(self, known: dict[str, Any], only: Iterable[str] | None = None) -> dict[str, Any]:
+        """The index's file states as this machine sees them: a note whose indexed hash is this copy's base keeps
+        the base's stat (the file's stat here), so an unchanged file costs a stat; any other is read again. (The
+        shared index's own mtime is whichever machine wrote last.)"""
+        from oracle_indexer.store.rows import FileState
+
+        wanted = list(known) if only is None else [rel for rel in set(only) if rel in known]
+        bases = self.state.bases(None if only is None else wanted)
+        out = dict(known)
+        for rel in wanted:
+            state = known[rel]
+            base = bases.get(rel)
+            if base is not None and base.hash == state.file_hash:
+                out[rel] = FileState(base.mtime_ns, base.size, state.file_hash)
+            else:
+                out[rel] = FileState(0, 0, state.file_hash)
+        return out
+
+    def restore(self, rel: str, revision: int, author: str | None) -> Head:
+        """Revision `revision` of `rel` as a new revision (the head moves; nothing is overwritten: the head it
+        replaces stays in the history). The caller then reconciles `rel` to bring it into the folder."""
+        text = self.revisions.revision_content(rel, revision)
+        if text is None:
+            raise LookupError(f"{rel} has no revision {revision} with text (see `oracle history {rel}`)")
+        head = self.revisions.heads([rel]).get(rel)
+        expect: str | None | bool = False if head is None else (None if head.deleted else head.hash)
+        return self._commit(rel, text, expect=expect, base=head.hash if head else None, author=author)
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no login name (a container without a passwd entry)
+        return "someone"
