@@ -17,6 +17,16 @@ def open_oracle(root: Path, data_dir: Path, **overrides: object):
     return Oracle.open(Settings.from_env(root=root, data_dir=data_dir, **overrides))
 
 
+def indexed_oracle(tmp_path_factory, name: str, notes: dict[str, str], **overrides: object):
+    """A new root holding `notes` ({relative path: text}), indexed into its own data dir; the caller closes it."""
+    root = tmp_path_factory.mktemp(name)
+    for rel, text in notes.items():
+        write(Path(root) / rel, text)
+    oracle = open_oracle(root, tmp_path_factory.mktemp("data"), **overrides)
+    oracle.indexer.sync()
+    return oracle
+
+
 def damage_table(db: Path, table: str = "documents") -> None:
     """Overwrite the root page of `table`: the header and the schema stay sound, so the file opens; only an
     integrity check (or a read of that table) finds the damage."""

@@ -6,24 +6,18 @@ without the capability, or a search that brought its own variants, nothing is as
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 
-from _corpus import open_oracle, write
+from _corpus import indexed_oracle
 from tests.contract.test_variants_surfaces import NOTES, QUESTION, ROLLOUT
 
 
 def _oracle(tmp_path_factory: pytest.TempPathFactory, sampling: bool) -> Any:
-    root = tmp_path_factory.mktemp("sampling")
-    for rel, text in NOTES.items():
-        write(Path(root) / rel, text)
-    o = open_oracle(root, tmp_path_factory.mktemp("data"), sampling=sampling)
-    o.indexer.sync()
-    return o
+    return indexed_oracle(tmp_path_factory, "sampling", NOTES, sampling=sampling)
 
 
 @pytest.fixture(scope="module")

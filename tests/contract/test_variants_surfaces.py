@@ -6,13 +6,12 @@ a search without variants is byte for byte what it was."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from _corpus import open_oracle, write
+from _corpus import indexed_oracle
 from oracle_server.services.models import ConsultRequest, SearchRequest
 from oracle_server.services.search.pipeline import run_search
 from tests.contract.test_where_surfaces import cli, http, mcp
@@ -32,11 +31,7 @@ VARIANTS = ["502 bad gateway rollout", "drain connections load balancer"]
 
 @pytest.fixture(scope="module")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    root = tmp_path_factory.mktemp("variants-surfaces")
-    for rel, text in NOTES.items():
-        write(Path(root) / rel, text)
-    o = open_oracle(root, tmp_path_factory.mktemp("data"))
-    o.indexer.sync()
+    o = indexed_oracle(tmp_path_factory, "variants-surfaces", NOTES)
     yield o
     o.close()
 

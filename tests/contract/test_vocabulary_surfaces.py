@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from _corpus import open_oracle, write
+from _corpus import indexed_oracle, write
 from tests.contract.test_where_surfaces import cli, http, mcp
 
 NOTES = {
@@ -27,11 +27,7 @@ OFF_TOPIC = "recipe for a sourdough starter"
 
 @pytest.fixture(scope="module")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    root = tmp_path_factory.mktemp("vocabulary-surfaces")
-    for rel, text in NOTES.items():
-        write(Path(root) / rel, text)
-    o = open_oracle(root, tmp_path_factory.mktemp("data"))
-    o.indexer.sync()
+    o = indexed_oracle(tmp_path_factory, "vocabulary-surfaces", NOTES)
     yield o
     o.close()
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from _corpus import open_oracle, write
+from _corpus import indexed_oracle
 from oracle_server.cli import spec as clispec
 from oracle_server.registry.tools import BY_NAME, Caller
 
@@ -32,11 +31,7 @@ HOSTILE = {"industries": {"like": "fin%"}}
 
 @pytest.fixture(scope="module")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    root = tmp_path_factory.mktemp("where-surfaces")
-    for rel, text in NOTES.items():
-        write(Path(root) / rel, text)
-    o = open_oracle(root, tmp_path_factory.mktemp("data"))
-    o.indexer.sync()
+    o = indexed_oracle(tmp_path_factory, "where-surfaces", NOTES)
     yield o
     o.close()
 
