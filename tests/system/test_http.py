@@ -46,7 +46,7 @@ API_PATHS = {
     "/api/stats": "get", "/api/concepts": "get", "/api/learn": "post", "/api/graph": "get", "/api/file": "get",
     "/api/logs": "get", "/api/read": "get", "/api/relations": "get", "/api/feedback": "post",
     "/api/supersede": "post", "/api/supersessions": "get", "/api/verify": "post", "/api/edit": "post",
-    "/api/archive": "post",
+    "/api/archive": "post", "/api/history": "get", "/api/restore": "post",
 }
 SECOND_METHODS = {"/api/feedback": "get"}  # POST records a verdict, GET lists the most helpful and misleading
 # MCP tool -> (HTTP method, path, response model name in the OpenAPI schema)
@@ -65,6 +65,8 @@ TOOL_ROUTES = {
     "oracle_verify": ("post", "/api/verify", "VerifyResult"),
     "oracle_edit": ("post", "/api/edit", "EditResult"),
     "oracle_archive": ("post", "/api/archive", "ArchiveResult"),
+    "oracle_history": ("get", "/api/history", "HistoryResult"),
+    "oracle_restore": ("post", "/api/restore", "RestoreResult"),
 }
 
 

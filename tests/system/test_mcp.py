@@ -41,7 +41,7 @@ TOOLS = {
     "oracle_search", "oracle_consult", "oracle_reflect", "oracle_learn",
     "oracle_list", "oracle_stats", "oracle_concepts",
     "oracle_feedback", "oracle_supersede", "oracle_relations", "oracle_read", "oracle_verify",
-    "oracle_edit", "oracle_archive",
+    "oracle_edit", "oracle_archive", "oracle_history", "oracle_restore",
 }
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 OPEN_MARK = "<<<ORACLE REFERENCE DATA"

@@ -29,7 +29,7 @@ NODE_BIN = Path(__file__).resolve().parents[1] / "npm" / "node_modules" / ".bin"
 TOOLS = {
     "oracle_search", "oracle_consult", "oracle_reflect", "oracle_learn", "oracle_list", "oracle_stats",
     "oracle_concepts", "oracle_feedback", "oracle_supersede", "oracle_relations", "oracle_read", "oracle_verify",
-    "oracle_edit", "oracle_archive",
+    "oracle_edit", "oracle_archive", "oracle_history", "oracle_restore",
 }
 PROMPTS = {"consult", "reflect", "retrospective", "learn-from-session"}
 
