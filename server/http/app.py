@@ -42,7 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from oracle_server import __version__
 from oracle_server.services.app import Oracle, ServerConfigError
 from oracle_server.services.browse import Graph, graph
-from oracle_server.services.errors import VALIDATION_STATUS, OracleError, classify, problem, problems
+from oracle_server.services.errors import HTTP_STATUS, VALIDATION_STATUS, OracleError, classify, problem, problems
 from oracle_server.services.feedback import feedback_overview
 from oracle_server.services.files import FileContent, read_file
 from oracle_server.mcp.server import build_server
@@ -219,6 +219,12 @@ class Guard:
                 who = self.identify(headers.get("authorization", "")) if (self.token or team) else ANONYMOUS
             except TokenError as exc:  # an unreadable tokens file must not turn team mode off
                 await _deny(send, 503, str(exc))
+                return
+            except Exception as exc:  # the team store's token table out of reach: refused, never let through
+                error = classify(exc)
+                if error is None:
+                    raise
+                await _deny(send, HTTP_STATUS.get(error.kind, 503), error.message)
                 return
             if who is None:
                 if bearer(headers.get("authorization", "")):  # a guess: a request without a token is not one
