@@ -241,8 +241,11 @@ def test_outage_and_recovery_without_restarting_oracle(tmp_path: Path, corpus: P
     else:
         # The worker's own comparison (every HEALTH_SECONDS) saw the loss first and re-added the vectors while the
         # server was starting (a slow start on a busy machine, issue 39): that is the same recovery, seen earlier.
-        # What must never happen is an empty collection answering as a healthy one.
-        assert lost.meta.vector_matches > 0 and not lost.meta.warnings, lost.meta
+        # Caught mid-repair, the answer says its semantic part is incomplete (a clean clone beside two busy loops
+        # met this). What must never happen is an empty collection answering as a healthy one.
+        healthy = lost.meta.vector_matches > 0 and not lost.meta.warnings
+        repairing = any("semantic results are incomplete" in w for w in lost.meta.warnings)
+        assert healthy or repairing, lost.meta
         assert oracle.indexer.last_repair is not earlier_repair, "vectors answered from a collection nobody re-added"
     back = time.perf_counter()
     wait_for(lambda: recovered(oracle, chroma), "vectors re-added to the empty server", RECOVERY_DEADLINE)
