@@ -246,7 +246,8 @@ def test_outage_and_recovery_without_restarting_oracle(tmp_path: Path, corpus: P
         healthy = lost.meta.vector_matches > 0 and not lost.meta.warnings
         repairing = any("semantic results are incomplete" in w for w in lost.meta.warnings)
         assert healthy or repairing, lost.meta
-        assert oracle.indexer.last_repair is not earlier_repair, "vectors answered from a collection nobody re-added"
+        if healthy:
+            assert oracle.indexer.last_repair is not earlier_repair, "vectors answered from a collection nobody re-added"
     back = time.perf_counter()
     wait_for(lambda: recovered(oracle, chroma), "vectors re-added to the empty server", RECOVERY_DEADLINE)
     print(f"restart (empty data): {chroma.count()} vectors re-added {time.perf_counter() - back:.2f} s after "
