@@ -91,21 +91,18 @@ def fused_result(request: SearchRequest, phrasings: Sequence[str], results: Sequ
     rankings = [[_key(h, by_note) for h in r.hits] for r in results]
     weights = [QUERY_WEIGHT] + [VARIANT_WEIGHT] * (len(results) - 1)
     fused = fuse(rankings, weights)
-    shown: dict[str, Hit] = {}
     weak: dict[str, bool] = {}
     for r in results:
         for h in r.hits:
             key = _key(h, by_note)
             weak[key] = weak.get(key, True) and h.weak
-    for f in fused:
-        index = f.phrasings[0]
-        for p in f.phrasings:  # shown as the phrasing that ranked it best (the earliest on a tie)
-            if rankings[p].index(f.key) < rankings[index].index(f.key):
-                index = p
-        hit = results[index].hits[rankings[index].index(f.key)]
-        shown[f.key] = hit.model_copy(update={"score": round(f.score, 6), "phrasings": list(f.phrasings),
-                                              "weak": weak[f.key]})
-    page = [shown[f.key] for f in fused[request.offset: request.offset + request.limit]]
+    page = []
+    for f in fused[request.offset: request.offset + request.limit]:
+        # shown as the phrasing that ranked it best, the earliest on a tie (f.phrasings is in phrasing order)
+        index = next(p for p in f.phrasings if rankings[p].index(f.key) == f.best_rank)
+        hit = results[index].hits[f.best_rank]
+        page.append(hit.model_copy(update={"score": round(f.score, 6), "phrasings": list(f.phrasings),
+                                           "weak": weak[f.key]}))
     first = results[0].meta
     warnings: list[str] = []
     for r in results:
