@@ -27,6 +27,7 @@ import hashlib
 import importlib.util
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,9 @@ class ModelSpec:
 
 
 MINILM = ModelSpec("minilm")
+# Told the model's name when a model starts loading (seconds on a cold start): a one-shot CLI command says on
+# stderr what it is waiting for (server/cli/waiting.py). Called from the loading thread; must not raise.
+LOADING: list[Callable[[str], None]] = []
 
 
 def model_spec(name: str | None = None, root: Path | None = None, query_prefix: str | None = None,
@@ -252,6 +256,8 @@ class Embedder:
         with self._lock:
             if self._sessions:
                 return
+            for listener in list(LOADING):
+                listener(self.spec.name)
             try:
                 sessions, tokenizer = self._load_onnx()
                 tokenizer.enable_truncation(MAX_TOKENS)

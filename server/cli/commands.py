@@ -108,14 +108,16 @@ def try_remote(args: argparse.Namespace, specs: dict) -> int | None:
 
     The root and data dir come from `oracle_indexer.locate`, the same functions Settings uses, so nothing heavy is
     imported before the answer is printed. (oracle.toml is the server's to read: it already has.)"""
-    request = None if args.local else _remote_request(args, specs)
-    if request is None:
+    if args.local or (args.command not in specs and args.command != "index"):
         return None
     root = locate.resolve_root(args.root)
     data_dir = locate.resolve_data_dir(args.data_dir, root)
     answered = try_engine(args, specs, root, data_dir)
     if answered is not None:
         return answered
+    request = _remote_request(args, specs)
+    if request is None:
+        return None
     endpoint = remote.find(data_dir, root)
     if endpoint is None:
         return None
@@ -128,15 +130,29 @@ def try_remote(args: argparse.Namespace, specs: dict) -> int | None:
         from oracle_server.services.errors import EXIT_CODE, kind_of_status
 
         return _print_error(EXIT_CODE[kind_of_status(exc.status)], str(exc))
-    return emit(args, data, _renderer(args.command, specs))
+    return emit(args, data, lambda data: _renderer(args.command, specs)(data))  # imported for text output only
+
+
+def engine_request(args: argparse.Namespace, specs: dict) -> dict | None:
+    """What an engine is asked for this command: a registry tool with its arguments, or `oracle index` (a sync by
+    the engine, which holds the writer lock: `--full` rebuilds in this process, with its progress bar)."""
+    if args.command == "index":
+        return None if args.full else {"command": "index", "force": bool(args.force)}
+    spec = specs.get(args.command)
+    return None if spec is None else {"tool": spec["tool"], "arguments": tool_values(args, spec)}
 
 
 def try_engine(args: argparse.Namespace, specs: dict, root: str, data_dir: str) -> int | None:
     """Answer through a running engine for this root, data dir and settings (server/engine/process.py) over its private
-    socket, after both sides proved the engine's secret; None when there is none. The CLI never starts one."""
+    socket, after both sides proved the engine's secret; None when there is none. The CLI never starts one.
+
+    The engine sends the tool's text with its result, so the text is printed without importing the registry
+    (pydantic models of every service: 1-3 s on a busy machine, most of what `oracle list` cost)."""
     from oracle_server.engine import channel
 
-    spec = specs[args.command]
+    request = engine_request(args, specs)
+    if request is None:
+        return None
     folder = channel.runtime_dir()
     settings = channel.settings_digest()
     for info in channel.records(folder):
@@ -149,12 +165,15 @@ def try_engine(args: argparse.Namespace, specs: dict, root: str, data_dir: str) 
         with line.sock:
             try:
                 line.sock.settimeout(300)
-                line.send_json({"tool": spec["tool"], "arguments": tool_values(args, spec)})
+                line.send_json(request)
                 answer = json.loads(line.readline() or b"{}")
             except (OSError, ValueError):
                 continue
         if "result" in answer:
-            return emit(args, answer["result"], _renderer(args.command, specs))
+            if args.command not in RENDERERS and isinstance(answer.get("text"), str) and not getattr(args, "json", False):
+                print(_safe(answer["text"]))
+                return 0
+            return emit(args, answer["result"], lambda data: _renderer(args.command, specs)(data))
         if "error" in answer:
             return _print_error(int(answer.get("exit_code") or 1), str(answer["error"]))
     return None
@@ -196,7 +215,15 @@ def _no_renderer(data: dict) -> tuple[list[str], list[str]]:
 def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
     from oracle_indexer.progress import Progress
 
-    report = oracle.indexer.sync(full=args.full, force=args.force, progress=Progress())
+    bar = Progress()
+    waiting = getattr(args, "waiting", None)
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if waiting is not None:
+            waiting.progress(phase, done, total)
+        bar(phase, done, total)
+
+    report = oracle.indexer.sync(full=args.full, force=args.force, progress=progress)
     return emit(args, report.as_dict(), render.index)
 
 
@@ -244,9 +271,13 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
         # `_exit_on_sigterm` makes SIGTERM run `finally`, so the record goes with the server.
         secret = remote.record(oracle.settings.data_dir, oracle.settings.root, args.host, port)  # the CLI's fast path
         try:
-            serve_http(oracle, host=args.host, port=port, sock=sock, proof_secret=secret)
+            paths = getattr(args, "engine_paths", None)
+            if paths is None:  # --standalone, ORACLE_ENGINE=0, or no engine could be had
+                serve_http(oracle, host=args.host, port=port, sock=sock, proof_secret=secret)
+            else:
+                serve_hosting_engine(oracle, args, paths, port, sock, secret)
         finally:
-            remote.forget(oracle.settings.data_dir)
+            remote.forget(oracle.settings.data_dir, port=port)
         return 0
     from oracle_server.mcp import stdio_front
 
@@ -266,6 +297,56 @@ def cmd_serve(oracle: Oracle, args: argparse.Namespace) -> int:
         if rest is not None:
             raise
     return 0
+
+
+def serve_hosting_engine(oracle: Oracle, args: argparse.Namespace, paths: Any, port: int, sock: Any,
+                         secret: bytes) -> None:
+    """`oracle serve --http` as the shared engine of its root (it holds the key's lock: server/cli/http_front.py):
+    HTTP here, the engine's socket in a thread, so later stdio sessions and CLI calls use this Oracle. `oracle engine
+    stop` ends both."""
+    from oracle_server.cli.http_front import front_factory
+    from oracle_server.engine import process as engine
+    from oracle_server.http.app import serve_http
+    from oracle_server.mcp.server import build_server
+
+    running: list[Any] = []
+    stopped = False
+
+    def stop_http() -> None:  # the engine was told to stop: so is the HTTP server
+        nonlocal stopped
+        stopped = True
+        for server in running:
+            server.should_exit = True
+
+    def started(server: Any) -> None:
+        running.append(server)
+        server.should_exit = stopped
+
+    with engine.hosted(oracle, build_server(oracle), paths, front_factory, stop_http):
+        serve_http(oracle, host=args.host, port=port, sock=sock, proof_secret=secret, started=started)
+
+
+def serve_http_command(args: argparse.Namespace) -> int | None:
+    """`oracle serve --http` through the shared engine (server/cli/http_front.py): the exit status after serving as
+    its front, or None with `args.engine_paths` / `args.engine_lock` set for this process to be the engine (or
+    unset: serve alone)."""
+    from oracle_server.cli import http_front
+
+    paths = http_front.engine_paths(args)
+    if paths is None:
+        return None
+    from oracle_indexer.config import ConfigError, Settings
+
+    try:
+        port = args.port or Settings.from_env(root=args.root, data_dir=args.data_dir).port  # oracle.toml's too
+    except ConfigError:
+        return None  # said by the in-process path
+    how, value = http_front.take_or_attach(paths, args.host, port)
+    if how == "attached":
+        return int(value)
+    if how == "lock":
+        args.engine_paths, args.engine_lock = paths, value
+    return None
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -357,7 +438,9 @@ def cmd_engine(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             print(f"oracle: configuration error: {exc}", file=sys.stderr)
             return 2
-        return engine.run(settings, args.key, watch=not args.no_watch, index=not args.no_index)
+        from oracle_server.cli.http_front import front_factory
+
+        return engine.run(settings, args.key, watch=not args.no_watch, index=not args.no_index, fronts=front_factory)
     root = locate.resolve_root(args.root)
     data_dir = locate.resolve_data_dir(args.data_dir, root)
     answers = engine.control(args.action, None if args.all else root, None if args.all else data_dir)
@@ -555,6 +638,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+    if args.command == "serve" and args.http and not args.standalone and engine_enabled():
+        answered = serve_http_command(args)
+        if answered is not None:
+            return answered
     specs = clispec.load()
     answered = try_remote(args, specs)
     if answered is not None:
@@ -570,7 +657,20 @@ def main(argv: list[str] | None = None) -> int:
         from oracle_server.mcp import stdio_front
 
         args.stdio_front = stdio_front.start(settings) if stdio_front.enabled() else None
-    code = run_local(args, settings)
+    try:
+        if args.command in specs or args.command == "index":  # a one-shot command: say what it waits for
+            from oracle_server.cli.waiting import Waiting
+
+            first = ("opening the index in this process" if args.local else
+                     "no `oracle serve` is running for this root: opening the index in this process")
+            with Waiting(first) as args.waiting:
+                code = run_local(args, settings)
+        else:
+            code = run_local(args, settings)
+    finally:
+        lock = getattr(args, "engine_lock", None)
+        if lock is not None:  # after the Oracle closed: a new engine for this key may open the stores now
+            os.close(lock)
     if _quick_exit(args):
         # Everything is written and closed: leave without the interpreter's teardown (freeing the Thai
         # dictionary and the models took 1-2 s) and without waiting for an abandoned model load.

@@ -66,12 +66,14 @@ def record(data_dir: str | os.PathLike, root: str | os.PathLike, host: str, port
     return secret
 
 
-def forget(data_dir: str | os.PathLike) -> None:
-    """Remove the record if it is still this process's (another server may have replaced it)."""
+def forget(data_dir: str | os.PathLike, port: int | None = None) -> None:
+    """Remove the record if it is still this process's (another server may have replaced it), and with `port`
+    only if it is that front's (an engine may serve several: server/cli/http_front.py)."""
     path = server_file(data_dir)
     try:
         with open(path, encoding="utf-8") as f:
-            mine = json.load(f).get("pid") == os.getpid()
+            info = json.load(f)
+        mine = info.get("pid") == os.getpid() and (port is None or info.get("port") == port)
         if mine:
             os.unlink(path)
     except (OSError, ValueError):

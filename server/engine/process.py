@@ -12,6 +12,13 @@ by the SDK's own `serve_dual_era_loop` over the socket (so `initialize`, `server
 notifications work exactly as over stdio), all sharing the Oracle. The engine exits by itself after
 `ORACLE_ENGINE_IDLE` seconds (default 600) with no session attached, never while one is; `oracle engine stop`
 ends it at once (attached sessions then carry on in their own process).
+
+HTTP is a front of the same engine (issue 40): `oracle serve --http` with no engine running becomes the engine
+(`Engine` in a thread of that process, `hosted`: it never idles out, and it stops with the HTTP server), and with
+one running it asks that engine (op `http`) to serve the REST API, the dashboard and /mcp on its port for as long
+as the asking process keeps the connection open. Either way one process per root, data dir and settings holds the
+models, the watcher and the writer lock. The front itself (uvicorn, FastAPI) lives in `oracle_server.http`, above
+this layer: the CLI hands the engine a `FrontFactory` that builds it.
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ import socket
 import struct
 import sys
 import time
-from typing import TYPE_CHECKING, Any, cast
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from oracle_server.engine import channel
 
@@ -78,11 +87,37 @@ def take_lock(paths: channel.Paths) -> int | None:
         time.sleep(0.1)
 
 
+class Front(Protocol):
+    """An HTTP front the engine serves (oracle_server.http via the CLI): where it listens, and how it stops."""
+
+    url: str
+
+    def stop(self) -> None: ...
+
+
+class FrontError(Exception):
+    """A front could not start (the port is taken, a wildcard bind without a token): the message says which."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+# (the engine's Oracle, the asking process's request: host, port, token) -> a started front; FrontError otherwise
+FrontFactory = Callable[[Any, dict], Front]
+
+
 class Engine:
     """One Oracle and one MCP server, served to every connection that proves the secret."""
 
-    def __init__(self, oracle: Any, server: Any, paths: channel.Paths, secret: bytes, idle: float) -> None:
+    def __init__(self, oracle: Any, server: Any, paths: channel.Paths, secret: bytes, idle: float,
+                 fronts: FrontFactory | None = None, hosted: bool = False) -> None:
         self.oracle, self.server, self.paths, self.secret, self.idle = oracle, server, paths, secret, idle
+        self.front_factory = fronts
+        self.hosted = hosted  # inside `oracle serve --http`: no idle exit, no signal handling (the HTTP server's)
+        self.fronts: dict[int, Front] = {}  # HTTP fronts started through op `http`, while their asker is connected
+        self.cli_calls = 0  # CLI commands answered (op `call`): what `oracle_stats` shows as `serving.cli_calls`
+        self._stop_early = threading.Event()  # `stop` before the loop made its event
         self.sessions = 0
         self.started = time.time()
         self.last_active = time.monotonic()
@@ -94,7 +129,8 @@ class Engine:
         self._set_serving()
 
     def _set_serving(self) -> None:
-        self.oracle.serving.update(mode="engine", detail=f"shared engine {self.paths.key}", sessions=self.sessions)
+        self.oracle.serving.update(mode="engine", detail=f"shared engine {self.paths.key}", sessions=self.sessions,
+                                   http=sorted(f.url for f in self.fronts.values()), cli_calls=self.cli_calls)
 
     def status(self) -> dict:
         return {
@@ -105,14 +141,23 @@ class Engine:
             round(time.monotonic() - self.last_active, 1), "rss_mb": _rss_mb(),
             "watching": bool(self.oracle.maintenance and self.oracle.maintenance.watch),
             "ready": self.oracle.ready.is_set(), "version": _version(),
+            "http": sorted(f.url for f in self.fronts.values()), "hosted": self.hosted, "cli_calls": self.cli_calls,
         }
 
+    def stop(self) -> None:
+        """End the loop (from the loop's own thread: a portal call, or a signal)."""
+        self._stop_early.set()
+        if self.stopping is not None:
+            self.stopping.set()
+
     # -- the loop ---------------------------------------------------------------------------------
-    async def run(self) -> None:
+    async def run(self, *, task_status: Any = None) -> None:
         import anyio
 
         low = self.server._lowlevel_server
         self.stopping = anyio.Event()
+        if self._stop_early.is_set():
+            self.stopping.set()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.paths.socket)  # a crashed engine's (we hold the lock: nobody else's)
         async with low.lifespan(low) as state:
@@ -125,9 +170,12 @@ class Engine:
             print(f"oracle engine {self.paths.key}: pid {os.getpid()} serving {self.oracle.settings.root} on"
                   f" {self.paths.socket}", file=sys.stderr, flush=True)
             async with listener, anyio.create_task_group() as tg:
-                tg.start_soon(self._signals)
-                tg.start_soon(self._idle_watch)
+                if not self.hosted:
+                    tg.start_soon(self._signals)
+                    tg.start_soon(self._idle_watch)
                 tg.start_soon(listener.serve, self._connection, tg)
+                if task_status is not None:
+                    task_status.started()
                 await self.stopping.wait()
                 tg.cancel_scope.cancel()
             self.lifespan_state = None
@@ -145,7 +193,7 @@ class Engine:
 
         while True:
             await anyio.sleep(min(1.0, self.idle / 4))
-            if self.sessions == 0 and time.monotonic() - self.last_active > self.idle:
+            if self.sessions == 0 and not self.fronts and time.monotonic() - self.last_active > self.idle:
                 print(f"oracle engine {self.paths.key}: idle for {self.idle:.0f} s with no session, exiting",
                       file=sys.stderr, flush=True)
                 self.stopping.set()
@@ -184,7 +232,42 @@ class Engine:
                 self.stopping.set()
             elif op == "call":
                 await self._call(reader, stream)
+            elif op == "http":
+                await self._http(reader, stream)
             self.last_active = time.monotonic()
+
+    async def _http(self, reader: Any, stream: Any) -> None:
+        """Serve an HTTP front for the asking `oracle serve --http` while it stays connected (its Ctrl-C, SIGTERM
+        or death closes the connection, and the front with it); the engine never idles out meanwhile."""
+        import anyio
+
+        try:
+            request = json.loads(await reader.receive_until(b"\n", channel.MAX_HELLO))
+            if self.front_factory is None:
+                raise FrontError("this engine cannot serve HTTP")
+            front = await anyio.to_thread.run_sync(self.front_factory, self.oracle, request)
+        except Exception as exc:  # noqa: BLE001 - the port taken, a bad token, a bad request: the asker says so
+            answer = {"error": str(exc), "exit_code": getattr(exc, "exit_code", 1)}
+            with contextlib.suppress(Exception):
+                await stream.send(json.dumps(answer).encode() + b"\n")
+            return
+        self.fronts[id(front)] = front
+        self._set_serving()
+        print(f"oracle engine {self.paths.key}: serving HTTP at {front.url}", file=sys.stderr, flush=True)
+        try:
+            await stream.send(json.dumps({"ok": True, "url": front.url, "pid": os.getpid()}).encode() + b"\n")
+            while True:  # until the asker goes (or the engine stops: this task is cancelled)
+                await reader.receive()
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError,
+                OSError):
+            pass
+        finally:
+            del self.fronts[id(front)]
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(front.stop)
+            self.last_active = time.monotonic()
+            self._set_serving()
+            print(f"oracle engine {self.paths.key}: stopped serving HTTP at {front.url}", file=sys.stderr, flush=True)
 
     async def _mcp(self, reader: Any, stream: Any) -> None:
         """One MCP session over the connection, as `Server.run` serves stdio, with the engine's lifespan."""
@@ -212,13 +295,25 @@ class Engine:
         from oracle_server.services.errors import classify, problems
         from oracle_server.registry.tools import BY_NAME, Caller, InvalidArguments
 
+        import anyio
+
         try:
             request = json.loads(await reader.receive_until(b"\n", MAX_MESSAGE))
+            if request.get("command") == "index":  # `oracle index`: a sync by the engine that holds the writer lock
+                report = await anyio.to_thread.run_sync(self._index, bool(request.get("force")))
+                self.cli_calls += 1
+                self._set_serving()
+                with contextlib.suppress(Exception):
+                    await stream.send(json.dumps({"result": report}, ensure_ascii=False).encode() + b"\n")
+                return
             tool = BY_NAME[request["tool"]]
             parsed = tool.parse(request.get("arguments") or {})
             caller = Caller("cli@server", "cli")  # logged as a server-process latency, as a CLI call through HTTP is
             result = await self.server.slots.run(tool.run, self.oracle, parsed, caller)
-            answer = {"result": result.model_dump(mode="json")}
+            # the tool's text too: the CLI prints it without importing the registry (~1-3 s of pydantic models)
+            answer = {"result": result.model_dump(mode="json"), "text": tool.text(parsed, result)}
+            self.cli_calls += 1
+            self._set_serving()
         except InvalidArguments as exc:
             answer = {"error": f"invalid input: {exc}", "exit_code": exc.exit_code}
         except Exception as exc:  # noqa: BLE001 - classified as the in-process CLI would
@@ -232,6 +327,11 @@ class Engine:
                           "exit_code": error.exit_code if error else 1}
         with contextlib.suppress(Exception):
             await stream.send(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+
+
+    def _index(self, force: bool) -> dict:
+        self.oracle.wait_ready()  # after the start-up sync: the same answer a local `oracle index` gives then
+        return self.oracle.indexer.sync(force=force).as_dict()
 
 
 class _Lines:
@@ -286,7 +386,46 @@ def _version() -> str:
     return __version__
 
 
-def run(settings: Any, key: str, watch: bool, index: bool) -> int:
+@contextlib.contextmanager
+def hosted(oracle: Any, server: Any, paths: channel.Paths, fronts: FrontFactory | None,
+           on_stop: Callable[[], None]) -> Iterator[Engine]:
+    """This process (`oracle serve --http`, which holds the key's lock) is the engine while the block runs: its
+    socket is served from a thread, so stdio sessions and CLI calls started later attach to this Oracle instead
+    of loading their own. `on_stop` runs when the engine is told to stop (`oracle engine stop`): the caller ends
+    its HTTP server then. The caller closes the Oracle, then the lock."""
+    import anyio.from_thread
+
+    secret = channel.new_secret()
+    channel.write_private(paths.secret, secret)
+    engine = Engine(oracle, server, paths, secret, idle_seconds(), fronts=fronts, hosted=True)
+
+    async def serve() -> None:
+        try:
+            await engine.run()
+        except Exception as exc:  # noqa: BLE001 - no socket for sessions: HTTP still serves, sessions run alone
+            print(f"oracle: the shared engine's socket failed ({type(exc).__name__}: {exc}); HTTP serves on, stdio"
+                  " sessions run in their own process", file=sys.stderr, flush=True)
+            return
+        if not leaving.is_set():
+            on_stop()
+
+    leaving = threading.Event()
+    with anyio.from_thread.start_blocking_portal(name="oracle-engine") as portal:
+        future = portal.start_task_soon(serve)
+        try:
+            yield engine
+        finally:
+            leaving.set()
+            for path in (paths.socket, paths.record, paths.secret):  # first: no session may attach to a closing engine
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            with contextlib.suppress(Exception):
+                portal.call(engine.stop)
+            with contextlib.suppress(Exception):
+                future.result(timeout=30)
+
+
+def run(settings: Any, key: str, watch: bool, index: bool, fronts: FrontFactory | None = None) -> int:
     """`oracle engine run`: serve until stopped or idle. Exit 0 when another engine already serves this key."""
     folder = channel.secure_dir()
     paths = channel.Paths(folder, key)
@@ -305,7 +444,7 @@ def run(settings: Any, key: str, watch: bool, index: bool) -> int:
     try:
         server = build_server(oracle)
         oracle.start(watch=watch and index, sync=index, warm_delay=WARM_DELAY)
-        engine = Engine(oracle, server, paths, secret, idle_seconds())
+        engine = Engine(oracle, server, paths, secret, idle_seconds(), fronts=fronts)
         anyio.run(engine.run)
     finally:
         for path in (paths.socket, paths.record, paths.secret):  # first: no session may attach to a closing engine

@@ -458,7 +458,8 @@ class V2QueryAlias:
 
 def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token: str | None = None,
               proof_secret: bytes | None = None) -> ASGIApp:
-    token = check_token(token if token is not None else (os.environ.get("ORACLE_TOKEN") or None))
+    # "" is no token: a front an engine serves for another process takes that process's ORACLE_TOKEN, not its own
+    token = check_token((token if token is not None else os.environ.get("ORACLE_TOKEN")) or None)
     tokens = token_store(oracle.settings.database_url, oracle.settings.data_dir)  # the team store's, if any
     if not is_loopback(host) and not token and not tokens.enabled():
         raise ServerConfigError(
@@ -677,11 +678,23 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_http(oracle: Oracle, host: str, port: int, sock: socket.socket | None = None,
-               proof_secret: bytes | None = None) -> None:
+def make_server(oracle: Oracle, host: str, port: int, proof_secret: bytes | None = None,
+                token: str | None = None) -> Any:
+    """The uvicorn server for the app (not started): `serve_http` runs it here, an engine's front in a thread."""
     import uvicorn
 
-    config = uvicorn.Config(build_app(oracle, host=host, port=port, proof_secret=proof_secret), host=host, port=port, log_level="warning",
-                            http=header_timeout_protocol(), h11_max_incomplete_event_size=64 * 1024)
-    uvicorn.Server(config).run(sockets=[sock or bind(host, port)])
+    config = uvicorn.Config(build_app(oracle, host=host, port=port, proof_secret=proof_secret, token=token), host=host,
+                            port=port, log_level="warning", http=header_timeout_protocol(),
+                            h11_max_incomplete_event_size=64 * 1024)
+    return uvicorn.Server(config)
+
+
+def serve_http(oracle: Oracle, host: str, port: int, sock: socket.socket | None = None,
+               proof_secret: bytes | None = None, started: Callable[[Any], None] | None = None) -> None:
+    """Serve until SIGINT/SIGTERM (in the main thread) or until `server.should_exit` is set: `started` gets the
+    server before it runs (`oracle serve --http` stops it when its engine is told to stop)."""
+    server = make_server(oracle, host, port, proof_secret=proof_secret)
+    if started is not None:
+        started(server)
+    server.run(sockets=[sock or bind(host, port)])
 

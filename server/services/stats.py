@@ -80,14 +80,16 @@ class Usage(BaseModel):
 
 
 class Serving(BaseModel):
-    """Which process answered: `in-process` (a CLI call, `serve --standalone`, `serve --http`), `engine` (the
-    shared engine of this root: server/engine/process.py) or `fallback` (a stdio session whose engine could not start or
+    """Which process answered: `in-process` (a CLI call, `serve --standalone`), `engine` (the shared engine of this
+    root, whichever way it started: a stdio session or `serve --http`: server/engine/process.py) or `fallback` (a stdio session whose engine could not start or
     died, now running Oracle in its own process; `detail` says why)."""
 
     mode: str
     detail: str = ""
     pid: int
     sessions: int | None = None  # MCP sessions attached to the engine right now
+    http: list[str] | None = None  # the engine's HTTP fronts (`oracle serve --http` attached to it), by URL
+    cli_calls: int | None = None  # `oracle` commands the engine answered over its socket since it started
 
 
 class WorkingCopyStats(BaseModel):
