@@ -170,8 +170,9 @@ def try_engine(args: argparse.Namespace, specs: dict, root: str, data_dir: str) 
             except (OSError, ValueError):
                 continue
         if "result" in answer:
-            if args.command not in RENDERERS and isinstance(answer.get("text"), str) and not getattr(args, "json", False):
-                print(_safe(answer["text"]))
+            text = answer.get("text")
+            if args.command not in RENDERERS and isinstance(text, str) and not getattr(args, "json", False):
+                print(_safe(text))
                 return 0
             return emit(args, answer["result"], lambda data: _renderer(args.command, specs)(data))
         if "error" in answer:
@@ -456,9 +457,13 @@ def cmd_engine(args: argparse.Namespace) -> int:
         elif args.action == "stop":
             print(f"engine pid {a.get('pid')} for {a.get('root')}: {'stopped' if a.get('stopped') else 'still running'}")
         else:
-            idle = "" if a.get("sessions") else f", idle {a.get('idle_for_seconds')} s of {a.get('idle_seconds'):.0f}"
-            print(f"engine pid {a['pid']} for {a['root']} (index {a['data_dir']}): {a['sessions']} session(s){idle},"
-                  f" up {a['uptime_seconds']} s, {a.get('rss_mb')} MB, watching: {a['watching']}, socket {a['socket']}")
+            busy = a.get("sessions") or a.get("hosted") or a.get("http")  # an engine serving HTTP never idles out
+            idle = "" if busy else f", idle {a.get('idle_for_seconds')} s of {a.get('idle_seconds'):.0f}"
+            fronts = "".join(f", HTTP {url}" for url in a.get("http") or [])
+            hosted = " (it is an `oracle serve --http`)" if a.get("hosted") else ""
+            print(f"engine pid {a['pid']}{hosted} for {a['root']} (index {a['data_dir']}): {a['sessions']} session(s)"
+                  f"{idle}{fronts}, up {a['uptime_seconds']} s, {a.get('rss_mb')} MB, watching: {a['watching']},"
+                  f" socket {a['socket']}")
     return 0
 
 
@@ -590,8 +595,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-index", action="store_true", help="do not sync the index at start-up (nor watch)")
     p.add_argument("--no-watch", action="store_true", help="do not watch the knowledge root for changes")
     p.add_argument("--standalone", action="store_true",
-                   help="over stdio: run Oracle in this process instead of relaying to the shared engine"
-                        " (also ORACLE_ENGINE=0)")
+                   help="run Oracle in this process instead of sharing the root's engine (over stdio: instead of"
+                        " relaying to it; with --http: instead of being it or serving in front of it; also"
+                        " ORACLE_ENGINE=0)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("engine", help="the shared engine that serves every `oracle serve` session of this root")

@@ -506,7 +506,8 @@ def test_the_cli_answers_through_a_running_engine(kb: dict[str, str]) -> None:
     try:
         pid = session.serving()["pid"]
         stats = json.loads(cli(kb, "stats", "--json").stdout)
-        assert stats["serving"] == {"mode": "engine", "detail": stats["serving"]["detail"], "pid": pid, "sessions": 1}
+        assert stats["serving"] == {"mode": "engine", "detail": stats["serving"]["detail"], "pid": pid, "sessions": 1,
+                                    "http": [], "cli_calls": 0}  # no HTTP front; this is the first CLI call
         through = json.loads(cli(kb, "search", "retry backoff", "--mode", "fts", "--json").stdout)
         for result in (local, through):
             result["meta"].pop("took_ms")
