@@ -200,7 +200,7 @@ def run_tool(oracle: Oracle, args: argparse.Namespace, spec: dict) -> int:
     from oracle_server.registry.tools import BY_NAME, Caller
 
     tool = BY_NAME[spec["tool"]]
-    request = tool.parse(tool_values(args, spec))
+    request = getattr(args, "request", None) or tool.parse(tool_values(args, spec))  # parsed before the index opened
     result = tool.call(oracle, request, Caller("cli", "cli"))
     if args.command in RENDERERS or getattr(args, "json", False):
         return emit(args, result.model_dump(mode="json"), RENDERERS.get(args.command, _no_renderer))
@@ -663,16 +663,11 @@ def main(argv: list[str] | None = None) -> int:
         from oracle_server.mcp import stdio_front
 
         args.stdio_front = stdio_front.start(settings) if stdio_front.enabled() else None
+    if args.command in specs or args.command == "index":  # a one-shot command: it says what it waits for
+        args.wait_stage = ("opening the index in this process" if args.local else
+                           "no `oracle serve` is running for this root: opening the index in this process")
     try:
-        if args.command in specs or args.command == "index":  # a one-shot command: say what it waits for
-            from oracle_server.cli.waiting import Waiting
-
-            first = ("opening the index in this process" if args.local else
-                     "no `oracle serve` is running for this root: opening the index in this process")
-            with Waiting(first) as args.waiting:
-                code = run_local(args, settings)
-        else:
-            code = run_local(args, settings)
+        code = run_local(args, settings)
     finally:
         lock = getattr(args, "engine_lock", None)
         if lock is not None:  # after the Oracle closed: a new engine for this key may open the stores now
@@ -695,6 +690,28 @@ def _quick_exit(args: argparse.Namespace) -> bool:
 def run_local(args: argparse.Namespace, settings: Settings) -> int:
     """Run the command in this process; every failure a caller can act on is one line and its kind's exit
     code (server/services/errors.py), the same code the remote path gives for the server's HTTP status."""
+    if args.func is None:  # a tool's input is checked before the index opens: a bad one is said at once
+        from pydantic import ValidationError
+
+        from oracle_server.registry.tools import BY_NAME, InvalidArguments
+        from oracle_server.services.errors import problems
+
+        try:
+            args.request = BY_NAME[args.tool["tool"]].parse(tool_values(args, args.tool))
+        except InvalidArguments as exc:
+            return _print_error(exc.exit_code, f"invalid input: {exc}")
+        except ValidationError as exc:
+            return _print_error(2, f"invalid input: {problems(exc.errors())}")
+    stage = getattr(args, "wait_stage", None)
+    if stage is None:
+        return _run_opened(args, settings)
+    from oracle_server.cli.waiting import Waiting
+
+    with Waiting(stage) as args.waiting:
+        return _run_opened(args, settings)
+
+
+def _run_opened(args: argparse.Namespace, settings: Settings) -> int:
     from oracle_server.services.app import Oracle
     from oracle_server.services.errors import classify
 

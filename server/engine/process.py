@@ -300,18 +300,14 @@ class Engine:
         try:
             request = json.loads(await reader.receive_until(b"\n", MAX_MESSAGE))
             if request.get("command") == "index":  # `oracle index`: a sync by the engine that holds the writer lock
-                report = await anyio.to_thread.run_sync(self._index, bool(request.get("force")))
-                self.cli_calls += 1
-                self._set_serving()
-                with contextlib.suppress(Exception):
-                    await stream.send(json.dumps({"result": report}, ensure_ascii=False).encode() + b"\n")
-                return
-            tool = BY_NAME[request["tool"]]
-            parsed = tool.parse(request.get("arguments") or {})
-            caller = Caller("cli@server", "cli")  # logged as a server-process latency, as a CLI call through HTTP is
-            result = await self.server.slots.run(tool.run, self.oracle, parsed, caller)
-            # the tool's text too: the CLI prints it without importing the registry (~1-3 s of pydantic models)
-            answer = {"result": result.model_dump(mode="json"), "text": tool.text(parsed, result)}
+                answer: dict = {"result": await anyio.to_thread.run_sync(self._index, bool(request.get("force")))}
+            else:
+                tool = BY_NAME[request["tool"]]
+                parsed = tool.parse(request.get("arguments") or {})
+                caller = Caller("cli@server", "cli")  # logged as a server-process latency, as a CLI call through HTTP
+                result = await self.server.slots.run(tool.run, self.oracle, parsed, caller)
+                # the tool's text too: the CLI prints it without importing the registry (~1-3 s of pydantic models)
+                answer = {"result": result.model_dump(mode="json"), "text": tool.text(parsed, result)}
             self.cli_calls += 1
             self._set_serving()
         except InvalidArguments as exc:
@@ -327,7 +323,6 @@ class Engine:
                           "exit_code": error.exit_code if error else 1}
         with contextlib.suppress(Exception):
             await stream.send(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
-
 
     def _index(self, force: bool) -> dict:
         self.oracle.wait_ready()  # after the start-up sync: the same answer a local `oracle index` gives then
