@@ -143,10 +143,10 @@ def main() -> None:
             served = {" ".join(c): timed(env, c, args.runs) for c in COMMANDS}
         finally:
             stop_process(http)
-        print(f"{'command':<34} {'no server':>10} {'server running':>15}  ratio")
+        print(f"{'command':<44} {'no server':>10} {'server running':>15}  ratio")
         for name in alone:
             ratio = alone[name] / served[name]
-            print(f"{'oracle ' + name:<34} {alone[name]:>9.2f}s {served[name]:>14.2f}s  {ratio:5.1f}x")
+            print(f"{'oracle ' + name:<44} {alone[name]:>9.2f}s {served[name]:>14.2f}s  {ratio:5.1f}x")
 
         # memory: a stdio session first (it starts the engine), then `serve --http` on the same root
         session = stdio_session(env)
