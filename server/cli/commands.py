@@ -394,7 +394,7 @@ def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
 
 
 def engine_enabled() -> bool:
-    """ORACLE_ENGINE=0 makes every `oracle serve` standalone, as `--standalone` does one."""
+    """ORACLE_ENGINE=0 makes every `oracle serve` (stdio or --http) standalone, as `--standalone` does one."""
     import os
 
     return os.environ.get("ORACLE_ENGINE", "1").strip().lower() not in ("0", "false", "no", "off")
