@@ -151,7 +151,7 @@ class Engine:
             self.stopping.set()
 
     # -- the loop ---------------------------------------------------------------------------------
-    async def run(self, *, task_status: Any = None) -> None:
+    async def run(self) -> None:
         import anyio
 
         low = self.server._lowlevel_server
@@ -174,8 +174,6 @@ class Engine:
                     tg.start_soon(self._signals)
                     tg.start_soon(self._idle_watch)
                 tg.start_soon(listener.serve, self._connection, tg)
-                if task_status is not None:
-                    task_status.started()
                 await self.stopping.wait()
                 tg.cancel_scope.cancel()
             self.lifespan_state = None
