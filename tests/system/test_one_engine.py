@@ -153,3 +153,25 @@ def test_serve_http_alone_when_asked(kb: dict[str, str], tmp_path: Path) -> None
     finally:
         stop_process(proc)
     assert proc.returncode == 0
+
+
+def test_a_taken_port_through_the_engine_is_one_line_and_exit_1(kb: dict[str, str]) -> None:
+    """The engine binds the front's port: a taken one is the same one-line error as a lone server's, and the
+    engine goes on serving its session."""
+    import socket
+
+    session = Session(kb)
+    try:
+        engine = session.serving()["pid"]
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen(1)
+            port = taken.getsockname()[1]
+            done = cli(kb, "serve", "--http", "--port", str(port))
+        assert done.returncode == 1, done.stderr
+        assert [line for line in done.stderr.splitlines() if line.strip()] == [
+            f"oracle: port {port} on 127.0.0.1 is already in use (another `oracle serve --http`?): stop it, or choose"
+            " another with --port or ORACLE_PORT"]
+        assert session.serving()["pid"] == engine and session.serving().get("http") == []
+    finally:
+        session.close()
