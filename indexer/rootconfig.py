@@ -34,7 +34,7 @@ from oracle_indexer.models.rerank import RerankPolicy
 T = TypeVar("T")
 
 CONFIG_NAME = "oracle.toml"
-DOC_TYPES = ("principle", "learning", "retro")
+DOC_TYPES = ("principle", "learning", "retro", "note")  # note: any other markdown (services/init.py)
 
 # Folder name -> document type, at any depth: the Oracle layout and Oracle v2's ψ/memory layout.
 BUILTIN_FOLDER_TYPES: dict[str, str] = {

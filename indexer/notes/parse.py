@@ -27,7 +27,7 @@ from oracle_indexer.notes.fields import FieldValue, note_fields
 from oracle_indexer.notes.freshness import note_freshness_dates
 from oracle_indexer.notes.language import NoteLanguage, note_language
 
-SPLIT_LEVEL = {"principle": 3, "learning": 2, "retro": 2}
+SPLIT_LEVEL = {"principle": 3, "learning": 2, "retro": 2, "note": 2}
 
 # Only the opening `#`s are a regex; the rest of the line is cut with str methods (see `_heading`): the
 # obvious one-regex form `(.+?)(?:[ \t]+#+)?[ \t]*$` backtracks quadratically on a long run of spaces

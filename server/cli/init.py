@@ -36,6 +36,10 @@ def report(done: Initialised) -> list[str]:
         logs = ", ".join(f"{f}/ ({n})" for f, n in done.changelogs.items())
         lines.append(f"suggestion: release notes and changelogs ({logs}) crowd out answers; {CONFIG_NAME} has"
                      " a commented line to leave each out")
+    for typed, effective in done.folders:
+        where = "files in the folder itself" if typed.folder == "." else f"{typed.folder}/"
+        shown = effective or "not indexed (uncomment default_type to index them)"
+        lines.append(f"type: {where} ({typed.files}) -> {shown}: {typed.kind.kind}, {typed.kind.reason}")
     lines += describe(done.found)
     lines.append(f"next: oracle --root {done.root} index")
     return lines

@@ -15,7 +15,7 @@ from oracle_indexer.notes.parse import MAX_TERM_CHARS, relation_term
 from oracle_server.services.boundary import defuse_data, defuse_markers
 from oracle_server.services.search.query import MAX_QUERY_CHARS
 
-DocType = Literal["all", "principle", "learning", "retro"]
+DocType = Literal["all", "principle", "learning", "retro", "note"]
 SearchMode = Literal["hybrid", "fts", "vector"]
 Fusion = Literal["rrf", "weighted"]
 MAX_LIMIT = 100
