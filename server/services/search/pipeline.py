@@ -36,7 +36,9 @@ from oracle_server.services.search import scoring
 from oracle_server.services.search import variants as variants_module
 from oracle_server.services.search.variants import run_with_variants
 from oracle_server.services.app import Oracle
+from oracle_server.services.errors import OracleError
 from oracle_server.services.models import (
+    LANG_CODE,
     DuplicateRef,
     Hit,
     MatchedSection,
@@ -769,7 +771,35 @@ def _warnings(oracle: Oracle, plan: _Plan, ranked: _Ranked, page: _Page, weak: b
                         " search ran")
     if not page.hits and ranked.total:
         warnings.append(past_the_end(request.offset, ranked.total, request.limit))
+    if not ranked.total:  # nothing at all: say why when the cause is the index or the filter, not the words
+        if oracle.store.note_count() == 0:
+            warnings.append(EMPTY_INDEX)
+        elif request.lang and request.lang not in _languages_present(oracle):
+            warnings.append(f"no notes in language {request.lang!r}; the notes are in {_languages_named(oracle)}")
     return warnings
+
+
+EMPTY_INDEX = ("the index is empty: run `oracle index` (or `oracle stats` to see what the knowledge root holds and"
+               " what is not indexed)")
+
+
+def _languages_present(oracle: Oracle) -> dict[str, int]:
+    """Language -> notes, for the languages known (stated or recognised from the text)."""
+    return {lang: n for lang, n in oracle.store.note_languages().items() if lang != "unknown"}
+
+
+def _languages_named(oracle: Oracle) -> str:
+    present = _languages_present(oracle)
+    return ", ".join(f"{lang} ({n})" for lang, n in sorted(present.items(), key=lambda kv: (-kv[1], kv[0]))) \
+        or "no language yet (the index is empty or its notes too short to tell)"
+
+
+def check_lang(oracle: Oracle, request: SearchRequest) -> None:
+    """A `lang` that is no language code is refused, naming the form and the languages present (issue 40:
+    `--lang thai` answered with a raw regex)."""
+    if request.lang and not LANG_CODE.fullmatch(request.lang):
+        raise OracleError("invalid", f"lang {request.lang!r} is not a language code: use ISO 639-1, two letters with"
+                          f" an optional region (en, th, ja, zh-TW); the notes are in {_languages_named(oracle)}")
 
 
 def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
@@ -778,6 +808,7 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
     -> page (only the page is read in full) -> result. With `variants`, each phrasing runs this and the pages
     are fused per note (server/services/search/variants.py)."""
+    check_lang(oracle, request)
     if request.variants:
         return run_with_variants(request, lambda ask: run_search(oracle, ask),
                                  lambda phrasings: primed_questions(oracle, phrasings))
