@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import difflib
 import errno
 import hashlib
 import os
+import re
 import unicodedata
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from oracle_indexer.safe_write import SHARED, create_new
 from oracle_server.services.app import Oracle
 from oracle_server.services.edit import expect_unchanged
 from oracle_server.services.errors import ServiceError
+from oracle_server.services.files import read_bytes
 from oracle_server.services.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest, SupersedeRequest
 from oracle_server.services.search.pipeline import run_search
 from oracle_server.services.supersede import supersede
@@ -49,6 +52,12 @@ class LearnError(ServiceError, RuntimeError):
 class LearnLost(LearnError):
     """The learning was written, but the file was moved, deleted or changed by someone else before it was
     indexed: no note under its name is indexed with the metadata asked for."""
+
+    error_kind = "conflict"
+
+
+class LearnDuplicate(LearnError):
+    """An existing learning already says the same text: nothing was saved (allow_duplicate=true saves anyway)."""
 
     error_kind = "conflict"
 
@@ -234,6 +243,47 @@ def near_duplicates(oracle: Oracle, request: LearnRequest, own_file: str) -> lis
     return found
 
 
+SAME_TEXT = 0.97  # difflib ratio of two learnings' normalised texts at or above which they say the same
+_MARKUP = re.compile(r"[#*_`>~\[\]()|-]+")
+
+
+def _normal(text: str) -> str:
+    """A learning's words for comparison: case, markdown punctuation and spacing do not make it new."""
+    return " ".join(_MARKUP.sub(" ", unicodedata.normalize("NFC", text).casefold()).split())
+
+
+def _body(text: str) -> str:
+    """A learning file's text without its frontmatter and its `# title` line (learn writes both around the
+    pattern)."""
+    body = split_frontmatter(text.replace("\r\n", "\n"))[1].lstrip("\n")
+    first, _, rest = body.partition("\n")
+    return rest if first.startswith("# ") else body
+
+
+def same_text(oracle: Oracle, request: LearnRequest) -> tuple[str, str, str, float] | None:
+    """(file, chunk id, title, similarity) of an existing learning whose text is the pattern's, exactly or all but
+    (SAME_TEXT), or None. The candidates are the pattern's best matching learnings (hybrid: keyword search still
+    finds them when the vector leg is down), read from disk, so what is compared is what the files say."""
+    want = _normal(request.pattern)
+    if not want:
+        return None
+    probe = SearchRequest(query=request.pattern[:2000], type="learning", mode="hybrid", limit=5, unit="note")
+    for hit in run_search(oracle, probe).hits:
+        for chunk_id, file in [(hit.id, hit.source_file), *((d.id, d.source_file) for d in hit.duplicates)]:
+            try:
+                _, raw = read_bytes(oracle.settings.root, file, oracle.settings.layout)
+            except Exception:  # noqa: BLE001 - gone or unreadable since indexed: not a duplicate of anything
+                continue
+            have = _normal(_body(raw.decode("utf-8", errors="replace")))
+            if have == want:
+                return file, chunk_id, hit.title, 1.0
+            if min(len(have), len(want)) >= SAME_TEXT * max(len(have), len(want)):
+                ratio = difflib.SequenceMatcher(None, have, want, autojunk=False).ratio()
+                if ratio >= SAME_TEXT:
+                    return file, chunk_id, hit.title, round(ratio, 3)
+    return None
+
+
 def check_written(path: Path, rel: str, text: str, request: LearnRequest, title: str, today: dt.date,
                   author: str | None = None) -> None:
     """Re-read the learning from disk after indexing: it must still be there, with its metadata intact.
@@ -349,6 +399,14 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
     # a learning that revises a note is refused before anything is written if that note changed since read
     revised = expect_unchanged(oracle, request.revises, request.expected_hash, "revises") \
         if request.revises and request.expected_hash else None
+    if not request.allow_duplicate and revised is None:  # a revision is meant to resemble what it replaces
+        same = same_text(oracle, request)
+        if same is not None:
+            file, chunk_id, same_title, similarity = same
+            how = "the same text" if similarity == 1.0 else f"all but the same text (similarity {similarity:.2f})"
+            raise LearnDuplicate(f"{file} ({same_title!r}, id {chunk_id}) already says {how}; nothing was saved."
+                                 " To save it anyway pass allow_duplicate=true; to replace that learning, pass"
+                                 " revises with its expected_hash")
     base = f"{today.isoformat()}_{slugify(title)}"
     text = render(request, title, today, author)
     lost = metadata_problems(text, request, title, today, author)
