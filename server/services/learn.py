@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import difflib
 import errno
 import hashlib
 import os
@@ -243,13 +242,13 @@ def near_duplicates(oracle: Oracle, request: LearnRequest, own_file: str) -> lis
     return found
 
 
-SAME_TEXT = 0.97  # difflib ratio of two learnings' normalised texts at or above which they say the same
-_MARKUP = re.compile(r"[#*_`>~\[\]()|-]+")
+_NOT_WORDS = re.compile(r"[^\w]+")
 
 
 def _normal(text: str) -> str:
-    """A learning's words for comparison: case, markdown punctuation and spacing do not make it new."""
-    return " ".join(_MARKUP.sub(" ", unicodedata.normalize("NFC", text).casefold()).split())
+    """A learning's words in order: case, markdown, punctuation and spacing do not make it a new learning; a
+    changed word or number does (`retry 3 times` and `retry 5 times` are two learnings)."""
+    return " ".join(_NOT_WORDS.sub(" ", unicodedata.normalize("NFC", text).casefold()).split())
 
 
 def _body(text: str) -> str:
@@ -260,10 +259,11 @@ def _body(text: str) -> str:
     return rest if first.startswith("# ") else body
 
 
-def same_text(oracle: Oracle, request: LearnRequest) -> tuple[str, str, str, float] | None:
-    """(file, chunk id, title, similarity) of an existing learning whose text is the pattern's, exactly or all but
-    (SAME_TEXT), or None. The candidates are the pattern's best matching learnings (hybrid: keyword search still
-    finds them when the vector leg is down), read from disk, so what is compared is what the files say."""
+def same_text(oracle: Oracle, request: LearnRequest) -> tuple[str, str, str] | None:
+    """(file, chunk id, title) of an existing learning that says the pattern's words, in the same order (exactly,
+    or but for case, markdown, punctuation and spacing), or None. The candidates are the pattern's best matching
+    learnings (hybrid: keyword search still finds them when the vector leg is down), read from disk, so what is
+    compared is what the files say now."""
     want = _normal(request.pattern)
     if not want:
         return None
@@ -274,13 +274,8 @@ def same_text(oracle: Oracle, request: LearnRequest) -> tuple[str, str, str, flo
                 _, raw = read_bytes(oracle.settings.root, file, oracle.settings.layout)
             except Exception:  # noqa: BLE001 - gone or unreadable since indexed: not a duplicate of anything
                 continue
-            have = _normal(_body(raw.decode("utf-8", errors="replace")))
-            if have == want:
-                return file, chunk_id, hit.title, 1.0
-            if min(len(have), len(want)) >= SAME_TEXT * max(len(have), len(want)):
-                ratio = difflib.SequenceMatcher(None, have, want, autojunk=False).ratio()
-                if ratio >= SAME_TEXT:
-                    return file, chunk_id, hit.title, round(ratio, 3)
+            if _normal(_body(raw.decode("utf-8", errors="replace"))) == want:
+                return file, chunk_id, hit.title
     return None
 
 
@@ -402,9 +397,8 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
     if not request.allow_duplicate and revised is None:  # a revision is meant to resemble what it replaces
         same = same_text(oracle, request)
         if same is not None:
-            file, chunk_id, same_title, similarity = same
-            how = "the same text" if similarity == 1.0 else f"all but the same text (similarity {similarity:.2f})"
-            raise LearnDuplicate(f"{file} ({same_title!r}, id {chunk_id}) already says {how}; nothing was saved."
+            file, chunk_id, same_title = same
+            raise LearnDuplicate(f"{file} ({same_title!r}, id {chunk_id}) already says the same text; nothing was saved."
                                  " To save it anyway pass allow_duplicate=true; to replace that learning, pass"
                                  " revises with its expected_hash")
     base = f"{today.isoformat()}_{slugify(title)}"

@@ -495,9 +495,7 @@ class LearnRequest(Request):
         default=None, min_length=12, max_length=64, pattern=r"^[0-9a-fA-F]+$",
         description="With revises: that note's file_hash as you last read it (oracle_read); nothing is saved, and"
         " you get a conflict, if it changed since.")
-    allow_duplicate: bool = Field(
-        default=False, description="Save even when an existing learning already says the same text (refused by"
-        " default, naming that learning).")
+    allow_duplicate: bool = Field(default=False, description="Save even if a learning says the same text.")
 
     @field_validator("concepts", mode="before")
     @classmethod

@@ -1,5 +1,6 @@
 """Issue 40 (also b): learning the same text twice wrote `_2.md` and only mentioned a similarity of 0.95. Now an
-exact or all-but-exact duplicate is refused by default (a conflict naming the learning that already says it;
+exact or near-exact duplicate (the same words in the same order: case, markdown, punctuation, spacing aside) is
+refused by default (a conflict naming the learning that already says it;
 nothing written), `allow_duplicate=true` saves anyway, and a learning that only resembles one is saved with the
 near-duplicate advice as before. Through the service, HTTP and the CLI's path; the real index and model."""
 
@@ -38,7 +39,7 @@ def _learnings(oracle: Any) -> set[str]:
 def test_the_same_text_is_refused_naming_the_learning_that_says_it(oracle: Any) -> None:
     before = _learnings(oracle)
     for pattern, title in ((TEXT, "Quoll cache warming"), (TEXT.upper(), "Another title"),
-                           (f"**{TEXT}**\n", None), (TEXT.replace("p99", "p99.") + " ", None)):
+                           (f"**{TEXT}**\n", None), (TEXT.replace(":", " -") + " !", None)):
         with pytest.raises(LearnDuplicate) as caught:
             learn(oracle, LearnRequest(pattern=pattern, title=title))
         message = str(caught.value)
@@ -60,6 +61,8 @@ def test_a_learning_that_only_resembles_one_is_saved(oracle: Any) -> None:
     saved = learn(oracle, LearnRequest(pattern="Warm the quoll cache from the snapshot taken at noon, because the"
                                        " nightly one misses the morning's writes.", title="Quoll cache at noon"))
     assert (Path(oracle.settings.root) / saved.file).is_file()
+    one_word = learn(oracle, LearnRequest(pattern=TEXT.replace("doubled", "tripled")))  # one word differs: new
+    assert (Path(oracle.settings.root) / one_word.file).is_file()
 
 
 def test_the_cli_and_http_refuse_it_too(oracle: Any) -> None:
@@ -77,3 +80,4 @@ def test_the_cli_and_http_refuse_it_too(oracle: Any) -> None:
 def test_normal_form_ignores_case_markup_and_spacing() -> None:
     assert _normal("**Warm** the `cache`\n\n- now") == _normal("warm THE cache now")
     assert _normal("warm the cache") != _normal("warm the caches")
+    assert _normal("retry 3 times.") != _normal("retry 5 times.")
