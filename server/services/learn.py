@@ -261,13 +261,14 @@ def _body(text: str) -> str:
 
 def same_text(oracle: Oracle, request: LearnRequest) -> tuple[str, str, str] | None:
     """(file, chunk id, title) of an existing learning that says the pattern's words, in the same order (exactly,
-    or but for case, markdown, punctuation and spacing), or None. The candidates are the pattern's best matching
-    learnings (hybrid: keyword search still finds them when the vector leg is down), read from disk, so what is
-    compared is what the files say now."""
+    or but for case, markdown, punctuation and spacing), or None. The candidates are the pattern's best keyword
+    matches among learnings (a note with the same words has every one of them: no embedding is needed, and the
+    check costs a keyword search, benchmarks/learn_check.py), read from disk, so what is compared is what the
+    files say now."""
     want = _normal(request.pattern)
     if not want:
         return None
-    probe = SearchRequest(query=request.pattern[:2000], type="learning", mode="hybrid", limit=5, unit="note")
+    probe = SearchRequest(query=request.pattern[:2000], type="learning", mode="fts", limit=10, unit="note")
     for hit in run_search(oracle, probe).hits:
         for chunk_id, file in [(hit.id, hit.source_file), *((d.id, d.source_file) for d in hit.duplicates)]:
             try:
