@@ -83,3 +83,16 @@ def test_the_fixture_folder_in_its_unit(tmp_path: Path) -> None:
                      "runbooks": ("learning", "learning")}
     assert not done.found.unmapped
     assert len(done.found.files) == 20
+
+
+def test_init_lists_at_most_fifteen_folders_and_counts_the_rest(tmp_path: Path) -> None:
+    from oracle_server.cli.init import SHOWN_FOLDERS, report
+
+    root = tmp_path / "wide"
+    for n in range(20):
+        write(root / f"topic-{n:02d}" / "page.md", f"# Topic {n}\n\nText about topic {n}.\n")
+    lines = report(init(root))
+    typed = [line for line in lines if line.startswith("type: ")]
+    assert len(typed) == SHOWN_FOLDERS + 1
+    assert typed[-1] == "type: 5 more folders (5 files): each one's type and why are in oracle.toml under [types]"
+    assert "will index 20 notes (20 note)" in lines
