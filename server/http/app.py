@@ -519,7 +519,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         """At once, whatever the database's state: a PostgreSQL store that cannot be reached is a 503 saying so
         (before, /health waited 30 s for a connection and answered a bare 500)."""
         state = health_state(oracle)
-        if state["status"] != "ok":
+        if state["status"] not in ("ok", "working copy"):  # an engine serving its working copy is up (and says so)
             return JSONResponse({**state, "version": __version__}, status_code=503)
         return Health(version=__version__, **state)
 
