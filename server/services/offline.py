@@ -39,6 +39,7 @@ class Served(Protocol):
 
     settings: Settings
     embedder: Embedder
+    ready: threading.Event
     store: IndexStore
     maintenance: Maintenance | None
     started: dict
@@ -52,8 +53,13 @@ class Served(Protocol):
                      sweep_seconds: float, hold: threading.Event | None) -> None: ...
     def wait_ready(self, timeout: float = ...) -> None: ...
 
+
 PROBE_SECONDS = 1.0  # how often the link asks the database whether it answers
 SWITCH_WAIT = 120.0  # a request waits at most this long for the working copy's index (a first outage builds it)
+# The working copy's own index is brought in step this long after start, then every PREPARE_SECONDS, while the
+# database answers (TeamLink._prepare): the first outage then costs a stat per file, not a parse of every note.
+PREPARE_DELAY = 5.0
+PREPARE_SECONDS = 300.0
 
 
 def reason_of(message: str) -> str:
@@ -75,6 +81,7 @@ class TeamLink:
         self.reason: str | None = reason_of(offline_since) if offline_since is not None else None
         self.back_at: float | None = None  # when the database last came back (stats)
         self.last_return: dict | None = None  # what the sync that brought the engine back did (stats)
+        self.prepared: dict | None = None  # when the working copy's own index was last brought in step (stats)
         self._switch = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -103,6 +110,7 @@ class TeamLink:
             "mark": self.mark() or None,
             "back_since": _iso(self.back_at) if self.back_at is not None and not self.offline else None,
             "last_return": self.last_return,
+            "prepared": self.prepared,
         }
 
     # -- the thread -------------------------------------------------------------------------------------
@@ -126,14 +134,18 @@ class TeamLink:
         self.team = self.local = None
 
     def _run(self) -> None:
+        prepare_at = time.monotonic() + PREPARE_DELAY
         while not self._stop.wait(PROBE_SECONDS):
             try:
                 if self.offline:
                     self._try_back()
-                else:
-                    why = self._probe()
-                    if why is not None:
-                        self.lost(why)
+                    continue
+                why = self._probe()
+                if why is not None:
+                    self.lost(why)
+                elif time.monotonic() >= prepare_at and self.oracle.ready.is_set():
+                    prepare_at = time.monotonic() + PREPARE_SECONDS
+                    self._prepare()
             except Exception as exc:  # noqa: BLE001 - the link outlives any one failure; it tries again next second
                 if self._stop.is_set():
                     break
@@ -146,6 +158,17 @@ class TeamLink:
             return "not connected"
         return db.probe()
 
+    def _prepare(self) -> None:
+        """Keep the working copy's own index close to the folder while the database answers (keyword phase only: a
+        stat per unchanged file), so an outage is served at once instead of after a parse of every note."""
+        with self._switch:
+            if self.local is None:
+                self.local = open_parts(offline_settings(self.oracle.settings), self.oracle.embedder, check=False)
+            local = self.local
+        report = local.indexer.sync(vectors=False, cancel=lambda: self._stop.is_set() or self.offline)
+        self.prepared = {"at": _iso(time.time()), "seconds": round(report.seconds, 3),
+                         "files": report.added + report.changed + report.unchanged}
+
     # -- the switches ------------------------------------------------------------------------------------
     def lost(self, why: str) -> bool:
         """The database does not answer: serve the working copy from now on (from the link's thread, or from a
@@ -156,13 +179,17 @@ class TeamLink:
             if self._stop.is_set():
                 return False
             oracle = self.oracle
-            self.since, self.reason = time.time(), reason_of(why)
-            _say(f"oracle: {self.mark()}; serving the working copy until it answers again")
-            oracle.stop()
+            since = time.time()
+            try:
+                oracle.stop(abandon_loads=True)  # a model warm-up under way is not waited for: it touches no store
+            except Exception as exc:  # noqa: BLE001 - the worker is stopped either way; the switch goes on
+                _say(f"oracle: stopping the team store's worker: {type(exc).__name__}: {str(exc)[:200]}")
             if self.local is None:
                 self.local = open_parts(offline_settings(oracle.settings), oracle.embedder, check=False)
             oracle.serve_from(self.local)
+            self.since, self.reason = since, reason_of(why)  # offline once the working copy serves, not before
             self._restart_worker()
+            _say(f"oracle: {self.mark()}; serving the working copy until it answers again")
             return True
 
     def _try_back(self) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import time
 
@@ -275,10 +277,12 @@ def health_state(oracle: Oracle) -> dict:
 
     link = oracle.link
     if link is not None and link.offline:  # serving the working copy: up, and saying what it lacks
-        files, chunks = index_size(oracle)
-        return {"status": "working copy", "files": files, "chunks": chunks,
-                "database": {"backend": "postgresql", "reachable": False, "since": link.state()["offline_since"],
-                             "error": link.mark()}}
+        state = link.state()
+        with contextlib.suppress(Exception):  # a switch back under way: the database's own state below
+            files, chunks = index_size(oracle)
+            return {"status": "working copy", "files": files, "chunks": chunks,
+                    "database": {"backend": "postgresql", "reachable": False, "since": state["offline_since"],
+                                 "error": state["mark"]}}
     db = getattr(oracle.store, "db", None)
     database = db.state() if db is not None and hasattr(db, "state") else None
     try:

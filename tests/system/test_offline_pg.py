@@ -216,3 +216,51 @@ def test_the_database_stopped_under_running_engines(tmp_path: Path, own_pg) -> N
     finally:
         for proc in procs:
             stop_process(proc)
+
+
+def test_the_database_stopped_mid_sync(tmp_path: Path, own_pg) -> None:
+    """An engine's start-up sync of a 400-note folder, the database stopped while it indexes: the engine switches
+    to its working copy and answers; after the restart the sync goes on and every note is in the database once,
+    each head the file's own bytes (no partial note, none doubled), and searchable through the database."""
+    import hashlib
+
+    url = own_pg.new_database()
+    notes = {f"learnings/n{n:03d}.md": f"# Note {n}\n\nThe text of note {n}: a numbat{n} fact.\n" for n in range(400)}
+    a = _folder(tmp_path / "a", notes)
+    env = _env(url)
+
+    def indexed() -> int:
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                return conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        except psycopg.Error:
+            return 0
+
+    procs = []
+    try:
+        pa, a_url = serve_http({**env, "ORACLE_ROOT": str(a), "ORACLE_DATA_DIR": str(tmp_path / "ad")}, tmp_path,
+                               tmp_path / "a.log", timeout=HANG)
+        procs.append(pa)
+        _until(lambda: indexed() > 0, "the start-up sync never indexed a note")
+        at_stop = indexed()
+        own_pg.stop()
+        print(f"database stopped with {at_stop} of 400 notes indexed")
+        with httpx.Client(timeout=HANG) as client:
+            found = _until(lambda: (lambda r: r.json() if r.status_code == 200 and r.json()["hits"] else None)(
+                client.get(a_url + "/api/search", params={"query": "numbat399", "mode": "fts"})),
+                "the working copy never answered")
+            assert found["hits"][0]["source_file"] == "learnings/n399.md"
+            assert found["meta"]["store"].startswith("working copy (team database unreachable since "), found["meta"]
+            own_pg.start()
+            _until(lambda: _serving(client, a_url) == "team database", "A never went back to the database")
+            _until(lambda: indexed() == 400, "the sync never finished after the restart")
+            hits = client.get(a_url + "/api/search", params={"query": "numbat399", "mode": "fts"}).json()
+            assert hits["hits"][0]["source_file"] == "learnings/n399.md" and hits["meta"]["store"] is None
+        with psycopg.connect(url, autocommit=True) as conn:
+            heads = dict(conn.execute("SELECT path, hash FROM note_heads WHERE NOT deleted").fetchall())
+            assert conn.execute("SELECT count(*), count(DISTINCT path) FROM note_revisions").fetchone() == (400, 400)
+        assert heads == {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in notes.items()}
+        assert _notes(a) == notes  # nothing written into the folder: no conflict copy, no partial file
+    finally:
+        for proc in procs:
+            stop_process(proc)
