@@ -121,9 +121,10 @@ class Stats(BaseModel):
     freshness: Freshness | None = None
     serving: Serving | None = None
     working_copy: WorkingCopyStats | None = None  # with the team store only
-    # with the team store in a server or an engine: serving from the database or, in an outage, from the working
-    # copy (since when, why), and what the last return to the database sent (server/services/offline.py)
-    team_link: dict | None = None
+    team_link: dict | None = Field(
+        default=None, description="With the team store, in a server or an engine: `serving` (`team database`, or "
+        "`working copy` while the database cannot be reached: `offline_since`, `reason`, `mark`), and what the last "
+        "return to the database sent (`last_return`: pushed, pulled, conflicts).")
 
 
 def drift(oracle: Oracle) -> Drift:

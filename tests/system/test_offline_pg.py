@@ -73,6 +73,25 @@ def _heads(url: str) -> dict[str, bool]:
         return dict(conn.execute("SELECT path, deleted FROM note_heads").fetchall())
 
 
+def _team_tile(url: str) -> str:
+    """The dashboard's *Team store* tile as a real Chromium shows it (no token: a loopback server without tokens)."""
+    from playwright.sync_api import sync_playwright
+
+    from test_dashboard import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = chromium.new_context(viewport={"width": 1280, "height": 800}, service_workers="block").new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(url + "/", wait_until="load")
+            page.wait_for_selector("body[data-ready='1']")
+            page.wait_for_selector("#tile-team:not([hidden])")
+            return page.text_content("[data-stat='working_copy.conflicts']") or ""
+        finally:
+            chromium.close()
+
+
 def _serving(client: httpx.Client, base: str) -> str:
     return client.get(base + "/api/stats").json()["team_link"]["serving"]
 
@@ -99,8 +118,14 @@ def test_an_engine_started_without_its_database_serves_its_working_copy(tmp_path
             mark = body["meta"]["store"]
             assert mark.startswith("working copy (team database unreachable since "), body["meta"]
             assert mark in body["meta"]["warnings"], body["meta"]
+            hybrid = client.get(a_url + "/api/search", params={"query": "flamingo migration"})  # the default mode
+            assert hybrid.status_code == 200 and hybrid.json()["hits"][0]["source_file"] == "learnings/alice.md"
+            assert hybrid.json()["meta"]["store"] == mark, hybrid.json()["meta"]
             stats = client.get(a_url + "/api/stats").json()
             assert stats["store"] == mark and stats["team_link"]["serving"] == "working copy", stats["team_link"]
+            concepts = client.get(a_url + "/api/concepts")  # an answer without warnings: marked in a header
+            assert concepts.status_code == 200 and concepts.headers["x-oracle-store"] == mark, concepts.headers
+            assert _team_tile(a_url) == "database unreachable"  # the dashboard's Team store tile, in a real Chromium
             saved = client.post(a_url + "/api/learn", json={
                 "pattern": "Wombats dig burrows with their claws; a burrow keeps them cool.", "title": "Wombat burrows"})
             assert saved.status_code == 201, saved.text
@@ -119,6 +144,7 @@ def test_an_engine_started_without_its_database_serves_its_working_copy(tmp_path
             stats = client.get(a_url + "/api/stats").json()
             assert stats["team_link"]["last_return"]["pushed"] >= 2, stats["team_link"]
             assert client.get(a_url + "/health").json()["status"] == "ok"
+            assert "x-oracle-store" not in client.get(a_url + "/api/concepts").headers
 
             pb, b_url = serve_http({**env, "ORACLE_ROOT": str(b), "ORACLE_DATA_DIR": str(tmp_path / "bd")}, tmp_path,
                                    tmp_path / "b.log", timeout=HANG)
