@@ -134,6 +134,8 @@ def test_an_engine_started_without_its_database_serves_its_working_copy(tmp_path
             assert (a / rel).is_file()
             hits = client.get(a_url + "/api/search", params={"query": "wombat burrows", "mode": "fts"}).json()["hits"]
             assert hits and hits[0]["source_file"] == rel  # searchable in the working copy at once
+            history = client.get(a_url + "/api/history", params={"file": "learnings/alice.md"})
+            assert history.status_code == 503 and "history is kept in the team database" in history.json()["error"]
 
             own_pg.start()  # the database comes back: the learning goes up, the mark goes away, no restart
             _until(lambda: _serving(client, a_url) == "team database", "A never went back to the database")
