@@ -135,13 +135,13 @@ class TeamLink:
 
     def _run(self) -> None:
         prepare_at = time.monotonic() + PREPARE_DELAY
+        last = ""  # the failure said last
         while not self._stop.wait(PROBE_SECONDS):
             try:
+                why = None if self.offline else self._probe()
                 if self.offline:
                     self._try_back()
-                    continue
-                why = self._probe()
-                if why is not None:
+                elif why is not None:
                     self.lost(why)
                 elif time.monotonic() >= prepare_at and self.oracle.ready.is_set():
                     prepare_at = time.monotonic() + PREPARE_SECONDS
@@ -149,7 +149,12 @@ class TeamLink:
             except Exception as exc:  # noqa: BLE001 - the link outlives any one failure; it tries again next second
                 if self._stop.is_set():
                     break
-                _say(f"oracle: team link: {type(exc).__name__}: {exc}")
+                said = f"oracle: team link: {type(exc).__name__}: {exc}"
+                if said != last:  # a failure that repeats every second (a refused sync) is said once
+                    _say(said)
+                last = said
+            else:
+                last = ""
 
     def _probe(self) -> str | None:
         """None when the team database answers a new connection now, else why not."""
@@ -205,11 +210,12 @@ class TeamLink:
         elif self._probe() is not None:
             return
         began = time.monotonic()
-        report = self.team.indexer.sync(vectors=False, cancel=self._stop.is_set)  # the folder and the database in step: pushes, pulls, conflicts
+        # the folder and the database in step first (pushes, pulls, conflict copies); the working copy serves meanwhile
+        report = self.team.indexer.sync(vectors=False, cancel=self._stop.is_set)
         with self._switch:
             if self._stop.is_set():
                 return
-            oracle.stop()
+            oracle.stop(abandon_loads=True)
             oracle.serve_from(self.team)
             since, self.since, self.reason, self.back_at = self.since, None, None, time.time()
             self.last_return = {"at": _iso(self.back_at), "offline_since": _iso(since or self.back_at),
