@@ -123,10 +123,9 @@ class Stats(BaseModel):
     freshness: Freshness | None = None
     serving: Serving | None = None
     working_copy: WorkingCopyStats | None = None  # with the team store only
-    team_link: dict | None = Field(
-        default=None, description="With the team store, in a server or an engine: `serving` (`team database`, or "
-        "`working copy` while the database cannot be reached: `offline_since`, `reason`, `mark`), and what the last "
-        "return to the database sent (`last_return`: pushed, pulled, conflicts).")
+    # the team store in a server or an engine: `serving` ("team database", or "working copy" in an outage, since when
+    # and why) and what the last return to the database sent (server/services/offline.py; docs/team.md)
+    team_link: dict = Field(default_factory=dict)  # {} without the team store
 
 
 def drift(oracle: Oracle) -> Drift:
@@ -240,7 +239,7 @@ def stats(oracle: Oracle) -> Stats:
         serving=Serving(pid=os.getpid(), **oracle.serving),
         freshness=_freshness(oracle),
         working_copy=_working_copy(oracle),
-        team_link=oracle.link.state() if oracle.link is not None else None,
+        team_link=oracle.link.state() if oracle.link is not None else {},
     )
 
 

@@ -141,7 +141,7 @@ def test_an_engine_started_without_its_database_serves_its_working_copy(tmp_path
             _until(lambda: _serving(client, a_url) == "team database", "A never went back to the database")
             assert _heads(url).get(rel) is False and _heads(url).get("learnings/alice.md") is False
             again = client.get(a_url + "/api/search", params={"query": "wombat burrows", "mode": "fts"}).json()
-            assert again["hits"] and again["hits"][0]["source_file"] == rel and again["meta"]["store"] is None
+            assert again["hits"] and again["hits"][0]["source_file"] == rel and again["meta"]["store"] == ""
             assert not any("working copy" in w for w in again["meta"]["warnings"]), again["meta"]
             stats = client.get(a_url + "/api/stats").json()
             assert stats["team_link"]["last_return"]["pushed"] >= 2, stats["team_link"]
@@ -238,7 +238,7 @@ def test_the_database_stopped_under_running_engines(tmp_path: Path, own_pg) -> N
             assert {p for p, deleted in heads.items() if not deleted} == set(notes), heads
             for base in (a_url, b_url):
                 found = client.get(base + "/api/search", params={"query": "echidna", "mode": "fts"}).json()
-                assert found["hits"] and found["hits"][0]["source_file"] == rel and found["meta"]["store"] is None
+                assert found["hits"] and found["hits"][0]["source_file"] == rel and found["meta"]["store"] == ""
                 stats = client.get(base + "/api/stats").json()
                 assert stats["working_copy"]["conflicts"] == 1 and stats["store"].startswith("postgresql"), stats
     finally:
@@ -283,7 +283,7 @@ def test_the_database_stopped_mid_sync(tmp_path: Path, own_pg) -> None:
             _until(lambda: _serving(client, a_url) == "team database", "A never went back to the database")
             _until(lambda: indexed() == 400, "the sync never finished after the restart")
             hits = client.get(a_url + "/api/search", params={"query": "numbat399", "mode": "fts"}).json()
-            assert hits["hits"][0]["source_file"] == "learnings/n399.md" and hits["meta"]["store"] is None
+            assert hits["hits"][0]["source_file"] == "learnings/n399.md" and hits["meta"]["store"] == ""
         with psycopg.connect(url, autocommit=True) as conn:
             heads = dict(conn.execute("SELECT path, hash FROM note_heads WHERE NOT deleted").fetchall())
             assert conn.execute("SELECT count(*), count(DISTINCT path) FROM note_revisions").fetchone() == (400, 400)

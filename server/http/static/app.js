@@ -217,7 +217,7 @@
     // The team store (issue 38): this folder is a working copy; conflict copies a sync wrote are shown here.
     // In an outage (issue 38, item 3) the engine serves the working copy's own index, and the tile says so.
     const wc = st.working_copy;
-    const link = st.team_link;
+    const link = st.team_link && st.team_link.serving ? st.team_link : null;  // {} without the team store
     const team = document.getElementById('tile-team');
     team.hidden = !wc && !link;
     if (link && link.serving === 'working copy') {
