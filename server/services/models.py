@@ -213,8 +213,8 @@ Where = Annotated[Any, BeforeValidator(_where), WithJsonSchema(_WHERE_SCHEMA)]
 
 MAX_VARIANTS = 4
 MAX_VARIANT_CHARS = 200
-# Other phrasings of a search's need (server/services/search/variants.py): bounded, so a call costs at most five
-# searches; each stripped, and an empty one refused rather than searched as nothing.
+# Other phrasings of a search's need (server/services/search/variants.py): bounded, so the one question they make
+# stays within the keyword and token limits; each stripped, and an empty one refused rather than searched as nothing.
 Variants = Annotated[
     list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_VARIANT_CHARS)]],
     Field(max_length=MAX_VARIANTS),
@@ -273,7 +273,7 @@ class SearchRequest(Request):
     where: Where = None
     variants: Variants = Field(
         default_factory=list,
-        description="Other phrasings of the need (the notes' words, their language), fused with the query.")
+        description="Other phrasings of the need (the notes' words, their language), searched with the query.")
 
     @field_validator("lang")
     @classmethod
@@ -414,7 +414,7 @@ class Hit(BaseModel):
                         "[freshness] in oracle.toml): check it before relying on it.")
     stale_since: str | None = Field(default=None, description="When stale: YYYY-MM-DD the note fell due for review.")
     last_verified: str | None = Field(default=None, description="YYYY-MM-DD the note was last verified, if it says.")
-    phrasings: list[int] | None = Field(default=None, description="Phrasings that found it (0: the query).")
+    phrasings: list[int] | None = Field(default=None, description="Phrasings whose words it holds (0: the query).")
     translations: list[TranslationRef] = Field(
         default_factory=list, description="The same page in other languages, folded into this one."
     )
