@@ -145,7 +145,7 @@ def test_whitespace_query_message(search_index):
 
 @pytest.mark.parametrize(
     "kw",
-    [{"limit": 101}, {"limit": 0}, {"offset": -1}, {"offset": 10_001}, {"mode": "magic"}, {"type": "note"},
+    [{"limit": 101}, {"limit": 0}, {"offset": -1}, {"offset": 10_001}, {"mode": "magic"}, {"type": "memo"},
      {"query": "x" * 10_001}, {"date_from": "2026/01/01"}, {"unknown": 1}],
 )
 def test_request_bounds(kw):
