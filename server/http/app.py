@@ -62,6 +62,7 @@ from oracle_server.services.team import (
     weak_token,
 )
 from oracle_server.registry.tools import BY_PATH, TOOLS, Caller, Tool
+from oracle_server.registry.shapes import detail_of
 
 STATIC = Path(__file__).resolve().parent / "static"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -609,10 +610,13 @@ def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[R
     service runs in a worker thread taken from `slots` (server/services/slots.py), shared with /mcp."""
     model = tool.request
 
-    async def answer(o: Oracle, params: BaseModel, request: Request) -> BaseModel:
+    async def answer(o: Oracle, params: BaseModel, request: Request) -> Any:
         who = identity_of(request.scope)
         caller = Caller(client_of(request), "http", author=who.name, can_write=who.can_write)
-        return await slots.run(mapped, tool.call, o, params, caller)
+        result = await slots.run(mapped, tool.call, o, params, caller)
+        if tool.brief is not None and detail_of(params, "http") == "brief":  # asked for: the brief shape
+            return JSONResponse(tool.dump(params, result, "http"), status_code=tool.http.status)
+        return result
 
     if tool.http.method == "GET":
         async def endpoint(o: ready, params: Annotated[model, Query()], request: Request) -> Any:  # type: ignore[valid-type]

@@ -55,6 +55,7 @@ from oracle_server.services.freshness import fields as freshness_fields
 from oracle_server.services.freshness import note_staleness, order_by_freshness
 from oracle_server.services.search.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
 from oracle_server.services.search.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
+from oracle_server.services.search.plain import plain_text
 from oracle_server.services.relations import entry_chunks, stating_files
 from oracle_server.services.supersede import successors_for
 from oracle_server.services.search.where import resolve_where
@@ -460,7 +461,7 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
         kind=doc.kind,
         title=doc.title,
         heading=doc.heading,
-        snippet=snippet(doc.content, terms),
+        snippet=snippet(plain_text(doc.content), terms),
         source_file=doc.file,
         line_start=doc.line_start,
         line_end=doc.line_end,
