@@ -132,7 +132,9 @@ def stats_text(request: Any, result: Stats) -> str:
     return (
         f"{plural(result.files.total, 'note')} ({', '.join(f'{k}: {v}' for k, v in result.files.by_type.items())}), "
         f"{plural(docs.total, 'section')}; "
-        f"embeddings {result.embeddings.coverage:.1%}; vector store {'ok' if result.vector_store.ok else 'DOWN'}; "
+        f"embeddings {result.embeddings.coverage:.1%}"
+        + (f" ({result.embeddings.scripts})" if result.embeddings.scripts else "")
+        + f"; vector store {'ok' if result.vector_store.ok else 'DOWN'}; "
         f"drift: {'none' if result.drift.in_sync else 'yes, run oracle index'}; "
         f"{result.usage.searches} searches, {result.usage.consultations} consultations, {result.usage.learnings} learnings"
         + (f"; stale notes: {result.freshness.stale} ({_counts(result.freshness.stale_by_type)})"

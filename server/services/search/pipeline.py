@@ -760,8 +760,11 @@ def _warnings(oracle: Oracle, plan: _Plan, ranked: _Ranked, page: _Page, weak: b
     """What the caller should know about these results, in the order the steps met it."""
     request, query, legs = plan.request, plan.query, ranked.legs
     warnings = plan.where_warnings + legs.warnings
+    # A query in another script ranked by the multilingual model is answered as well as any: that is said once, in
+    # stats (EmbeddingCounts.scripts) and meta.semantic_model, not on every answer (issue 40). Without multilingual
+    # vectors its semantic leg is blind, which each such answer says.
     if (ranked.fusion.mode in ("hybrid", "vector") and wants_multilingual(query) and legs.vector_ok
-            and not oracle.embedder.multilingual):  # a multilingual main model reads the query as it is
+            and not oracle.embedder.multilingual and not legs.multilingual):
         warnings.append(_script_note(legs.multilingual))
     if page.hits and weak:
         warnings.append("no strong match: the best results are only loosely related to the query")
