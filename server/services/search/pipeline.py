@@ -381,15 +381,32 @@ def _on_topic_sources(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused]) -
     return expansion.on_topic_sources(ranked, frozenset(i for i, n in held.items() if n))
 
 
+def _bar(oracle: Oracle, plan: _Plan, legs: _Legs) -> scoring.Bar:
+    """What a hit needs to count as strong (scoring.is_weak): the bm25 and the similarity of the model that ranked
+    the vector leg. Its similarity is also the cut below which a vector candidate does not count in a total."""
+    return scoring.Bar(plan.bm25_bar, scoring.similarity_bar(legs.main_share, oracle.embedder.weak_similarity))
+
+
+def _really_matches(entry: _Entry, bar: scoring.Bar) -> bool:
+    """A note (or section) counts in a search's total when one of its sections matches the query's words, states
+    the asked relation, or is near it by meaning: a vector similarity at or above the weak bar. The vector leg
+    ranks every embedded section, so without the bar `a` counted 60-74 of 84 notes (issue 40)."""
+    return any(f.fts_rank is not None or "relation" in f.found_by
+               or (f.vector_similarity is not None and f.vector_similarity >= bar.similarity)
+               for f in (entry.lead, *entry.others))
+
+
 def _total(oracle: Oracle, plan: _Plan, mode: str, legs: _Legs) -> int:
-    """fts: every keyword match; vector: every embedded chunk passing the filters (all are ranked);
-    hybrid: keyword matches plus vector candidates the keyword query does not match."""
+    """Sections that really match (see _really_matches). fts: every keyword match; vector: every embedded chunk
+    passing the filters (all are ranked: the mode asks for nearness alone); hybrid: keyword matches plus vector
+    candidates the keyword query does not match whose similarity clears the weak bar."""
     if mode == "fts":
         return legs.fts_total
     if mode == "vector":
         return oracle.store.count_embedded(plan.filters)
     fts_ids = {h.id for h in legs.fts}
-    vector_only = [h.id for h in legs.vector if h.id not in fts_ids]
+    cut = _bar(oracle, plan, legs).similarity
+    vector_only = [h.id for h in legs.vector if h.id not in fts_ids and h.score >= cut]
     if legs.fts_total > len(legs.fts):
         kq = plan.kq
         vector_only = sorted(set(vector_only) - oracle.store.keyword_matching_ids(
@@ -628,11 +645,13 @@ def _group(oracle: Oracle, plan: _Plan, legs: _Legs, fusion: _Fusion, adjusted: 
     entries = _entries(adjusted.fused, facts, request.by_note, plan.languages)
     entries, dropped = order_by_freshness(oracle, entries, lambda e: facts[e.lead.id].file,
                                           prefer=request.prefer_fresh, only=request.fresh_only)
-    if request.by_note:  # the distinct notes among the candidates of both legs
-        return entries, len(entries)
-    # Sections: every match (see _total); expansion-only candidates are counted in the pool, not beyond it.
-    expansion_only = sum(1 for f in adjusted.fused if f.found_by == ["expansion"])
-    return entries, _total(oracle, plan, fusion.mode, legs) + expansion_only + len(adjusted.added) - dropped
+    if request.by_note:  # the distinct notes among the candidates of both legs that really match
+        if fusion.mode == "vector":
+            return entries, len(entries)
+        bar = _bar(oracle, plan, legs)
+        return entries, sum(1 for e in entries if _really_matches(e, bar))
+    # Sections: every match (see _total), and the sections only a stated relation brought in.
+    return entries, _total(oracle, plan, fusion.mode, legs) + len(adjusted.added) - dropped
 
 
 @dataclass
@@ -747,8 +766,7 @@ class _Page:
 def _page(oracle: Oracle, plan: _Plan, ranked: _Ranked) -> _Page:
     """Step 6: only the page is read in full; each hit says whether it is a weak match and how fresh it is."""
     entries, docs, vanished = _hydrate(oracle, ranked.entries[plan.request.offset :], plan.request.limit)
-    bar = scoring.Bar(plan.bm25_bar,
-                      scoring.similarity_bar(ranked.legs.main_share, oracle.embedder.weak_similarity))
+    bar = _bar(oracle, plan, ranked.legs)
     complete = _well_covered(oracle, plan.kq, entries, bar)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], plan.kq, ranked.use, e.others, e.duplicates, ranked.facts,
                  e.lead.id in complete, bar, e.translations, e.rerank) for e in entries]
