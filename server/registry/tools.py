@@ -222,6 +222,10 @@ TOOLS: tuple[Tool, ...] = (
         details=(
             "Near-duplicate learnings are listed as advice; it is saved regardless. With revises, it is refused as a "
             "conflict if the note changed since it was read."
+            " context_window: the budget becomes 15% of it (at most 8000 tokens), and under 30,000 only "
+            "principles, the core, are consulted (mode core); the result says which budget and mode it used."
+            " idempotency_key: any unique string of 8-200 printable ASCII characters (a UUID); a retry of the "
+            "same learn with the same key returns the learning saved the first time instead of saving it twice."
         ),
         returns=(
             "writes `learnings/YYYY-MM-DD_<slug>.md` atomically (never overwrites), indexes it in both legs "
@@ -330,6 +334,10 @@ TOOLS: tuple[Tool, ...] = (
             "Read a whole note (or with section=true one section) by a hit's id or its path: the text, line span, "
             "sections and hashes."
         ),
+        details=(
+            "max_chars is about four times the tokens it costs; when `truncated`, ask again with more, or read "
+            "one section by its id."
+        ),
         returns=(
             "the whole note from disk (frontmatter parsed, line span, sections with ids and hashes, relations, "
             "supersession) or one section"),
@@ -374,6 +382,8 @@ TOOLS: tuple[Tool, ...] = (
         details=(
             "prepend puts the text after the note's title; a conflict means: read it again and redo the edit. The "
             "frontmatter is kept as it is; the note is re-indexed before this returns."
+            " replace_section keeps the heading line and replaces the body under it; replace_text needs `find` "
+            "to occur exactly once in the body. expected_hash takes at least 12 leading hex digits."
         ),
         returns=(
             "the note's new `file_hash` (to edit again), its indexed sections, `author`; a conflict if the note "
