@@ -3,7 +3,7 @@
 Run from the repository root (the nat-brain index is built once into --data and reused):
 
     .venv/bin/python benchmarks/variants.py [--data /tmp/natbrain-main] [--sets natural,judged]
-        [--k 60] [--query-weight 1.0] [--depth 20] [--json out.json]
+        [--query-weight 1.0] [--depth 20] [--no-expand] [--json out.json]
     .venv/bin/python benchmarks/variants.py --latency [--rounds 3]     # at a real MCP client over stdio
 
 Systems, each asking for 10 notes (file-level nDCG@10, benchmarks/notes.py's scoring):
@@ -80,7 +80,7 @@ def wins_losses(base: dict, new: dict, eps: float = 1e-9) -> tuple[int, int, int
 
 
 def quality(args: argparse.Namespace) -> None:
-    V.RRF_K, V.QUERY_WEIGHT, V.DEPTH, V.EXPAND = args.k, args.query_weight, args.depth, not args.no_expand
+    V.QUERY_WEIGHT, V.DEPTH, V.EXPAND = args.query_weight, args.depth, not args.no_expand
     oracle = Oracle.open(Settings.from_env(root=ROOT, data_dir=Path(args.data)))
     report = oracle.indexer.sync()
     print(f"index: {report.summary()}", file=sys.stderr)
@@ -93,7 +93,7 @@ def quality(args: argparse.Namespace) -> None:
             runs = {s: notes.run_system(ask_fn(oracle, s, by_id), questions) for s in systems}
             dump[name] = runs
             langs = sorted({q["lang"] for q in questions})
-            print(f"\n{name} ({len(questions)} questions; k={args.k}, query weight {args.query_weight}, depth {args.depth}"
+            print(f"\n{name} ({len(questions)} questions; query weight {args.query_weight}, depth {args.depth}"
                   f"{', phrasings not expanded' if args.no_expand else ''})")
             print(f"| system | all | {' | '.join(langs)} | wins/losses/ties vs question | p50 ms |")
             print("| --- | --- | " + " | ".join("---" for _ in langs) + " | --- | --- |")
@@ -176,7 +176,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default="/tmp/natbrain-main")
     parser.add_argument("--sets", default="natural,judged")
-    parser.add_argument("--k", type=float, default=V.RRF_K)
     parser.add_argument("--query-weight", type=float, default=V.QUERY_WEIGHT)
     parser.add_argument("--depth", type=int, default=V.DEPTH)
     parser.add_argument("--no-expand", action="store_true", help="phrasings without their own query expansion")

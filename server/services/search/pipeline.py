@@ -11,7 +11,7 @@ import contextvars
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 
 # numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
@@ -34,7 +34,6 @@ from oracle_server.services import guide
 from oracle_server.services.search import expansion, vocabulary
 from oracle_server.services.search import scoring
 from oracle_server.services.search import variants as variants_module
-from oracle_server.services.search.variants import run_with_variants
 from oracle_server.services.app import Oracle
 from oracle_server.services.models import (
     DuplicateRef,
@@ -468,8 +467,8 @@ def _start_from_relations(
 
 
 def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use: _Use, others: list[scoring.Fused],
-         duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], covered: bool,
-         bar: scoring.Bar, translations: list[scoring.Fused], rerank: float | None = None) -> Hit:
+         duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], weak: bool,
+         translations: list[scoring.Fused], rerank: float | None = None) -> Hit:
     terms = kq.terms + kq.unsegmented
     feedback = use.feedback.get(item.id, (0, 0))
     return Hit(
@@ -510,7 +509,7 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
             for o in others
         ],
         duplicates=[DuplicateRef(id=d.id, source_file=facts[d.id].file) for d in duplicates],
-        weak=scoring.is_weak(item, covered, bar) and all(scoring.is_weak(s, bar=bar) for s in others),
+        weak=weak,
         superseded_by=use.pointers.get(item.id),
         relations=use.stating.get(doc.file, []) if "relation" in item.found_by else [],
         lang=facts[item.id].lang,
@@ -722,11 +721,9 @@ def _well_covered(oracle: Oracle, kq: KeywordQuery, page: list[_Entry], bar: sco
     return {i for i, n in counts.items() if scoring.covers(n, len(kq.terms) + len(kq.unsegmented))}
 
 
-def _script_note(multilingual: bool) -> str:
-    """What a query mostly in other scripts (Thai, CJK, ...) got from the vector leg."""
-    if multilingual:
-        return ("most of this query is in a script the English embedding model does not read: its semantic "
-                f"matches come from the multilingual model ({MULTILINGUAL_MODEL}), weighted equally with keywords")
+def _script_note() -> str:
+    """What a query mostly in other scripts (Thai, CJK, ...) got from the vector leg of an index without multilingual
+    vectors (with them, stats says once how such queries are ranked: services/stats.py scripts_note)."""
     return ("most of this query is in a script the embedding model does not read (it learned English) and this "
             "index has no multilingual vectors (ORACLE_MULTILINGUAL, indexer/models/multilingual.py): its semantic "
             "matches come from the query's other words, its keyword matches from the words themselves")
@@ -763,82 +760,205 @@ class _Page:
     vanished: int
 
 
+def _weak_leads(oracle: Oracle, plan: _Plan, ranked: _Ranked, entries: list[_Entry]) -> dict[str, bool]:
+    """Which of these entries are weak matches for this plan's question: the lead below both legs' bars unless it
+    holds most of the question's words (_well_covered), and every other section of its note below them too."""
+    bar = _bar(oracle, plan, ranked.legs)
+    complete = _well_covered(oracle, plan.kq, entries, bar)
+    return {e.lead.id: scoring.is_weak(e.lead, e.lead.id in complete, bar)
+            and all(scoring.is_weak(s, bar=bar) for s in e.others) for e in entries}
+
+
+def _fresh(oracle: Oracle, hits: list[Hit]) -> list[Hit]:
+    """The hits with how fresh their notes are (server/services/freshness.py)."""
+    fresh = note_staleness(oracle, {h.source_file for h in hits})
+    return [h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits]
+
+
 def _page(oracle: Oracle, plan: _Plan, ranked: _Ranked) -> _Page:
     """Step 6: only the page is read in full; each hit says whether it is a weak match and how fresh it is."""
     entries, docs, vanished = _hydrate(oracle, ranked.entries[plan.request.offset :], plan.request.limit)
-    bar = _bar(oracle, plan, ranked.legs)
-    complete = _well_covered(oracle, plan.kq, entries, bar)
+    weak = _weak_leads(oracle, plan, ranked, entries)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], plan.kq, ranked.use, e.others, e.duplicates, ranked.facts,
-                 e.lead.id in complete, bar, e.translations, e.rerank) for e in entries]
-    fresh = note_staleness(oracle, {h.source_file for h in hits})
-    return _Page([h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits], vanished)
+                 weak[e.lead.id], e.translations, e.rerank) for e in entries]
+    return _Page(_fresh(oracle, hits), vanished)
 
 
-def _warnings(oracle: Oracle, plan: _Plan, ranked: _Ranked, page: _Page, weak: bool) -> list[str]:
-    """What the caller should know about these results, in the order the steps met it."""
-    request, query, legs = plan.request, plan.query, ranked.legs
+def _ranking_warnings(oracle: Oracle, plan: _Plan, ranked: _Ranked) -> list[str]:
+    """What the caller should know about how this plan was ranked, in the order the steps met it."""
+    query, legs = plan.query, ranked.legs
     warnings = plan.where_warnings + legs.warnings
     # A query in another script ranked by the multilingual model is answered as well as any: that is said once, in
     # stats (EmbeddingCounts.scripts) and meta.semantic_model, not on every answer (issue 40). Without multilingual
     # vectors its semantic leg is blind, which each such answer says.
     if (ranked.fusion.mode in ("hybrid", "vector") and wants_multilingual(query) and legs.vector_ok
             and not oracle.embedder.multilingual and not legs.multilingual):
-        warnings.append(_script_note(legs.multilingual))
+        warnings.append(_script_note())
+    return warnings
+
+
+def _page_warnings(request: SearchRequest, total: int, page: _Page, weak: bool) -> list[str]:
+    """What the caller should know about the page itself."""
+    warnings = []
     if page.hits and weak:
         warnings.append("no strong match: the best results are only loosely related to the query")
     if page.vanished:
         warnings.append(f"{page.vanished} result(s) left out: their notes were re-indexed or removed while this"
                         " search ran")
-    if not page.hits and ranked.total:
-        warnings.append(past_the_end(request.offset, ranked.total, request.limit))
+    if not page.hits and total:
+        warnings.append(past_the_end(request.offset, total, request.limit))
     return warnings
+
+
+@dataclass
+class _Phrasing:
+    """One question ranked (steps 1-5b): its plan, its ranking and the reranker that reordered it, if any."""
+
+    plan: _Plan
+    ranked: _Ranked
+    reranked_by: str | None
+
+
+def _ranked_question(oracle: Oracle, request: SearchRequest) -> _Phrasing:
+    """plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
+    -> rerank (when configured)."""
+    plan = _plan(oracle, request)
+    ranked = _rank(oracle, plan)
+    while _wants_wider_pool(plan, ranked):
+        plan = plan.widened()
+        ranked = _rank(oracle, plan)
+    return _Phrasing(plan, ranked, _rerank(oracle, plan, ranked))
+
+
+def _meta(oracle: Oracle, phrasing: _Phrasing, took_ms: float, weak: bool, warnings: list[str]) -> SearchMeta:
+    """The answer's meta: how the first (or only) phrasing was ranked."""
+    plan, fusion, legs = phrasing.plan, phrasing.ranked.fusion, phrasing.ranked.legs
+    return SearchMeta(
+        mode=fusion.mode,
+        fusion=fusion.method,
+        took_ms=took_ms,
+        fts_matches=legs.fts_total,
+        vector_matches=len(legs.vector),
+        unit="note" if plan.request.by_note else "section",
+        semantic_weight=fusion.weight,
+        semantic_model=(MULTILINGUAL_MODEL if legs.multilingual else oracle.embedder.model_id)
+        if fusion.mode != "fts" else None,
+        weak=weak,
+        languages=sorted(plan.languages) if plan.languages else None,
+        expanded_with=legs.expanded_with,
+        reranked_by=phrasing.reranked_by,
+        warnings=warnings,
+    )
 
 
 def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     """Retrieval only, unlogged: the building block for search and consult. Reads as its steps:
 
     plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
-    -> page (only the page is read in full) -> result. With `variants`, each phrasing runs this and the pages
-    are fused per note (server/services/search/variants.py)."""
+    -> page (only the page is read in full) -> result. With `variants`, each phrasing is ranked this way and
+    the rankings are fused per note before one page is read (_run_phrasings)."""
     if request.variants:
-        return run_with_variants(request, lambda ask: run_search(oracle, ask),
-                                 lambda phrasings: primed_questions(oracle, phrasings))
+        phrasings = variants_module.distinct_phrasings(request.query, request.variants)
+        if len(phrasings) > 1:
+            return _run_phrasings(oracle, request, phrasings)
+        request = request.model_copy(update={"variants": []})  # every variant repeats the query: the plain search
     started = time.perf_counter()
     with searching():  # the background warm-up waits for a quiet moment (indexer/worker/maintenance.py)
-        plan = _plan(oracle, request)
-        ranked = _rank(oracle, plan)
-        while _wants_wider_pool(plan, ranked):
-            plan = plan.widened()
-            ranked = _rank(oracle, plan)
-        reranked_by = _rerank(oracle, plan, ranked)
-        page = _page(oracle, plan, ranked)
+        ranked_question = _ranked_question(oracle, request)
+        page = _page(oracle, ranked_question.plan, ranked_question.ranked)
+    plan, ranked = ranked_question.plan, ranked_question.ranked
     weak = not page.hits or all(h.weak for h in page.hits)
-    fusion, legs = ranked.fusion, ranked.legs
     offer = _vocabulary(oracle, plan, page) if weak and (page.hits or not ranked.total) else []
-    return SearchResult(
-        query=plan.query,
-        hits=page.hits,
-        total=ranked.total,
-        limit=request.limit,
-        offset=request.offset,
-        meta=SearchMeta(
-            mode=fusion.mode,
-            fusion=fusion.method,
-            took_ms=round((time.perf_counter() - started) * 1000, 2),
-            fts_matches=legs.fts_total,
-            vector_matches=len(legs.vector),
-            unit="note" if request.by_note else "section",
-            semantic_weight=fusion.weight,
-            semantic_model=(MULTILINGUAL_MODEL if legs.multilingual else oracle.embedder.model_id)
-            if fusion.mode != "fts" else None,
-            weak=weak,
-            languages=sorted(plan.languages) if plan.languages else None,
-            expanded_with=legs.expanded_with,
-            reranked_by=reranked_by,
-            warnings=_warnings(oracle, plan, ranked, page, weak),
-        ),
-        try_=offer,
-    )
+    warnings = _ranking_warnings(oracle, plan, ranked) + _page_warnings(request, ranked.total, page, weak)
+    return SearchResult(query=plan.query, hits=page.hits, total=ranked.total, limit=request.limit,
+                        offset=request.offset, try_=offer,
+                        meta=_meta(oracle, ranked_question, round((time.perf_counter() - started) * 1000, 2), weak, warnings))
+
+
+# Shared by every search with variants; a phrasing never waits on this pool (its legs use the pipeline's).
+_PHRASINGS = ThreadPoolExecutor(max_workers=variants_module.WORKERS, thread_name_prefix="oracle-phrasing")
+
+
+def _run_phrasings(oracle: Oracle, request: SearchRequest, phrasings: list[str]) -> SearchResult:
+    """The query and each distinct variant ranked as its own question (its questions embedded in one batch,
+    two phrasings at a time), the rankings fused per note (variants.fuse), and one page read from the fused
+    ranking: each hit shown as the phrasing that ranked it best showed it, weak only if every phrasing that
+    found it calls it weak."""
+    started = time.perf_counter()
+    depth = variants_module.depth(request.offset, request.limit)
+    asks = [request.model_copy(update={"query": p, "variants": [], "limit": depth, "offset": 0}) for p in phrasings]
+    with searching(), primed_questions(oracle, phrasings) if request.mode != "fts" else nullcontext():
+        if variants_module.WORKERS > 1:
+            futures = [_PHRASINGS.submit(contextvars.copy_context().run, _ranked_question, oracle, ask)
+                       for ask in asks]
+            ranked = [f.result() for f in futures]
+        else:
+            ranked = [_ranked_question(oracle, ask) for ask in asks]
+        rankings = [[(_entry_key(e, r), e.score) for e in r.ranked.entries[:depth]] for r in ranked]
+        fused = variants_module.fuse(rankings, variants_module.weights(len(ranked)))
+        page = _fused_page(oracle, request, ranked, rankings, fused)
+    weak = not page.hits or all(h.weak for h in page.hits)
+    total = max(len(fused), *(r.ranked.total for r in ranked))
+    first = ranked[0]
+    offer = _vocabulary(oracle, first.plan, page) if weak and (page.hits or not total) else []
+    warnings: list[str] = []
+    for r in ranked:
+        warnings += [w for w in _ranking_warnings(oracle, r.plan, r.ranked) if w not in warnings]
+    warnings += _page_warnings(request, total, page, weak)
+    meta = _meta(oracle, first, round((time.perf_counter() - started) * 1000, 2), weak, warnings).model_copy(
+        update={"fts_matches": max(r.ranked.legs.fts_total for r in ranked),
+                "vector_matches": max(len(r.ranked.legs.vector) for r in ranked), "phrasings": len(ranked)})
+    return SearchResult(query=first.plan.query, hits=page.hits, total=total, limit=request.limit,
+                        offset=request.offset, meta=meta, try_=offer)
+
+
+def _entry_key(entry: _Entry, phrasing: _Phrasing) -> str:
+    """What the phrasings' rankings are fused on: the note, or the section when sections were asked for."""
+    return phrasing.ranked.facts[entry.lead.id].file if phrasing.plan.request.by_note else entry.lead.id
+
+
+def _fused_page(oracle: Oracle, request: SearchRequest, ranked: list[_Phrasing],
+                rankings: list[list[tuple[str, float]]], fused: list[variants_module.FusedKey]) -> _Page:
+    """The page of the fused ranking, read in full once: each key as the phrasing that ranked it best (the
+    earliest on a tie) holds it; an entry whose sections vanished meanwhile gives its place to the next."""
+    shown: list[tuple[variants_module.FusedKey, int, _Entry]] = []
+    docs: dict[str, Section] = {}
+    vanished = 0
+    rest = fused[request.offset:]
+    while rest and len(shown) < request.limit:
+        batch, rest = rest[: request.limit - len(shown)], rest[request.limit - len(shown):]
+        chosen = [(f, p, ranked[p].ranked.entries[f.best_rank]) for f in batch
+                  for p in [next(p for p in f.phrasings if rankings[p][f.best_rank][0] == f.key)]]
+        found = oracle.store.sections_by_id([e.lead.id for _, _, e in chosen])
+        for f, p, entry in chosen:
+            if entry.lead.id in found:
+                shown.append((f, p, entry))
+                docs[entry.lead.id] = found[entry.lead.id]
+            else:
+                vanished += 1
+    weak = _weak_everywhere(oracle, ranked, rankings, [f for f, _, _ in shown])
+    hits = []
+    for f, p, entry in shown:
+        plan, one = ranked[p].plan, ranked[p].ranked
+        hit = _hit(entry.lead, round(f.score, 6), docs[entry.lead.id], plan.kq, one.use, entry.others,
+                   entry.duplicates, one.facts, weak[f.key], entry.translations, entry.rerank)
+        hits.append(hit.model_copy(update={"phrasings": list(f.phrasings)}))
+    return _Page(_fresh(oracle, hits), vanished)
+
+
+def _weak_everywhere(oracle: Oracle, ranked: list[_Phrasing], rankings: list[list[tuple[str, float]]],
+                     keys: list[variants_module.FusedKey]) -> dict[str, bool]:
+    """For each key of the page: whether every phrasing that found it calls it weak."""
+    weak = {f.key: True for f in keys}
+    for index, phrasing in enumerate(ranked):
+        at = {key: rank for rank, (key, _) in enumerate(rankings[index])}
+        mine = [(f.key, phrasing.ranked.entries[at[f.key]]) for f in keys if index in f.phrasings]
+        if not mine:
+            continue
+        verdicts = _weak_leads(oracle, phrasing.plan, phrasing.ranked, [e for _, e in mine])
+        for key, entry in mine:
+            weak[key] = weak[key] and verdicts[entry.lead.id]
+    return weak
 
 
 def _vocabulary(oracle: Oracle, plan: _Plan, page: _Page) -> list[str]:
