@@ -898,7 +898,7 @@ def _run_phrasings(oracle: Oracle, request: SearchRequest, phrasings: list[str])
         fused = variants_module.fuse(rankings, variants_module.weights(len(ranked)))
         page = _fused_page(oracle, request, ranked, rankings, fused)
     weak = not page.hits or all(h.weak for h in page.hits)
-    total = max(len(fused), *(r.ranked.total for r in ranked))
+    total = max(len(_matching_keys(oracle, ranked, depth)), *(r.ranked.total for r in ranked))
     first = ranked[0]
     offer = _vocabulary(oracle, first.plan, page) if weak and (page.hits or not total) else []
     warnings: list[str] = []
@@ -910,6 +910,17 @@ def _run_phrasings(oracle: Oracle, request: SearchRequest, phrasings: list[str])
                 "vector_matches": max(len(r.ranked.legs.vector) for r in ranked), "phrasings": len(ranked)})
     return SearchResult(query=first.plan.query, hits=page.hits, total=total, limit=request.limit,
                         offset=request.offset, meta=meta, try_=offer)
+
+
+def _matching_keys(oracle: Oracle, ranked: list[_Phrasing], depth: int) -> set[str]:
+    """The fused keys (notes, or sections) that really match any phrasing (_really_matches), as one phrasing's
+    total counts them: a search with variants counts what its phrasings found, not every vector neighbour."""
+    keys: set[str] = set()
+    for phrasing in ranked:
+        bar = _bar(oracle, phrasing.plan, phrasing.ranked.legs)
+        keys.update(_entry_key(e, phrasing) for e in phrasing.ranked.entries[:depth]
+                    if phrasing.ranked.fusion.mode == "vector" or _really_matches(e, bar))
+    return keys
 
 
 def _entry_key(entry: _Entry, phrasing: _Phrasing) -> str:
