@@ -3,8 +3,8 @@
 A page of 10 search hits was ~22 KB at an MCP client: every hit's score breakdown, found_by, concepts and other
 matching sections, twice (the structured content and a text rendering of it). An agent judges and cites a hit by
 its id, title, heading, snippet, file, lines and content_hash; how the hit was ranked is for tuning and debugging.
-So `detail=brief` (the default over MCP, where each byte is context) keeps those, and whatever about a hit calls
-for action (weak, superseded, stale, duplicates, translations, matched relations, the phrasings that found it),
+So `detail=brief` (the default over MCP, where each byte is context) keeps those (and the answer's meta but for the
+words query expansion added), and whatever about a hit calls for action (weak, superseded, stale, duplicates, translations, matched relations, the phrasings that found it),
 and `detail=full` (the default over HTTP and the CLI, read by programs and people) is the whole model.
 
 One search runs either way: the shape is cut from the same SearchResult after it, so the notes and their order
@@ -48,8 +48,13 @@ def brief_hit(hit: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# How the ranking went, beside each hit's breakdown: full detail only.
+FULL_META = ("expanded_with",)
+
+
 def brief_search(result: SearchResult) -> dict[str, Any]:
-    """A search result's JSON with brief hits; its total, paging, meta and `try` whole."""
+    """A search result's JSON with brief hits; its total, paging and `try` whole, its meta but for FULL_META."""
     data = result.model_dump(mode="json")
     data["hits"] = [brief_hit(hit) for hit in data["hits"]]
+    data["meta"] = {k: v for k, v in data["meta"].items() if k not in FULL_META}
     return data

@@ -69,7 +69,9 @@ def test_a_brief_hit_keeps_what_an_agent_judges_and_cites_and_what_calls_for_act
     assert second["duplicates"] == [{"id": "c_" + "3" * 20, "source_file": "b.md"}]
     assert "breakdown" not in second and "sections" not in second and "last_verified" not in second
     full = _result(plain, flagged).model_dump(mode="json")
-    assert {k: v for k, v in data.items() if k != "hits"} == {k: v for k, v in full.items() if k != "hits"}
+    assert {k: v for k, v in data.items() if k not in ("hits", "meta")} == {
+        k: v for k, v in full.items() if k not in ("hits", "meta")}
+    assert data["meta"] == {k: v for k, v in full["meta"].items() if k != "expanded_with"}
     assert [h["id"] for h in data["hits"]] == [h["id"] for h in full["hits"]]
 
 
