@@ -1,11 +1,12 @@
 """How much of a result an answer carries: a search's `detail` (issue 40, "the context an agent pays").
 
-A page of 10 search hits was ~22 KB at an MCP client: every hit's score breakdown, found_by, concepts and other
-matching sections, twice (the structured content and a text rendering of it). An agent judges and cites a hit by
-its id, title, heading, snippet, file, lines and content_hash; how the hit was ranked is for tuning and debugging.
-So `detail=brief` (the default over MCP, where each byte is context) keeps those (and the answer's meta but for the
-words query expansion added), and whatever about a hit calls for action (weak, superseded, stale, duplicates, translations, matched relations, the phrasings that found it),
-and `detail=full` (the default over HTTP and the CLI, read by programs and people) is the whole model.
+A page of 10 search hits was ~27 KB at an MCP client: every hit's score breakdown, found_by, concepts and other
+matching sections, twice (the structured content and a text rendering of it), and a resource link per note. An
+agent judges and cites a hit by its id, title, heading, snippet, file, lines and content_hash; how the hit was
+ranked is for tuning and debugging. So `detail=brief` (the default over MCP, where each byte is context) keeps
+those, whatever about a hit calls for action (weak, superseded, stale, duplicates, translations, matched
+relations, the phrasings that found it) and the answer's meta but for the words query expansion added; `detail=full`
+(the default over HTTP and the CLI, read by programs and people) is the whole model.
 
 One search runs either way: the shape is cut from the same SearchResult after it, so the notes and their order
 never depend on the detail asked for. Every adapter shapes through `Tool.dump` (server/registry/tools.py).

@@ -78,7 +78,8 @@ def brief_search_text(result: SearchResult) -> str:
         flags += [f"SUPERSEDED by {hit.superseded_by.source_file}"] if hit.superseded_by else []
         flags += [f"STALE since {hit.stale_since}"] if hit.stale else []
         more = f"; {'; '.join(flags)}" if flags else ""
-        lines.append(f"{n}. {hit.title}{heading} — {hit.source_file}:{hit.line_start}-{hit.line_end} ({hit.id}{more})")
+        where = f"{hit.source_file}:{hit.line_start}-{hit.line_end}"
+        lines.append(f"{n}. {hit.title}{heading} — {where} ({hit.id}{more})")
     if result.try_:
         lines.append(try_line(result.try_))
     if result.hits:
