@@ -20,6 +20,8 @@ from oracle_server.services.search.query import snippet
     ("ไทย **ตัวหนา** 日本語の[[メモ]]", "ไทย ตัวหนา 日本語のメモ"),
     ("```python\nprint(1)\n```", "\nprint(1)\n"),
     ("plain text stays as it is.", "plain text stays as it is."),
+    ("| Idea | Why not |\n|------|:---:|\n| Moon | too **many** |", "Idea · Why not\n\nMoon · too many"),
+    ("a | b in prose stays", "a | b in prose stays"),
 ])
 def test_markdown_marks_go_and_the_words_stay(markdown: str, plain: str) -> None:
     assert plain_text(markdown) == plain

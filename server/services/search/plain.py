@@ -24,6 +24,13 @@ _STAR = re.compile(r"(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])")
 _UNDERSCORE = re.compile(r"(?<![\w_])_(?=[^\s_])(.+?)(?<=[^\s_])_(?![\w_])")
 _CODE = re.compile(r"(`+)(.+?)\1")
 _FENCE = re.compile(r"^[ \t]{0,3}(?:```|~~~)[^\n]*$", re.M)
+# a table: its |---|:--:| rule goes, a row's cells read `a · b` (only lines that start with a pipe are rows)
+_TABLE_RULE = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3,}:?[ \t]*)?$", re.M)
+_TABLE_ROW = re.compile(r"^[ \t]*\|(.*?)\|?[ \t]*$", re.M)
+
+
+def _row(match: re.Match[str]) -> str:
+    return " · ".join(cell.strip() for cell in match.group(1).split("|") if cell.strip())
 
 
 def _wikilink(match: re.Match[str]) -> str:
@@ -39,9 +46,11 @@ def _wikilink(match: re.Match[str]) -> str:
 
 def plain_text(markdown: str) -> str:
     """`markdown` without its marks: a wikilink is its label (else its note's name), a link its text, emphasis,
-    code ticks, heading and quote marks and rules are dropped, `*` bullets read `-`. Line breaks are kept (the
+    code ticks, heading and quote marks and rules are dropped, `*` bullets read `-`, a table's rows read `a · b`. Line breaks are kept (the
     snippet folds whitespace itself); text that is not markdown comes back unchanged."""
     text = _FENCE.sub("", markdown)
+    text = _TABLE_RULE.sub("", text)
+    text = _TABLE_ROW.sub(_row, text)
     text = _WIKILINK.sub(_wikilink, text)
     text = _LINK.sub(lambda m: m.group(1), text)
     text = _CODE.sub(lambda m: m.group(2).strip(), text)
