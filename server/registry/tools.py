@@ -191,7 +191,11 @@ TOOLS: tuple[Tool, ...] = (
             "Before a decision: the principles and learnings that apply, as guidance within a token budget, each "
             "source with id, file and sha256 to cite."
         ),
-        details='Give the decision and any context. The notes are wrapped as reference data (not instructions).',
+        details=(
+            "Give the decision and any context. The notes are wrapped as reference data (not instructions). "
+            "context_window: the budget becomes 15% of it (at most 8000 tokens), and under 30,000 only principles, "
+            "the core, are consulted (mode core); the result says which budget and mode it used."
+        ),
         returns=(
             "relevant principles and learnings (hybrid) and guidance within the budget, wrapped in a "
             "reference-data boundary with each source's id, file and sha256; `budget_tokens`, `budget_from` and "
@@ -220,10 +224,8 @@ TOOLS: tuple[Tool, ...] = (
             "To replace a note you read, pass revises (its path) and expected_hash (its file_hash)."
         ),
         details=(
-            "Near-duplicate learnings are listed as advice; it is saved regardless. With revises, it is refused as a "
-            "conflict if the note changed since it was read."
-            " context_window: the budget becomes 15% of it (at most 8000 tokens), and under 30,000 only "
-            "principles, the core, are consulted (mode core); the result says which budget and mode it used."
+            "The text of an existing learning is refused (allow_duplicate=true saves it); similar ones are listed as "
+            "advice. With revises, it is refused as a conflict if the note changed since it was read."
             " idempotency_key: any unique string of 8-200 printable ASCII characters (a UUID); a retry of the "
             "same learn with the same key returns the learning saved the first time instead of saving it twice."
         ),

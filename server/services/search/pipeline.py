@@ -7,11 +7,8 @@ sections; by default the page is made of notes (server/services/search/notes.py)
 
 from __future__ import annotations
 
-import contextvars
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 
 # numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
@@ -35,7 +32,9 @@ from oracle_server.services.search import expansion, vocabulary
 from oracle_server.services.search import scoring
 from oracle_server.services.search import variants as variants_module
 from oracle_server.services.app import Oracle
+from oracle_server.services.errors import OracleError
 from oracle_server.services.models import (
+    LANG_CODE,
     DuplicateRef,
     Hit,
     MatchedSection,
@@ -154,32 +153,7 @@ def _question_vector(oracle: Oracle, query: str, main_share: float, beside: bool
             " the next index run re-embeds them")
     if main_share <= 0:
         return None
-    primed = _PRIMED.get()
-    if primed is not None and query in primed[0]:
-        return primed[1].result()[primed[0].index(query)]  # EmbeddingUnavailable etc. surface here as they would
     return oracle.embedder.embed_query(query, beside=beside)
-
-
-# Query expansion on (the default); a search with variants may run its phrasings without it (variants.EXPAND).
-_EXPAND: contextvars.ContextVar[bool] = contextvars.ContextVar("oracle_expand", default=True)
-
-# The questions of a search with variants, embedded in one batch while its phrasings' keyword legs run
-# (primed_questions): the phrasings, and the batch's future. Its own thread: a vector leg waits on it.
-_PRIMED: contextvars.ContextVar[tuple[list[str], Future] | None] = contextvars.ContextVar("oracle_primed", default=None)
-_BATCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oracle-questions")
-
-
-@contextmanager
-def primed_questions(oracle: Oracle, phrasings: list[str]) -> Iterator[None]:
-    """Every phrasing's question vector from one batch (Embedder.embed_queries), started now and awaited by each
-    phrasing's vector leg; a failure of the batch reaches each vector leg, which reports it as it always does."""
-    token = _PRIMED.set((list(phrasings), _BATCH.submit(oracle.embedder.embed_queries, list(phrasings))))
-    expand = _EXPAND.set(variants_module.EXPAND)
-    try:
-        yield
-    finally:
-        _EXPAND.reset(expand)
-        _PRIMED.reset(token)
 
 
 def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: Filters, pool: int,
@@ -225,7 +199,7 @@ def _vector_leg_beside(oracle: Oracle, query: str, filters: Filters, pool: int, 
         vector = _question_vector(oracle, query, main_share, beside=True)
         return _nearest(oracle, query, vector, filters, pool, multilingual, main_share)
 
-    return _LEG_POOL.submit(contextvars.copy_context().run, leg)  # primed questions reach the leg's thread
+    return _LEG_POOL.submit(leg)
 
 
 def _run_legs(oracle: Oracle, plan: _Plan) -> _Legs:
@@ -333,8 +307,7 @@ def _fuse(oracle: Oracle, plan: _Plan, legs: _Legs) -> _Fusion:
     if method == "weighted" and fused:
         notes_for = plan.kq.fts_match if _weighs_note_evidence("hybrid", plan.kq, legs) else None
         prefetched = _LEG_POOL.submit(_prefetch, oracle, [f.id for f in fused], notes_for, legs.read)
-        if _EXPAND.get():
-            fused = _expand(oracle, plan, fused, weight, legs)
+        fused = _expand(oracle, plan, fused, weight, legs)
     return _Fusion(fused, "hybrid", method, weight, prefetched)
 
 
@@ -851,12 +824,47 @@ def _meta(oracle: Oracle, phrasing: _Phrasing, took_ms: float, weak: bool, warni
     )
 
 
+EMPTY_INDEX = ("the index is empty: run `oracle index` (or `oracle stats` to see what the knowledge root holds and"
+               " what is not indexed)")
+
+
+def _languages_present(oracle: Oracle) -> dict[str, int]:
+    """Language -> notes, for the languages known (stated or recognised from the text)."""
+    return {lang: n for lang, n in oracle.store.note_languages().items() if lang != "unknown"}
+
+
+def _languages_named(oracle: Oracle) -> str:
+    present = _languages_present(oracle)
+    return ", ".join(f"{lang} ({n})" for lang, n in sorted(present.items(), key=lambda kv: (-kv[1], kv[0]))) \
+        or "no language yet (the index is empty or its notes too short to tell)"
+
+
+def check_lang(oracle: Oracle, request: SearchRequest) -> None:
+    """A `lang` that is no language code is refused, naming the form and the languages present (issue 40:
+    `--lang thai` answered with a raw regex)."""
+    if request.lang and not LANG_CODE.fullmatch(request.lang):
+        raise OracleError("invalid", f"lang {request.lang!r} is not a language code: use ISO 639-1, two letters with"
+                          f" an optional region (en, th, ja, zh-TW); the notes are in {_languages_named(oracle)}")
+
+
+def _empty_warnings(oracle: Oracle, request: SearchRequest, total: int) -> list[str]:
+    """Nothing at all: say why when the cause is the index or the language filter, not the words (issue 40)."""
+    if total:
+        return []
+    if oracle.store.note_count() == 0:
+        return [EMPTY_INDEX]
+    if request.lang and request.lang not in _languages_present(oracle):
+        return [f"no notes in language {request.lang!r}; the notes are in {_languages_named(oracle)}"]
+    return []
+
+
 def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     """Retrieval only, unlogged: the building block for search and consult. Reads as its steps:
 
     plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
-    -> page (only the page is read in full) -> result. With `variants`, each phrasing is ranked this way and
-    the rankings are fused per note before one page is read (_run_phrasings)."""
+    -> page (only the page is read in full) -> result. With `variants`, the query and its variants are searched
+    as one question (_run_phrasings)."""
+    check_lang(oracle, request)
     if request.variants:
         phrasings = variants_module.distinct_phrasings(request.query, request.variants)
         if len(phrasings) > 1:
@@ -869,107 +877,37 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     plan, ranked = ranked_question.plan, ranked_question.ranked
     weak = not page.hits or all(h.weak for h in page.hits)
     offer = _vocabulary(oracle, plan, page) if weak and (page.hits or not ranked.total) else []
-    warnings = _ranking_warnings(oracle, plan, ranked) + _page_warnings(request, ranked.total, page, weak)
+    warnings = (_ranking_warnings(oracle, plan, ranked) + _page_warnings(request, ranked.total, page, weak)
+                + _empty_warnings(oracle, request, ranked.total))
     return SearchResult(query=plan.query, hits=page.hits, total=ranked.total, limit=request.limit,
                         offset=request.offset, try_=offer,
                         meta=_meta(oracle, ranked_question, round((time.perf_counter() - started) * 1000, 2), weak, warnings))
 
 
-# Shared by every search with variants; a phrasing never waits on this pool (its legs use the pipeline's).
-_PHRASINGS = ThreadPoolExecutor(max_workers=variants_module.WORKERS, thread_name_prefix="oracle-phrasing")
-
-
 def _run_phrasings(oracle: Oracle, request: SearchRequest, phrasings: list[str]) -> SearchResult:
-    """The query and each distinct variant ranked as its own question (its questions embedded in one batch,
-    two phrasings at a time), the rankings fused per note (variants.fuse), and one page read from the fused
-    ranking: each hit shown as the phrasing that ranked it best showed it, weak only if every phrasing that
-    found it calls it weak."""
-    started = time.perf_counter()
-    depth = variants_module.depth(request.offset, request.limit)
-    asks = [request.model_copy(update={"query": p, "variants": [], "limit": depth, "offset": 0}) for p in phrasings]
-    with searching(), primed_questions(oracle, phrasings) if request.mode != "fts" else nullcontext():
-        if variants_module.WORKERS > 1:
-            futures = [_PHRASINGS.submit(contextvars.copy_context().run, _ranked_question, oracle, ask)
-                       for ask in asks]
-            ranked = [f.result() for f in futures]
-        else:
-            ranked = [_ranked_question(oracle, ask) for ask in asks]
-        rankings = [[(_entry_key(e, r), e.score) for e in r.ranked.entries[:depth]] for r in ranked]
-        fused = variants_module.fuse(rankings, variants_module.weights(len(ranked)))
-        page = _fused_page(oracle, request, ranked, rankings, fused)
-    weak = not page.hits or all(h.weak for h in page.hits)
-    total = max(len(_matching_keys(oracle, ranked, depth)), *(r.ranked.total for r in ranked))
-    first = ranked[0]
-    offer = _vocabulary(oracle, first.plan, page) if weak and (page.hits or not total) else []
-    warnings: list[str] = []
-    for r in ranked:
-        warnings += [w for w in _ranking_warnings(oracle, r.plan, r.ranked) if w not in warnings]
-    warnings += _page_warnings(request, total, page, weak)
-    meta = _meta(oracle, first, round((time.perf_counter() - started) * 1000, 2), weak, warnings).model_copy(
-        update={"fts_matches": max(r.ranked.legs.fts_total for r in ranked),
-                "vector_matches": max(len(r.ranked.legs.vector) for r in ranked), "phrasings": len(ranked)})
-    return SearchResult(query=first.plan.query, hits=page.hits, total=total, limit=request.limit,
-                        offset=request.offset, meta=meta, try_=offer)
+    """The query and its distinct variants searched as one question (variants.joined), then each hit told which
+    phrasings' words it holds. The answer names the query as asked."""
+    result = run_search(oracle, request.model_copy(update={"query": variants_module.joined(phrasings),
+                                                            "variants": []}))
+    terms = [build_keyword_query(p).terms for p in phrasings]
+    held = _phrasings_held(oracle, terms, result.hits)
+    return result.model_copy(update={
+        "query": validate_query(request.query),
+        "hits": [h.model_copy(update={"phrasings": held[h.id]}) for h in result.hits],
+        "meta": result.meta.model_copy(update={"phrasings": len(phrasings)}),
+    })
 
 
-def _matching_keys(oracle: Oracle, ranked: list[_Phrasing], depth: int) -> set[str]:
-    """The fused keys (notes, or sections) that really match any phrasing (_really_matches), as one phrasing's
-    total counts them: a search with variants counts what its phrasings found, not every vector neighbour."""
-    keys: set[str] = set()
-    for phrasing in ranked:
-        bar = _bar(oracle, phrasing.plan, phrasing.ranked.legs)
-        keys.update(_entry_key(e, phrasing) for e in phrasing.ranked.entries[:depth]
-                    if phrasing.ranked.fusion.mode == "vector" or _really_matches(e, bar))
-    return keys
-
-
-def _entry_key(entry: _Entry, phrasing: _Phrasing) -> str:
-    """What the phrasings' rankings are fused on: the note, or the section when sections were asked for."""
-    return phrasing.ranked.facts[entry.lead.id].file if phrasing.plan.request.by_note else entry.lead.id
-
-
-def _fused_page(oracle: Oracle, request: SearchRequest, ranked: list[_Phrasing],
-                rankings: list[list[tuple[str, float]]], fused: list[variants_module.FusedKey]) -> _Page:
-    """The page of the fused ranking, read in full once: each key as the phrasing that ranked it best (the
-    earliest on a tie) holds it; an entry whose sections vanished meanwhile gives its place to the next."""
-    shown: list[tuple[variants_module.FusedKey, int, _Entry]] = []
-    docs: dict[str, Section] = {}
-    vanished = 0
-    rest = fused[request.offset:]
-    while rest and len(shown) < request.limit:
-        batch, rest = rest[: request.limit - len(shown)], rest[request.limit - len(shown):]
-        chosen = [(f, p, ranked[p].ranked.entries[f.best_rank]) for f in batch
-                  for p in [next(p for p in f.phrasings if rankings[p][f.best_rank][0] == f.key)]]
-        found = oracle.store.sections_by_id([e.lead.id for _, _, e in chosen])
-        for f, p, entry in chosen:
-            if entry.lead.id in found:
-                shown.append((f, p, entry))
-                docs[entry.lead.id] = found[entry.lead.id]
-            else:
-                vanished += 1
-    weak = _weak_everywhere(oracle, ranked, rankings, [f for f, _, _ in shown])
-    hits = []
-    for f, p, entry in shown:
-        plan, one = ranked[p].plan, ranked[p].ranked
-        hit = _hit(entry.lead, round(f.score, 6), docs[entry.lead.id], plan.kq, one.use, entry.others,
-                   entry.duplicates, one.facts, weak[f.key], entry.translations, entry.rerank)
-        hits.append(hit.model_copy(update={"phrasings": list(f.phrasings)}))
-    return _Page(_fresh(oracle, hits), vanished)
-
-
-def _weak_everywhere(oracle: Oracle, ranked: list[_Phrasing], rankings: list[list[tuple[str, float]]],
-                     keys: list[variants_module.FusedKey]) -> dict[str, bool]:
-    """For each key of the page: whether every phrasing that found it calls it weak."""
-    weak = {f.key: True for f in keys}
-    for index, phrasing in enumerate(ranked):
-        at = {key: rank for rank, (key, _) in enumerate(rankings[index])}
-        mine = [(f.key, phrasing.ranked.entries[at[f.key]]) for f in keys if index in f.phrasings]
-        if not mine:
-            continue
-        verdicts = _weak_leads(oracle, phrasing.plan, phrasing.ranked, [e for _, e in mine])
-        for key, entry in mine:
-            weak[key] = weak[key] and verdicts[entry.lead.id]
-    return weak
+def _phrasings_held(oracle: Oracle, terms: list[tuple[str, ...]], hits: list[Hit]) -> dict[str, list[int]]:
+    """For each hit, the phrasings most of whose words its lead section or one of its listed sections holds
+    (variants.holding): one read per phrasing, over the page's sections only."""
+    ids = sorted({i for h in hits for i in (h.id, *h.also_in_file)})
+    matched: dict[str, dict[int, int]] = {h.id: {} for h in hits}
+    for index, words in enumerate(terms):
+        counts = oracle.store.terms_matched([quote(t) for t in words], ids) if words and ids else {}
+        for h in hits:
+            matched[h.id][index] = max((counts.get(i, 0) for i in (h.id, *h.also_in_file)), default=0)
+    return {h.id: variants_module.holding(terms, matched[h.id]) for h in hits}
 
 
 def _vocabulary(oracle: Oracle, plan: _Plan, page: _Page) -> list[str]:
