@@ -220,8 +220,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_learn",
         description=(
-            "Save a learning (a pattern or lesson worth keeping) as a markdown note, searchable when this returns. "
-            "To replace a note you read, pass revises (its path) and expected_hash (its file_hash)."
+            "Save a learning (a pattern or lesson) as a markdown note, searchable when this returns. To replace a "
+            "note you read, pass revises (its path) and expected_hash."
         ),
         details=(
             "The text of an existing learning is refused (allow_duplicate=true saves it); similar ones are listed as "
@@ -242,8 +242,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_list",
         description=(
-            "List notes newest first, by type or frontmatter (unit=section: every section); for browsing, not "
-            "searching."
+            "List notes newest first, by type or frontmatter (unit=section: every section); for browsing."
         ),
         returns=(
             "notes newest first (each by its first section, with how many sections it has), deterministic; "
@@ -257,8 +256,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_stats",
         description=(
-            "Health and size of the knowledge base: notes by type, index drift, embeddings and the languages they "
-            "read, vector store, usage, latency."
+            "Health and size of the knowledge base: notes by type, index drift, embeddings, vector store, usage, "
+            "latency."
         ),
         returns=(
             "notes and sections by type, concepts, last indexed, drift between disk and index, embedding "
@@ -301,8 +300,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_supersede",
         description=(
-            "Mark a note as replaced by a newer one (chunk ids or note paths): it stays searchable, ranks below its "
-            "successor and points to it. undo=true revokes."
+            "Mark a note as replaced by a newer one (chunk ids or paths): it stays searchable, ranks below it and "
+            "points to it. undo=true revokes."
         ),
         details=(
             "The old note stays on disk and in the index, and every hit that returns it points to the new one. A "
@@ -354,7 +353,7 @@ TOOLS: tuple[Tool, ...] = (
         name="oracle_verify",
         description=(
             "Check citations (id, content_hash): unchanged, changed or gone; working_set_id: does a consult "
-            "reproduce; mark_verified: stamp notes you checked as verified today."
+            "reproduce; mark_verified: stamp notes checked today."
         ),
         details=(
             "For each citation from a hit or consult source, says whether the note is unchanged, changed (with the "
@@ -378,8 +377,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_edit",
         description=(
-            "Edit a note: append, prepend, replace a section or one exact text. Pass its file_hash (oracle_read) as "
-            "expected_hash: refused as a conflict if it changed since."
+            "Edit a note: append, prepend, replace a section or one exact text. Pass its file_hash as expected_hash: "
+            "a conflict if it changed since."
         ),
         details=(
             "prepend puts the text after the note's title; a conflict means: read it again and redo the edit. The "
@@ -400,8 +399,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_archive",
         description=(
-            "Retire a note into .archive/ (out of the index, never deleted). Pass its file_hash as expected_hash; to "
-            "point at a newer note use oracle_supersede."
+            "Retire a note into .archive/ (out of the index, never deleted), given its file_hash as expected_hash; "
+            "oracle_supersede points to a newer one."
         ),
         details=(
             "The .archive/ folder is under the knowledge root. If the note changed since you read it nothing is "

@@ -241,14 +241,14 @@ class SearchRequest(Request):
         description="note (default): one hit per note; section: one per section.",
     )
     group_by_file: bool | None = Field(default=None, description="Older unit: true = note, false = section.")
-    fusion: Fusion | None = Field(default=None, description="How the keyword and vector legs are fused (default: the measured best).")
-    subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="Start from notes stating a relation with this subject.")
+    fusion: Fusion | None = Field(default=None, description="How the two legs are fused (default: the measured best).")
+    subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="Notes stating a relation with this subject first.")
     predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this predicate.")
     object: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this object.")
     lang: str | None = Field(default=None, max_length=35,
-                             description="Only notes in this language (ISO 639-1: en, th, zh-TW...).")
-    prefer_fresh: bool = Field(default=False, description="Notes past their freshness window (stale) come last.")
-    fresh_only: bool = Field(default=False, description="Leave out notes past their freshness window (stale).")
+                             description="Only notes in this language (en, th, ...).")
+    prefer_fresh: bool = Field(default=False, description="Stale notes (past their freshness window) last.")
+    fresh_only: bool = Field(default=False, description="Leave out stale notes.")
     where: Where = None
     variants: Variants = Field(
         default_factory=list,
@@ -461,7 +461,7 @@ class LearnRequest(Request):
     project: str | None = Field(default=None, max_length=200)
     relations: list[Triplet] = Field(
         default_factory=list, max_length=MAX_LEARN_RELATIONS,
-        description='Relations the learning states: {subject, predicate, object} objects, [s, p, o] or "s | p | o".',
+        description='Relations it states: {subject, predicate, object}, [s, p, o] or "s | p | o".',
     )
     idempotency_key: str | None = Field(
         default=None, min_length=8, max_length=200, pattern=r"^[\x21-\x7e]+$",
@@ -683,7 +683,7 @@ class FeedbackRequest(Request):
     id: str = Field(pattern=CHUNK_ID, description="A hit's or consult source's id.")
     verdict: Literal["helpful", "misleading"] = Field(description="Did the note help or mislead you?")
     note: str | None = Field(default=None, max_length=MAX_VERDICT_NOTE_CHARS,
-                             description=f"Why, in a sentence (at most {MAX_VERDICT_NOTE_CHARS} characters).")
+                             description="Why, in a sentence.")
 
 
 class FeedbackResult(BaseModel):
@@ -764,7 +764,7 @@ class ReadRequest(Request):
 
     id: str | None = Field(default=None, pattern=CHUNK_ID, description="A chunk id from a hit.")
     file: str | None = Field(default=None, max_length=1000, description="A note's path relative to the knowledge root.")
-    section: bool = Field(default=False, description="With id: only that chunk's section, not the whole note.")
+    section: bool = Field(default=False, description="With id: only that section.")
     max_chars: int = Field(default=20_000, ge=1000, le=2_000_000, description=(
         "At most this many characters; `truncated` says the note is longer."))
 
@@ -830,7 +830,7 @@ class VerifyRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     citations: list[Citation] = Field(default_factory=list, max_length=500,
-                                      description="[{id, content_hash}] taken from hits or consult sources.")
+                                      description="[{id, content_hash}] from hits or consult sources.")
     mark_verified: list[str] = Field(
         default_factory=list, max_length=100,
         description="Notes (ids or paths) you checked and found true: stamped last_verified today.")
@@ -928,7 +928,7 @@ class _NoteTarget(Request):
 
 
 class EditRequest(_NoteTarget):
-    op: EditOp = Field(description="append; prepend (after the title); replace_section (the body under `heading`);"
+    op: EditOp = Field(description="append, prepend (after the title), replace_section (under `heading`),"
                        " replace_text (the one `find`).")
     text: str = Field(max_length=MAX_PATTERN_CHARS, description="The markdown to add, or to put in place.")
     heading: str | None = Field(default=None, max_length=MAX_TITLE_CHARS,

@@ -346,7 +346,7 @@ def test_tools_list_stays_cheap_for_an_agents_context(oracle: Any) -> None:
     text = json.dumps(listed, separators=(",", ":"))
     # 31,000 until archive's warnings (issue 36) and `variants` on search and consult (issue 37: "no larger than
     # today, 30-33 KB"), then oracle_history and oracle_restore (issue 38: ~2 KB together, descriptions kept short);
-    # issue 40 took it under 16 KB (15,773): short descriptions (the rest in docs/tools.md), parts of a parameter
+    # issue 40 took it under 16 KB (15,582): short descriptions (the rest in docs/tools.md), parts of a parameter
     # not described, the where filter's bounds only, no output schemas
     assert len(text.encode()) < 16_000, len(text.encode())
     assert '"type":[' not in text and '"title":"' not in text.replace('"title":"oracle', "")
