@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import time
 
@@ -125,6 +127,9 @@ class Stats(BaseModel):
     freshness: Freshness | None = None
     serving: Serving | None = None
     working_copy: WorkingCopyStats | None = None  # with the team store only
+    # the team store in a server or an engine: `serving` ("team database", or "working copy" in an outage, since when
+    # and why) and what the last return to the database sent (server/services/offline.py; docs/team.md)
+    team_link: dict = Field(default_factory=dict)  # {} without the team store
 
 
 def drift(oracle: Oracle) -> Drift:
@@ -203,7 +208,7 @@ def stats(oracle: Oracle) -> Stats:
         version=__version__,
         root=str(oracle.settings.root),
         data_dir=str(oracle.settings.data_dir),
-        store="sqlite" if getattr(oracle.store, "dialect", "sqlite") == "sqlite" else str(oracle.store.path),
+        store=_store_name(oracle),
         documents=DocumentCounts(
             total=counts["chunks"],
             by_type=oracle.store.sections_by_type(),
@@ -239,7 +244,15 @@ def stats(oracle: Oracle) -> Stats:
         serving=Serving(pid=os.getpid(), **oracle.serving),
         freshness=_freshness(oracle),
         working_copy=_working_copy(oracle),
+        team_link=oracle.link.state() if oracle.link is not None else {},
     )
+
+
+def _store_name(oracle: Oracle) -> str:
+    """"sqlite", the PostgreSQL store's URL (no password), or the working copy's mark in an outage."""
+    if oracle.link is not None and oracle.link.offline:
+        return oracle.link.mark()
+    return "sqlite" if getattr(oracle.store, "dialect", "sqlite") == "sqlite" else str(oracle.store.path)
 
 
 def _working_copy(oracle: Oracle) -> WorkingCopyStats | None:
@@ -269,6 +282,14 @@ def health_state(oracle: Oracle) -> dict:
     PostgreSQL outage made /health wait 30 s for a pooled connection and answer a bare 500."""
     from oracle_indexer.store.pg.db import DatabaseUnavailable
 
+    link = oracle.link
+    if link is not None and link.offline:  # serving the working copy: up, and saying what it lacks
+        state = link.state()
+        with contextlib.suppress(Exception):  # a switch back under way: the database's own state below
+            files, chunks = index_size(oracle)
+            return {"status": "working copy", "files": files, "chunks": chunks,
+                    "database": {"backend": "postgresql", "reachable": False, "since": state["offline_since"],
+                                 "error": state["mark"]}}
     db = getattr(oracle.store, "db", None)
     database = db.state() if db is not None and hasattr(db, "state") else None
     try:
