@@ -10,6 +10,7 @@ import time
 from pydantic import BaseModel, Field
 
 from oracle_indexer.notes.discover import discover
+from oracle_indexer.models.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
 from oracle_server import __version__
 from oracle_server.services.app import Oracle
@@ -60,6 +61,9 @@ class EmbeddingCounts(BaseModel):
     embedded_chunks: int
     coverage: float
     cached: int
+    # How a query mostly in scripts the English model does not read (Thai, CJK, ...) is ranked, said here once
+    # rather than on every such answer (issue 40); "" when the main model reads every script.
+    scripts: str = ""
 
 
 class VectorHealth(BaseModel):
@@ -221,6 +225,7 @@ def stats(oracle: Oracle) -> Stats:
             embedded_chunks=counts["embedded"],
             coverage=round(counts["embedded"] / counts["chunks"], 4) if counts["chunks"] else 1.0,
             cached=counts["cached_embeddings"],
+            scripts=scripts_note(oracle),
         ),
         vector_store=vectors,
         drift=drift(oracle),
@@ -302,3 +307,14 @@ def usage_overview(oracle: Oracle, limit: int, days: int) -> dict:
     """The latest searches, consults and reads and their daily counts over `days` (the dashboard's usage
     panel): the usage logs as they are, newest first."""
     return oracle.logs.overview(limit, days)
+
+
+def scripts_note(oracle: Oracle) -> str:
+    """What EmbeddingCounts.scripts says: which model ranks the semantic leg of a query in another script."""
+    if oracle.embedder.multilingual:
+        return ""
+    if oracle.indexer.multilingual.ready():
+        return (f"queries mostly in scripts the English model does not read (Thai, CJK, ...) are ranked by the"
+                f" multilingual model ({MULTILINGUAL_MODEL}), weighted equally with keywords")
+    return ("queries mostly in scripts the English model does not read (Thai, CJK, ...) have no semantic ranking:"
+            " this index has no multilingual vectors (ORACLE_MULTILINGUAL); their keyword matches still count")
