@@ -102,6 +102,16 @@ class WorkingCopyStats(BaseModel):
     recent_conflicts: list[dict] = Field(default_factory=list, description="The latest: path, copy, author, at.")
 
 
+class ConfigState(BaseModel):
+    # oracle.toml edited while this server runs: the watcher re-read it (indexer/config.py `reload_settings`).
+    # Comments, not descriptions: every word here is in tools/list, which an agent pays for.
+    message: str  # what the last re-read did: "oracle.toml changed since start: restart to apply [embedding]"
+    changed_at: str  # when (UTC)
+    applied: list[str]  # taken up at once: [index] exclude, [types], [freshness]...
+    restart_to_apply: list[str]  # only a restart applies them: [embedding], [rerank], [database] url
+    error: str | None = None  # why the file could not be read; the previous settings stay in force
+
+
 class Stats(BaseModel):
     version: str
     root: str
@@ -119,6 +129,9 @@ class Stats(BaseModel):
     freshness: Freshness | None = None
     serving: Serving | None = None
     working_copy: WorkingCopyStats | None = None  # with the team store only
+    # oracle.toml changed since the server started (ConfigState's fields: a plain object in the output schema, which
+    # tools/list carries to every agent); None: it did not
+    config: dict | None = None
 
 
 def drift(oracle: Oracle) -> Drift:
@@ -232,7 +245,17 @@ def stats(oracle: Oracle) -> Stats:
         serving=Serving(pid=os.getpid(), **oracle.serving),
         freshness=_freshness(oracle),
         working_copy=_working_copy(oracle),
+        config=_config(oracle),
     )
+
+
+def _config(oracle: Oracle) -> dict | None:
+    outcome, at = oracle.config_reload, oracle.config_reload_at
+    if outcome is None or at is None:
+        return None
+    return ConfigState(message=outcome.message, changed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)),
+                       applied=list(outcome.applied), restart_to_apply=list(outcome.restart),
+                       error=outcome.error).model_dump()
 
 
 def _working_copy(oracle: Oracle) -> WorkingCopyStats | None:
