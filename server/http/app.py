@@ -415,6 +415,7 @@ class LogsResult(BaseModel):
     edits: list[NoteData] = []  # edits and archives (server/services/edit.py), with author, hashes and where an archive went
     per_day: dict[str, list[dict]]
     per_hour: dict[str, list[dict]]  # the last 48 hours, "YYYY-MM-DDTHH" (UTC)
+    titles: dict[str, dict[str, str]] = {}  # each note a write names (section id or path) -> {title, file}
 
 
 def _bracketed(name: str) -> str:

@@ -300,5 +300,27 @@ def health_state(oracle: Oracle) -> dict:
 
 def usage_overview(oracle: Oracle, limit: int, days: int) -> dict:
     """The latest searches, consults and reads and their daily counts over `days` (the dashboard's usage
-    panel): the usage logs as they are, newest first."""
-    return oracle.logs.overview(limit, days)
+    panel): the usage logs as they are, newest first, and `titles`: each note a write names (a verdict's section
+    id, a supersession's refs, an edited file) -> {title, file}, so the dashboard shows titles, not bare ids."""
+    overview = oracle.logs.overview(limit, days)
+    refs = {*(r.get("doc_id") for r in overview.get("feedback", [])),
+            *(r.get(k) for r in overview.get("supersessions", []) for k in ("old_ref", "new_ref")),
+            *(r.get("file") for r in overview.get("edits", []) + overview.get("learnings", []))}
+    overview["titles"] = note_titles(oracle, [r for r in refs if isinstance(r, str) and r])
+    return overview
+
+
+def note_titles(oracle: Oracle, refs: list[str]) -> dict[str, dict[str, str]]:
+    """{ref: {"title", "file"}} for the refs that name an indexed section (by id) or note (by path); others left out
+    (a note since deleted or archived keeps its bare ref)."""
+    out: dict[str, dict[str, str]] = {}
+    by_id = oracle.store.sections_by_id([r for r in refs if not r.endswith((".md", ".markdown"))])
+    for ref, section in by_id.items():
+        out[ref] = {"title": section.title or section.file, "file": section.file}
+    for ref in refs:
+        if ref in out:
+            continue
+        note = oracle.store.note(ref)
+        if note is not None:
+            out[ref] = {"title": note.title or ref, "file": ref}
+    return out
