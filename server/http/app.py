@@ -613,7 +613,7 @@ def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[R
     async def answer(o: Oracle, params: BaseModel, request: Request) -> BaseModel:
         who = identity_of(request.scope)
         caller = Caller(client_of(request), "http", author=who.name, can_write=who.can_write)
-        return await slots.run(mapped, tool.call, o, params, caller)
+        return await slots.run(mapped, tool.run, o, params, caller)  # run: a call that waits for a load logs it
 
     if tool.http.method == "GET":
         async def endpoint(o: ready, params: Annotated[model, Query()], request: Request) -> Any:  # type: ignore[valid-type]

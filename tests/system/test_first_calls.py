@@ -50,3 +50,27 @@ def test_the_first_learn_says_it_loads_the_model(session: Session) -> None:
         lambda: session.client.call_tool("oracle_search", {"query": "drain before deploy"}, progress_callback=progress))
     assert not again.is_error
     assert told == [] and "oracle_search waits for" not in session.stderr()  # loaded once, for every later call
+
+
+def test_the_first_http_learn_logs_what_it_waits_for(tmp_path: Path) -> None:
+    """`POST /api/learn` on a new `oracle serve --http` (15.8 s in issue 40, with nothing said): the server's log
+    names what the call waits for and how long it took."""
+    import httpx
+
+    from _procs import serve_http, stop_process
+
+    shutil.copytree(PROJECT / "knowledge", tmp_path / "root")
+    kb, _ = index_kb(tmp_path)
+    log = tmp_path / "serve.log"
+    proc, url = serve_http(kb.env, tmp_path, log, timeout=300)
+    try:
+        answer = httpx.post(url + "/api/learn", timeout=300, json={
+            "pattern": "Warm the model before the first deploy of the day.", "title": "Warm before deploy"})
+        assert answer.status_code == 201, answer.text
+        text = log.read_text()
+        assert "oracle: oracle_learn waits for" in text and "oracle: oracle_learn answered after" in text, text
+        second = httpx.post(url + "/api/learn", timeout=300, json={
+            "pattern": "A second learning waits for nothing.", "title": "Second learning"})
+        assert second.status_code == 201 and log.read_text().count("oracle_learn waits for") == 1
+    finally:
+        stop_process(proc)
