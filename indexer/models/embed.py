@@ -320,12 +320,6 @@ class Embedder:
         self._load()
         return self._encode([query], self.spec.query_prefix, session=self._sessions[-1] if beside else None)[0]
 
-    def embed_queries(self, queries: list[str]) -> np.ndarray:
-        """Several questions at once (a search's phrasings, server/services/search/variants.py): one batch on
-        the question session, one row per question, each as `embed_query` would give it up to float rounding."""
-        self._load()
-        return self._encode(queries, self.spec.query_prefix)
-
     def _encode(self, texts: list[str], prefix: str, batch_size: int = BATCH_SIZE, session=None) -> np.ndarray:
         """`session`: the one to run a single batch on (default: the question session, sessions[0])."""
         import numpy as np

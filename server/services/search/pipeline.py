@@ -7,11 +7,8 @@ sections; by default the page is made of notes (server/services/search/notes.py)
 
 from __future__ import annotations
 
-import contextvars
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 # numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
@@ -34,7 +31,6 @@ from oracle_server.services import guide
 from oracle_server.services.search import expansion, vocabulary
 from oracle_server.services.search import scoring
 from oracle_server.services.search import variants as variants_module
-from oracle_server.services.search.variants import run_with_variants
 from oracle_server.services.app import Oracle
 from oracle_server.services.models import (
     DuplicateRef,
@@ -154,32 +150,7 @@ def _question_vector(oracle: Oracle, query: str, main_share: float, beside: bool
             " the next index run re-embeds them")
     if main_share <= 0:
         return None
-    primed = _PRIMED.get()
-    if primed is not None and query in primed[0]:
-        return primed[1].result()[primed[0].index(query)]  # EmbeddingUnavailable etc. surface here as they would
     return oracle.embedder.embed_query(query, beside=beside)
-
-
-# Query expansion on (the default); a search with variants may run its phrasings without it (variants.EXPAND).
-_EXPAND: contextvars.ContextVar[bool] = contextvars.ContextVar("oracle_expand", default=True)
-
-# The questions of a search with variants, embedded in one batch while its phrasings' keyword legs run
-# (primed_questions): the phrasings, and the batch's future. Its own thread: a vector leg waits on it.
-_PRIMED: contextvars.ContextVar[tuple[list[str], Future] | None] = contextvars.ContextVar("oracle_primed", default=None)
-_BATCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oracle-questions")
-
-
-@contextmanager
-def primed_questions(oracle: Oracle, phrasings: list[str]) -> Iterator[None]:
-    """Every phrasing's question vector from one batch (Embedder.embed_queries), started now and awaited by each
-    phrasing's vector leg; a failure of the batch reaches each vector leg, which reports it as it always does."""
-    token = _PRIMED.set((list(phrasings), _BATCH.submit(oracle.embedder.embed_queries, list(phrasings))))
-    expand = _EXPAND.set(variants_module.EXPAND)
-    try:
-        yield
-    finally:
-        _EXPAND.reset(expand)
-        _PRIMED.reset(token)
 
 
 def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: Filters, pool: int,
@@ -225,7 +196,7 @@ def _vector_leg_beside(oracle: Oracle, query: str, filters: Filters, pool: int, 
         vector = _question_vector(oracle, query, main_share, beside=True)
         return _nearest(oracle, query, vector, filters, pool, multilingual, main_share)
 
-    return _LEG_POOL.submit(contextvars.copy_context().run, leg)  # primed questions reach the leg's thread
+    return _LEG_POOL.submit(leg)
 
 
 def _run_legs(oracle: Oracle, plan: _Plan) -> _Legs:
@@ -333,8 +304,7 @@ def _fuse(oracle: Oracle, plan: _Plan, legs: _Legs) -> _Fusion:
     if method == "weighted" and fused:
         notes_for = plan.kq.fts_match if _weighs_note_evidence("hybrid", plan.kq, legs) else None
         prefetched = _LEG_POOL.submit(_prefetch, oracle, [f.id for f in fused], notes_for, legs.read)
-        if _EXPAND.get():
-            fused = _expand(oracle, plan, fused, weight, legs)
+        fused = _expand(oracle, plan, fused, weight, legs)
     return _Fusion(fused, "hybrid", method, weight, prefetched)
 
 
@@ -450,8 +420,8 @@ def _start_from_relations(
 
 
 def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use: _Use, others: list[scoring.Fused],
-         duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], covered: bool,
-         bar: scoring.Bar, translations: list[scoring.Fused], rerank: float | None = None) -> Hit:
+         duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], weak: bool,
+         translations: list[scoring.Fused], rerank: float | None = None) -> Hit:
     terms = kq.terms + kq.unsegmented
     feedback = use.feedback.get(item.id, (0, 0))
     return Hit(
@@ -492,7 +462,7 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
             for o in others
         ],
         duplicates=[DuplicateRef(id=d.id, source_file=facts[d.id].file) for d in duplicates],
-        weak=scoring.is_weak(item, covered, bar) and all(scoring.is_weak(s, bar=bar) for s in others),
+        weak=weak,
         superseded_by=use.pointers.get(item.id),
         relations=use.stating.get(doc.file, []) if "relation" in item.found_by else [],
         lang=facts[item.id].lang,
@@ -743,80 +713,142 @@ class _Page:
     vanished: int
 
 
+def _weak_leads(oracle: Oracle, plan: _Plan, ranked: _Ranked, entries: list[_Entry]) -> dict[str, bool]:
+    """Which of these entries are weak matches for this plan's question: the lead below both legs' bars unless it
+    holds most of the question's words (_well_covered), and every other section of its note below them too."""
+    bar = scoring.Bar(plan.bm25_bar, scoring.similarity_bar(ranked.legs.main_share, oracle.embedder.weak_similarity))
+    complete = _well_covered(oracle, plan.kq, entries, bar)
+    return {e.lead.id: scoring.is_weak(e.lead, e.lead.id in complete, bar)
+            and all(scoring.is_weak(s, bar=bar) for s in e.others) for e in entries}
+
+
+def _fresh(oracle: Oracle, hits: list[Hit]) -> list[Hit]:
+    """The hits with how fresh their notes are (server/services/freshness.py)."""
+    fresh = note_staleness(oracle, {h.source_file for h in hits})
+    return [h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits]
+
+
 def _page(oracle: Oracle, plan: _Plan, ranked: _Ranked) -> _Page:
     """Step 6: only the page is read in full; each hit says whether it is a weak match and how fresh it is."""
     entries, docs, vanished = _hydrate(oracle, ranked.entries[plan.request.offset :], plan.request.limit)
-    bar = scoring.Bar(plan.bm25_bar,
-                      scoring.similarity_bar(ranked.legs.main_share, oracle.embedder.weak_similarity))
-    complete = _well_covered(oracle, plan.kq, entries, bar)
+    weak = _weak_leads(oracle, plan, ranked, entries)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], plan.kq, ranked.use, e.others, e.duplicates, ranked.facts,
-                 e.lead.id in complete, bar, e.translations, e.rerank) for e in entries]
-    fresh = note_staleness(oracle, {h.source_file for h in hits})
-    return _Page([h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits], vanished)
+                 weak[e.lead.id], e.translations, e.rerank) for e in entries]
+    return _Page(_fresh(oracle, hits), vanished)
 
 
-def _warnings(oracle: Oracle, plan: _Plan, ranked: _Ranked, page: _Page, weak: bool) -> list[str]:
-    """What the caller should know about these results, in the order the steps met it."""
-    request, query, legs = plan.request, plan.query, ranked.legs
+def _ranking_warnings(oracle: Oracle, plan: _Plan, ranked: _Ranked) -> list[str]:
+    """What the caller should know about how this plan was ranked, in the order the steps met it."""
+    query, legs = plan.query, ranked.legs
     warnings = plan.where_warnings + legs.warnings
     if (ranked.fusion.mode in ("hybrid", "vector") and wants_multilingual(query) and legs.vector_ok
             and not oracle.embedder.multilingual):  # a multilingual main model reads the query as it is
         warnings.append(_script_note(legs.multilingual))
+    return warnings
+
+
+def _page_warnings(request: SearchRequest, total: int, page: _Page, weak: bool) -> list[str]:
+    """What the caller should know about the page itself."""
+    warnings = []
     if page.hits and weak:
         warnings.append("no strong match: the best results are only loosely related to the query")
     if page.vanished:
         warnings.append(f"{page.vanished} result(s) left out: their notes were re-indexed or removed while this"
                         " search ran")
-    if not page.hits and ranked.total:
-        warnings.append(past_the_end(request.offset, ranked.total, request.limit))
+    if not page.hits and total:
+        warnings.append(past_the_end(request.offset, total, request.limit))
     return warnings
+
+
+@dataclass
+class _Phrasing:
+    """One question ranked (steps 1-5b): its plan, its ranking and the reranker that reordered it, if any."""
+
+    plan: _Plan
+    ranked: _Ranked
+    reranked_by: str | None
+
+
+def _ranked_question(oracle: Oracle, request: SearchRequest) -> _Phrasing:
+    """plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
+    -> rerank (when configured)."""
+    plan = _plan(oracle, request)
+    ranked = _rank(oracle, plan)
+    while _wants_wider_pool(plan, ranked):
+        plan = plan.widened()
+        ranked = _rank(oracle, plan)
+    return _Phrasing(plan, ranked, _rerank(oracle, plan, ranked))
+
+
+def _meta(oracle: Oracle, phrasing: _Phrasing, took_ms: float, weak: bool, warnings: list[str]) -> SearchMeta:
+    """The answer's meta: how the first (or only) phrasing was ranked."""
+    plan, fusion, legs = phrasing.plan, phrasing.ranked.fusion, phrasing.ranked.legs
+    return SearchMeta(
+        mode=fusion.mode,
+        fusion=fusion.method,
+        took_ms=took_ms,
+        fts_matches=legs.fts_total,
+        vector_matches=len(legs.vector),
+        unit="note" if plan.request.by_note else "section",
+        semantic_weight=fusion.weight,
+        semantic_model=(MULTILINGUAL_MODEL if legs.multilingual else oracle.embedder.model_id)
+        if fusion.mode != "fts" else None,
+        weak=weak,
+        languages=sorted(plan.languages) if plan.languages else None,
+        expanded_with=legs.expanded_with,
+        reranked_by=phrasing.reranked_by,
+        warnings=warnings,
+    )
 
 
 def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     """Retrieval only, unlogged: the building block for search and consult. Reads as its steps:
 
     plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
-    -> page (only the page is read in full) -> result. With `variants`, each phrasing runs this and the pages
-    are fused per note (server/services/search/variants.py)."""
+    -> page (only the page is read in full) -> result. With `variants`, the query and its variants are searched
+    as one question (_run_phrasings)."""
     if request.variants:
-        return run_with_variants(request, lambda ask: run_search(oracle, ask),
-                                 lambda phrasings: primed_questions(oracle, phrasings))
+        phrasings = variants_module.distinct_phrasings(request.query, request.variants)
+        if len(phrasings) > 1:
+            return _run_phrasings(oracle, request, phrasings)
+        request = request.model_copy(update={"variants": []})  # every variant repeats the query: the plain search
     started = time.perf_counter()
     with searching():  # the background warm-up waits for a quiet moment (indexer/worker/maintenance.py)
-        plan = _plan(oracle, request)
-        ranked = _rank(oracle, plan)
-        while _wants_wider_pool(plan, ranked):
-            plan = plan.widened()
-            ranked = _rank(oracle, plan)
-        reranked_by = _rerank(oracle, plan, ranked)
-        page = _page(oracle, plan, ranked)
+        ranked_question = _ranked_question(oracle, request)
+        page = _page(oracle, ranked_question.plan, ranked_question.ranked)
+    plan, ranked = ranked_question.plan, ranked_question.ranked
     weak = not page.hits or all(h.weak for h in page.hits)
-    fusion, legs = ranked.fusion, ranked.legs
     offer = _vocabulary(oracle, plan, page) if weak and (page.hits or not ranked.total) else []
-    return SearchResult(
-        query=plan.query,
-        hits=page.hits,
-        total=ranked.total,
-        limit=request.limit,
-        offset=request.offset,
-        meta=SearchMeta(
-            mode=fusion.mode,
-            fusion=fusion.method,
-            took_ms=round((time.perf_counter() - started) * 1000, 2),
-            fts_matches=legs.fts_total,
-            vector_matches=len(legs.vector),
-            unit="note" if request.by_note else "section",
-            semantic_weight=fusion.weight,
-            semantic_model=(MULTILINGUAL_MODEL if legs.multilingual else oracle.embedder.model_id)
-            if fusion.mode != "fts" else None,
-            weak=weak,
-            languages=sorted(plan.languages) if plan.languages else None,
-            expanded_with=legs.expanded_with,
-            reranked_by=reranked_by,
-            warnings=_warnings(oracle, plan, ranked, page, weak),
-        ),
-        try_=offer,
-    )
+    warnings = _ranking_warnings(oracle, plan, ranked) + _page_warnings(request, ranked.total, page, weak)
+    return SearchResult(query=plan.query, hits=page.hits, total=ranked.total, limit=request.limit,
+                        offset=request.offset, try_=offer,
+                        meta=_meta(oracle, ranked_question, round((time.perf_counter() - started) * 1000, 2), weak, warnings))
+
+
+def _run_phrasings(oracle: Oracle, request: SearchRequest, phrasings: list[str]) -> SearchResult:
+    """The query and its distinct variants searched as one question (variants.joined), then each hit told which
+    phrasings' words it holds. The answer names the query as asked."""
+    result = run_search(oracle, request.model_copy(update={"query": variants_module.joined(phrasings),
+                                                            "variants": []}))
+    terms = [build_keyword_query(p).terms for p in phrasings]
+    held = _phrasings_held(oracle, terms, result.hits)
+    return result.model_copy(update={
+        "query": validate_query(request.query),
+        "hits": [h.model_copy(update={"phrasings": held[h.id]}) for h in result.hits],
+        "meta": result.meta.model_copy(update={"phrasings": len(phrasings)}),
+    })
+
+
+def _phrasings_held(oracle: Oracle, terms: list[tuple[str, ...]], hits: list[Hit]) -> dict[str, list[int]]:
+    """For each hit, the phrasings most of whose words its lead section or one of its listed sections holds
+    (variants.holding): one read per phrasing, over the page's sections only."""
+    ids = sorted({i for h in hits for i in (h.id, *h.also_in_file)})
+    matched: dict[str, dict[int, int]] = {h.id: {} for h in hits}
+    for index, words in enumerate(terms):
+        counts = oracle.store.terms_matched([quote(t) for t in words], ids) if words and ids else {}
+        for h in hits:
+            matched[h.id][index] = max((counts.get(i, 0) for i in (h.id, *h.also_in_file)), default=0)
+    return {h.id: variants_module.holding(terms, matched[h.id]) for h in hits}
 
 
 def _vocabulary(oracle: Oracle, plan: _Plan, page: _Page) -> list[str]:
