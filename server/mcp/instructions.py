@@ -16,7 +16,7 @@ FIELD_TEMPLATE = "oracle://field/{name}/{value}"  # notes whose frontmatter fiel
 STATS_URI = "oracle://stats"
 SURFACE = (f" Notes are also resources ({NOTE_TEMPLATE}, {STATS_URI}); prompts: consult, reflect, retrospective,"
            " learn-from-session.")
-TYPE_NAMES = {"principle": "principles", "learning": "learnings", "retro": "retrospectives"}
+TYPE_NAMES = {"principle": "principles", "learning": "learnings", "retro": "retrospectives", "note": "notes"}
 
 
 def live_instructions(oracle: Oracle, base: str) -> str:

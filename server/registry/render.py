@@ -55,10 +55,11 @@ def result_count(total: int, unit: str, mode: str, took_ms: float, reranked_by: 
 
 
 def phrasings_text(phrasings: list[int] | None) -> str:
-    """Which phrasings of a search with variants found a hit: `query+v2` (empty without variants)."""
+    """Whose words a hit of a search with variants holds: `words of query+v2` (empty without variants, or when
+    only the meaning of the phrasings together found it)."""
     if not phrasings:
         return ""
-    return ", found by " + "+".join("query" if p == 0 else f"v{p}" for p in phrasings)
+    return ", words of " + "+".join("query" if p == 0 else f"v{p}" for p in phrasings)
 
 
 def search(data: dict) -> tuple[list[str], list[str]]:

@@ -213,7 +213,8 @@ TOOLS: tuple[Tool, ...] = (
         name="oracle_learn",
         description=(
             "Save a new learning (a pattern or lesson worth remembering) as a markdown file, searchable as soon "
-            "as this returns. Near-duplicate learnings are listed as advice; it is saved regardless. To replace a "
+            "as this returns. The text of an existing learning is refused (allow_duplicate=true saves it); "
+            "similar ones are listed as advice. To replace a "
             "note you read, pass revises (its path) and expected_hash (its file_hash): refused as a conflict if it "
             "changed since."
         ),

@@ -15,7 +15,8 @@ from oracle_indexer.notes.parse import MAX_TERM_CHARS, relation_term
 from oracle_server.services.boundary import defuse_data, defuse_markers
 from oracle_server.services.search.query import MAX_QUERY_CHARS
 
-DocType = Literal["all", "principle", "learning", "retro"]
+DocType = Literal["all", "principle", "learning", "retro", "note"]
+LANG_CODE = re.compile(r"[A-Za-z]{2}(?:[-_][A-Za-z0-9]{2,4})?")  # en, th, zh-TW, pt_BR: what `lang` accepts
 SearchMode = Literal["hybrid", "fts", "vector"]
 Fusion = Literal["rrf", "weighted"]
 MAX_LIMIT = 100
@@ -212,8 +213,8 @@ Where = Annotated[Any, BeforeValidator(_where), WithJsonSchema(_WHERE_SCHEMA)]
 
 MAX_VARIANTS = 4
 MAX_VARIANT_CHARS = 200
-# Other phrasings of a search's need (server/services/search/variants.py): bounded, so a call costs at most five
-# searches; each stripped, and an empty one refused rather than searched as nothing.
+# Other phrasings of a search's need (server/services/search/variants.py): bounded, so the one question they make
+# stays within the keyword and token limits; each stripped, and an empty one refused rather than searched as nothing.
 Variants = Annotated[
     list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_VARIANT_CHARS)]],
     Field(max_length=MAX_VARIANTS),
@@ -265,20 +266,25 @@ class SearchRequest(Request):
     subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="Start from notes stating a relation with this subject.")
     predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this predicate.")
     object: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this object.")
-    lang: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}([-_][A-Za-z0-9]{2,4})?$",
+    lang: str | None = Field(default=None, max_length=35,
                              description="Only notes in this language (ISO 639-1: en, th, zh-TW...).")
     prefer_fresh: bool = Field(default=False, description="Notes past their freshness window (stale) come last.")
     fresh_only: bool = Field(default=False, description="Leave out notes past their freshness window (stale).")
     where: Where = None
     variants: Variants = Field(
         default_factory=list,
-        description="Other phrasings of the need (the notes' words, their language), fused with the query.")
+        description="Other phrasings of the need (the notes' words, their language), searched with the query.")
 
     @field_validator("lang")
     @classmethod
     def _lang(cls, value: str | None) -> str | None:
-        """`zh-TW`, `ZH` -> `zh`: notes are filed under their primary language code (indexer/notes/language.py)."""
-        return value[:2].lower() if value else None
+        """`zh-TW`, `ZH` -> `zh`: notes are filed under their primary language code (indexer/notes/language.py).
+        Anything else is kept as written, for the search to refuse naming the accepted form and the languages
+        the notes are in (issue 40: `--lang thai` answered with the raw regex; the model cannot see the index)."""
+        if not value or not value.strip():
+            return None
+        value = value.strip()
+        return value[:2].lower() if LANG_CODE.fullmatch(value) else value
 
     @field_validator("concepts", mode="before")
     @classmethod
@@ -408,7 +414,7 @@ class Hit(BaseModel):
                         "[freshness] in oracle.toml): check it before relying on it.")
     stale_since: str | None = Field(default=None, description="When stale: YYYY-MM-DD the note fell due for review.")
     last_verified: str | None = Field(default=None, description="YYYY-MM-DD the note was last verified, if it says.")
-    phrasings: list[int] | None = Field(default=None, description="Phrasings that found it (0: the query).")
+    phrasings: list[int] | None = Field(default=None, description="Phrasings whose words it holds (0: the query).")
     translations: list[TranslationRef] = Field(
         default_factory=list, description="The same page in other languages, folded into this one."
     )
@@ -489,6 +495,7 @@ class LearnRequest(Request):
         default=None, min_length=12, max_length=64, pattern=r"^[0-9a-fA-F]+$",
         description="With revises: that note's file_hash as you last read it (oracle_read); nothing is saved, and"
         " you get a conflict, if it changed since.")
+    allow_duplicate: bool = Field(default=False, description="Save even if a learning says the same text.")
 
     @field_validator("concepts", mode="before")
     @classmethod

@@ -48,8 +48,10 @@ class Freshness(BaseModel):
 
     stale: int
     stale_by_type: dict[str, int]
-    window_days: dict[str, int] = Field(description="[freshness] days in oracle.toml per type; a type not listed has"
-                                        " no window (only its notes' own review_after dates apply).")
+    window_days: dict[str, int] = Field(description="days a note's last_verified stays good, per type (365 unless"
+                                        " [freshness] days in oracle.toml says otherwise); a type not listed has no"
+                                        " window (only its notes' own review_after dates apply). A note that never"
+                                        " states last_verified or review_after is never stale.")
 
 
 class EmbeddingCounts(BaseModel):

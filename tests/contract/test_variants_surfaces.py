@@ -88,7 +88,7 @@ def test_the_same_variants_give_the_same_notes_over_mcp_http_and_cli(oracle: Any
     assert not over_mcp.is_error
     hits = over_mcp.structured_content["hits"]
     assert hits[0]["source_file"] == ROLLOUT and hits[0]["phrasings"] == [1, 2]
-    assert "found by v1+v2" in over_mcp.content[0].text
+    assert "words of v1+v2" in over_mcp.content[0].text
     over_http = http(oracle, "/api/search", {"query": QUESTION, "variants": VARIANTS, "mode": "fts", "limit": 3})
     assert over_http.status_code == 200 and _files(over_http.json()["hits"]) == _files(hits)
     over_cli = cli(oracle, "search", *QUESTION.split(), "--also", VARIANTS[0], "--also", VARIANTS[1],

@@ -506,7 +506,11 @@ def test_learn_same_title_twice_gets_a_suffix_and_a_near_duplicate(mcp: Session,
     first = mcp.ok("oracle_learn", args)
     assert first["file"] == f"learnings/{today()}_numbat-cache-warming.md"
     before = (kb.root / first["file"]).read_bytes()
-    second = mcp.ok("oracle_learn", args)
+    # the same text again is refused by default, naming the learning that says it (issue 40)
+    refused = mcp.error("oracle_learn", args)
+    assert first["file"] in refused and "already says the same text" in refused and "allow_duplicate" in refused
+    assert not (kb.root / f"learnings/{today()}_numbat-cache-warming_2.md").exists()
+    second = mcp.ok("oracle_learn", {**args, "allow_duplicate": True})
     assert second["file"] == f"learnings/{today()}_numbat-cache-warming_2.md"
     assert second["id"] != first["id"]
     assert (kb.root / first["file"]).read_bytes() == before

@@ -32,7 +32,9 @@ from oracle_server.services.search import expansion, vocabulary
 from oracle_server.services.search import scoring
 from oracle_server.services.search import variants as variants_module
 from oracle_server.services.app import Oracle
+from oracle_server.services.errors import OracleError
 from oracle_server.services.models import (
+    LANG_CODE,
     DuplicateRef,
     Hit,
     MatchedSection,
@@ -801,12 +803,47 @@ def _meta(oracle: Oracle, phrasing: _Phrasing, took_ms: float, weak: bool, warni
     )
 
 
+EMPTY_INDEX = ("the index is empty: run `oracle index` (or `oracle stats` to see what the knowledge root holds and"
+               " what is not indexed)")
+
+
+def _languages_present(oracle: Oracle) -> dict[str, int]:
+    """Language -> notes, for the languages known (stated or recognised from the text)."""
+    return {lang: n for lang, n in oracle.store.note_languages().items() if lang != "unknown"}
+
+
+def _languages_named(oracle: Oracle) -> str:
+    present = _languages_present(oracle)
+    return ", ".join(f"{lang} ({n})" for lang, n in sorted(present.items(), key=lambda kv: (-kv[1], kv[0]))) \
+        or "no language yet (the index is empty or its notes too short to tell)"
+
+
+def check_lang(oracle: Oracle, request: SearchRequest) -> None:
+    """A `lang` that is no language code is refused, naming the form and the languages present (issue 40:
+    `--lang thai` answered with a raw regex)."""
+    if request.lang and not LANG_CODE.fullmatch(request.lang):
+        raise OracleError("invalid", f"lang {request.lang!r} is not a language code: use ISO 639-1, two letters with"
+                          f" an optional region (en, th, ja, zh-TW); the notes are in {_languages_named(oracle)}")
+
+
+def _empty_warnings(oracle: Oracle, request: SearchRequest, total: int) -> list[str]:
+    """Nothing at all: say why when the cause is the index or the language filter, not the words (issue 40)."""
+    if total:
+        return []
+    if oracle.store.note_count() == 0:
+        return [EMPTY_INDEX]
+    if request.lang and request.lang not in _languages_present(oracle):
+        return [f"no notes in language {request.lang!r}; the notes are in {_languages_named(oracle)}"]
+    return []
+
+
 def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     """Retrieval only, unlogged: the building block for search and consult. Reads as its steps:
 
     plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
     -> page (only the page is read in full) -> result. With `variants`, the query and its variants are searched
     as one question (_run_phrasings)."""
+    check_lang(oracle, request)
     if request.variants:
         phrasings = variants_module.distinct_phrasings(request.query, request.variants)
         if len(phrasings) > 1:
@@ -819,7 +856,8 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     plan, ranked = ranked_question.plan, ranked_question.ranked
     weak = not page.hits or all(h.weak for h in page.hits)
     offer = _vocabulary(oracle, plan, page) if weak and (page.hits or not ranked.total) else []
-    warnings = _ranking_warnings(oracle, plan, ranked) + _page_warnings(request, ranked.total, page, weak)
+    warnings = (_ranking_warnings(oracle, plan, ranked) + _page_warnings(request, ranked.total, page, weak)
+                + _empty_warnings(oracle, request, ranked.total))
     return SearchResult(query=plan.query, hits=page.hits, total=ranked.total, limit=request.limit,
                         offset=request.offset, try_=offer,
                         meta=_meta(oracle, ranked_question, round((time.perf_counter() - started) * 1000, 2), weak, warnings))
