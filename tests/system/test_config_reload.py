@@ -5,6 +5,7 @@ previous settings and says why."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 from collections.abc import Callable
@@ -20,7 +21,9 @@ pytestmark = pytest.mark.slow
 CEILING = 120.0  # only catches a hang: a loaded 2-core machine takes seconds for what takes a second idle
 
 CONFIG = '[index]\ndefault_type = "learning"\n'
-NOTE = "---\ntitle: {title}\nlast_verified: 2024-01-10\n---\n\n# {title}\n\n## Body\n\n{body}\n"
+# checked 120 days ago: fresh under the default window (365 days), stale under `[freshness] days = 30`
+VERIFIED = (datetime.date.today() - datetime.timedelta(days=120)).isoformat()
+NOTE = "---\ntitle: {title}\nlast_verified: " + VERIFIED + "\n---\n\n# {title}\n\n## Body\n\n{body}\n"
 
 
 def _wait(what: str, probe: Callable[[], Any]) -> Any:

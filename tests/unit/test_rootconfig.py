@@ -226,7 +226,7 @@ def test_reloading_oracle_toml_applies_live_settings_and_names_the_rest(tmp_path
     (tmp_path / "oracle.toml").write_text('[index]\ndefault_type = "learning"\n', encoding="utf-8")
     running = Settings(root=tmp_path, data_dir=tmp_path / ".data", layout=load_layout(tmp_path, {}))
     (tmp_path / "oracle.toml").write_text('[index]\ndefault_type = "learning"\nexclude = ["drafts/"]\n\n'
-                                          '[embedding]\nmodel = "e5"\n\n[database]\nurl = "postgresql://h/db"\n'
+                                          '[embedding]\nmodel = "minilm"\nquery_prefix = "query: "\n\n[database]\nurl = "postgresql://h/db"\n'
                                           '\n[search]\nsampling = true\n', encoding="utf-8")
     fresh, outcome = reload_settings(running, {})
     assert outcome.applied == ("[index] exclude", "[search] sampling") and fresh.sampling is True
