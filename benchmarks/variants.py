@@ -110,21 +110,11 @@ async def _triples(plain_cmd: list[str], env: dict[str, str], questions: list[di
     server, to Oracle without variants and to Oracle with its four, one right after the other, the order rotating."""
     from contextlib import AsyncExitStack
 
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    from engine import ORACLE
+    from engine_client import two_sessions
 
     times: dict[str, list[float]] = {"plain": [], "oracle": [], "oracle + 4 variants": []}
     async with AsyncExitStack() as stack:
-        errlog = stack.enter_context(open(os.devnull, "w"))
-        plain = await stack.enter_async_context(Client(stdio_client(StdioServerParameters(
-            command=plain_cmd[0], args=plain_cmd[1:], env=env, cwd=str(REPO)), errlog=errlog), read_timeout_seconds=300))
-        oracle = await stack.enter_async_context(Client(stdio_client(StdioServerParameters(
-            command=ORACLE[0], args=[*ORACLE[1:], "serve"], env=env, cwd=str(REPO)), errlog=errlog),
-            read_timeout_seconds=300))
-        await plain.list_tools()
-        await oracle.list_tools()
+        plain, oracle = await two_sessions(stack, plain_cmd, env)
         for i, q in enumerate(questions):
             calls = [("plain", plain, "search", {"query": q["query"], "limit": notes.CUTOFF}),
                      ("oracle", oracle, "oracle_search", {"query": q["query"], "limit": notes.CUTOFF}),
