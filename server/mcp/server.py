@@ -133,12 +133,18 @@ class OracleMCP(MCPServer):
                 await anyio.sleep(PROGRESS_SECONDS)
                 pending[:] = waiting_for(self.oracle, tool.name)
 
+        failure: Exception | None = None
         async with anyio.create_task_group() as group:
             group.start_soon(tell)
             try:
-                return await self.slots.run(tool.run, self.oracle, request, caller)
+                result = await self.slots.run(tool.run, self.oracle, request, caller)
+            except Exception as exc:  # raised below, out of the task group: it would wrap it in an ExceptionGroup,
+                failure = exc         # and call_tool classifies the service's own errors (a conflict, a bad id)
             finally:
                 group.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return result
 
     async def _sample(self, name: str, request: Any, context: Context | None) -> tuple[list[str], str | None]:
         """Variants from the client's model for a search that brought none, when sampling is on and the client
