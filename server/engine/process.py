@@ -300,7 +300,7 @@ def run(settings: Any, key: str, watch: bool, index: bool) -> int:
 
     secret = channel.new_secret()
     channel.write_private(paths.secret, secret)
-    oracle = Oracle.open(settings, check=False)
+    oracle = Oracle.open(settings, check=False, offline_ok=True)  # no team database: serves the working copy
     engine: Engine | None = None
     try:
         server = build_server(oracle)

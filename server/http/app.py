@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, urlencode
 
 import anyio
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
@@ -520,7 +520,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         """At once, whatever the database's state: a PostgreSQL store that cannot be reached is a 503 saying so
         (before, /health waited 30 s for a connection and answered a bare 500)."""
         state = health_state(oracle)
-        if state["status"] != "ok":
+        if state["status"] not in ("ok", "working copy"):  # an engine serving its working copy is up (and says so)
             return JSONResponse({**state, "version": __version__}, status_code=503)
         return Health(version=__version__, **state)
 
@@ -610,17 +610,22 @@ def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[R
     service runs in a worker thread taken from `slots` (server/services/slots.py), shared with /mcp."""
     model = tool.request
 
-    async def answer(o: Oracle, params: BaseModel, request: Request) -> BaseModel:
+    async def answer(o: Oracle, params: BaseModel, request: Request, response: Response) -> BaseModel:
         who = identity_of(request.scope)
         caller = Caller(client_of(request), "http", author=who.name, can_write=who.can_write)
-        return await slots.run(mapped, tool.run, o, params, caller)  # run: a call that waits for a load logs it
+        result = await slots.run(mapped, tool.run, o, params, caller)  # run: a call that waits for a load logs it
+        if o.link is not None and o.link.offline:  # every answer from the working copy says so, warnings or not
+            response.headers["X-Oracle-Store"] = o.link.mark().encode("latin-1", "replace").decode("latin-1")
+        return result
 
     if tool.http.method == "GET":
-        async def endpoint(o: ready, params: Annotated[model, Query()], request: Request) -> Any:  # type: ignore[valid-type]
-            return await answer(o, params, request)
+        async def endpoint(o: ready, params: Annotated[model, Query()], request: Request,  # type: ignore[valid-type]
+                           response: Response) -> Any:
+            return await answer(o, params, request, response)
     else:
-        async def endpoint(o: ready, params: model, request: Request) -> Any:  # type: ignore[valid-type]
-            return await answer(o, params, request)
+        async def endpoint(o: ready, params: model, request: Request,  # type: ignore[valid-type]
+                           response: Response) -> Any:
+            return await answer(o, params, request, response)
 
     endpoint.__name__ = "api_" + tool.name.removeprefix("oracle_")
     app.add_api_route(tool.http.path, endpoint, methods=[tool.http.method], response_model=tool.result,

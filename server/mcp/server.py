@@ -109,7 +109,11 @@ class OracleMCP(MCPServer):
             if error is None:  # a bug: the SDK logs it and tells the client only that the tool failed
                 raise UnexpectedToolError(f"Error executing tool {name}") from exc
             raise ToolError(f"Error executing tool {name}: {error}") from None
-        reply = CallToolResult(content=[TextContent(type="text", text=tool.text(request, result))],
+        text = tool.text(request, result)
+        link = self.oracle.link
+        if link is not None and link.offline and link.mark() not in text:  # an answer without warnings says so too
+            text += "\nwarning: " + link.mark()
+        reply = CallToolResult(content=[TextContent(type="text", text=text)],
                                structured_content=result.model_dump(mode="json"))
         finish = FINISH.get(name)
         return finish(reply, result) if finish else reply

@@ -196,8 +196,4 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
         out.append(f"team store: {copy['notes']} notes, {copy['tombstones']} deleted, {copy['revisions']} revisions,"
                    f" {copy['conflicts']} conflict copies; this copy writes as {copy['author']}")
         out += [f"  conflict: {c['path']} -> {c['copy']} ({c['author']})" for c in copy["recent_conflicts"][:5]]
-    config = data.get("config")
-    notices = [f"warning: {config['message']}"] if config and (config.get("restart_to_apply") or config.get("error")) else []
-    if config and not notices:
-        out.append(f"{config['message']} ({config['changed_at']})")
-    return out, notices + [f"warning: {w}" for w in drift.get("config_warnings", [])]
+    return out, [f"warning: {w}" for w in drift.get("config_warnings", [])]

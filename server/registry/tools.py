@@ -137,7 +137,11 @@ class Tool:
         """Check the caller may make this call, then call the one service function. Every adapter calls
         tools through here (or `run`)."""
         self.authorize(request, caller)
-        return self.service(oracle, request, caller)
+        if oracle.link is None:
+            return self.service(oracle, request, caller)
+        from oracle_server.services.offline import answer  # the team store only: an outage serves the working copy
+
+        return answer(oracle, lambda: self.service(oracle, request, caller), writes=self.is_write(request))
 
     def run(self, oracle: Oracle, request: BaseModel, caller: Caller) -> BaseModel:
         """`call`, once the start-up sync has the keyword index ready (a served Oracle). A call that waits for

@@ -442,6 +442,7 @@ class SearchMeta(BaseModel):
         default=None, description="The cross-encoder that reordered the first results ([rerank] in oracle.toml);"
         " null when none is configured or it failed (see warnings).")
     warnings: list[NoteText] = Field(default_factory=list)
+    store: str = ""  # in an outage of the team database: "working copy (... unreachable since ...)" (docs/team.md)
     phrasings: int | None = None  # with variants: how many distinct phrasings ran
     sampled_variants: list[NoteText] | None = Field(default=None, description="Variants your model wrote (sampling).")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import time
 
@@ -26,7 +28,9 @@ class Drift(BaseModel):
     unmapped_folders: dict[NoteText, int]  # top-level folder ("." = root files) -> markdown files with no type
     symlink_aliases: int = 0  # symlinks to notes indexed under their real name (one note, not two)
     excluded: dict[str, int] = {}  # rule (exclude, .gitignore, include) -> markdown files it leaves out
-    config_warnings: list[NoteText] = []  # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder
+    # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder; oracle.toml changed since start in a way only a
+    # restart applies, or no longer readable (config_notices)
+    config_warnings: list[NoteText] = []
     # names two or more files spell in different Unicode normal forms (NFC/NFD): none of them is indexed
     name_collisions: list[NoteText] = []
 
@@ -104,16 +108,6 @@ class WorkingCopyStats(BaseModel):
     recent_conflicts: list[dict] = Field(default_factory=list, description="The latest: path, copy, author, at.")
 
 
-class ConfigState(BaseModel):
-    # oracle.toml edited while this server runs: the watcher re-read it (indexer/config.py `reload_settings`).
-    # Comments, not descriptions: every word here is in tools/list, which an agent pays for.
-    message: str  # what the last re-read did: "oracle.toml changed since start: restart to apply [embedding]"
-    changed_at: str  # when (UTC)
-    applied: list[str]  # taken up at once: [index] exclude, [types], [freshness]...
-    restart_to_apply: list[str]  # only a restart applies them: [embedding], [rerank], [database] url
-    error: str | None = None  # why the file could not be read; the previous settings stay in force
-
-
 class Stats(BaseModel):
     version: str
     root: str
@@ -131,9 +125,9 @@ class Stats(BaseModel):
     freshness: Freshness | None = None
     serving: Serving | None = None
     working_copy: WorkingCopyStats | None = None  # with the team store only
-    # oracle.toml changed since the server started (ConfigState's fields: a plain object in the output schema, which
-    # tools/list carries to every agent); None: it did not
-    config: dict | None = None
+    # the team store in a server or an engine: `serving` ("team database", or "working copy" in an outage, since when
+    # and why) and what the last return to the database sent (server/services/offline.py; docs/team.md)
+    team_link: dict = Field(default_factory=dict)  # {} without the team store
 
 
 def drift(oracle: Oracle) -> Drift:
@@ -172,7 +166,7 @@ def drift(oracle: Oracle) -> Drift:
         unmapped_folders=dict(sorted(found.unmapped.items())),
         symlink_aliases=len(found.aliases),
         excluded=dict(sorted(found.excluded.items())),
-        config_warnings=found.warnings,
+        config_warnings=[*config_notices(oracle), *found.warnings],
         name_collisions=found.collisions,
     )
 
@@ -212,7 +206,7 @@ def stats(oracle: Oracle) -> Stats:
         version=__version__,
         root=str(oracle.settings.root),
         data_dir=str(oracle.settings.data_dir),
-        store="sqlite" if getattr(oracle.store, "dialect", "sqlite") == "sqlite" else str(oracle.store.path),
+        store=_store_name(oracle),
         documents=DocumentCounts(
             total=counts["chunks"],
             by_type=oracle.store.sections_by_type(),
@@ -247,17 +241,28 @@ def stats(oracle: Oracle) -> Stats:
         serving=Serving(pid=os.getpid(), **oracle.serving),
         freshness=_freshness(oracle),
         working_copy=_working_copy(oracle),
-        config=_config(oracle),
+        team_link=oracle.link.state() if oracle.link is not None else {},
     )
 
 
-def _config(oracle: Oracle) -> dict | None:
+def config_notices(oracle: Oracle) -> list[str]:
+    """oracle.toml changed while this server runs (the watcher re-read it: indexer/config.py `reload_settings`) in a
+    way only a restart applies, or it cannot be read: said with the other config warnings, in stats and the log.
+    (No field of its own: every byte of stats' output schema is in tools/list, which each agent pays for.)"""
     outcome, at = oracle.config_reload, oracle.config_reload_at
-    if outcome is None or at is None:
-        return None
-    return ConfigState(message=outcome.message, changed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)),
-                       applied=list(outcome.applied), restart_to_apply=list(outcome.restart),
-                       error=outcome.error).model_dump()
+    if outcome is None or at is None or not (outcome.restart or outcome.error):
+        return []
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+    if outcome.error:
+        return [f"{outcome.message} (re-read {when})"]
+    return [f"oracle.toml changed since start: restart to apply {', '.join(outcome.restart)} (re-read {when})"]
+
+
+def _store_name(oracle: Oracle) -> str:
+    """"sqlite", the PostgreSQL store's URL (no password), or the working copy's mark in an outage."""
+    if oracle.link is not None and oracle.link.offline:
+        return oracle.link.mark()
+    return "sqlite" if getattr(oracle.store, "dialect", "sqlite") == "sqlite" else str(oracle.store.path)
 
 
 def _working_copy(oracle: Oracle) -> WorkingCopyStats | None:
@@ -287,6 +292,14 @@ def health_state(oracle: Oracle) -> dict:
     PostgreSQL outage made /health wait 30 s for a pooled connection and answer a bare 500."""
     from oracle_indexer.store.pg.db import DatabaseUnavailable
 
+    link = oracle.link
+    if link is not None and link.offline:  # serving the working copy: up, and saying what it lacks
+        state = link.state()
+        with contextlib.suppress(Exception):  # a switch back under way: the database's own state below
+            files, chunks = index_size(oracle)
+            return {"status": "working copy", "files": files, "chunks": chunks,
+                    "database": {"backend": "postgresql", "reachable": False, "since": state["offline_since"],
+                                 "error": state["mark"]}}
     db = getattr(oracle.store, "db", None)
     database = db.state() if db is not None and hasattr(db, "state") else None
     try:
