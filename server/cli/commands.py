@@ -183,7 +183,7 @@ def run_tool(oracle: Oracle, args: argparse.Namespace, spec: dict) -> int:
     request = tool.parse(tool_values(args, spec))
     result = tool.call(oracle, request, Caller("cli", "cli"))
     if args.command in RENDERERS or getattr(args, "json", False):
-        return emit(args, result.model_dump(mode="json"), RENDERERS.get(args.command, _no_renderer))
+        return emit(args, tool.dump(request, result, "cli"), RENDERERS.get(args.command, _no_renderer))
     print(_safe(tool.text(request, result)))
     return 0
 

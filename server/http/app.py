@@ -62,6 +62,7 @@ from oracle_server.services.team import (
     weak_token,
 )
 from oracle_server.registry.tools import BY_PATH, TOOLS, Caller, Tool
+from oracle_server.registry.shapes import detail_of
 
 STATIC = Path(__file__).resolve().parent / "static"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -610,12 +611,15 @@ def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[R
     service runs in a worker thread taken from `slots` (server/services/slots.py), shared with /mcp."""
     model = tool.request
 
-    async def answer(o: Oracle, params: BaseModel, request: Request, response: Response) -> BaseModel:
+    async def answer(o: Oracle, params: BaseModel, request: Request, response: Response) -> Any:
         who = identity_of(request.scope)
         caller = Caller(client_of(request), "http", author=who.name, can_write=who.can_write)
         result = await slots.run(mapped, tool.run, o, params, caller)  # run: a call that waits for a load logs it
         if o.link is not None and o.link.offline:  # every answer from the working copy says so, warnings or not
             response.headers["X-Oracle-Store"] = o.link.mark().encode("latin-1", "replace").decode("latin-1")
+        if tool.brief is not None and detail_of(params, "http") == "brief":  # asked for: the brief shape
+            store = {k: v for k, v in response.headers.items() if k.lower() == "x-oracle-store"}
+            return JSONResponse(tool.dump(params, result, "http"), status_code=tool.http.status, headers=store)
         return result
 
     if tool.http.method == "GET":

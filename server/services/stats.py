@@ -10,6 +10,7 @@ import time
 from pydantic import BaseModel, Field
 
 from oracle_indexer.notes.discover import discover
+from oracle_indexer.models.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
 from oracle_server import __version__
 from oracle_server.services.app import Oracle
@@ -62,6 +63,9 @@ class EmbeddingCounts(BaseModel):
     embedded_chunks: int
     coverage: float
     cached: int
+    # How a query mostly in scripts the English model does not read (Thai, CJK, ...) is ranked, said here once
+    # rather than on every such answer (issue 40); "" when the main model reads every script.
+    scripts: str = ""
 
 
 class VectorHealth(BaseModel):
@@ -223,6 +227,7 @@ def stats(oracle: Oracle) -> Stats:
             embedded_chunks=counts["embedded"],
             coverage=round(counts["embedded"] / counts["chunks"], 4) if counts["chunks"] else 1.0,
             cached=counts["cached_embeddings"],
+            scripts=scripts_note(oracle),
         ),
         vector_store=vectors,
         drift=drift(oracle),
@@ -339,3 +344,14 @@ def note_titles(oracle: Oracle, refs: list[str]) -> dict[str, dict[str, str]]:
         if note is not None:
             out[ref] = {"title": note.title or ref, "file": ref}
     return out
+
+
+def scripts_note(oracle: Oracle) -> str:
+    """What EmbeddingCounts.scripts says: which model ranks the semantic leg of a query in another script."""
+    if oracle.embedder.multilingual:
+        return ""
+    if oracle.indexer.multilingual.ready():
+        return (f"queries mostly in scripts the English model does not read (Thai, CJK, ...) are ranked by the"
+                f" multilingual model ({MULTILINGUAL_MODEL}), weighted equally with keywords")
+    return ("queries mostly in scripts the English model does not read (Thai, CJK, ...) have no semantic ranking:"
+            " this index has no multilingual vectors (ORACLE_MULTILINGUAL); their keyword matches still count")

@@ -53,6 +53,7 @@ from oracle_server.services.freshness import fields as freshness_fields
 from oracle_server.services.freshness import note_staleness, order_by_freshness
 from oracle_server.services.search.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
 from oracle_server.services.search.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
+from oracle_server.services.search.plain import plain_text
 from oracle_server.services.relations import entry_chunks, stating_files
 from oracle_server.services.supersede import successors_for
 from oracle_server.services.search.where import resolve_where
@@ -352,15 +353,32 @@ def _on_topic_sources(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused]) -
     return expansion.on_topic_sources(ranked, frozenset(i for i, n in held.items() if n))
 
 
+def _bar(oracle: Oracle, plan: _Plan, legs: _Legs) -> scoring.Bar:
+    """What a hit needs to count as strong (scoring.is_weak): the bm25 and the similarity of the model that ranked
+    the vector leg. Its similarity is also the cut below which a vector candidate does not count in a total."""
+    return scoring.Bar(plan.bm25_bar, scoring.similarity_bar(legs.main_share, oracle.embedder.weak_similarity))
+
+
+def _really_matches(entry: _Entry, bar: scoring.Bar) -> bool:
+    """A note (or section) counts in a search's total when one of its sections matches the query's words, states
+    the asked relation, or is near it by meaning: a vector similarity at or above the weak bar. The vector leg
+    ranks every embedded section, so without the bar `a` counted 60-74 of 84 notes (issue 40)."""
+    return any(f.fts_rank is not None or "relation" in f.found_by
+               or (f.vector_similarity is not None and f.vector_similarity >= bar.similarity)
+               for f in (entry.lead, *entry.others))
+
+
 def _total(oracle: Oracle, plan: _Plan, mode: str, legs: _Legs) -> int:
-    """fts: every keyword match; vector: every embedded chunk passing the filters (all are ranked);
-    hybrid: keyword matches plus vector candidates the keyword query does not match."""
+    """Sections that really match (see _really_matches). fts: every keyword match; vector: every embedded chunk
+    passing the filters (all are ranked: the mode asks for nearness alone); hybrid: keyword matches plus vector
+    candidates the keyword query does not match whose similarity clears the weak bar."""
     if mode == "fts":
         return legs.fts_total
     if mode == "vector":
         return oracle.store.count_embedded(plan.filters)
     fts_ids = {h.id for h in legs.fts}
-    vector_only = [h.id for h in legs.vector if h.id not in fts_ids]
+    cut = _bar(oracle, plan, legs).similarity
+    vector_only = [h.id for h in legs.vector if h.id not in fts_ids and h.score >= cut]
     if legs.fts_total > len(legs.fts):
         kq = plan.kq
         vector_only = sorted(set(vector_only) - oracle.store.keyword_matching_ids(
@@ -432,7 +450,7 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
         kind=doc.kind,
         title=doc.title,
         heading=doc.heading,
-        snippet=snippet(doc.content, terms),
+        snippet=snippet(plain_text(doc.content), terms),
         source_file=doc.file,
         line_start=doc.line_start,
         line_end=doc.line_end,
@@ -599,11 +617,13 @@ def _group(oracle: Oracle, plan: _Plan, legs: _Legs, fusion: _Fusion, adjusted: 
     entries = _entries(adjusted.fused, facts, request.by_note, plan.languages)
     entries, dropped = order_by_freshness(oracle, entries, lambda e: facts[e.lead.id].file,
                                           prefer=request.prefer_fresh, only=request.fresh_only)
-    if request.by_note:  # the distinct notes among the candidates of both legs
-        return entries, len(entries)
-    # Sections: every match (see _total); expansion-only candidates are counted in the pool, not beyond it.
-    expansion_only = sum(1 for f in adjusted.fused if f.found_by == ["expansion"])
-    return entries, _total(oracle, plan, fusion.mode, legs) + expansion_only + len(adjusted.added) - dropped
+    if request.by_note:  # the distinct notes among the candidates of both legs that really match
+        if fusion.mode == "vector":
+            return entries, len(entries)
+        bar = _bar(oracle, plan, legs)
+        return entries, sum(1 for e in entries if _really_matches(e, bar))
+    # Sections: every match (see _total), and the sections only a stated relation brought in.
+    return entries, _total(oracle, plan, fusion.mode, legs) + len(adjusted.added) - dropped
 
 
 @dataclass
@@ -674,11 +694,9 @@ def _well_covered(oracle: Oracle, kq: KeywordQuery, page: list[_Entry], bar: sco
     return {i for i, n in counts.items() if scoring.covers(n, len(kq.terms) + len(kq.unsegmented))}
 
 
-def _script_note(multilingual: bool) -> str:
-    """What a query mostly in other scripts (Thai, CJK, ...) got from the vector leg."""
-    if multilingual:
-        return ("most of this query is in a script the English embedding model does not read: its semantic "
-                f"matches come from the multilingual model ({MULTILINGUAL_MODEL}), weighted equally with keywords")
+def _script_note() -> str:
+    """What a query mostly in other scripts (Thai, CJK, ...) got from the vector leg of an index without multilingual
+    vectors (with them, stats says once how such queries are ranked: services/stats.py scripts_note)."""
     return ("most of this query is in a script the embedding model does not read (it learned English) and this "
             "index has no multilingual vectors (ORACLE_MULTILINGUAL, indexer/models/multilingual.py): its semantic "
             "matches come from the query's other words, its keyword matches from the words themselves")
@@ -718,7 +736,7 @@ class _Page:
 def _weak_leads(oracle: Oracle, plan: _Plan, ranked: _Ranked, entries: list[_Entry]) -> dict[str, bool]:
     """Which of these entries are weak matches for this plan's question: the lead below both legs' bars unless it
     holds most of the question's words (_well_covered), and every other section of its note below them too."""
-    bar = scoring.Bar(plan.bm25_bar, scoring.similarity_bar(ranked.legs.main_share, oracle.embedder.weak_similarity))
+    bar = _bar(oracle, plan, ranked.legs)
     complete = _well_covered(oracle, plan.kq, entries, bar)
     return {e.lead.id: scoring.is_weak(e.lead, e.lead.id in complete, bar)
             and all(scoring.is_weak(s, bar=bar) for s in e.others) for e in entries}
@@ -743,9 +761,12 @@ def _ranking_warnings(oracle: Oracle, plan: _Plan, ranked: _Ranked) -> list[str]
     """What the caller should know about how this plan was ranked, in the order the steps met it."""
     query, legs = plan.query, ranked.legs
     warnings = plan.where_warnings + legs.warnings
+    # A query in another script ranked by the multilingual model is answered as well as any: that is said once, in
+    # stats (EmbeddingCounts.scripts) and meta.semantic_model, not on every answer (issue 40). Without multilingual
+    # vectors its semantic leg is blind, which each such answer says.
     if (ranked.fusion.mode in ("hybrid", "vector") and wants_multilingual(query) and legs.vector_ok
-            and not oracle.embedder.multilingual):  # a multilingual main model reads the query as it is
-        warnings.append(_script_note(legs.multilingual))
+            and not oracle.embedder.multilingual and not legs.multilingual):
+        warnings.append(_script_note())
     return warnings
 
 
