@@ -57,6 +57,7 @@ from oracle_indexer.store.protocols import SegmentedIndex, UsageLogs
 from oracle_indexer.store.sqlite.logs import FLUSH_INTERVAL
 from oracle_indexer.store.sqlite.schema import StoreError
 from oracle_indexer.worker.sync import Indexer, SyncRefused, SyncReport
+from oracle_indexer.config import ConfigReload
 from oracle_indexer.store.sqlite.vectors import RETRY_SECONDS, VectorStoreUnavailable
 
 if TYPE_CHECKING:
@@ -148,8 +149,10 @@ class Maintenance:
         warm_delay: float = 0.0,
         health_seconds: float = HEALTH_SECONDS,
         hold: threading.Event | None = None,
+        on_config: Callable[[ConfigReload], None] | None = None,
     ) -> None:
         self.indexer = indexer
+        self.on_config = on_config
         self.hold = hold
         self.logs = logs
         self.watch = watch
@@ -210,7 +213,7 @@ class Maintenance:
         self._stop.set()
         self._wake.set()
         if self.logs is not None:  # first: the worker may be in a long step, and a client's SIGTERM may follow
-            self.logs.tick()
+            self._last_tick()
         if self._events is not None:
             self._events.stop()
         if self._listener is not None:
@@ -262,7 +265,16 @@ class Maintenance:
             if not self._more:
                 self._sleep()
         if self.logs is not None and not self._abandoned:
+            self._last_tick()
+
+    def _last_tick(self) -> None:
+        """The logs' queue written as the worker stops; a store that cannot take it (the team database in an
+        outage) costs those rows, said once, never the stop itself."""
+        assert self.logs is not None
+        try:
             self.logs.tick()
+        except Exception as exc:  # noqa: BLE001 - the rows are lost; the stop goes on
+            _say(f"oracle: usage logs not written at stop: {type(exc).__name__}: {str(exc)[:200]}")
 
     def _sleep(self) -> None:
         self._wake.wait(TICK_SECONDS if self._events is not None else FLUSH_INTERVAL)
@@ -328,6 +340,8 @@ class Maintenance:
         batch = self._events.take()
         if batch is None:
             return
+        if self._events.config_changed():
+            self._reload_config()
         try:
             rels = self._events.paths(batch)
             if rels:
@@ -338,6 +352,16 @@ class Maintenance:
             _say(f"oracle watch: {type(exc).__name__}: {exc}; retrying")
             self._events.requeue(batch)
             self._stop.wait(BATCH_RETRY_SECONDS)
+
+    def _reload_config(self) -> None:
+        """oracle.toml changed: take up what a running server can (Indexer.reload_config), say what waits for a
+        restart, and sweep next, so the notes the new rules include or leave out enter or leave the index."""
+        outcome = self.indexer.reload_config()
+        _say(f"oracle: {outcome.message}")
+        if self.on_config is not None:
+            self.on_config(outcome)
+        if outcome.applied:
+            self._sweep_at = 0.0
 
     def _remote_writes(self) -> None:
         """Job 2b: another engine committed notes (LISTEN/NOTIFY): pull them into this folder and the index

@@ -298,14 +298,15 @@ class Engine:
         try:
             request = json.loads(await reader.receive_until(b"\n", MAX_MESSAGE))
             if request.get("command") == "index":  # `oracle index`: a sync by the engine that holds the writer lock
-                answer: dict = {"result": await anyio.to_thread.run_sync(self._index, bool(request.get("force")))}
+                report = await anyio.to_thread.run_sync(self._index, bool(request.get("force")))
+                answer: dict[str, Any] = {"result": report}
             else:
                 tool = BY_NAME[request["tool"]]
                 parsed = tool.parse(request.get("arguments") or {})
                 caller = Caller("cli@server", "cli")  # logged as a server-process latency, as a CLI call through HTTP
                 result = await self.server.slots.run(tool.run, self.oracle, parsed, caller)
                 # the tool's text too: the CLI prints it without importing the registry (~1-3 s of pydantic models)
-                answer = {"result": result.model_dump(mode="json"), "text": tool.text(parsed, result)}
+                answer = {"result": tool.dump(parsed, result, "cli"), "text": tool.text(parsed, result)}
             self.cli_calls += 1
             self._set_serving()
         except InvalidArguments as exc:
@@ -432,7 +433,7 @@ def run(settings: Any, key: str, watch: bool, index: bool, fronts: FrontFactory 
 
     secret = channel.new_secret()
     channel.write_private(paths.secret, secret)
-    oracle = Oracle.open(settings, check=False)
+    oracle = Oracle.open(settings, check=False, offline_ok=True)  # no team database: serves the working copy
     engine: Engine | None = None
     try:
         server = build_server(oracle)

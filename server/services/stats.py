@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import time
 
 from pydantic import BaseModel, Field
 
 from oracle_indexer.notes.discover import discover
+from oracle_indexer.models.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
 from oracle_server import __version__
 from oracle_server.services.app import Oracle
@@ -26,7 +29,9 @@ class Drift(BaseModel):
     unmapped_folders: dict[NoteText, int]  # top-level folder ("." = root files) -> markdown files with no type
     symlink_aliases: int = 0  # symlinks to notes indexed under their real name (one note, not two)
     excluded: dict[str, int] = {}  # rule (exclude, .gitignore, include) -> markdown files it leaves out
-    config_warnings: list[NoteText] = []  # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder
+    # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder; oracle.toml changed since start in a way only a
+    # restart applies, or no longer readable (config_notices)
+    config_warnings: list[NoteText] = []
     # names two or more files spell in different Unicode normal forms (NFC/NFD): none of them is indexed
     name_collisions: list[NoteText] = []
 
@@ -48,14 +53,19 @@ class Freshness(BaseModel):
 
     stale: int
     stale_by_type: dict[str, int]
-    window_days: dict[str, int] = Field(description="[freshness] days in oracle.toml per type; a type not listed has"
-                                        " no window (only its notes' own review_after dates apply).")
+    window_days: dict[str, int] = Field(description="days a note's last_verified stays good, per type (365 unless"
+                                        " [freshness] days in oracle.toml says otherwise); a type not listed has no"
+                                        " window (only its notes' own review_after dates apply). A note that never"
+                                        " states last_verified or review_after is never stale.")
 
 
 class EmbeddingCounts(BaseModel):
     embedded_chunks: int
     coverage: float
     cached: int
+    # How a query mostly in scripts the English model does not read (Thai, CJK, ...) is ranked, said here once
+    # rather than on every such answer (issue 40); "" when the main model reads every script.
+    scripts: str = ""
 
 
 class VectorHealth(BaseModel):
@@ -81,8 +91,8 @@ class Usage(BaseModel):
 
 class Serving(BaseModel):
     """Which process answered: `in-process` (a CLI call, `serve --standalone`), `engine` (the shared engine of this
-    root, whichever way it started: a stdio session or `serve --http`: server/engine/process.py) or `fallback` (a stdio session whose engine could not start or
-    died, now running Oracle in its own process; `detail` says why)."""
+    root, whichever way it started: a stdio session or `serve --http`: server/engine/process.py) or `fallback` (a stdio
+    session whose engine could not start or died, now running Oracle in its own process; `detail` says why)."""
 
     mode: str
     detail: str = ""
@@ -121,6 +131,9 @@ class Stats(BaseModel):
     freshness: Freshness | None = None
     serving: Serving | None = None
     working_copy: WorkingCopyStats | None = None  # with the team store only
+    # the team store in a server or an engine: `serving` ("team database", or "working copy" in an outage, since when
+    # and why) and what the last return to the database sent (server/services/offline.py; docs/team.md)
+    team_link: dict = Field(default_factory=dict)  # {} without the team store
 
 
 def drift(oracle: Oracle) -> Drift:
@@ -159,7 +172,7 @@ def drift(oracle: Oracle) -> Drift:
         unmapped_folders=dict(sorted(found.unmapped.items())),
         symlink_aliases=len(found.aliases),
         excluded=dict(sorted(found.excluded.items())),
-        config_warnings=found.warnings,
+        config_warnings=[*config_notices(oracle), *found.warnings],
         name_collisions=found.collisions,
     )
 
@@ -199,7 +212,7 @@ def stats(oracle: Oracle) -> Stats:
         version=__version__,
         root=str(oracle.settings.root),
         data_dir=str(oracle.settings.data_dir),
-        store="sqlite" if getattr(oracle.store, "dialect", "sqlite") == "sqlite" else str(oracle.store.path),
+        store=_store_name(oracle),
         documents=DocumentCounts(
             total=counts["chunks"],
             by_type=oracle.store.sections_by_type(),
@@ -216,6 +229,7 @@ def stats(oracle: Oracle) -> Stats:
             embedded_chunks=counts["embedded"],
             coverage=round(counts["embedded"] / counts["chunks"], 4) if counts["chunks"] else 1.0,
             cached=counts["cached_embeddings"],
+            scripts=scripts_note(oracle),
         ),
         vector_store=vectors,
         drift=drift(oracle),
@@ -234,7 +248,28 @@ def stats(oracle: Oracle) -> Stats:
         serving=Serving(pid=os.getpid(), **oracle.serving),
         freshness=_freshness(oracle),
         working_copy=_working_copy(oracle),
+        team_link=oracle.link.state() if oracle.link is not None else {},
     )
+
+
+def config_notices(oracle: Oracle) -> list[str]:
+    """oracle.toml changed while this server runs (the watcher re-read it: indexer/config.py `reload_settings`) in a
+    way only a restart applies, or it cannot be read: said with the other config warnings, in stats and the log.
+    (No field of its own: every byte of stats' output schema is in tools/list, which each agent pays for.)"""
+    outcome, at = oracle.config_reload, oracle.config_reload_at
+    if outcome is None or at is None or not (outcome.restart or outcome.error):
+        return []
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+    if outcome.error:
+        return [f"{outcome.message} (re-read {when})"]
+    return [f"oracle.toml changed since start: restart to apply {', '.join(outcome.restart)} (re-read {when})"]
+
+
+def _store_name(oracle: Oracle) -> str:
+    """"sqlite", the PostgreSQL store's URL (no password), or the working copy's mark in an outage."""
+    if oracle.link is not None and oracle.link.offline:
+        return oracle.link.mark()
+    return "sqlite" if getattr(oracle.store, "dialect", "sqlite") == "sqlite" else str(oracle.store.path)
 
 
 def _working_copy(oracle: Oracle) -> WorkingCopyStats | None:
@@ -264,6 +299,14 @@ def health_state(oracle: Oracle) -> dict:
     PostgreSQL outage made /health wait 30 s for a pooled connection and answer a bare 500."""
     from oracle_indexer.store.pg.db import DatabaseUnavailable
 
+    link = oracle.link
+    if link is not None and link.offline:  # serving the working copy: up, and saying what it lacks
+        state = link.state()
+        with contextlib.suppress(Exception):  # a switch back under way: the database's own state below
+            files, chunks = index_size(oracle)
+            return {"status": "working copy", "files": files, "chunks": chunks,
+                    "database": {"backend": "postgresql", "reachable": False, "since": state["offline_since"],
+                                 "error": state["mark"]}}
     db = getattr(oracle.store, "db", None)
     database = db.state() if db is not None and hasattr(db, "state") else None
     try:
@@ -279,5 +322,38 @@ def health_state(oracle: Oracle) -> dict:
 
 def usage_overview(oracle: Oracle, limit: int, days: int) -> dict:
     """The latest searches, consults and reads and their daily counts over `days` (the dashboard's usage
-    panel): the usage logs as they are, newest first."""
-    return oracle.logs.overview(limit, days)
+    panel): the usage logs as they are, newest first, and `titles`: each note a write names (a verdict's section
+    id, a supersession's refs, an edited file) -> {title, file}, so the dashboard shows titles, not bare ids."""
+    overview = oracle.logs.overview(limit, days)
+    refs = {*(r.get("doc_id") for r in overview.get("feedback", [])),
+            *(r.get(k) for r in overview.get("supersessions", []) for k in ("old_ref", "new_ref")),
+            *(r.get("file") for r in overview.get("edits", []) + overview.get("learnings", []))}
+    overview["titles"] = note_titles(oracle, [r for r in refs if isinstance(r, str) and r])
+    return overview
+
+
+def note_titles(oracle: Oracle, refs: list[str]) -> dict[str, dict[str, str]]:
+    """{ref: {"title", "file"}} for the refs that name an indexed section (by id) or note (by path); others left out
+    (a note since deleted or archived keeps its bare ref)."""
+    out: dict[str, dict[str, str]] = {}
+    by_id = oracle.store.sections_by_id([r for r in refs if not r.endswith((".md", ".markdown"))])
+    for ref, section in by_id.items():
+        out[ref] = {"title": section.title or section.file, "file": section.file}
+    for ref in refs:
+        if ref in out:
+            continue
+        note = oracle.store.note(ref)
+        if note is not None:
+            out[ref] = {"title": note.title or ref, "file": ref}
+    return out
+
+
+def scripts_note(oracle: Oracle) -> str:
+    """What EmbeddingCounts.scripts says: which model ranks the semantic leg of a query in another script."""
+    if oracle.embedder.multilingual:
+        return ""
+    if oracle.indexer.multilingual.ready():
+        return (f"queries mostly in scripts the English model does not read (Thai, CJK, ...) are ranked by the"
+                f" multilingual model ({MULTILINGUAL_MODEL}), weighted equally with keywords")
+    return ("queries mostly in scripts the English model does not read (Thai, CJK, ...) have no semantic ranking:"
+            " this index has no multilingual vectors (ORACLE_MULTILINGUAL); their keyword matches still count")

@@ -7,11 +7,8 @@ sections; by default the page is made of notes (server/services/search/notes.py)
 
 from __future__ import annotations
 
-import contextvars
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 
 # numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
@@ -35,7 +32,9 @@ from oracle_server.services.search import expansion, vocabulary
 from oracle_server.services.search import scoring
 from oracle_server.services.search import variants as variants_module
 from oracle_server.services.app import Oracle
+from oracle_server.services.errors import OracleError
 from oracle_server.services.models import (
+    LANG_CODE,
     DuplicateRef,
     Hit,
     MatchedSection,
@@ -54,6 +53,7 @@ from oracle_server.services.freshness import fields as freshness_fields
 from oracle_server.services.freshness import note_staleness, order_by_freshness
 from oracle_server.services.search.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
 from oracle_server.services.search.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
+from oracle_server.services.search.plain import plain_text
 from oracle_server.services.relations import entry_chunks, stating_files
 from oracle_server.services.supersede import successors_for
 from oracle_server.services.search.where import resolve_where
@@ -153,32 +153,7 @@ def _question_vector(oracle: Oracle, query: str, main_share: float, beside: bool
             " the next index run re-embeds them")
     if main_share <= 0:
         return None
-    primed = _PRIMED.get()
-    if primed is not None and query in primed[0]:
-        return primed[1].result()[primed[0].index(query)]  # EmbeddingUnavailable etc. surface here as they would
     return oracle.embedder.embed_query(query, beside=beside)
-
-
-# Query expansion on (the default); a search with variants may run its phrasings without it (variants.EXPAND).
-_EXPAND: contextvars.ContextVar[bool] = contextvars.ContextVar("oracle_expand", default=True)
-
-# The questions of a search with variants, embedded in one batch while its phrasings' keyword legs run
-# (primed_questions): the phrasings, and the batch's future. Its own thread: a vector leg waits on it.
-_PRIMED: contextvars.ContextVar[tuple[list[str], Future] | None] = contextvars.ContextVar("oracle_primed", default=None)
-_BATCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oracle-questions")
-
-
-@contextmanager
-def primed_questions(oracle: Oracle, phrasings: list[str]) -> Iterator[None]:
-    """Every phrasing's question vector from one batch (Embedder.embed_queries), started now and awaited by each
-    phrasing's vector leg; a failure of the batch reaches each vector leg, which reports it as it always does."""
-    token = _PRIMED.set((list(phrasings), _BATCH.submit(oracle.embedder.embed_queries, list(phrasings))))
-    expand = _EXPAND.set(variants_module.EXPAND)
-    try:
-        yield
-    finally:
-        _EXPAND.reset(expand)
-        _PRIMED.reset(token)
 
 
 def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: Filters, pool: int,
@@ -224,7 +199,7 @@ def _vector_leg_beside(oracle: Oracle, query: str, filters: Filters, pool: int, 
         vector = _question_vector(oracle, query, main_share, beside=True)
         return _nearest(oracle, query, vector, filters, pool, multilingual, main_share)
 
-    return _LEG_POOL.submit(contextvars.copy_context().run, leg)  # primed questions reach the leg's thread
+    return _LEG_POOL.submit(leg)
 
 
 def _run_legs(oracle: Oracle, plan: _Plan) -> _Legs:
@@ -332,8 +307,7 @@ def _fuse(oracle: Oracle, plan: _Plan, legs: _Legs) -> _Fusion:
     if method == "weighted" and fused:
         notes_for = plan.kq.fts_match if _weighs_note_evidence("hybrid", plan.kq, legs) else None
         prefetched = _LEG_POOL.submit(_prefetch, oracle, [f.id for f in fused], notes_for, legs.read)
-        if _EXPAND.get():
-            fused = _expand(oracle, plan, fused, weight, legs)
+        fused = _expand(oracle, plan, fused, weight, legs)
     return _Fusion(fused, "hybrid", method, weight, prefetched)
 
 
@@ -379,15 +353,32 @@ def _on_topic_sources(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused]) -
     return expansion.on_topic_sources(ranked, frozenset(i for i, n in held.items() if n))
 
 
+def _bar(oracle: Oracle, plan: _Plan, legs: _Legs) -> scoring.Bar:
+    """What a hit needs to count as strong (scoring.is_weak): the bm25 and the similarity of the model that ranked
+    the vector leg. Its similarity is also the cut below which a vector candidate does not count in a total."""
+    return scoring.Bar(plan.bm25_bar, scoring.similarity_bar(legs.main_share, oracle.embedder.weak_similarity))
+
+
+def _really_matches(entry: _Entry, bar: scoring.Bar) -> bool:
+    """A note (or section) counts in a search's total when one of its sections matches the query's words, states
+    the asked relation, or is near it by meaning: a vector similarity at or above the weak bar. The vector leg
+    ranks every embedded section, so without the bar `a` counted 60-74 of 84 notes (issue 40)."""
+    return any(f.fts_rank is not None or "relation" in f.found_by
+               or (f.vector_similarity is not None and f.vector_similarity >= bar.similarity)
+               for f in (entry.lead, *entry.others))
+
+
 def _total(oracle: Oracle, plan: _Plan, mode: str, legs: _Legs) -> int:
-    """fts: every keyword match; vector: every embedded chunk passing the filters (all are ranked);
-    hybrid: keyword matches plus vector candidates the keyword query does not match."""
+    """Sections that really match (see _really_matches). fts: every keyword match; vector: every embedded chunk
+    passing the filters (all are ranked: the mode asks for nearness alone); hybrid: keyword matches plus vector
+    candidates the keyword query does not match whose similarity clears the weak bar."""
     if mode == "fts":
         return legs.fts_total
     if mode == "vector":
         return oracle.store.count_embedded(plan.filters)
     fts_ids = {h.id for h in legs.fts}
-    vector_only = [h.id for h in legs.vector if h.id not in fts_ids]
+    cut = _bar(oracle, plan, legs).similarity
+    vector_only = [h.id for h in legs.vector if h.id not in fts_ids and h.score >= cut]
     if legs.fts_total > len(legs.fts):
         kq = plan.kq
         vector_only = sorted(set(vector_only) - oracle.store.keyword_matching_ids(
@@ -459,7 +450,7 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
         kind=doc.kind,
         title=doc.title,
         heading=doc.heading,
-        snippet=snippet(doc.content, terms),
+        snippet=snippet(plain_text(doc.content), terms),
         source_file=doc.file,
         line_start=doc.line_start,
         line_end=doc.line_end,
@@ -626,11 +617,13 @@ def _group(oracle: Oracle, plan: _Plan, legs: _Legs, fusion: _Fusion, adjusted: 
     entries = _entries(adjusted.fused, facts, request.by_note, plan.languages)
     entries, dropped = order_by_freshness(oracle, entries, lambda e: facts[e.lead.id].file,
                                           prefer=request.prefer_fresh, only=request.fresh_only)
-    if request.by_note:  # the distinct notes among the candidates of both legs
-        return entries, len(entries)
-    # Sections: every match (see _total); expansion-only candidates are counted in the pool, not beyond it.
-    expansion_only = sum(1 for f in adjusted.fused if f.found_by == ["expansion"])
-    return entries, _total(oracle, plan, fusion.mode, legs) + expansion_only + len(adjusted.added) - dropped
+    if request.by_note:  # the distinct notes among the candidates of both legs that really match
+        if fusion.mode == "vector":
+            return entries, len(entries)
+        bar = _bar(oracle, plan, legs)
+        return entries, sum(1 for e in entries if _really_matches(e, bar))
+    # Sections: every match (see _total), and the sections only a stated relation brought in.
+    return entries, _total(oracle, plan, fusion.mode, legs) + len(adjusted.added) - dropped
 
 
 @dataclass
@@ -701,11 +694,9 @@ def _well_covered(oracle: Oracle, kq: KeywordQuery, page: list[_Entry], bar: sco
     return {i for i, n in counts.items() if scoring.covers(n, len(kq.terms) + len(kq.unsegmented))}
 
 
-def _script_note(multilingual: bool) -> str:
-    """What a query mostly in other scripts (Thai, CJK, ...) got from the vector leg."""
-    if multilingual:
-        return ("most of this query is in a script the English embedding model does not read: its semantic "
-                f"matches come from the multilingual model ({MULTILINGUAL_MODEL}), weighted equally with keywords")
+def _script_note() -> str:
+    """What a query mostly in other scripts (Thai, CJK, ...) got from the vector leg of an index without multilingual
+    vectors (with them, stats says once how such queries are ranked: services/stats.py scripts_note)."""
     return ("most of this query is in a script the embedding model does not read (it learned English) and this "
             "index has no multilingual vectors (ORACLE_MULTILINGUAL, indexer/models/multilingual.py): its semantic "
             "matches come from the query's other words, its keyword matches from the words themselves")
@@ -745,7 +736,7 @@ class _Page:
 def _weak_leads(oracle: Oracle, plan: _Plan, ranked: _Ranked, entries: list[_Entry]) -> dict[str, bool]:
     """Which of these entries are weak matches for this plan's question: the lead below both legs' bars unless it
     holds most of the question's words (_well_covered), and every other section of its note below them too."""
-    bar = scoring.Bar(plan.bm25_bar, scoring.similarity_bar(ranked.legs.main_share, oracle.embedder.weak_similarity))
+    bar = _bar(oracle, plan, ranked.legs)
     complete = _well_covered(oracle, plan.kq, entries, bar)
     return {e.lead.id: scoring.is_weak(e.lead, e.lead.id in complete, bar)
             and all(scoring.is_weak(s, bar=bar) for s in e.others) for e in entries}
@@ -770,9 +761,12 @@ def _ranking_warnings(oracle: Oracle, plan: _Plan, ranked: _Ranked) -> list[str]
     """What the caller should know about how this plan was ranked, in the order the steps met it."""
     query, legs = plan.query, ranked.legs
     warnings = plan.where_warnings + legs.warnings
+    # A query in another script ranked by the multilingual model is answered as well as any: that is said once, in
+    # stats (EmbeddingCounts.scripts) and meta.semantic_model, not on every answer (issue 40). Without multilingual
+    # vectors its semantic leg is blind, which each such answer says.
     if (ranked.fusion.mode in ("hybrid", "vector") and wants_multilingual(query) and legs.vector_ok
-            and not oracle.embedder.multilingual):  # a multilingual main model reads the query as it is
-        warnings.append(_script_note(legs.multilingual))
+            and not oracle.embedder.multilingual and not legs.multilingual):
+        warnings.append(_script_note())
     return warnings
 
 
@@ -830,12 +824,47 @@ def _meta(oracle: Oracle, phrasing: _Phrasing, took_ms: float, weak: bool, warni
     )
 
 
+EMPTY_INDEX = ("the index is empty: run `oracle index` (or `oracle stats` to see what the knowledge root holds and"
+               " what is not indexed)")
+
+
+def _languages_present(oracle: Oracle) -> dict[str, int]:
+    """Language -> notes, for the languages known (stated or recognised from the text)."""
+    return {lang: n for lang, n in oracle.store.note_languages().items() if lang != "unknown"}
+
+
+def _languages_named(oracle: Oracle) -> str:
+    present = _languages_present(oracle)
+    return ", ".join(f"{lang} ({n})" for lang, n in sorted(present.items(), key=lambda kv: (-kv[1], kv[0]))) \
+        or "no language yet (the index is empty or its notes too short to tell)"
+
+
+def check_lang(oracle: Oracle, request: SearchRequest) -> None:
+    """A `lang` that is no language code is refused, naming the form and the languages present (issue 40:
+    `--lang thai` answered with a raw regex)."""
+    if request.lang and not LANG_CODE.fullmatch(request.lang):
+        raise OracleError("invalid", f"lang {request.lang!r} is not a language code: use ISO 639-1, two letters with"
+                          f" an optional region (en, th, ja, zh-TW); the notes are in {_languages_named(oracle)}")
+
+
+def _empty_warnings(oracle: Oracle, request: SearchRequest, total: int) -> list[str]:
+    """Nothing at all: say why when the cause is the index or the language filter, not the words (issue 40)."""
+    if total:
+        return []
+    if oracle.store.note_count() == 0:
+        return [EMPTY_INDEX]
+    if request.lang and request.lang not in _languages_present(oracle):
+        return [f"no notes in language {request.lang!r}; the notes are in {_languages_named(oracle)}"]
+    return []
+
+
 def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     """Retrieval only, unlogged: the building block for search and consult. Reads as its steps:
 
     plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
-    -> page (only the page is read in full) -> result. With `variants`, each phrasing is ranked this way and
-    the rankings are fused per note before one page is read (_run_phrasings)."""
+    -> page (only the page is read in full) -> result. With `variants`, the query and its variants are searched
+    as one question (_run_phrasings)."""
+    check_lang(oracle, request)
     if request.variants:
         phrasings = variants_module.distinct_phrasings(request.query, request.variants)
         if len(phrasings) > 1:
@@ -848,96 +877,37 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     plan, ranked = ranked_question.plan, ranked_question.ranked
     weak = not page.hits or all(h.weak for h in page.hits)
     offer = _vocabulary(oracle, plan, page) if weak and (page.hits or not ranked.total) else []
-    warnings = _ranking_warnings(oracle, plan, ranked) + _page_warnings(request, ranked.total, page, weak)
+    warnings = (_ranking_warnings(oracle, plan, ranked) + _page_warnings(request, ranked.total, page, weak)
+                + _empty_warnings(oracle, request, ranked.total))
     return SearchResult(query=plan.query, hits=page.hits, total=ranked.total, limit=request.limit,
                         offset=request.offset, try_=offer,
                         meta=_meta(oracle, ranked_question, round((time.perf_counter() - started) * 1000, 2), weak, warnings))
 
 
-# Shared by every search with variants; a phrasing never waits on this pool (its legs use the pipeline's).
-_PHRASINGS = ThreadPoolExecutor(max_workers=variants_module.WORKERS, thread_name_prefix="oracle-phrasing")
-
-
 def _run_phrasings(oracle: Oracle, request: SearchRequest, phrasings: list[str]) -> SearchResult:
-    """The query and each distinct variant ranked as its own question (its questions embedded in one batch,
-    two phrasings at a time), the rankings fused per note (variants.fuse), and one page read from the fused
-    ranking: each hit shown as the phrasing that ranked it best showed it, weak only if every phrasing that
-    found it calls it weak."""
-    started = time.perf_counter()
-    depth = variants_module.depth(request.offset, request.limit)
-    asks = [request.model_copy(update={"query": p, "variants": [], "limit": depth, "offset": 0}) for p in phrasings]
-    with searching(), primed_questions(oracle, phrasings) if request.mode != "fts" else nullcontext():
-        if variants_module.WORKERS > 1:
-            futures = [_PHRASINGS.submit(contextvars.copy_context().run, _ranked_question, oracle, ask)
-                       for ask in asks]
-            ranked = [f.result() for f in futures]
-        else:
-            ranked = [_ranked_question(oracle, ask) for ask in asks]
-        rankings = [[(_entry_key(e, r), e.score) for e in r.ranked.entries[:depth]] for r in ranked]
-        fused = variants_module.fuse(rankings, variants_module.weights(len(ranked)))
-        page = _fused_page(oracle, request, ranked, rankings, fused)
-    weak = not page.hits or all(h.weak for h in page.hits)
-    total = max(len(fused), *(r.ranked.total for r in ranked))
-    first = ranked[0]
-    offer = _vocabulary(oracle, first.plan, page) if weak and (page.hits or not total) else []
-    warnings: list[str] = []
-    for r in ranked:
-        warnings += [w for w in _ranking_warnings(oracle, r.plan, r.ranked) if w not in warnings]
-    warnings += _page_warnings(request, total, page, weak)
-    meta = _meta(oracle, first, round((time.perf_counter() - started) * 1000, 2), weak, warnings).model_copy(
-        update={"fts_matches": max(r.ranked.legs.fts_total for r in ranked),
-                "vector_matches": max(len(r.ranked.legs.vector) for r in ranked), "phrasings": len(ranked)})
-    return SearchResult(query=first.plan.query, hits=page.hits, total=total, limit=request.limit,
-                        offset=request.offset, meta=meta, try_=offer)
+    """The query and its distinct variants searched as one question (variants.joined), then each hit told which
+    phrasings' words it holds. The answer names the query as asked."""
+    result = run_search(oracle, request.model_copy(update={"query": variants_module.joined(phrasings),
+                                                            "variants": []}))
+    terms = [build_keyword_query(p).terms for p in phrasings]
+    held = _phrasings_held(oracle, terms, result.hits)
+    return result.model_copy(update={
+        "query": validate_query(request.query),
+        "hits": [h.model_copy(update={"phrasings": held[h.id]}) for h in result.hits],
+        "meta": result.meta.model_copy(update={"phrasings": len(phrasings)}),
+    })
 
 
-def _entry_key(entry: _Entry, phrasing: _Phrasing) -> str:
-    """What the phrasings' rankings are fused on: the note, or the section when sections were asked for."""
-    return phrasing.ranked.facts[entry.lead.id].file if phrasing.plan.request.by_note else entry.lead.id
-
-
-def _fused_page(oracle: Oracle, request: SearchRequest, ranked: list[_Phrasing],
-                rankings: list[list[tuple[str, float]]], fused: list[variants_module.FusedKey]) -> _Page:
-    """The page of the fused ranking, read in full once: each key as the phrasing that ranked it best (the
-    earliest on a tie) holds it; an entry whose sections vanished meanwhile gives its place to the next."""
-    shown: list[tuple[variants_module.FusedKey, int, _Entry]] = []
-    docs: dict[str, Section] = {}
-    vanished = 0
-    rest = fused[request.offset:]
-    while rest and len(shown) < request.limit:
-        batch, rest = rest[: request.limit - len(shown)], rest[request.limit - len(shown):]
-        chosen = [(f, p, ranked[p].ranked.entries[f.best_rank]) for f in batch
-                  for p in [next(p for p in f.phrasings if rankings[p][f.best_rank][0] == f.key)]]
-        found = oracle.store.sections_by_id([e.lead.id for _, _, e in chosen])
-        for f, p, entry in chosen:
-            if entry.lead.id in found:
-                shown.append((f, p, entry))
-                docs[entry.lead.id] = found[entry.lead.id]
-            else:
-                vanished += 1
-    weak = _weak_everywhere(oracle, ranked, rankings, [f for f, _, _ in shown])
-    hits = []
-    for f, p, entry in shown:
-        plan, one = ranked[p].plan, ranked[p].ranked
-        hit = _hit(entry.lead, round(f.score, 6), docs[entry.lead.id], plan.kq, one.use, entry.others,
-                   entry.duplicates, one.facts, weak[f.key], entry.translations, entry.rerank)
-        hits.append(hit.model_copy(update={"phrasings": list(f.phrasings)}))
-    return _Page(_fresh(oracle, hits), vanished)
-
-
-def _weak_everywhere(oracle: Oracle, ranked: list[_Phrasing], rankings: list[list[tuple[str, float]]],
-                     keys: list[variants_module.FusedKey]) -> dict[str, bool]:
-    """For each key of the page: whether every phrasing that found it calls it weak."""
-    weak = {f.key: True for f in keys}
-    for index, phrasing in enumerate(ranked):
-        at = {key: rank for rank, (key, _) in enumerate(rankings[index])}
-        mine = [(f.key, phrasing.ranked.entries[at[f.key]]) for f in keys if index in f.phrasings]
-        if not mine:
-            continue
-        verdicts = _weak_leads(oracle, phrasing.plan, phrasing.ranked, [e for _, e in mine])
-        for key, entry in mine:
-            weak[key] = weak[key] and verdicts[entry.lead.id]
-    return weak
+def _phrasings_held(oracle: Oracle, terms: list[tuple[str, ...]], hits: list[Hit]) -> dict[str, list[int]]:
+    """For each hit, the phrasings most of whose words its lead section or one of its listed sections holds
+    (variants.holding): one read per phrasing, over the page's sections only."""
+    ids = sorted({i for h in hits for i in (h.id, *h.also_in_file)})
+    matched: dict[str, dict[int, int]] = {h.id: {} for h in hits}
+    for index, words in enumerate(terms):
+        counts = oracle.store.terms_matched([quote(t) for t in words], ids) if words and ids else {}
+        for h in hits:
+            matched[h.id][index] = max((counts.get(i, 0) for i in (h.id, *h.also_in_file)), default=0)
+    return {h.id: variants_module.holding(terms, matched[h.id]) for h in hits}
 
 
 def _vocabulary(oracle: Oracle, plan: _Plan, page: _Page) -> list[str]:
