@@ -5,6 +5,8 @@ own hook (oracle_indexer.models.embed.LOADING, called by a real load)."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import time
 
 from oracle_indexer.models import embed
@@ -36,8 +38,16 @@ def test_a_slow_command_says_its_stage_then_each_new_one() -> None:
 
 
 def test_a_real_model_load_is_announced() -> None:
-    out = io.StringIO()
-    with Waiting("opening the index", stream=out, delay=0.0):
-        time.sleep(0.05)
-        assert embed.Embedder().embed_query("retry with backoff").shape[-1] == embed.DIMENSIONS
-    assert lines(out)[-1] == "oracle: loading the embedding model (minilm)…"
+    """In a process of its own: this one shares one loaded model between tests (tests/conftest.py), so an embedder
+    here would not load anything."""
+    script = ("import io, sys, time\n"
+              "from oracle_indexer.models import embed\n"
+              "from oracle_server.cli.waiting import Waiting\n"
+              "out = io.StringIO()\n"
+              "with Waiting('opening the index', stream=out, delay=0.0):\n"
+              "    time.sleep(0.05)\n"
+              "    assert embed.Embedder().embed_query('retry with backoff').shape[-1] == embed.DIMENSIONS\n"
+              "sys.stdout.write(out.getvalue())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "oracle: loading the embedding model (minilm)…"
