@@ -88,8 +88,9 @@ def bm25_scores(tbl: int, phrases: Sequence[tuple[str, ...]], weights: Sequence[
     """SQL for (doc, s): every row matching any phrase with its bm25 score (higher is better); with `docs` (a SQL
     query of rowids, no parameters of its own), only those rows are scored, idf still counted over the table."""
     matches, args = _phrase_matches(tbl, phrases, weights, docs)
+    count_args: list = []
     if docs is None:
-        counts, count_args = "SELECT i, count(*)::float8 AS hits FROM m GROUP BY i", []
+        counts = "SELECT i, count(*)::float8 AS hits FROM m GROUP BY i"
     else:
         counts, count_args = _phrase_counts(tbl, phrases, weights)
     sql = (
