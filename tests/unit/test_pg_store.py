@@ -229,7 +229,9 @@ def test_removing_notes_keeps_the_keyword_totals_exact(tmp_path: Path) -> None:
 
 
 # -- vectors and logs ------------------------------------------------------------------------------------
-def test_pgvector_leg_and_its_failure_falls_back_to_keywords(tmp_path: Path) -> None:
+def test_pgvector_leg_and_its_failure_falls_back_to_keywords(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oracle_indexer.store.pg import vectors as pg_vectors
+
     root = write_root(tmp_path / "root")
     oracle = open_oracle(root, tmp_path / "data", database_url=_pg.new_database())
     try:
@@ -245,6 +247,12 @@ def test_pgvector_leg_and_its_failure_falls_back_to_keywords(tmp_path: Path) -> 
         vector = oracle.embedder.embed_query("how do we roll back a release")
         ids = [h.id for h in oracle.vectors.query(vector, 5)]
         assert oracle.store.filtered_ids(ids, Filters()) == set(ids)
+        # a small base is ranked exactly; through the HNSW branch (a base above EXACT_SCAN_MAX) the same neighbours
+        exact = [(h.id, round(h.similarity, 6)) for h in oracle.vectors.query(vector, 5)]
+        assert [s for _, s in exact] == sorted((s for _, s in exact), reverse=True) and len(exact) == 5
+        monkeypatch.setattr(pg_vectors, "EXACT_SCAN_MAX", 0)
+        assert [(h.id, round(h.similarity, 6)) for h in oracle.vectors.query(vector, 5)] == exact
+        monkeypatch.undo()
         gone = ids[0]
         other = oracle.store.db.pool.getconn()  # as another engine would: a section removed, its vector left
         try:
