@@ -1,7 +1,9 @@
 """What Oracle costs an agent's context: the bytes (and tokens, bytes/4) of `tools/list` and of a typical call of
-each tool, as the MCP client receives them (the JSON-RPC result of an in-process client on the real server).
+each tool, as the MCP client receives them (the JSON-RPC result of an in-process client on the real server), and
+then at a real MCP client over stdio (`oracle serve --standalone`, the bundled knowledge indexed by the real `oracle
+index` with its embeddings): `tools/list`, a 10-hit search at the default (brief) and full detail, a consult.
 
-    .venv/bin/python benchmarks/context.py [--json out.json]
+    .venv/bin/python benchmarks/context.py [--json out.json] [--no-stdio]
 
 The knowledge base is the bundled `knowledge/` (copied, indexed keyword-only into a temporary data dir, so the
 figures do not depend on a model). Each call's result is split into what a client may put in the agent's
@@ -102,15 +104,71 @@ async def measure(root: Path, data: Path) -> dict[str, Any]:
     return out
 
 
+STDIO_SEARCHES = ("why quote search terms", "should the tests mock the database", "a")
+
+
+def _oracle_env(root: Path, data: Path) -> dict[str, str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    env.update(ORACLE_ROOT=str(root), ORACLE_DATA_DIR=str(data), PYTHONIOENCODING="utf-8")
+    return env
+
+
+async def measure_stdio(root: Path, data: Path) -> dict[str, Any]:
+    """The same figures at a real client: the SDK's Client over stdio to `oracle serve --standalone`."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = _oracle_env(root, data)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "oracle_server.cli", "serve", "--standalone"],
+                                   env=env)
+    out: dict[str, Any] = {"calls": {}}
+    with open(data / "serve.stderr", "w", encoding="utf-8") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=600) as client:
+            listed = (await client.list_tools()).model_dump(mode="json", by_alias=True, exclude_none=True)
+            out["tools_list"] = size(listed)
+            calls = [(f"search {q!r} limit 10 {d}", "oracle_search", {"query": q, "limit": 10, "detail": d})
+                     for q in STDIO_SEARCHES for d in ("brief", "full")]
+            calls.append(("consult (default)", "oracle_consult", CALLS["oracle_consult"]))
+            for label, name, args in calls:
+                result = (await client.call_tool(name, args)).model_dump(mode="json", by_alias=True, exclude_none=True)
+                blocks = result.get("content", [])
+                out["calls"][label] = {
+                    "total": size(result),
+                    "text": sum(len(b.get("text", "").encode()) for b in blocks if b.get("type") == "text"),
+                    "links": sum(size(b) for b in blocks if b.get("type") == "resource_link"),
+                    "structured": size(result["structuredContent"]) if "structuredContent" in result else 0,
+                    "error": bool(result.get("isError")),
+                }
+    return out
+
+
+def stdio_figures(tmp: Path) -> dict[str, Any]:
+    import subprocess
+
+    root, data = tmp / "stdio-knowledge", tmp / "stdio-data"
+    shutil.copytree(REPO / "knowledge", root)
+    data.mkdir()
+    done = subprocess.run([sys.executable, "-m", "oracle_server.cli", "index"], env=_oracle_env(root, data),
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"oracle index failed: {done.stderr[-2000:]}")
+    return anyio.run(measure_stdio, root, data)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--no-stdio", action="store_true", help="only the in-process figures (no model needed)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "knowledge"
         shutil.copytree(REPO / "knowledge", root)
         (root / "learnings" / "big-note.md").write_text(big_note(32_000), encoding="utf-8")
         figures = anyio.run(measure, root, Path(tmp) / "data")
+        if not args.no_stdio:
+            figures["stdio"] = stdio_figures(Path(tmp))
     listing = figures["tools_list"]
     print(f"tools/list: {listing['total']:,} bytes (~{tokens(listing['total']):,} tokens): descriptions"
           f" {listing['descriptions']:,}, input schemas {listing['input_schemas']:,}, output schemas"
@@ -119,6 +177,15 @@ def main() -> None:
     for name, row in figures["calls"].items():
         flag = "  (error)" if row["error"] else ""
         print(f"{name:<26}{row['total']:>8,}{tokens(row['total']):>8,}{row['content']:>9,}{row['structured']:>12,}{flag}")
+    if "stdio" in figures:
+        stdio = figures["stdio"]
+        print(f"\nat a real MCP client over stdio (oracle serve --standalone, bundled knowledge, embedded):")
+        print(f"tools/list: {stdio['tools_list']:,} bytes (~{tokens(stdio['tools_list']):,} tokens)")
+        print(f"{'call':<48}{'total':>8}{'tokens':>8}{'text':>7}{'links':>7}{'structured':>12}")
+        for name, row in stdio["calls"].items():
+            flag = "  (error)" if row["error"] else ""
+            print(f"{name:<48}{row['total']:>8,}{tokens(row['total']):>8,}{row['text']:>7,}{row['links']:>7,}"
+                  f"{row['structured']:>12,}{flag}")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 

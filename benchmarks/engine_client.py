@@ -98,23 +98,30 @@ async def run_session(command: list[str], env: dict[str, str], tool: str, querie
             "load": load()}
 
 
+async def two_sessions(stack: AsyncExitStack, plain_cmd: list[str], env: dict[str, str]) -> tuple:
+    """The plain server and a new `oracle serve` on the warm engine, spawned together on `stack`, each past its
+    `tools/list`: (plain client, oracle client)."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    errlog = stack.enter_context(open(os.devnull, "w"))
+    plain = await stack.enter_async_context(Client(stdio_client(StdioServerParameters(
+        command=plain_cmd[0], args=plain_cmd[1:], env=env, cwd=str(REPO)), errlog=errlog), read_timeout_seconds=300))
+    oracle = await stack.enter_async_context(Client(stdio_client(StdioServerParameters(
+        command=ORACLE[0], args=[*ORACLE[1:], "serve"], env=env, cwd=str(REPO)), errlog=errlog),
+        read_timeout_seconds=300))
+    await plain.list_tools()
+    await oracle.list_tools()
+    return plain, oracle
+
+
 async def paired_sessions(plain_cmd: list[str], env: dict[str, str], queries: list[str], mode: str) -> dict:
     """The plain server and a new `oracle serve` on the warm engine, spawned together; each question goes to both,
     one right after the other (which one first alternates), from the first call after `tools/list`. Both see the
     same load at the same moment, so the ratio holds on a busy machine where two series run apart do not."""
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
     times: dict[str, list[float]] = {"plain": [], "oracle": []}
     async with AsyncExitStack() as stack:
-        errlog = stack.enter_context(open(os.devnull, "w"))
-        plain = await stack.enter_async_context(Client(stdio_client(StdioServerParameters(
-            command=plain_cmd[0], args=plain_cmd[1:], env=env, cwd=str(REPO)), errlog=errlog), read_timeout_seconds=300))
-        oracle = await stack.enter_async_context(Client(stdio_client(StdioServerParameters(
-            command=ORACLE[0], args=[*ORACLE[1:], "serve"], env=env, cwd=str(REPO)), errlog=errlog),
-            read_timeout_seconds=300))
-        await plain.list_tools()
-        await oracle.list_tools()
+        plain, oracle = await two_sessions(stack, plain_cmd, env)
         for i, q in enumerate(queries):
             pair = [("plain", plain, "search", {"query": q, "limit": LIMIT}),
                     ("oracle", oracle, "oracle_search", {"query": q, "limit": LIMIT, "mode": mode})]

@@ -3,13 +3,13 @@
 Run from the repository root (the nat-brain index is built once into --data and reused):
 
     .venv/bin/python benchmarks/variants.py [--data /tmp/natbrain-main] [--sets natural,judged]
-        [--k 60] [--query-weight 1.0] [--depth 20] [--json out.json]
+        [--systems question,v1,v2,v3,v4,fused] [--json out.json]
     .venv/bin/python benchmarks/variants.py --latency [--rounds 3]     # at a real MCP client over stdio
 
 Systems, each asking for 10 notes (file-level nDCG@10, benchmarks/notes.py's scoring):
 - `question`: the question alone (today's search);
 - `v1`..`v4`: each blind variant alone (benchmarks/variants/: keywords, heading, other language, other terms);
-- `fused`: the question with its four variants in one call (`SearchRequest.variants`).
+- `fused`: the question with its four variants in one call (`SearchRequest.variants`: searched as one question).
 
 `--latency` runs `oracle serve` over stdio beside benchmarks/plain_server.py and times, question by question and
 alternated, a search without variants, the same with its four variants, and the plain server's search.
@@ -33,7 +33,6 @@ from benchmarks import notes  # noqa: E402
 from oracle_indexer.config import Settings  # noqa: E402
 from oracle_server.services.app import Oracle  # noqa: E402
 from oracle_server.services.models import SearchRequest  # noqa: E402
-from oracle_server.services.search import variants as V  # noqa: E402
 from oracle_server.services.search.pipeline import run_search  # noqa: E402
 
 EVAL = REPO.parent / "shared" / "eval-data" / "nat-brain-oracle"
@@ -80,7 +79,6 @@ def wins_losses(base: dict, new: dict, eps: float = 1e-9) -> tuple[int, int, int
 
 
 def quality(args: argparse.Namespace) -> None:
-    V.RRF_K, V.QUERY_WEIGHT, V.DEPTH, V.EXPAND = args.k, args.query_weight, args.depth, not args.no_expand
     oracle = Oracle.open(Settings.from_env(root=ROOT, data_dir=Path(args.data)))
     report = oracle.indexer.sync()
     print(f"index: {report.summary()}", file=sys.stderr)
@@ -93,8 +91,7 @@ def quality(args: argparse.Namespace) -> None:
             runs = {s: notes.run_system(ask_fn(oracle, s, by_id), questions) for s in systems}
             dump[name] = runs
             langs = sorted({q["lang"] for q in questions})
-            print(f"\n{name} ({len(questions)} questions; k={args.k}, query weight {args.query_weight}, depth {args.depth}"
-                  f"{', phrasings not expanded' if args.no_expand else ''})")
+            print(f"\n{name} ({len(questions)} questions)")
             print(f"| system | all | {' | '.join(langs)} | wins/losses/ties vs question | p50 ms |")
             print("| --- | --- | " + " | ".join("---" for _ in langs) + " | --- | --- |")
             for s in systems:
@@ -113,21 +110,11 @@ async def _triples(plain_cmd: list[str], env: dict[str, str], questions: list[di
     server, to Oracle without variants and to Oracle with its four, one right after the other, the order rotating."""
     from contextlib import AsyncExitStack
 
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    from engine import ORACLE
+    from engine_client import two_sessions
 
     times: dict[str, list[float]] = {"plain": [], "oracle": [], "oracle + 4 variants": []}
     async with AsyncExitStack() as stack:
-        errlog = stack.enter_context(open(os.devnull, "w"))
-        plain = await stack.enter_async_context(Client(stdio_client(StdioServerParameters(
-            command=plain_cmd[0], args=plain_cmd[1:], env=env, cwd=str(REPO)), errlog=errlog), read_timeout_seconds=300))
-        oracle = await stack.enter_async_context(Client(stdio_client(StdioServerParameters(
-            command=ORACLE[0], args=[*ORACLE[1:], "serve"], env=env, cwd=str(REPO)), errlog=errlog),
-            read_timeout_seconds=300))
-        await plain.list_tools()
-        await oracle.list_tools()
+        plain, oracle = await two_sessions(stack, plain_cmd, env)
         for i, q in enumerate(questions):
             calls = [("plain", plain, "search", {"query": q["query"], "limit": notes.CUTOFF}),
                      ("oracle", oracle, "oracle_search", {"query": q["query"], "limit": notes.CUTOFF}),
@@ -176,10 +163,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default="/tmp/natbrain-main")
     parser.add_argument("--sets", default="natural,judged")
-    parser.add_argument("--k", type=float, default=V.RRF_K)
-    parser.add_argument("--query-weight", type=float, default=V.QUERY_WEIGHT)
-    parser.add_argument("--depth", type=int, default=V.DEPTH)
-    parser.add_argument("--no-expand", action="store_true", help="phrasings without their own query expansion")
     parser.add_argument("--systems", default="question,v1,v2,v3,v4,fused")
     parser.add_argument("--json")
     parser.add_argument("--latency", action="store_true")

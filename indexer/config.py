@@ -197,6 +197,11 @@ class Settings:
             raise ConfigError(f"ORACLE_MULTILINGUAL={multilingual!r}: use auto (the default), on or off")
         embedding_model = str(overrides.pop("embedding_model", None) or env.get("ORACLE_EMBEDDING_MODEL") or "").strip() or None
         if embedding_model and embedding_model != "minilm":  # a folder: from the working dir
+            from oracle_indexer.models.embed import unknown_model
+
+            mistake = unknown_model(embedding_model, Path.cwd())
+            if mistake:
+                raise ConfigError(f"ORACLE_EMBEDDING_MODEL: {mistake}")
             embedding_model = str(Path(embedding_model).expanduser().resolve())
         rerank_model = str(overrides.pop("rerank_model", None) or env.get("ORACLE_RERANK_MODEL") or "").strip() or None
         if rerank_model and rerank_model != "off":  # a folder: from the working dir

@@ -34,7 +34,7 @@ from oracle_indexer.models.rerank import RerankPolicy
 T = TypeVar("T")
 
 CONFIG_NAME = "oracle.toml"
-DOC_TYPES = ("principle", "learning", "retro")
+DOC_TYPES = ("principle", "learning", "retro", "note")  # note: any other markdown (services/init.py)
 
 # Folder name -> document type, at any depth: the Oracle layout and Oracle v2's ψ/memory layout.
 BUILTIN_FOLDER_TYPES: dict[str, str] = {
@@ -477,6 +477,12 @@ def _embedding_table(config: _ConfigFile) -> dict[str, str]:
         if not isinstance(value, str) or (key == "model" and not value.strip()):
             raise ConfigError(f"{where}: {key} must be a string" + (
                 " (minilm, or a folder holding model.onnx and tokenizer.json)" if key == "model" else ""))
+        if key == "model":
+            from oracle_indexer.models.embed import unknown_model  # the model code loads only for a model key
+
+            mistake = unknown_model(value, config.path.parent)
+            if mistake:
+                raise ConfigError(f"{where}: {mistake}")
         out[key] = value.strip() if key == "model" else value
     return out
 

@@ -23,6 +23,7 @@ ONNX sessions, one per core.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib.util
 import os
@@ -88,6 +89,31 @@ class ModelSpec:
 
 
 MINILM = ModelSpec("minilm")
+
+
+KNOWN_MODELS = ("minilm",)  # the embedding models named, not given as a folder
+
+
+def unknown_model(value: str, base: Path | None, known: tuple[str, ...] = KNOWN_MODELS) -> str | None:
+    """Why `value` (ORACLE_EMBEDDING_MODEL or [embedding] model) names no model, or None when it is a known name or
+    a folder path. A bare word that is no folder under `base` (the working dir for the variable, the root for
+    oracle.toml) is a mistyped name, not a folder (issue 40: `multilingal` was read as a path and failed later
+    as a missing model.onnx). Pure apart from one `is_dir`."""
+    text = value.strip()
+    if text in known or "/" in text or "\\" in text or text.startswith(("~", ".")):
+        return None
+    folder = Path(text) if base is None else base / text
+    if folder.is_dir():
+        return None
+    hint = ""
+    if difflib.get_close_matches(text.lower(), ["multilingual"], n=1, cutoff=0.7):
+        hint = ("; the multilingual model for Thai, CJK and other scripts is not an embedding model name: it is"
+                " ORACLE_MULTILINGUAL=auto|on|off")
+    close = difflib.get_close_matches(text.lower(), list(known), n=1, cutoff=0.6)
+    if close:
+        hint = f"; did you mean {close[0]}?" + hint
+    return (f"unknown model {text!r}; known: {', '.join(known)} (or a folder holding model.onnx and tokenizer.json,"
+            f" as a path: ./{text} does not exist){hint}")
 
 
 def model_spec(name: str | None = None, root: Path | None = None, query_prefix: str | None = None,
@@ -319,12 +345,6 @@ class Embedder:
         work for the cores. The same vector bit for bit either way (tests/unit/test_embed.py)."""
         self._load()
         return self._encode([query], self.spec.query_prefix, session=self._sessions[-1] if beside else None)[0]
-
-    def embed_queries(self, queries: list[str]) -> np.ndarray:
-        """Several questions at once (a search's phrasings, server/services/search/variants.py): one batch on
-        the question session, one row per question, each as `embed_query` would give it up to float rounding."""
-        self._load()
-        return self._encode(queries, self.spec.query_prefix)
 
     def _encode(self, texts: list[str], prefix: str, batch_size: int = BATCH_SIZE, session=None) -> np.ndarray:
         """`session`: the one to run a single batch on (default: the question session, sessions[0])."""

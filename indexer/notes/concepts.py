@@ -62,6 +62,49 @@ def normalise_tags(value: object) -> list[str]:
     return [t for t in out if t]
 
 
+# Section names that say where a note is, not what it is about: an ADR's Context / Decision, a retro's What
+# happened, a learning's Pattern. As concept sources they made `context` a top concept of any ADR folder (issue 40).
+STRUCTURAL_HEADINGS: frozenset[str] = frozenset({
+    "context", "status", "decision", "decisions", "consequences", "considered options", "decision outcome",
+    "decision drivers", "context and problem statement", "pros and cons", "options", "alternatives", "summary",
+    "overview", "background", "introduction", "conclusion", "notes", "details", "technical details", "references",
+    "related", "see also", "links", "tags", "tl;dr", "tldr", "what happened", "what went well", "what could improve",
+    "what to change", "what went wrong", "what we learned", "what we built", "lessons learned", "lessons", "lesson",
+    "key learnings", "key insight", "key insights", "learnings", "learning", "pattern", "patterns", "practice",
+    "fix", "problem", "solution", "action items", "next steps", "timeline", "session summary", "retrospective",
+    "retro", "review", "steps", "procedure", "symptoms", "verification", "prerequisites", "date", "author",
+    "authors", "deciders", "owner", "created", "updated",
+})
+_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+_LABEL = re.compile(r"^(\s*(?:[-*+]\s+)?)(\*\*|__)([^*_\n]{1,40}?)\s*:?\s*\2\s*:?")  # **Context**: ... / - **Status:** ...
+
+
+def is_structural_heading(heading: str) -> bool:
+    """Is this heading (or `**Label**:`) only a section name: `## Context`, `## 2. Decision`, `## What Happened`,
+    `## The Pattern`, `## AI Diary (REQUIRED - min 150 words)`? Compared lower-cased, without numbering, a
+    trailing parenthesis or colon, `the`/`our` in front, or emphasis."""
+    text = re.sub(r"\([^)]*\)\s*$", "", heading.strip().lower())
+    text = re.sub(r"^[\d.)\s]+", "", text).strip(" :*_`'\"")
+    text = re.sub(r"^(?:the|our)\s+", "", " ".join(text.split()))
+    return text in STRUCTURAL_HEADINGS or f"the {text}" in STRUCTURAL_HEADINGS
+
+
+def concept_text(title: str, heading: str, content: str) -> str:
+    """The text concepts are found in: the title, the heading unless it is only a section name (each part of a
+    `A > B` path judged alone), and the content without structural heading lines and `**Label**:` labels."""
+    parts = [p for p in heading.split(" > ") if not is_structural_heading(p)]
+    lines = []
+    for line in content.split("\n"):
+        head = _HEADING_LINE.match(line)
+        if head and is_structural_heading(head.group(1)):
+            continue
+        label = _LABEL.match(line)
+        if label and is_structural_heading(label.group(3)):
+            line = label.group(1) + line[label.end():]
+        lines.append(line)
+    return f"{title}\n{' > '.join(parts)}\n" + "\n".join(lines)
+
+
 def extract_concepts(text: str) -> list[str]:
     """Known keywords present in text as whole words, normalised and sorted.
 

@@ -1,17 +1,20 @@
 """Freshness: when a note was last checked, and whether it is past its window (pure functions, no database).
 
 A note says when it was last checked with frontmatter `last_verified: YYYY-MM-DD`, and may name its own
-review date with `review_after: YYYY-MM-DD`. `[freshness] days` in oracle.toml gives a window per type:
+review date with `review_after: YYYY-MM-DD`. A check is good for a window of days, DEFAULT_WINDOW_DAYS (365)
+for every type unless `[freshness] days` in oracle.toml says otherwise:
 
     [freshness]
-    days = 90                                    # principles and learnings; retrospectives stay off
-    days = { learning = 90, principle = 365 }    # or per type (0 = off); retro only when named
+    days = 90                                    # every type
+    days = { learning = 90, principle = 730 }    # or per type (0 = off); a type not named keeps 365
 
 A note is *due* on:
 - its `review_after`, unless it was verified on or after that day;
-- else (last_verified, or the note's date when it was never verified) + the window of its type.
-It is *stale* once today is past its due day, and stale "since" the due day. A note with neither a date nor
-a window is never stale: freshness is only claimed from dates the note (or the configuration) states.
+- else its `last_verified` + the window of its type.
+It is *stale* once today is past its due day, and stale "since" the due day. Freshness is only claimed from
+dates the note states about being checked: a note that never said `last_verified` (nor `review_after`) is
+never stale, however old its `date` (issue 40: counting windows from every note's date turned 66 % of a real
+folder stale, while a runbook verified in 2023 went unflagged without a [freshness] section).
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-FRESHNESS_TYPES = ("principle", "learning", "retro")
-DEFAULT_TYPES = ("principle", "learning")  # `days = N` covers these; retrospectives are records of the past
+FRESHNESS_TYPES = ("principle", "learning", "retro", "note")
+DEFAULT_WINDOW_DAYS = 365  # a `last_verified` older than this is stale, with no [freshness] section (docs/configuration.md)
 VERIFIED_KEY = "last_verified"
 REVIEW_KEY = "review_after"
 _ISO_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[T ].*)?$")
@@ -57,7 +60,7 @@ def countable(day: dt.date | None) -> dt.date | None:
 def note_freshness_dates(meta: dict) -> tuple[str | None, str | None, list[str]]:
     """(last_verified, review_after) as ISO days from a note's frontmatter, and warnings for values that are
     present but not dates (reported like other frontmatter problems, never silently ignored), and for a
-    `date` or `last_verified` too far in the future to count a window from (treated as absent for freshness)."""
+    `last_verified` too far in the future to count a window from (treated as absent for freshness)."""
     out: list[str | None] = []
     warnings: list[str] = []
     for key in (VERIFIED_KEY, REVIEW_KEY):
@@ -66,19 +69,23 @@ def note_freshness_dates(meta: dict) -> tuple[str | None, str | None, list[str]]
         if value not in (None, "") and day is None:
             warnings.append(f"{key}: {value!r} is not a date (YYYY-MM-DD); ignored")
         out.append(day.isoformat() if day else None)
-    for key in ("date", VERIFIED_KEY):
-        day = parse_day(meta.get(key))
-        if day is not None and countable(day) is None:
-            warnings.append(f"{key}: {day.isoformat()} is too far in the future to count a freshness window from;"
-                            " treated as absent for freshness")
+    day = parse_day(meta.get(VERIFIED_KEY))  # (a note's `date` starts no window: nothing to warn about)
+    if day is not None and countable(day) is None:
+        warnings.append(f"{VERIFIED_KEY}: {day.isoformat()} is too far in the future to count a freshness window"
+                        " from; treated as absent for freshness")
     return out[0], out[1], warnings
+
+
+def _default_days() -> dict[str, int]:
+    return dict.fromkeys(FRESHNESS_TYPES, DEFAULT_WINDOW_DAYS)
 
 
 @dataclass(frozen=True)
 class FreshnessPolicy:
-    """Days a note of each type stays fresh after it was verified (or dated); a type not listed has no window."""
+    """Days a note of each type stays fresh after it was verified; a type not listed (or 0) has no window. The
+    default: DEFAULT_WINDOW_DAYS for every type."""
 
-    days: dict[str, int] = field(default_factory=dict)
+    days: dict[str, int] = field(default_factory=_default_days)
 
     def window(self, doc_type: str) -> int | None:
         days = self.days.get(doc_type)
@@ -86,7 +93,8 @@ class FreshnessPolicy:
 
     @classmethod
     def parse(cls, value: object, where: str) -> "FreshnessPolicy":
-        """From `[freshness]` of oracle.toml: {"days": N} or {"days": {type: N}}. ValueError names the problem."""
+        """From `[freshness]` of oracle.toml: {"days": N} (every type) or {"days": {type: N}} (the types named;
+        the others keep the default). ValueError names the problem."""
         if not isinstance(value, dict):
             raise ValueError(f"{where}: `freshness` must be a table ([freshness])")
         unknown = sorted(set(value) - {"days"})
@@ -96,7 +104,7 @@ class FreshnessPolicy:
         if isinstance(days, bool) or not isinstance(days, (int, dict)):
             raise ValueError(f"{where}: [freshness] days must be a number of days or a table of them per type,"
                              " e.g. days = 90 or days = { learning = 90, principle = 365 }")
-        per_type = dict.fromkeys(DEFAULT_TYPES, days) if isinstance(days, int) else dict(days)
+        per_type = dict.fromkeys(FRESHNESS_TYPES, days) if isinstance(days, int) else {**_default_days(), **days}
         for doc_type, n in per_type.items():
             if doc_type not in FRESHNESS_TYPES:
                 raise ValueError(f"{where}: [freshness] days: {doc_type!r} is not a type; use one of "
@@ -121,7 +129,8 @@ FRESH = Staleness(False, None)
 
 def staleness(doc_type: str, date: str | None, last_verified: str | None, review_after: str | None,
               policy: FreshnessPolicy, today: dt.date) -> Staleness:
-    """The rule of the module docstring. All dates are ISO days (or None); `date` is the note's own date."""
+    """The rule of the module docstring. All dates are ISO days (or None); `date`, the note's own date, is not
+    a claim that anyone checked it and starts no window (kept in the signature: every caller has it)."""
     verified = countable(parse_day(last_verified))  # a day too far ahead to count from is absent here
     review = parse_day(review_after)
     due: dt.date | None = None
@@ -130,9 +139,8 @@ def staleness(doc_type: str, date: str | None, last_verified: str | None, review
         due, reason = review, "review_after"
     else:
         window = policy.window(doc_type)
-        base = verified or countable(parse_day(date))
-        if window and base is not None:
-            due, reason = base + dt.timedelta(days=window), "window"
+        if window and verified is not None:
+            due, reason = verified + dt.timedelta(days=window), "window"
     if due is None:
         return FRESH
     return Staleness(today > due, due.isoformat(), reason)

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 import yaml
 
 from oracle_indexer.notes.blocks import block_date, block_tags, is_metadata_block
-from oracle_indexer.notes.concepts import extract_concepts, normalise_tags
+from oracle_indexer.notes.concepts import concept_text, extract_concepts, normalise_tags
 from oracle_indexer.notes.fields import FieldValue, note_fields
 from oracle_indexer.notes.freshness import note_freshness_dates
 from oracle_indexer.notes.language import NoteLanguage, note_language
 
-SPLIT_LEVEL = {"principle": 3, "learning": 2, "retro": 2}
+SPLIT_LEVEL = {"principle": 3, "learning": 2, "retro": 2, "note": 2}
 
 # Only the opening `#`s are a regex; the rest of the line is cut with str methods (see `_heading`): the
 # obvious one-regex form `(.+?)(?:[ \t]+#+)?[ \t]*$` backtracks quadratically on a long run of spaces
@@ -722,7 +722,7 @@ def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:
         seen_keys[key] = n + 1
         unique_key = key if n == 0 else f"{key}#{n + 1}"
         cid = chunk_id(file, unique_key)
-        concepts = tuple(sorted(set(tags) | set(extract_concepts(f"{title}\n{heading}\n{content}"))))
+        concepts = tuple(sorted(set(tags) | set(extract_concepts(concept_text(title, heading, content)))))
         chunks.append(
             Chunk(
                 id=cid,

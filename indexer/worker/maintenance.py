@@ -210,7 +210,7 @@ class Maintenance:
         self._stop.set()
         self._wake.set()
         if self.logs is not None:  # first: the worker may be in a long step, and a client's SIGTERM may follow
-            self.logs.tick()
+            self._last_tick()
         if self._events is not None:
             self._events.stop()
         if self._listener is not None:
@@ -262,7 +262,16 @@ class Maintenance:
             if not self._more:
                 self._sleep()
         if self.logs is not None and not self._abandoned:
+            self._last_tick()
+
+    def _last_tick(self) -> None:
+        """The logs' queue written as the worker stops; a store that cannot take it (the team database in an
+        outage) costs those rows, said once, never the stop itself."""
+        assert self.logs is not None
+        try:
             self.logs.tick()
+        except Exception as exc:  # noqa: BLE001 - the rows are lost; the stop goes on
+            _say(f"oracle: usage logs not written at stop: {type(exc).__name__}: {str(exc)[:200]}")
 
     def _sleep(self) -> None:
         self._wake.wait(TICK_SECONDS if self._events is not None else FLUSH_INTERVAL)

@@ -183,7 +183,7 @@ def run_tool(oracle: Oracle, args: argparse.Namespace, spec: dict) -> int:
     request = tool.parse(tool_values(args, spec))
     result = tool.call(oracle, request, Caller("cli", "cli"))
     if args.command in RENDERERS or getattr(args, "json", False):
-        return emit(args, result.model_dump(mode="json"), RENDERERS.get(args.command, _no_renderer))
+        return emit(args, tool.dump(request, result, "cli"), RENDERERS.get(args.command, _no_renderer))
     print(_safe(tool.text(request, result)))
     return 0
 
@@ -594,7 +594,8 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
 
     # A server checks its index in the maintenance worker, off the way to the handshake (Store.verify).
     try:
-        oracle = Oracle.open(settings, check=args.func is not cmd_serve)
+        # a server with the team store serves its working copy while the database cannot be reached
+        oracle = Oracle.open(settings, check=args.func is not cmd_serve, offline_ok=args.func is cmd_serve)
     except Exception as exc:  # ORACLE_DATABASE_URL unreachable (DatabaseUnavailable): the message says what to check
         error = classify(exc)
         if error is None or error.kind != "unavailable":

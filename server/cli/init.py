@@ -13,6 +13,7 @@ from oracle_server.services.init import InitError, Initialised
 from oracle_server.services.init import init as write_config
 
 __all__ = ["InitError", "describe", "init", "report"]
+SHOWN_FOLDERS = 15  # folder lines printed; a vault of 200 folders is listed in oracle.toml, not on the terminal
 
 
 def describe(found: Discovery) -> list[str]:
@@ -36,6 +37,14 @@ def report(done: Initialised) -> list[str]:
         logs = ", ".join(f"{f}/ ({n})" for f, n in done.changelogs.items())
         lines.append(f"suggestion: release notes and changelogs ({logs}) crowd out answers; {CONFIG_NAME} has"
                      " a commented line to leave each out")
+    for typed, effective in done.folders[:SHOWN_FOLDERS]:
+        where = "files in the folder itself" if typed.folder == "." else f"{typed.folder}/"
+        shown = effective or "not indexed (uncomment default_type to index them)"
+        lines.append(f"type: {where} ({typed.files}) -> {shown}: {typed.kind.kind}, {typed.kind.reason}")
+    if len(done.folders) > SHOWN_FOLDERS:
+        rest = done.folders[SHOWN_FOLDERS:]
+        lines.append(f"type: {len(rest)} more folders ({sum(t.files for t, _ in rest)} files): each one's type and"
+                     f" why are in {CONFIG_NAME} under [types]")
     lines += describe(done.found)
     lines.append(f"next: oracle --root {done.root} index")
     return lines

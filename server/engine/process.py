@@ -218,7 +218,7 @@ class Engine:
             parsed = tool.parse(request.get("arguments") or {})
             caller = Caller("cli@server", "cli")  # logged as a server-process latency, as a CLI call through HTTP is
             result = await self.server.slots.run(tool.run, self.oracle, parsed, caller)
-            answer = {"result": result.model_dump(mode="json")}
+            answer: dict[str, Any] = {"result": tool.dump(parsed, result, "cli")}
         except InvalidArguments as exc:
             answer = {"error": f"invalid input: {exc}", "exit_code": exc.exit_code}
         except Exception as exc:  # noqa: BLE001 - classified as the in-process CLI would
@@ -300,7 +300,7 @@ def run(settings: Any, key: str, watch: bool, index: bool) -> int:
 
     secret = channel.new_secret()
     channel.write_private(paths.secret, secret)
-    oracle = Oracle.open(settings, check=False)
+    oracle = Oracle.open(settings, check=False, offline_ok=True)  # no team database: serves the working copy
     engine: Engine | None = None
     try:
         server = build_server(oracle)

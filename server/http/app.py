@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, urlencode
 
 import anyio
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
@@ -62,6 +62,7 @@ from oracle_server.services.team import (
     weak_token,
 )
 from oracle_server.registry.tools import BY_PATH, TOOLS, Caller, Tool
+from oracle_server.registry.shapes import detail_of
 
 STATIC = Path(__file__).resolve().parent / "static"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -519,7 +520,7 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         """At once, whatever the database's state: a PostgreSQL store that cannot be reached is a 503 saying so
         (before, /health waited 30 s for a connection and answered a bare 500)."""
         state = health_state(oracle)
-        if state["status"] != "ok":
+        if state["status"] not in ("ok", "working copy"):  # an engine serving its working copy is up (and says so)
             return JSONResponse({**state, "version": __version__}, status_code=503)
         return Health(version=__version__, **state)
 
@@ -609,17 +610,25 @@ def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[R
     service runs in a worker thread taken from `slots` (server/services/slots.py), shared with /mcp."""
     model = tool.request
 
-    async def answer(o: Oracle, params: BaseModel, request: Request) -> BaseModel:
+    async def answer(o: Oracle, params: BaseModel, request: Request, response: Response) -> Any:
         who = identity_of(request.scope)
         caller = Caller(client_of(request), "http", author=who.name, can_write=who.can_write)
-        return await slots.run(mapped, tool.call, o, params, caller)
+        result = await slots.run(mapped, tool.call, o, params, caller)
+        if o.link is not None and o.link.offline:  # every answer from the working copy says so, warnings or not
+            response.headers["X-Oracle-Store"] = o.link.mark().encode("latin-1", "replace").decode("latin-1")
+        if tool.brief is not None and detail_of(params, "http") == "brief":  # asked for: the brief shape
+            store = {k: v for k, v in response.headers.items() if k.lower() == "x-oracle-store"}
+            return JSONResponse(tool.dump(params, result, "http"), status_code=tool.http.status, headers=store)
+        return result
 
     if tool.http.method == "GET":
-        async def endpoint(o: ready, params: Annotated[model, Query()], request: Request) -> Any:  # type: ignore[valid-type]
-            return await answer(o, params, request)
+        async def endpoint(o: ready, params: Annotated[model, Query()], request: Request,  # type: ignore[valid-type]
+                           response: Response) -> Any:
+            return await answer(o, params, request, response)
     else:
-        async def endpoint(o: ready, params: model, request: Request) -> Any:  # type: ignore[valid-type]
-            return await answer(o, params, request)
+        async def endpoint(o: ready, params: model, request: Request,  # type: ignore[valid-type]
+                           response: Response) -> Any:
+            return await answer(o, params, request, response)
 
     endpoint.__name__ = "api_" + tool.name.removeprefix("oracle_")
     app.add_api_route(tool.http.path, endpoint, methods=[tool.http.method], response_model=tool.result,

@@ -16,7 +16,7 @@ FIELD_TEMPLATE = "oracle://field/{name}/{value}"  # notes whose frontmatter fiel
 STATS_URI = "oracle://stats"
 SURFACE = (f" Notes are also resources ({NOTE_TEMPLATE}, {STATS_URI}); prompts: consult, reflect, retrospective,"
            " learn-from-session.")
-TYPE_NAMES = {"principle": "principles", "learning": "learnings", "retro": "retrospectives"}
+TYPE_NAMES = {"principle": "principles", "learning": "learnings", "retro": "retrospectives", "note": "notes"}
 
 
 def live_instructions(oracle: Oracle, base: str) -> str:
@@ -39,6 +39,8 @@ def compose(base: str, state: Health, profile: Profile) -> str:
     parts = ", ".join(f"{n} {TYPE_NAMES.get(t, t)}" for t, n in state.types.items()) or "no notes yet"
     checks = [f"vector store DOWN ({state.vector_down[:160]}): keyword search only" if state.vector_down
               else "vector store ok"]
+    if state.multilingual:
+        checks.append("Thai/CJK questions are ranked by a multilingual model")
     if state.indexing:
         checks.append("start-up indexing in progress (calls wait for it)")
     when = (time.strftime(", last indexed %Y-%m-%d %H:%M UTC", time.gmtime(state.last_indexed))

@@ -101,8 +101,12 @@ def _link(path: str, title: str, description: str | None = None, chunk_id: str |
     )
 
 
-def link_hits(result: CallToolResult, found: SearchResult) -> CallToolResult:
-    """Append one `resource_link` per hit's note, so a client can open it or @-mention it."""
+def link_hits(result: CallToolResult, found: SearchResult, brief: bool = False) -> CallToolResult:
+    """Append one `resource_link` per hit's note, so a client can open it or @-mention it; only with full detail:
+    a brief answer (a search's default over MCP) names each note by its path and id, for oracle_read (issue 40:
+    the links were 1.75 KB of a 10-hit page)."""
+    if brief:
+        return result
     seen: set[str] = set()
     for hit in found.hits:
         if hit.source_file in seen:
@@ -113,7 +117,7 @@ def link_hits(result: CallToolResult, found: SearchResult) -> CallToolResult:
     return result
 
 
-def link_sources(result: CallToolResult, consulted: ConsultResult) -> CallToolResult:
+def link_sources(result: CallToolResult, consulted: ConsultResult, brief: bool = False) -> CallToolResult:
     """The same for consult: one link per source note."""
     seen: set[str] = set()
     for src in [*consulted.principles, *consulted.learnings]:

@@ -77,7 +77,8 @@ def result_rows(model: type[BaseModel]) -> list[str]:
 
 def tool_section(tool: Tool) -> str:
     cli = f"`oracle {tool.cli.command}`" if tool.cli else "MCP and HTTP only"
-    lines = [f"## {tool.name}", "", _cell(tool.description), "",
+    about = _cell(tool.description + (" " + tool.details if tool.details else ""))
+    lines = [f"## {tool.name}", "", about, "",
              f"HTTP `{tool.http.method} {tool.http.path}` · CLI {cli} · "
              f"{'read-only' if tool.annotations.read_only_hint else 'writes'}", ""]
     params = parameter_rows(tool.request)

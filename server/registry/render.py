@@ -55,10 +55,11 @@ def result_count(total: int, unit: str, mode: str, took_ms: float, reranked_by: 
 
 
 def phrasings_text(phrasings: list[int] | None) -> str:
-    """Which phrasings of a search with variants found a hit: `query+v2` (empty without variants)."""
+    """Whose words a hit of a search with variants holds: `words of query+v2` (empty without variants, or when
+    only the meaning of the phrasings together found it)."""
     if not phrasings:
         return ""
-    return ", found by " + "+".join("query" if p == 0 else f"v{p}" for p in phrasings)
+    return ", words of " + "+".join("query" if p == 0 else f"v{p}" for p in phrasings)
 
 
 def search(data: dict) -> tuple[list[str], list[str]]:
@@ -69,8 +70,9 @@ def search(data: dict) -> tuple[list[str], list[str]]:
         where = f"{hit['source_file']}:{hit['line_start']}-{hit['line_end']}"
         heading = f" › {hit['heading']}" if hit["heading"] else ""
         weak = ", weak match" if hit.get("weak") else ""
-        out.append(f"\n{n}. [{hit['type']}] {hit['title']}{heading}  ({hit['score']:.4f},"
-                   f" {'+'.join(hit['found_by'])}{phrasings_text(hit.get('phrasings'))}{weak})")
+        found_by = f", {'+'.join(hit['found_by'])}" if hit.get("found_by") else ""  # not in a brief hit
+        out.append(f"\n{n}. [{hit['type']}] {hit['title']}{heading}  ({hit['score']:.4f}"
+                   f"{found_by}{phrasings_text(hit.get('phrasings'))}{weak})")
         out.append(f"   {where}  id={hit['id']}")
         out.append(f"   {hit['snippet']}")
         for section in hit.get("sections", [])[:5]:

@@ -26,6 +26,7 @@ from oracle_server.services.models import (
     VerifyResult,
     WorkingSetCheck,
 )
+from oracle_server.registry.shapes import detail_of
 from oracle_server.registry.render import budget_line, phrasings_text, result_count, serving_text, try_line
 from oracle_server.services.stats import Stats
 
@@ -35,6 +36,10 @@ def plural(n: int, word: str) -> str:
 
 
 def search_text(request: Any, result: SearchResult) -> str:
+    """The MCP tool's text: with brief detail (its default) a short index of the page, the hits themselves being
+    in the structured content (server/registry/shapes.py), else the page in full."""
+    if detail_of(request, "mcp") == "brief":
+        return brief_search_text(result)
     lines = [result_count(result.total, result.meta.unit, result.meta.mode, result.meta.took_ms,
                           result.meta.reranked_by)]
     lines += [f"warning: {w}" for w in result.meta.warnings]
@@ -57,6 +62,28 @@ def search_text(request: Any, result: SearchResult) -> str:
         lines += [f"   relation: {t.subject} — {t.predicate} — {t.object}" for t in hit.relations]
     if result.try_:
         lines.append(try_line(result.try_))
+    return "\n".join(lines)
+
+
+def brief_search_text(result: SearchResult) -> str:
+    """One line per hit (rank, title and heading, file and lines, id, and what calls for action), for a
+    client that shows the text rather than the structured content, which holds each hit's snippet and hash."""
+    lines = [result_count(result.total, result.meta.unit, result.meta.mode, result.meta.took_ms,
+                          result.meta.reranked_by)]
+    lines += [f"warning: {w}" for w in result.meta.warnings]
+    for n, hit in enumerate(result.hits, start=result.offset + 1):
+        heading = f" › {hit.heading}" if hit.heading else ""
+        flags = [phrasings_text(hit.phrasings).removeprefix(", ")] if hit.phrasings else []
+        flags += ["weak match"] if hit.weak else []
+        flags += [f"SUPERSEDED by {hit.superseded_by.source_file}"] if hit.superseded_by else []
+        flags += [f"STALE since {hit.stale_since}"] if hit.stale else []
+        more = f"; {'; '.join(flags)}" if flags else ""
+        where = f"{hit.source_file}:{hit.line_start}-{hit.line_end}"
+        lines.append(f"{n}. {hit.title}{heading} — {where} ({hit.id}{more})")
+    if result.try_:
+        lines.append(try_line(result.try_))
+    if result.hits:
+        lines.append("snippets and hashes: structured content; detail=full adds ranking and sections")
     return "\n".join(lines)
 
 
@@ -106,7 +133,9 @@ def stats_text(request: Any, result: Stats) -> str:
     return (
         f"{plural(result.files.total, 'note')} ({', '.join(f'{k}: {v}' for k, v in result.files.by_type.items())}), "
         f"{plural(docs.total, 'section')}; "
-        f"embeddings {result.embeddings.coverage:.1%}; vector store {'ok' if result.vector_store.ok else 'DOWN'}; "
+        f"embeddings {result.embeddings.coverage:.1%}"
+        + (f" ({result.embeddings.scripts})" if result.embeddings.scripts else "")
+        + f"; vector store {'ok' if result.vector_store.ok else 'DOWN'}; "
         f"drift: {'none' if result.drift.in_sync else 'yes, run oracle index'}; "
         f"{result.usage.searches} searches, {result.usage.consultations} consultations, {result.usage.learnings} learnings"
         + (f"; stale notes: {result.freshness.stale} ({_counts(result.freshness.stale_by_type)})"

@@ -24,6 +24,7 @@ from oracle_server.services.feedback import record_feedback
 from oracle_server.services.history import history, restore
 from oracle_server.services.learn import learn
 from oracle_server.registry.schemas import lean_input_schema
+from oracle_server.registry.shapes import Surface, brief_search, detail_of
 from oracle_server.services.read import read_note
 from oracle_server.services.relations import find_relations
 from oracle_server.services.search.pipeline import search
@@ -34,7 +35,6 @@ from oracle_server.services.verify import verify
 if TYPE_CHECKING:
     from oracle_server.services.app import Oracle
 
-Surface = Literal["mcp", "http", "cli"]
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 # Claude Code defers MCP tools behind its tool search unless a tool's `_meta` carries this key set to
 # exactly `true` (Claude Code 2.1.121+; other clients ignore it). The key was checked against what is
@@ -43,7 +43,8 @@ WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempoten
 # `_meta["anthropic/alwaysLoad"] === true`; the official page itself could not be fetched from here.
 ALWAYS_LOAD = {"anthropic/alwaysLoad": True}
 
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# A read-only tool states no destructive or idempotent hint: the MCP spec reads them only when readOnlyHint is false
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # verify: writes only when asked to mark notes verified, and marking twice on one day changes nothing
 MARKS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 RANDOM_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)  # reflect: read-only, not idempotent
@@ -104,6 +105,10 @@ class Tool:
     # Does this request write? None: whenever the annotations say the tool is not read-only. A read-only
     # token is refused on exactly these calls (verify writes only when it marks notes verified).
     writes: Callable[[Any], bool] | None = None
+    # The result's brief shape (server/registry/shapes.py), for a tool whose request has `detail`: what an answer
+    # carries unless full detail is asked for (or is the surface's default).
+    brief: Callable[[Any], dict[str, Any]] | None = None
+    details: str = ""  # the longer explanation, in docs/tools.md only (the description is what tools/list sends)
 
     @property
     def accepted(self) -> tuple[str, ...]:
@@ -135,7 +140,18 @@ class Tool:
         """Check the caller may make this call, then call the one service function. Every adapter calls
         tools through here (or `run`)."""
         self.authorize(request, caller)
-        return self.service(oracle, request, caller)
+        if oracle.link is None:
+            return self.service(oracle, request, caller)
+        from oracle_server.services.offline import answer  # the team store only: an outage serves the working copy
+
+        return answer(oracle, lambda: self.service(oracle, request, caller), writes=self.is_write(request))
+
+    def dump(self, request: BaseModel, result: BaseModel, surface: Surface) -> dict[str, Any]:
+        """The result's JSON as `surface` answers it: brief or full (server/registry/shapes.py) where the tool has
+        both, else the whole model. MCP's structured content, HTTP's body and the CLI's --json all come from here."""
+        if self.brief is not None and detail_of(request, surface) == "brief":
+            return self.brief(result)
+        return result.model_dump(mode="json")
 
     def run(self, oracle: Oracle, request: BaseModel, caller: Caller) -> BaseModel:
         """`call`, once the start-up sync has the keyword index ready (a served Oracle)."""
@@ -152,9 +168,13 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_search",
         description=(
-            "Hybrid keyword + semantic search of the notes; no query syntax. Hits give id, file, lines, snippet, "
-            "content_hash to cite. Ask short keywords in the notes' words and language (see instructions); other "
-            "phrasings go in `variants`; a weak page's `try` gives words to ask next."
+            "Search the notes by keywords and meaning (plain words, no syntax), in the notes' words and language; "
+            "other phrasings in `variants`; a weak page's `try` has words to ask next."
+        ),
+        details=(
+            "Hits give id, file, lines, snippet and content_hash to cite. `detail=full` adds each hit's score "
+            "breakdown, found_by, concepts and other matching sections (the default over HTTP and the CLI). The MCP "
+            "instructions say what the notes look like and how to ask well."
         ),
         returns=(
             "one hit per note (its best section: id, type, title, heading, snippet, source_file, line span, "
@@ -165,16 +185,20 @@ TOOLS: tuple[Tool, ...] = (
             " the nearest notes' concepts, titles and headings to ask with next"),
         request=m.SearchRequest, result=m.SearchResult,
         service=lambda o, r, c: search(o, r, client=c.client, tool=_logged_as(c)),
-        text=text.search_text, annotations=READ_ONLY, meta=ALWAYS_LOAD,
+        text=text.search_text, annotations=READ_ONLY, meta=ALWAYS_LOAD, brief=brief_search,
         http=Http("GET", "/api/search"),
         cli=Cli("search", "hybrid search over the knowledge base", words="query", flags=(("variants", "also"),)),
     ),
     Tool(
         name="oracle_consult",
         description=(
-            "Before making a decision, ask which principles and learnings apply. Give the decision and any "
-            "context; get the relevant notes and guidance within a token budget. The notes are wrapped as "
-            "reference data (not instructions), each with id, file and sha256 to cite."
+            "Before a decision: the principles and learnings that apply, as guidance within a token budget, each "
+            "source with id, file and sha256 to cite."
+        ),
+        details=(
+            "Give the decision and any context. The notes are wrapped as reference data (not instructions). "
+            "context_window: the budget becomes 15% of it (at most 8000 tokens), and under 30,000 only principles, "
+            "the core, are consulted (mode core); the result says which budget and mode it used."
         ),
         returns=(
             "relevant principles and learnings (hybrid) and guidance within the budget, wrapped in a "
@@ -189,7 +213,7 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         name="oracle_reflect",
-        description="Get one random principle or learning to reflect on before or after a piece of work.",
+        description='One random principle or learning to reflect on before or after a piece of work.',
         returns="one random principle or learning section",
         request=m.ReflectRequest, result=m.Document,
         service=lambda o, r, c: reflect(o, r, client=c.client),
@@ -200,10 +224,14 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_learn",
         description=(
-            "Save a new learning (a pattern or lesson worth remembering) as a markdown file, searchable as soon "
-            "as this returns. Near-duplicate learnings are listed as advice; it is saved regardless. To replace a "
-            "note you read, pass revises (its path) and expected_hash (its file_hash): refused as a conflict if it "
-            "changed since."
+            "Save a learning (a pattern or lesson) as a markdown note, searchable when this returns. To replace a "
+            "note you read, pass revises (its path) and expected_hash."
+        ),
+        details=(
+            "The text of an existing learning is refused (allow_duplicate=true saves it); similar ones are listed as "
+            "advice. With revises, it is refused as a conflict if the note changed since it was read."
+            " idempotency_key: any unique string of 8-200 printable ASCII characters (a UUID); a retry of the "
+            "same learn with the same key returns the learning saved the first time instead of saving it twice."
         ),
         returns=(
             "writes `learnings/YYYY-MM-DD_<slug>.md` atomically (never overwrites), indexes it in both legs "
@@ -217,8 +245,9 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         name="oracle_list",
-        description="List notes newest first, optionally by type or frontmatter (unit=section: every section). For "
-        "browsing, not searching.",
+        description=(
+            "List notes newest first, by type or frontmatter (unit=section: every section); for browsing."
+        ),
         returns=(
             "notes newest first (each by its first section, with how many sections it has), deterministic; "
             "`unit=section` lists every section"),
@@ -230,8 +259,10 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         name="oracle_stats",
-        description="Health and size of the knowledge base: notes and sections by type, drift between files and index, "
-        "embedding coverage, vector store health, usage counts and search latency.",
+        description=(
+            "Health and size of the knowledge base: notes by type, index drift, embeddings, vector store, usage, "
+            "latency."
+        ),
         returns=(
             "notes and sections by type, concepts, last indexed, drift between disk and index, embedding "
             "coverage, a live vector-store probe, usage counts, search latency p50/p95, version"),
@@ -243,7 +274,7 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         name="oracle_concepts",
-        description="Concepts (tags and known keywords) with how many notes carry each; use them as search filters.",
+        description='Concepts (tags and known keywords) with how many notes carry each; use them as search filters.',
         returns="concepts with how many notes carry each",
         request=m.ConceptsRequest, result=m.ConceptsResult,
         service=lambda o, r, c: concepts(o, r),
@@ -254,8 +285,12 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_feedback",
         description=(
-            "Say whether a note you were given (a search hit or consult source, by id) was helpful or misleading. "
-            "Verdicts are logged and adjust future ranking within a bound (at most x1.2 up or x0.8 down)."
+            "Say whether a hit or consult source (by id) was helpful or misleading; it moves that note's future "
+            "ranking (x0.8 to x1.2)."
+        ),
+        details=(
+            "Verdicts are logged; a verdict counts for the whole note, and the factor stays within the bound however "
+            "many there are."
         ),
         returns=(
             "the note's verdict counts (over all its sections: a verdict counts for the whole note) and its "
@@ -269,9 +304,12 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_supersede",
         description=(
-            "Mark a note as replaced by a newer one. The old note stays on disk and in the index, ranks below its "
-            "successor, and every hit that returns it points to the new one. Ids are chunk ids (that section) or "
-            "note paths relative to the root (the whole note). undo=true revokes an earlier supersession."
+            "Mark a note as replaced by a newer one (chunk ids or paths): it stays searchable, ranks below it and "
+            "points to it. undo=true revokes."
+        ),
+        details=(
+            "The old note stays on disk and in the index, and every hit that returns it points to the new one. A "
+            "chunk id means that section; a path relative to the root means the whole note."
         ),
         returns=(
             "what was superseded by what (a section id means that section, a path the whole note)"),
@@ -284,9 +322,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_relations",
         description=(
-            "Find (subject, predicate, object) relations that notes state. Give any of the three (case-insensitive, "
-            "whole terms); leave all out to list every relation. Each result names the note that states it."
+            "Find (subject, predicate, object) relations the notes state: give any of the three, or none to list all."
         ),
+        details='Terms match case-insensitively, as whole terms. Each result names the note that states it.',
         returns=(
             "matching triplets, each with the note that states it"),
         request=m.RelationsRequest, result=m.RelationsResult,
@@ -298,8 +336,12 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_read",
         description=(
-            "Read a whole note (or, with section=true, one section) by a hit's id or by the note's path relative "
-            "to the knowledge root. Returns the text with its line span, the note's sections and their hashes."
+            "Read a whole note (or with section=true one section) by a hit's id or its path: the text, line span, "
+            "sections and hashes."
+        ),
+        details=(
+            "max_chars is about four times the tokens it costs; when `truncated`, ask again with more, or read "
+            "one section by its id."
         ),
         returns=(
             "the whole note from disk (frontmatter parsed, line span, sections with ids and hashes, relations, "
@@ -314,11 +356,15 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_verify",
         description=(
-            "Check cited evidence: for each (id, content_hash) from a hit or consult source, say whether the "
-            "note is unchanged, changed (with the current hash) or gone, and where its text now lives. "
-            "working_set_id: a consult's id; says whether that consultation reproduces now, or which sources "
-            "changed or vanished. mark_verified: notes (ids or paths) you checked and found still true are stamped "
-            "last_verified: today in their frontmatter (nothing else in the file changes) and stop being stale."
+            "Check citations (id, content_hash): unchanged, changed or gone; working_set_id: does a consult "
+            "reproduce; mark_verified: stamp notes checked today."
+        ),
+        details=(
+            "For each citation from a hit or consult source, says whether the note is unchanged, changed (with the "
+            "current hash) or gone, and where its text now lives. working_set_id is a consult's id: says whether "
+            "that consultation reproduces now, or which sources changed or vanished. mark_verified takes notes (ids "
+            "or paths) you checked and found still true: each gets `last_verified: today` in its frontmatter "
+            "(nothing else in the file changes) and stops being stale."
         ),
         returns=(
             "per citation `unchanged`, `changed` (with the current hash and span) or `gone`, and which chunks now "
@@ -335,10 +381,14 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_edit",
         description=(
-            "Edit an existing note: append, prepend (after its title), replace the section under a heading, or "
-            "replace one exact piece of text. Pass expected_hash, the note's file_hash from oracle_read: if the "
-            "note changed since you read it the edit is refused as a conflict (read it again and redo it). The "
+            "Edit a note: append, prepend, replace a section or one exact text. Pass its file_hash as expected_hash: "
+            "a conflict if it changed since."
+        ),
+        details=(
+            "prepend puts the text after the note's title; a conflict means: read it again and redo the edit. The "
             "frontmatter is kept as it is; the note is re-indexed before this returns."
+            " replace_section keeps the heading line and replaces the body under it; replace_text needs `find` "
+            "to occur exactly once in the body. expected_hash takes at least 12 leading hex digits."
         ),
         returns=(
             "the note's new `file_hash` (to edit again), its indexed sections, `author`; a conflict if the note "
@@ -353,10 +403,12 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="oracle_archive",
         description=(
-            "Retire a note: move it out of the index into the .archive/ folder under the knowledge root (never "
-            "deleted). Pass expected_hash, the note's file_hash from oracle_read: if the note changed since you "
-            "read it nothing is moved and you get a conflict. To point readers at a newer note instead, use "
-            "oracle_supersede."
+            "Retire a note into .archive/ (out of the index, never deleted), given its file_hash as expected_hash; "
+            "oracle_supersede points to a newer one."
+        ),
+        details=(
+            "The .archive/ folder is under the knowledge root. If the note changed since you read it nothing is "
+            "moved and you get a conflict."
         ),
         returns=(
             "where the file went (`.archive/<path>`), how many sections left the index; a conflict if the note "

@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from oracle_indexer.store.backends import open_logs, open_store, open_vectors
 from oracle_indexer.config import Settings
 from oracle_indexer.models.embed import Embedder
 from oracle_indexer.worker.maintenance import SWEEP_SECONDS, Maintenance, Reporter
@@ -24,6 +23,8 @@ from oracle_indexer.safe_write import private_dir
 from oracle_indexer.store.protocols import IndexStore, UsageLogs, VectorIndex
 from oracle_indexer.worker.sync import Indexer
 from oracle_server.services.errors import ServiceError
+from oracle_server.services.offline import TeamLink
+from oracle_server.services.parts import Parts, offline_settings, open_parts
 
 READY_TIMEOUT = 120.0
 
@@ -50,6 +51,10 @@ class Oracle:
     reranker: CrossEncoder | None = None  # [rerank] in oracle.toml (indexer/models/rerank.py); None: fused order only
     # Values the services derive from the index and keep while it is unchanged (server/services/guide.py's profile)
     memo: dict = field(default_factory=dict)
+    # With the team store in a server or an engine: serves the working copy while the database cannot be reached
+    # (server/services/offline.py); None otherwise
+    link: TeamLink | None = None
+    started: dict = field(default_factory=dict)  # start()'s arguments: the worker is started again after a switch
 
     def __post_init__(self) -> None:
         self.ready.set()
@@ -58,28 +63,41 @@ class Oracle:
         self.ready.wait(timeout)
 
     @classmethod
-    def open(cls, settings: Settings | None = None, *, check: bool = True) -> "Oracle":
+    def open(cls, settings: Settings | None = None, *, check: bool = True, offline_ok: bool = False) -> "Oracle":
         """`check=False` (a server) leaves the index's integrity check (it reads the whole file: Store.verify)
-        and the usage logs' retention to the maintenance worker, after the handshake."""
+        and the usage logs' retention to the maintenance worker, after the handshake. `offline_ok` (a server or
+        an engine with the team store): a database that cannot be reached does not stop it; it serves its working
+        copy instead (server/services/offline.py) and goes back to the database once it answers."""
         settings = settings or Settings.from_env()
         # 0700; an existing data dir of Oracle's (an index, or only the tokens `oracle token add` wrote) narrowed
         private_dir(settings.data_dir, narrow=any(p.exists() for p in (
             settings.db_path, settings.data_dir / "tokens.json", settings.data_dir / "writer.lock")))
-        store = open_store(settings, check=check)
-        # closed again if a later part fails (a PostgreSQL pool is shared by all three)
-        opened: list[IndexStore | VectorIndex] = [store]
+        embedder = Embedder(settings.embedding)
+        down: str | None = None
         try:
-            vectors = open_vectors(settings)
-            opened.append(vectors)
-            embedder = Embedder(settings.embedding)
-            indexer = Indexer(settings, store=store, vectors=vectors, embedder=embedder)
-            logs = open_logs(settings, prune=check)
-        except BaseException:
-            for part in reversed(opened):
-                part.close()
-            raise
+            parts = open_parts(settings, embedder, check=check)
+        except Exception as exc:
+            if not (offline_ok and settings.database_url and _unreachable(exc)):
+                raise
+            down = str(exc)
+            parts = open_parts(offline_settings(settings), embedder, check=check)
         spec = settings.rerank
-        return cls(settings, store, vectors, embedder, indexer, logs, reranker=CrossEncoder(spec) if spec else None)
+        oracle = cls(settings, parts.store, parts.vectors, embedder, parts.indexer, parts.logs,
+                     reranker=CrossEncoder(spec) if spec else None)
+        if settings.database_url and offline_ok:
+            oracle.link = TeamLink(oracle, offline_since=down)
+        return oracle
+
+    @property
+    def parts(self) -> Parts:
+        """The store, vectors, logs and indexer this Oracle serves from now."""
+        return Parts(self.store, self.vectors, self.logs, self.indexer)
+
+    def serve_from(self, parts: Parts) -> None:
+        """Serve from `parts` from now on (the team store, or the working copy's own index in an outage). The
+        caller has stopped the worker; what the services derived from the old index is dropped."""
+        self.store, self.vectors, self.logs, self.indexer = parts.store, parts.vectors, parts.logs, parts.indexer
+        self.memo.clear()
 
     def start(
         self,
@@ -97,13 +115,23 @@ class Oracle:
         the initial sync until it is set (a stdio server: until the client has its tools). Returns self."""
         if self.maintenance is not None:
             raise RuntimeError("this Oracle is already started")
+        self.started = dict(watch=watch, sync=sync, warm_delay=warm_delay, on_batch=on_batch,
+                            sweep_seconds=sweep_seconds, hold=hold)
+        self.start_worker(**self.started)
+        if self.link is not None:
+            self.link.start()
+        return self
+
+    def start_worker(self, *, watch: bool, sync: bool, warm_delay: float, on_batch: Reporter | None,
+                     sweep_seconds: float, hold: threading.Event | None) -> None:
+        """The maintenance worker over the store this Oracle serves from now (start(); the team link again after
+        it switched stores)."""
         if sync:
             self.ready.clear()
         self.maintenance = Maintenance(
             self.indexer, self.logs, watch=watch, sync=sync, on_ready=self.ready.set, on_batch=on_batch,
             sweep_seconds=sweep_seconds, warm_delay=warm_delay, hold=hold,
         ).start()
-        return self
 
     def stop(self, abandon_loads: bool = False) -> None:
         """Stop and join the worker, leaving the stores open (close() does this first). Idempotent.
@@ -114,12 +142,16 @@ class Oracle:
         self.ready.set()
 
     def close(self, abandon_loads: bool = False) -> None:
-        self.stop(abandon_loads)  # first: the worker writes into every store below
-        self.vectors.close()
-        self.indexer.multilingual.close()
-        if self.indexer.exact is not None:
-            self.indexer.exact.close()
-        if self.indexer.copy is not None:
-            self.indexer.copy.close()
-        self.store.close()
-        self.logs.close()
+        if self.link is not None:
+            self.link.stop()  # first: it may be switching stores
+        self.stop(abandon_loads)  # then the worker: it writes into every store below
+        if self.link is not None:
+            self.link.close_idle()
+        self.parts.close()
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """The team database cannot be reached (not a wrong URL or a missing package: those must stop the server)."""
+    from oracle_indexer.store.pg.db import DatabaseUnavailable
+
+    return isinstance(exc, DatabaseUnavailable) and ("cannot connect" in str(exc) or "cannot be reached" in str(exc))

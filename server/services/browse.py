@@ -38,7 +38,8 @@ class NotFound(ServiceError, LookupError):
     error_kind = "not_found"
 
 
-REFLECT_TYPES = tuple(t for t in DOC_TYPES if t != "retro")  # what happened is not how to work
+# How to work: what happened (retro) is not, nor a generic note (a handbook page, a README), which claims nothing
+REFLECT_TYPES = tuple(t for t in DOC_TYPES if t not in ("retro", "note"))
 
 
 def document_from_section(section: Section) -> Document:

@@ -118,6 +118,9 @@ class Health:
     vector_down: str | None  # why the vector store is down, or None
     indexing: bool  # the start-up sync is still running (calls wait for it)
     last_indexed: float | None  # epoch seconds
+    # Questions in scripts the English model does not read (Thai, CJK) are ranked by the multilingual model: said
+    # once here and in stats (issue 40), no longer as a warning on every such answer.
+    multilingual: bool = False
 
 
 def health(oracle: Oracle) -> Health:
@@ -127,4 +130,5 @@ def health(oracle: Oracle) -> Health:
     return Health(notes=counts["files"], types=oracle.store.notes_by_type(), sections=counts["chunks"],
                   coverage=counts["embedded"] / counts["chunks"] if counts["chunks"] else 1.0,
                   vector_down=oracle.vectors.down or None, indexing=not oracle.ready.is_set(),
-                  last_indexed=float(last) if last else None)
+                  last_indexed=float(last) if last else None,
+                  multilingual=not oracle.embedder.multilingual and oracle.indexer.multilingual.ready())

@@ -3,9 +3,13 @@ survey, the language choice and the file are here; the CLI says what they mean (
 
 A new user's folder is rarely principles/learnings/retrospectives: an ADR repository keeps decisions in
 `locales/<lang>/...`, an Obsidian vault keeps notes anywhere. Rather than make them learn the rules first,
-init counts the markdown per folder, proposes a layout (a default type for everything, `retro` for folders
-of dated notes, the built-in folders as they are), writes it with comments saying what each line does, and
-then says what `oracle index` will do with it: the same `discover` the indexer runs, so no surprise later.
+init counts the markdown per folder, types each folder by what it looks like (indexer/notes/folders.py: ADRs
+as principles, runbooks as learnings, dated notes as retrospectives, anything else as generic notes), writes
+it with comments saying what each line does and why, and then says what `oracle index` will do with it: the
+same `discover` the indexer runs, so no surprise later. The whole folder is indexed unless the user excludes
+something (issue 40: with a `learnings/` present, init used to leave every other folder out). An Oracle v2
+brain (`resonance/`, or a `ψ` on the path) keeps its own layout and what init always wrote for it (its top-level
+folders mostly named by date as retro, nothing else): the typing of folders changes nothing it indexes.
 
 A translated vault (`en/`, `th/`, `ja/`, `de/` ... with the same pages) is indexed in the user's language(s)
 only, asking nothing: the languages named by the environment (LANGUAGE, LC_ALL, LC_MESSAGES, LANG) that have a
@@ -25,12 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from oracle_indexer.notes.discover import Discovery, discover, top_folder
+from oracle_indexer.notes.folders import FolderKind, classify
 from oracle_indexer.notes.language import language_tag
 from oracle_indexer.safe_write import SHARED, SymlinkRefused, write_atomic
 from oracle_indexer.rootconfig import BUILTIN_FOLDER_TYPES, CONFIG_NAME, Layout, load_layout, read_gitignore
 from oracle_server.services.errors import ServiceError
 
-_DATED = re.compile(r"^\d{4}-\d{2}-\d{2}")
 # Folders of release notes and changelogs: many near-identical entries that crowd out answers.
 _CHANGELOG = re.compile(r"^(?:change[-_ ]?logs?|release[-_ ]?notes?|releases|what'?s[-_ ]new)$", re.IGNORECASE)
 LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")  # the order gettext reads them in
@@ -51,6 +55,7 @@ class Survey:
     locales: dict[str, dict[str, int]] = field(default_factory=dict)  # folder -> its language folders -> files
     changelogs: dict[str, int] = field(default_factory=dict)  # a folder of release notes -> markdown files
     obsidian: bool = False
+    heads: dict[str, str] = field(default_factory=dict)  # note path -> its first HEAD_BYTES, decoded (for typing)
 
     @property
     def total(self) -> int:
@@ -64,11 +69,12 @@ def survey(root: Path) -> Survey:
     for item in found.files:
         top = top_folder(item.rel)
         result.per_top[top] += 1
-        if _DATED.match(item.rel.rsplit("/", 1)[-1]):
+        if re.match(r"^\d{4}-\d{2}-\d{2}", item.rel.rsplit("/", 1)[-1]):
             result.dated[top] += 1
         for part in item.rel.split("/")[:-1]:
             if part in BUILTIN_FOLDER_TYPES:
                 result.builtin.add(part)
+        result.heads[item.rel] = _head(item.path)
     per_folder: Counter = Counter()  # every folder (at any depth) -> markdown files under it
     for item in found.files:
         parts = item.rel.split("/")[:-1]
@@ -82,6 +88,70 @@ def survey(root: Path) -> Survey:
             result.changelogs[folder] = n
     result.locales = {k: v for k, v in result.locales.items() if len({language_tag(n) for n in v}) >= 2}
     return result
+
+
+HEAD_BYTES = 8192  # enough of a note to see its headings and fields
+
+
+def _head(path: Path) -> str:
+    """The start of a note, for typing its folder; an unreadable file counts as empty (discover reports it)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def oracle_v2(s: Survey) -> bool:
+    """An Oracle v2 brain (`ψ/memory`: resonance/, learnings/, retrospectives/ ...): typed by its own folders."""
+    return "resonance" in s.builtin or "ψ" in s.root.parts or (s.root / "ψ").is_dir()
+
+
+@dataclass(frozen=True)
+class TypedFolder:
+    """A folder init gave a type, why, and how many of the files it keeps are in it."""
+
+    folder: str  # root-relative path, "." for the files in the root itself
+    kind: FolderKind
+    files: int
+    written: bool  # a [types] line (else the default type covers it, or a built-in name does)
+
+
+def _left_out(rel: str, gone: set[str]) -> bool:
+    return any(rel == g or rel.startswith(g + "/") for g in gone)
+
+
+def type_folders(s: Survey, choices: list[LanguageChoice]) -> list[TypedFolder]:
+    """Each top-level folder's kind (from the files init keeps in it), and any deeper folder whose own kind is a
+    specific one that differs from what its top-level folder gives it (`docs/adr` in a `docs` of notes). Folders
+    with a built-in name are typed by it; language folders left out are not looked at."""
+    gone = {c.pattern(n).strip("/") for c in choices for n in c.left_out}
+    kept = {rel: text for rel, text in s.heads.items() if not _left_out(rel, gone)}
+    under: dict[str, list[tuple[str, str]]] = {}  # folder (any depth) -> (file name, text) of every file below
+    for rel, text in kept.items():
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            under.setdefault("/".join(parts[:depth]), []).append((parts[-1], text))
+    out: list[TypedFolder] = []
+    root_files = sum(1 for rel in kept if "/" not in rel)
+    if root_files:
+        out.append(TypedFolder(".", FolderKind("note", "notes", "files in the folder itself"), root_files, False))
+    for top in sorted(f for f in under if "/" not in f):
+        if top in BUILTIN_FOLDER_TYPES:
+            kind = FolderKind(BUILTIN_FOLDER_TYPES[top], top, "built in")
+            out.append(TypedFolder(top, kind, len(under[top]), False))
+            continue
+        kind = classify(top, under[top])
+        out.append(TypedFolder(top, kind, len(under[top]), kind.specific))
+        for folder in sorted(f for f in under if f.startswith(top + "/")):
+            names = folder.split("/")
+            if any(n in BUILTIN_FOLDER_TYPES for n in names[1:]):
+                continue  # typed by its built-in name, at any depth
+            inner = classify(folder, under[folder])
+            parent_type = next((t.kind.type for t in reversed(out) if folder.startswith(t.folder + "/")), kind.type)
+            if inner.specific and inner.type != parent_type:
+                out.append(TypedFolder(folder, inner, len(under[folder]), True))
+    return out
 
 
 def user_languages(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -160,28 +230,35 @@ def _exclude_lines(s: Survey, choices: list[LanguageChoice]) -> list[str]:
     return ["exclude = [", *body, "]"]
 
 
+def _dated_top(s: Survey, folder: str) -> bool:
+    """A top-level folder mostly named by date (the one [types] line init writes for an Oracle v2 brain)."""
+    return "/" not in folder and s.dated[folder] * 2 > s.per_top[folder]
+
+
 def render_config(s: Survey, environ: Mapping[str, str] | None = None) -> str:
     """The commented oracle.toml for a survey (`environ`: where the user's languages are read from)."""
     choices = choose_languages(s, environ)
     lines = [
         f"# {CONFIG_NAME}: what Oracle indexes in this folder. Written by `oracle init`; edit freely.",
         "# Environment variables override it (ORACLE_FOLDER_TYPES, ORACLE_DEFAULT_TYPE).",
-        "# Types: principle (how we work), learning (a pattern found while working), retro (what happened).",
+        "# Types: principle (how we work), learning (a pattern found while working), retro (what happened),",
+        "# note (any other markdown, searched like the rest).",
         "",
         "[index]",
     ]
     others = {top: n for top, n in s.per_top.items() if top not in BUILTIN_FOLDER_TYPES}
-    if s.builtin and not s.obsidian:
+    v2 = oracle_v2(s)
+    if v2:
         lines += [
-            f"# This folder has Oracle's own layout ({', '.join(sorted(s.builtin))}/): those are typed by name.",
-            f"# {sum(others.values())} other markdown files are not indexed; uncomment to index them as learnings:",
-            '# default_type = "learning"',
+            f"# An Oracle v2 brain ({', '.join(sorted(s.builtin))}/): typed by its own folders, as without this file.",
+            f"# {sum(others.values())} other markdown files are not indexed; uncomment to index them as notes:",
+            '# default_type = "note"',
         ]
     else:
         lines += [
-            "# Files in folders not mapped under [types], and files directly in this folder, get this type.",
-            "# Remove the line to index only the folders mapped below.",
-            'default_type = "learning"',
+            "# Files in folders not typed under [types] (nor by a built-in name), and files directly in this",
+            "# folder, get this type: note (searched like the rest). Remove the line to index only typed folders.",
+            'default_type = "note"',
         ]
     lines += [
         "# Globs in .gitignore syntax (\"drafts/\", \"**/*.draft.md\"). Dot-folders (.git, .obsidian, .trash),",
@@ -201,19 +278,18 @@ def render_config(s: Survey, environ: Mapping[str, str] | None = None) -> str:
     gone = {c.pattern(n).strip("/") for c in choices for n in c.left_out}
     if any("/" not in g for g in gone):
         lines.append(f"#   ({sum(1 for g in gone if '/' not in g)} language folders left out by exclude above)")
-    for top, n in sorted(s.per_top.items(), key=lambda kv: (-kv[1], kv[0])):
-        if top in gone:
-            continue
-        if top == ".":
-            lines.append(f"#   (this folder itself): {n} files")
-            continue
-        if top in BUILTIN_FOLDER_TYPES:
-            lines.append(f"#   {top}/: {n} files ({BUILTIN_FOLDER_TYPES[top]}, built in)")
-            continue
-        if s.dated[top] * 2 > n:  # mostly named by date: a journal, daily notes, session logs
-            lines.append(f"{_toml_key(top)} = \"retro\"    # {n} files, {s.dated[top]} named by date")
+    lines.append("# Each folder's type is what it looks like (decisions/ADRs: principle, runbooks: learning, dated notes:")
+    lines.append("# retro, anything else: note); change a line to retype a folder.")
+    for typed in type_folders(s, choices):
+        about = f"{typed.files} files, {typed.kind.kind}: {typed.kind.reason}"
+        if typed.folder == ".":
+            lines.append(f"#   (this folder itself): {typed.files} files ({'not indexed' if v2 else 'note'})")
+        elif typed.kind.reason == "built in":
+            lines.append(f"#   {typed.folder}/: {typed.files} files ({typed.kind.type}, built in)")
+        elif typed.written and (not v2 or _dated_top(s, typed.folder)):  # v2: only what init always wrote
+            lines.append(f"{_toml_key(typed.folder)} = \"{typed.kind.type}\"    # {about}")
         else:
-            lines.append(f"# {_toml_key(top)} = \"principle\"    # {n} files")
+            lines.append(f"# {_toml_key(typed.folder)} = \"{typed.kind.type}\"    # {about}")
     lines += [
         "",
         "[embedding]",
@@ -249,6 +325,9 @@ class Initialised:
     languages: list[LanguageChoice]
     changelogs: dict[str, int]
     found: Discovery
+    # each folder's kind and why (type_folders), with the type `oracle index` will really give its files (the
+    # layout as loaded, the environment included; None: not indexed)
+    folders: list[tuple[TypedFolder, str | None]] = field(default_factory=list)
 
 
 def init(path: Path, force: bool = False) -> Initialised:
@@ -272,4 +351,6 @@ def init(path: Path, force: bool = False) -> Initialised:
     layout = load_layout(root)  # with the environment: what `oracle index` will really do
     choices = choose_languages(s)
     return Initialised(target=target, root=root, languages=choices, changelogs=changelogs_kept(s, choices),
-                       found=discover(root, layout))
+                       found=discover(root, layout),
+                       folders=[(f, layout.type_for("_.md" if f.folder == "." else f"{f.folder}/_.md"))
+                                for f in type_folders(s, choices)])

@@ -16,6 +16,7 @@ import datetime as dt
 import errno
 import hashlib
 import os
+import re
 import unicodedata
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from oracle_indexer.safe_write import SHARED, create_new
 from oracle_server.services.app import Oracle
 from oracle_server.services.edit import expect_unchanged
 from oracle_server.services.errors import ServiceError
+from oracle_server.services.files import read_bytes
 from oracle_server.services.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest, SupersedeRequest
 from oracle_server.services.search.pipeline import run_search
 from oracle_server.services.supersede import supersede
@@ -49,6 +51,12 @@ class LearnError(ServiceError, RuntimeError):
 class LearnLost(LearnError):
     """The learning was written, but the file was moved, deleted or changed by someone else before it was
     indexed: no note under its name is indexed with the metadata asked for."""
+
+    error_kind = "conflict"
+
+
+class LearnDuplicate(LearnError):
+    """An existing learning already says the same text: nothing was saved (allow_duplicate=true saves anyway)."""
 
     error_kind = "conflict"
 
@@ -234,6 +242,44 @@ def near_duplicates(oracle: Oracle, request: LearnRequest, own_file: str) -> lis
     return found
 
 
+_NOT_WORDS = re.compile(r"[^\w]+")
+
+
+def _normal(text: str) -> str:
+    """A learning's words in order: case, markdown, punctuation and spacing do not make it a new learning; a
+    changed word or number does (`retry 3 times` and `retry 5 times` are two learnings)."""
+    return " ".join(_NOT_WORDS.sub(" ", unicodedata.normalize("NFC", text).casefold()).split())
+
+
+def _body(text: str) -> str:
+    """A learning file's text without its frontmatter and its `# title` line (learn writes both around the
+    pattern)."""
+    body = split_frontmatter(text.replace("\r\n", "\n"))[1].lstrip("\n")
+    first, _, rest = body.partition("\n")
+    return rest if first.startswith("# ") else body
+
+
+def same_text(oracle: Oracle, request: LearnRequest) -> tuple[str, str, str] | None:
+    """(file, chunk id, title) of an existing learning that says the pattern's words, in the same order (exactly,
+    or but for case, markdown, punctuation and spacing), or None. The candidates are the pattern's best keyword
+    matches among learnings (a note with the same words has every one of them: no embedding is needed, and the
+    check costs a keyword search, benchmarks/learn_check.py), read from disk, so what is compared is what the
+    files say now."""
+    want = _normal(request.pattern)
+    if not want:
+        return None
+    probe = SearchRequest(query=request.pattern[:2000], type="learning", mode="fts", limit=10, unit="note")
+    for hit in run_search(oracle, probe).hits:
+        for chunk_id, file in [(hit.id, hit.source_file), *((d.id, d.source_file) for d in hit.duplicates)]:
+            try:
+                _, raw = read_bytes(oracle.settings.root, file, oracle.settings.layout)
+            except Exception:  # noqa: BLE001 - gone or unreadable since indexed: not a duplicate of anything
+                continue
+            if _normal(_body(raw.decode("utf-8", errors="replace"))) == want:
+                return file, chunk_id, hit.title
+    return None
+
+
 def check_written(path: Path, rel: str, text: str, request: LearnRequest, title: str, today: dt.date,
                   author: str | None = None) -> None:
     """Re-read the learning from disk after indexing: it must still be there, with its metadata intact.
@@ -349,6 +395,13 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
     # a learning that revises a note is refused before anything is written if that note changed since read
     revised = expect_unchanged(oracle, request.revises, request.expected_hash, "revises") \
         if request.revises and request.expected_hash else None
+    if not request.allow_duplicate and revised is None:  # a revision is meant to resemble what it replaces
+        same = same_text(oracle, request)
+        if same is not None:
+            file, chunk_id, same_title = same
+            raise LearnDuplicate(f"{file} ({same_title!r}, id {chunk_id}) already says the same text; nothing was saved."
+                                 " To save it anyway pass allow_duplicate=true; to replace that learning, pass"
+                                 " revises with its expected_hash")
     base = f"{today.isoformat()}_{slugify(title)}"
     text = render(request, title, today, author)
     lost = metadata_problems(text, request, title, today, author)

@@ -15,9 +15,13 @@ from oracle_indexer.notes.parse import MAX_TERM_CHARS, relation_term
 from oracle_server.services.boundary import defuse_data, defuse_markers
 from oracle_server.services.search.query import MAX_QUERY_CHARS
 
-DocType = Literal["all", "principle", "learning", "retro"]
+DocType = Literal["all", "principle", "learning", "retro", "note"]
+LANG_CODE = re.compile(r"[A-Za-z]{2}(?:[-_][A-Za-z0-9]{2,4})?")  # en, th, zh-TW, pt_BR: what `lang` accepts
 SearchMode = Literal["hybrid", "fts", "vector"]
 Fusion = Literal["rrf", "weighted"]
+# How much of each search hit an answer carries (server/registry/shapes.py): `brief` is what an agent needs to
+# judge and cite a hit, `full` adds how it was ranked. Not given: the surface's default (brief over MCP).
+Detail = Literal["brief", "full"]
 MAX_LIMIT = 100
 # Text a note's author wrote (titles, headings, snippets, bodies, paths from frontmatter), as every result
 # model returns it: nothing in it may read as a consult boundary marker (server/services/boundary.py).
@@ -157,39 +161,15 @@ class Triplet(BaseModel):
         return term
 
 
-_WHERE_SCALAR: dict = {"type": ["string", "number", "boolean"]}
+# The filter's full grammar (values, lists, operators) is the validator's (indexer/notes/fields.py parse_where) and
+# the description's; the schema states its bounds only: every tool's schema is read into an agent's context
+# (issue 40: tools/list under 16 KB, tests/contract/test_registry.py).
 _WHERE_SCHEMA: dict = {
-    "anyOf": [
-        {
-            "type": "object",
-            "maxProperties": 20,
-            "additionalProperties": {
-                "anyOf": [
-                    _WHERE_SCALAR,
-                    {"type": "array", "items": _WHERE_SCALAR, "minItems": 1, "maxItems": 100},
-                    {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {
-                            "eq": _WHERE_SCALAR,
-                            "in": {"type": "array", "items": _WHERE_SCALAR, "minItems": 1, "maxItems": 100},
-                            "exists": {"type": "boolean"},
-                            "before": {"type": "string", "format": "date"},
-                            "after": {"type": "string", "format": "date"},
-                        },
-                    },
-                ]
-            },
-        },
-        {"type": "string", "maxLength": 10_000},
-        {"type": "null"},
-    ],
+    "anyOf": [{"type": "object", "maxProperties": 20}, {"type": "string", "maxLength": 10_000}, {"type": "null"}],
     "default": None,
     "description": (
-        "Frontmatter fields the notes must have (every field named must match): a value (equals), a list (any "
-        'of), or operators {"eq", "in", "exists", "before", "after"} (dates YYYY-MM-DD, strict). Values compare '
-        'case-insensitively; "*" asks for any value (a note\'s "*" is literal). Also as JSON text, e.g. '
-        '{"status": "draft", "industries": ["finance"], "reviewed": {"after": "2026-01-01"}}.'
+        'Frontmatter fields the notes must all have: a value, a list (any of) or {"eq"|"in"|"exists"|"before"|'
+        '"after"}; "*": any value. E.g. {"status": "draft", "reviewed": {"after": "2026-01-01"}}.'
     ),
 }
 
@@ -212,8 +192,8 @@ Where = Annotated[Any, BeforeValidator(_where), WithJsonSchema(_WHERE_SCHEMA)]
 
 MAX_VARIANTS = 4
 MAX_VARIANT_CHARS = 200
-# Other phrasings of a search's need (server/services/search/variants.py): bounded, so a call costs at most five
-# searches; each stripped, and an empty one refused rather than searched as nothing.
+# Other phrasings of a search's need (server/services/search/variants.py): bounded, so the one question they make
+# stays within the keyword and token limits; each stripped, and an empty one refused rather than searched as nothing.
 Variants = Annotated[
     list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_VARIANT_CHARS)]],
     Field(max_length=MAX_VARIANTS),
@@ -258,27 +238,34 @@ class SearchRequest(Request):
     date_to: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD: notes dated on or before.")
     unit: Literal["note", "section"] | None = Field(
         default=None,
-        description="note (default): one hit per note, its other matching sections listed; section: one per section.",
+        description="note (default): one hit per note; section: one per section.",
     )
-    group_by_file: bool | None = Field(default=None, description="Older name: true = unit note, false = unit section.")
-    fusion: Fusion | None = Field(default=None, description="How the keyword and vector legs are fused (default: the measured best).")
-    subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="Start from notes stating a relation with this subject.")
+    group_by_file: bool | None = Field(default=None, description="Older unit: true = note, false = section.")
+    fusion: Fusion | None = Field(default=None, description="How the two legs are fused (default: the measured best).")
+    subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="Notes stating a relation with this subject first.")
     predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this predicate.")
     object: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this object.")
-    lang: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}([-_][A-Za-z0-9]{2,4})?$",
-                             description="Only notes in this language (ISO 639-1: en, th, zh-TW...).")
-    prefer_fresh: bool = Field(default=False, description="Notes past their freshness window (stale) come last.")
-    fresh_only: bool = Field(default=False, description="Leave out notes past their freshness window (stale).")
+    lang: str | None = Field(default=None, max_length=35,
+                             description="Only notes in this language (en, th, ...).")
+    prefer_fresh: bool = Field(default=False, description="Stale notes (past their freshness window) last.")
+    fresh_only: bool = Field(default=False, description="Leave out stale notes.")
     where: Where = None
     variants: Variants = Field(
         default_factory=list,
-        description="Other phrasings of the need (the notes' words, their language), fused with the query.")
+        description="Other phrasings (the notes' words and language), searched with the query.")
+    detail: Detail | None = Field(
+        default=None, description="brief (MCP's default): hits to read and cite; full: also ranking and sections.")
 
     @field_validator("lang")
     @classmethod
     def _lang(cls, value: str | None) -> str | None:
-        """`zh-TW`, `ZH` -> `zh`: notes are filed under their primary language code (indexer/notes/language.py)."""
-        return value[:2].lower() if value else None
+        """`zh-TW`, `ZH` -> `zh`: notes are filed under their primary language code (indexer/notes/language.py).
+        Anything else is kept as written, for the search to refuse naming the accepted form and the languages
+        the notes are in (issue 40: `--lang thai` answered with the raw regex; the model cannot see the index)."""
+        if not value or not value.strip():
+            return None
+        value = value.strip()
+        return value[:2].lower() if LANG_CODE.fullmatch(value) else value
 
     @field_validator("concepts", mode="before")
     @classmethod
@@ -408,7 +395,7 @@ class Hit(BaseModel):
                         "[freshness] in oracle.toml): check it before relying on it.")
     stale_since: str | None = Field(default=None, description="When stale: YYYY-MM-DD the note fell due for review.")
     last_verified: str | None = Field(default=None, description="YYYY-MM-DD the note was last verified, if it says.")
-    phrasings: list[int] | None = Field(default=None, description="Phrasings that found it (0: the query).")
+    phrasings: list[int] | None = Field(default=None, description="Phrasings whose words it holds (0: the query).")
     translations: list[TranslationRef] = Field(
         default_factory=list, description="The same page in other languages, folded into this one."
     )
@@ -436,6 +423,7 @@ class SearchMeta(BaseModel):
         default=None, description="The cross-encoder that reordered the first results ([rerank] in oracle.toml);"
         " null when none is configured or it failed (see warnings).")
     warnings: list[NoteText] = Field(default_factory=list)
+    store: str = ""  # in an outage of the team database: "working copy (... unreachable since ...)" (docs/team.md)
     phrasings: int | None = None  # with variants: how many distinct phrasings ran
     sampled_variants: list[NoteText] | None = Field(default=None, description="Variants your model wrote (sampling).")
 
@@ -474,21 +462,19 @@ class LearnRequest(Request):
     project: str | None = Field(default=None, max_length=200)
     relations: list[Triplet] = Field(
         default_factory=list, max_length=MAX_LEARN_RELATIONS,
-        description='Relations the learning states: {subject, predicate, object} objects, [s, p, o] or "s | p | o".',
+        description='Relations it states: {subject, predicate, object}, [s, p, o] or "s | p | o".',
     )
     idempotency_key: str | None = Field(
         default=None, min_length=8, max_length=200, pattern=r"^[\x21-\x7e]+$",
-        description="Any unique string (a UUID) of 8-200 printable ASCII characters: a retry of the same learn with"
-        " the same key returns the learning saved the first time instead of saving it twice.",
+        description="A unique key (a UUID): a retry with it returns the learning saved the first time.",
     )
     revises: str | None = Field(
         default=None, min_length=1, max_length=1000,
-        description="An existing note this learning replaces (its path, or a chunk id of it): once saved, the new"
-        " learning supersedes it. Needs expected_hash.")
+        description="A note (path or chunk id) this learning supersedes once saved; needs expected_hash.")
     expected_hash: str | None = Field(
         default=None, min_length=12, max_length=64, pattern=r"^[0-9a-fA-F]+$",
-        description="With revises: that note's file_hash as you last read it (oracle_read); nothing is saved, and"
-        " you get a conflict, if it changed since.")
+        description="revises' file_hash as you read it: a conflict, nothing saved, if it changed since.")
+    allow_duplicate: bool = Field(default=False, description="Save even if a learning says the same text.")
 
     @field_validator("concepts", mode="before")
     @classmethod
@@ -548,13 +534,12 @@ class ConsultRequest(Request):
 
     decision: str = Field(min_length=1, max_length=2_000, description="The decision you are about to make.")
     context: str | None = Field(default=None, max_length=10_000, description="What you know about the situation.")
-    budget_tokens: int | None = Field(default=None, ge=100, le=8000, description="Guidance size limit in tokens "
-                                      "(default: 15% of context_window when given, else 1200).")
+    budget_tokens: int | None = Field(default=None, ge=100, le=8000, description="Guidance size in tokens "
+                                      "(default: 15% of context_window, else 1200).")
     context_window: int | None = Field(
         default=None, ge=1_000, le=10_000_000,
-        description="Your context window in tokens: the budget becomes 15% of it (at most 8000), and under 30,000 "
-        "only principles, the core, are consulted (mode core); the result says which mode it used.")
-    where: Where = None
+        description="Your context window in tokens: the budget is 15% of it; under 30,000, principles only.")
+    where: WhereBrief = None
     variants: Variants = Field(
         default_factory=list,
         description="Other phrasings of the decision, searched too.")
@@ -638,8 +623,8 @@ class ListRequest(Request):
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Entries per page.")
     offset: int = Field(default=0, ge=0, le=1_000_000)  # unbounded, 2**63 overflowed SQLite: a 500
     unit: Literal["note", "section"] | None = Field(
-        default=None, description="note (default): one entry per note, by its first section; section: every section.")
-    group_by_file: bool | None = Field(default=None, description="Older name: true = unit note, false = unit section.")
+        default=None, description="note (default): one entry per note; section: every section.")
+    group_by_file: bool | None = Field(default=None, description="Older unit: true = note, false = section.")
     where: WhereBrief = None
 
     @property
@@ -696,10 +681,10 @@ MAX_VERDICT_NOTE_CHARS = 1_000  # a verdict's note is kept for ever (issue 26: 1
 class FeedbackRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(pattern=CHUNK_ID, description="The id of a hit or consult source, e.g. c_0123456789abcdef0123.")
+    id: str = Field(pattern=CHUNK_ID, description="A hit's or consult source's id.")
     verdict: Literal["helpful", "misleading"] = Field(description="Did the note help or mislead you?")
     note: str | None = Field(default=None, max_length=MAX_VERDICT_NOTE_CHARS,
-                             description=f"Why, in a sentence (at most {MAX_VERDICT_NOTE_CHARS} characters).")
+                             description="Why, in a sentence.")
 
 
 class FeedbackResult(BaseModel):
@@ -718,7 +703,7 @@ class SupersedeRequest(Request):
     old_id: str = Field(min_length=1, max_length=1000, description="A chunk id, or a note's path relative to the root.")
     new_id: str | None = Field(default=None, max_length=1000, description="The chunk id or path of the successor.")
     reason: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
-    undo: bool = Field(default=False, description="Revoke an earlier supersession of old_id made with this tool.")
+    undo: bool = Field(default=False, description="Revoke an earlier supersession of old_id by this tool.")
 
     @model_validator(mode="after")
     def _needs_successor(self) -> "SupersedeRequest":
@@ -780,10 +765,9 @@ class ReadRequest(Request):
 
     id: str | None = Field(default=None, pattern=CHUNK_ID, description="A chunk id from a hit.")
     file: str | None = Field(default=None, max_length=1000, description="A note's path relative to the knowledge root.")
-    section: bool = Field(default=False, description="With id: only that chunk's section, not the whole note.")
+    section: bool = Field(default=False, description="With id: only that section.")
     max_chars: int = Field(default=20_000, ge=1000, le=2_000_000, description=(
-        "At most this many characters of text (about a quarter as many tokens); `truncated` says when the note "
-        "is longer: ask again with more, or read one section by its id."))
+        "At most this many characters; `truncated` says the note is longer."))
 
     @model_validator(mode="before")
     @classmethod
@@ -847,11 +831,10 @@ class VerifyRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     citations: list[Citation] = Field(default_factory=list, max_length=500,
-                                      description="[{id, content_hash}] taken from hits or consult sources.")
+                                      description="[{id, content_hash}] from hits or consult sources.")
     mark_verified: list[str] = Field(
         default_factory=list, max_length=100,
-        description="Notes (a hit's id or a path relative to the root) you checked and found still true: each gets "
-        "last_verified: <today> in its frontmatter (every other byte kept) and is re-indexed as fresh.")
+        description="Notes (ids or paths) you checked and found true: stamped last_verified today.")
     working_set_id: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$",
                                        description="A consult's working_set_id: does it still reproduce?")
 
@@ -917,8 +900,7 @@ class VerifyResult(BaseModel):
 EditOp = Literal["append", "prepend", "replace_section", "replace_text"]
 ExpectedHash = Annotated[str, Field(
     min_length=12, max_length=64, pattern=r"^[0-9a-fA-F]+$",
-    description="The note's file_hash as you last read it (oracle_read returns it; at least 12 leading hex digits):"
-    " the write is refused with a conflict if the note changed since.")]
+    description="The note's file_hash as you read it (oracle_read): a conflict if it changed since.")]
 
 
 class _NoteTarget(Request):
@@ -947,9 +929,8 @@ class _NoteTarget(Request):
 
 
 class EditRequest(_NoteTarget):
-    op: EditOp = Field(description="append: at the end; prepend: after the frontmatter and the note's `# title`"
-                       " line; replace_section: the body under the heading `heading` (the heading line is kept);"
-                       " replace_text: the one occurrence of `find` in the body.")
+    op: EditOp = Field(description="append, prepend (after the title), replace_section (under `heading`),"
+                       " replace_text (the one `find`).")
     text: str = Field(max_length=MAX_PATTERN_CHARS, description="The markdown to add, or to put in place.")
     heading: str | None = Field(default=None, max_length=MAX_TITLE_CHARS,
                                 description="replace_section: the section's heading text, without the #s.")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import time
 
 from pydantic import BaseModel, Field
 
 from oracle_indexer.notes.discover import discover
+from oracle_indexer.models.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
 from oracle_server import __version__
 from oracle_server.services.app import Oracle
@@ -48,14 +51,19 @@ class Freshness(BaseModel):
 
     stale: int
     stale_by_type: dict[str, int]
-    window_days: dict[str, int] = Field(description="[freshness] days in oracle.toml per type; a type not listed has"
-                                        " no window (only its notes' own review_after dates apply).")
+    window_days: dict[str, int] = Field(description="days a note's last_verified stays good, per type (365 unless"
+                                        " [freshness] days in oracle.toml says otherwise); a type not listed has no"
+                                        " window (only its notes' own review_after dates apply). A note that never"
+                                        " states last_verified or review_after is never stale.")
 
 
 class EmbeddingCounts(BaseModel):
     embedded_chunks: int
     coverage: float
     cached: int
+    # How a query mostly in scripts the English model does not read (Thai, CJK, ...) is ranked, said here once
+    # rather than on every such answer (issue 40); "" when the main model reads every script.
+    scripts: str = ""
 
 
 class VectorHealth(BaseModel):
@@ -119,6 +127,9 @@ class Stats(BaseModel):
     freshness: Freshness | None = None
     serving: Serving | None = None
     working_copy: WorkingCopyStats | None = None  # with the team store only
+    # the team store in a server or an engine: `serving` ("team database", or "working copy" in an outage, since when
+    # and why) and what the last return to the database sent (server/services/offline.py; docs/team.md)
+    team_link: dict = Field(default_factory=dict)  # {} without the team store
 
 
 def drift(oracle: Oracle) -> Drift:
@@ -197,7 +208,7 @@ def stats(oracle: Oracle) -> Stats:
         version=__version__,
         root=str(oracle.settings.root),
         data_dir=str(oracle.settings.data_dir),
-        store="sqlite" if getattr(oracle.store, "dialect", "sqlite") == "sqlite" else str(oracle.store.path),
+        store=_store_name(oracle),
         documents=DocumentCounts(
             total=counts["chunks"],
             by_type=oracle.store.sections_by_type(),
@@ -214,6 +225,7 @@ def stats(oracle: Oracle) -> Stats:
             embedded_chunks=counts["embedded"],
             coverage=round(counts["embedded"] / counts["chunks"], 4) if counts["chunks"] else 1.0,
             cached=counts["cached_embeddings"],
+            scripts=scripts_note(oracle),
         ),
         vector_store=vectors,
         drift=drift(oracle),
@@ -232,7 +244,15 @@ def stats(oracle: Oracle) -> Stats:
         serving=Serving(pid=os.getpid(), **oracle.serving),
         freshness=_freshness(oracle),
         working_copy=_working_copy(oracle),
+        team_link=oracle.link.state() if oracle.link is not None else {},
     )
+
+
+def _store_name(oracle: Oracle) -> str:
+    """"sqlite", the PostgreSQL store's URL (no password), or the working copy's mark in an outage."""
+    if oracle.link is not None and oracle.link.offline:
+        return oracle.link.mark()
+    return "sqlite" if getattr(oracle.store, "dialect", "sqlite") == "sqlite" else str(oracle.store.path)
 
 
 def _working_copy(oracle: Oracle) -> WorkingCopyStats | None:
@@ -262,6 +282,14 @@ def health_state(oracle: Oracle) -> dict:
     PostgreSQL outage made /health wait 30 s for a pooled connection and answer a bare 500."""
     from oracle_indexer.store.pg.db import DatabaseUnavailable
 
+    link = oracle.link
+    if link is not None and link.offline:  # serving the working copy: up, and saying what it lacks
+        state = link.state()
+        with contextlib.suppress(Exception):  # a switch back under way: the database's own state below
+            files, chunks = index_size(oracle)
+            return {"status": "working copy", "files": files, "chunks": chunks,
+                    "database": {"backend": "postgresql", "reachable": False, "since": state["offline_since"],
+                                 "error": state["mark"]}}
     db = getattr(oracle.store, "db", None)
     database = db.state() if db is not None and hasattr(db, "state") else None
     try:
@@ -279,3 +307,14 @@ def usage_overview(oracle: Oracle, limit: int, days: int) -> dict:
     """The latest searches, consults and reads and their daily counts over `days` (the dashboard's usage
     panel): the usage logs as they are, newest first."""
     return oracle.logs.overview(limit, days)
+
+
+def scripts_note(oracle: Oracle) -> str:
+    """What EmbeddingCounts.scripts says: which model ranks the semantic leg of a query in another script."""
+    if oracle.embedder.multilingual:
+        return ""
+    if oracle.indexer.multilingual.ready():
+        return (f"queries mostly in scripts the English model does not read (Thai, CJK, ...) are ranked by the"
+                f" multilingual model ({MULTILINGUAL_MODEL}), weighted equally with keywords")
+    return ("queries mostly in scripts the English model does not read (Thai, CJK, ...) have no semantic ranking:"
+            " this index has no multilingual vectors (ORACLE_MULTILINGUAL); their keyword matches still count")

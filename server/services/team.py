@@ -156,19 +156,7 @@ class TokenStore:
     def _read(self) -> tuple[TokenEntry, ...]:
         """The file's entries. A file that cannot be parsed is an error, never "no tokens": that would turn
         team mode off and open the server to anyone."""
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-            entries = tuple(TokenEntry(name=e["name"], access=e["access"], salt=e["salt"], digest=e["digest"],
-                                       created=e["created"]) for e in raw["tokens"])
-            for e in entries:  # every lookup decodes these: a bad one must fail here, not in the middle of a request
-                if e.access not in ("read", "write") or len(bytes.fromhex(e.digest)) != 32 or not bytes.fromhex(e.salt):
-                    raise ValueError(f"the entry for {e.name!r} is damaged")
-            return entries
-        except FileNotFoundError:
-            return ()
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise TokenError(f"{self.path} cannot be read ({type(exc).__name__}: {exc}); fix or remove it"
-                             " (then re-create the tokens with `oracle token add`)") from None
+        return _entries_in(self.path)
 
     def enabled(self) -> bool:
         """Team mode: at least one named token exists."""
@@ -228,8 +216,27 @@ class TokenStore:
         os.chmod(self.path, PRIVATE)  # an older file with wider permissions is narrowed too
 
 
+def _entries_in(path: Path) -> tuple[TokenEntry, ...]:
+    """The entries of a tokens file (tokens.json, or the team table's last copy). A file that cannot be parsed is
+    an error, never "no tokens": that would turn team mode off and open the server to anyone."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        entries = tuple(TokenEntry(name=e["name"], access=e["access"], salt=e["salt"], digest=e["digest"],
+                                   created=e["created"]) for e in raw["tokens"])
+        for e in entries:  # every lookup decodes these: a bad one must fail here, not in the middle of a request
+            if e.access not in ("read", "write") or len(bytes.fromhex(e.digest)) != 32 or not bytes.fromhex(e.salt):
+                raise ValueError(f"the entry for {e.name!r} is damaged")
+        return entries
+    except FileNotFoundError:
+        return ()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TokenError(f"{path} cannot be read ({type(exc).__name__}: {exc}); fix or remove it"
+                         " (then re-create the tokens with `oracle token add`)") from None
+
+
 DB_TOKENS_SECONDS = 1.0  # how long an engine trusts the token table it read: a revocation reaches it within this
 IMPORTED_SUFFIX = ".imported-to-database"
+OFFLINE_COPY = "named_tokens.last.json"  # the team's token table as last read: what an engine uses in an outage
 
 
 class PgTokenStore(TokenStore):
@@ -238,17 +245,47 @@ class PgTokenStore(TokenStore):
 
     def __init__(self, url: str, data_dir: Path) -> None:
         super().__init__(data_dir)
-        from oracle_indexer.store.pg.db import database
-        from oracle_indexer.store.pg.schema import migrate
-
         self.url = url
-        self.db = database(url)
-        migrate(self.db)
+        self._db: Any = None
+        self._tried = -1e9
         self._read_at = -1e9
         self._entries: tuple[TokenEntry, ...] = ()
+        self._known = False  # the entries were read from the database (or its last copy) at least once
+        self.offline = data_dir / OFFLINE_COPY
+        self._connect(raising=False)  # a database that cannot be reached: the last copy answers (issue 38, item 3)
+
+    def _connect(self, raising: bool = True) -> Any:
+        """The pool, opened (and the schema migrated) on first use; None while the server cannot be reached
+        (asked again at most once per DB_TOKENS_SECONDS), unless `raising`."""
+        if self._db is not None:
+            return self._db
+        from oracle_indexer.store.pg.db import DatabaseUnavailable, database
+        from oracle_indexer.store.pg.schema import migrate
+
+        if not raising and time.monotonic() - self._tried < DB_TOKENS_SECONDS:
+            return None
+        self._tried = time.monotonic()
+        try:
+            db = database(self.url)
+            try:
+                migrate(db)
+            except BaseException:
+                db.release()
+                raise
+        except DatabaseUnavailable:
+            if raising:
+                raise
+            return None
+        self._db = db
+        return db
+
+    @property
+    def db(self) -> Any:  # the pool: `oracle token add|revoke|list` need the database itself
+        return self._connect()
 
     def close(self) -> None:
-        self.db.release()
+        if self._db is not None:
+            self._db.release()
 
     def _import_file(self) -> None:
         """tokens.json of this data dir (from before tokens lived in the database), brought in once. Looked for
@@ -263,13 +300,42 @@ class PgTokenStore(TokenStore):
         os.replace(self.path, self.path.with_name(self.path.name + IMPORTED_SUFFIX))
 
     def entries(self) -> tuple[TokenEntry, ...]:
-        self._import_file()
+        """The team's tokens, re-read at most once per DB_TOKENS_SECONDS. While the database cannot be reached,
+        the last table this data dir read (kept in OFFLINE_COPY: salts and digests, as the table holds them)
+        answers, so an engine serving its working copy keeps its callers; a revocation made meanwhile reaches it
+        when the database is back. A data dir that never read the table knows no tokens then."""
+        from oracle_indexer.store.pg.db import DatabaseUnavailable
+
         with self._cache_lock:
             if time.monotonic() - self._read_at < DB_TOKENS_SECONDS:
                 return self._entries
-        entries = self._read()
+        try:
+            if self._connect(raising=False) is None:
+                raise DatabaseUnavailable("not connected")
+            self._import_file()
+            entries = self._read()
+        except DatabaseUnavailable:
+            return self._last_copy()
         with self._cache_lock:
-            self._entries, self._read_at = entries, time.monotonic()
+            changed = entries != self._entries or not self._known
+            self._entries, self._read_at, self._known = entries, time.monotonic(), True
+        if changed:
+            self._keep_copy(entries)
+        return entries
+
+    def _keep_copy(self, entries: tuple[TokenEntry, ...]) -> None:
+        private_dir(self.offline.parent)
+        body = {"version": 1, "tokens": [e.__dict__ for e in sorted(entries, key=lambda e: e.name)]}
+        write_atomic(self.offline, json.dumps(body, indent=2) + "\n", PRIVATE, refuse_symlink=True, fsync=True)
+
+    def _last_copy(self) -> tuple[TokenEntry, ...]:
+        if self._known:
+            return self._entries
+        if not self.offline.exists():
+            return ()
+        entries = _entries_in(self.offline)  # the copy has tokens.json's format
+        with self._cache_lock:
+            self._entries, self._known = entries, True
         return entries
 
     def _read(self) -> tuple[TokenEntry, ...]:

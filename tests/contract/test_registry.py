@@ -133,7 +133,7 @@ def test_every_tool_has_the_same_parameters_defaults_and_limits_everywhere(tool:
         assert bounds(resolve(openapi, http_props[name])) == bounds(resolve(openapi, mine) if "$ref" in mine else mine), (name, "HTTP")
         assert mcp_props[name].get("default") == mine.get("default") == http_props[name].get("default"), name
     assert mcp_tool.annotations == tool.annotations and mcp_tool.description == tool.description
-    assert set(mcp_tool.output_schema["properties"]) == set(tool.result.model_json_schema()["properties"])
+    assert mcp_tool.output_schema is None  # issue 40: none in tools/list (server/mcp/server.py `register`)
     ok = next(code for code in openapi["paths"][tool.http.path][tool.http.method.lower()]["responses"] if code[0] == "2")
     assert int(ok) == tool.http.status
 
@@ -346,7 +346,8 @@ def test_tools_list_stays_cheap_for_an_agents_context(oracle: Any) -> None:
     text = json.dumps(listed, separators=(",", ":"))
     # 31,000 until archive's warnings (issue 36) and `variants` on search and consult (issue 37: "no larger than
     # today, 30-33 KB"), then oracle_history and oracle_restore (issue 38: ~2 KB together, descriptions kept short);
-    # issue 40 takes it under 16 KB
-    assert len(text.encode()) < 33_600, len(text.encode())
+    # issue 40 took it under 16 KB (15,582): short descriptions (the rest in docs/tools.md), parts of a parameter
+    # not described, the where filter's bounds only, no output schemas
+    assert len(text.encode()) < 16_000, len(text.encode())
     assert '"type":[' not in text and '"title":"' not in text.replace('"title":"oracle', "")
     assert {t["name"] for t in listed["tools"]} == set(BY_NAME)

@@ -48,9 +48,11 @@ def test_an_adr_repository_indexes_with_init_and_index_each_note_once(tmp_path):
     # one language of locales/{en,fr,ja}: the user's (LANG=en_US), the others one deletable exclude line each
     english = expected["notes"] - 2 * (1 + 3)
     assert "languages in locales/: indexing en/, your language (en: from the environment)" in init.stdout
-    assert f"will index {english} notes ({english} learning)" in init.stdout
+    # decisions (Context/Decision headings) as principles; the two root files as generic notes (issue 40)
+    assert f"will index {english} notes (2 note, {english - 2} principle)" in init.stdout
+    assert "type: locales/ (4) -> principle: decisions (ADRs), 3 of 4 files look like ADRs" in init.stdout
     assert "symlinks to notes indexed under their real name: 4" in init.stdout
-    assert (root / "oracle.toml").is_file() and 'default_type = "learning"' in (root / "oracle.toml").read_text()
+    assert (root / "oracle.toml").is_file() and 'default_type = "note"' in (root / "oracle.toml").read_text()
     assert run(env, "init", str(root), check=False).returncode == 2  # never overwrites without --force
 
     after = run(env, "index")
@@ -69,7 +71,7 @@ def test_an_obsidian_vault_indexes_with_init_links_and_aliases(tmp_path):
     expected = build_obsidian_vault(root)
     env = env_for(root, data)
     init = run(env, "init", str(root))
-    assert f"will index {expected['notes']} notes (4 learning, 3 retro)" in init.stdout
+    assert f"will index {expected['notes']} notes (4 note, 3 retro)" in init.stdout
     assert '"Daily" = "retro"' in (root / "oracle.toml").read_text()
     run(env, "index")
     hits = json.loads(run(env, "search", "Lizard uploader", "--mode", "fts", "--json").stdout)["hits"]

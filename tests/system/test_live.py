@@ -827,7 +827,8 @@ async def _fleet_scenario(root: Path, data: Path, env: dict[str, str], port: int
                 await anyio.sleep(0.1)
 
         async def found_files(process: str, query: str, mode: str) -> list[str]:
-            result = await clients[process].call_tool("oracle_search", {"query": query, "mode": mode, "limit": 5})
+            result = await clients[process].call_tool("oracle_search", {"query": query, "mode": mode, "limit": 5,
+                                                                        "detail": "full"})
             if result.is_error:
                 search_errors.append(f"{process}/{mode}: {result.content[0].text}")
                 return []

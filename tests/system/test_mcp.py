@@ -139,14 +139,11 @@ def test_lists_exactly_the_tools_with_schemas(mcp: Session) -> None:
         assert tool.description and tool.description.strip(), tool.name
         assert tool.input_schema and tool.input_schema.get("type") == "object", tool.name
         assert "ctx" not in tool.input_schema.get("properties", {}), tool.name  # the context is not a parameter
-        assert tool.output_schema and tool.output_schema.get("type") == "object", tool.name
-        assert tool.output_schema.get("properties"), tool.name
+        assert tool.output_schema is None, tool.name  # issue 40: none (server/mcp/server.py `register`)
     by_name = {t.name: t for t in listed}
     assert by_name["oracle_search"].input_schema["required"] == ["query"]
-    assert {"hits", "total", "meta"} <= set(by_name["oracle_search"].output_schema["properties"])
     assert by_name["oracle_learn"].input_schema["required"] == ["pattern"]
     assert by_name["oracle_consult"].input_schema["required"] == ["decision"]
-    assert {"guidance", "principles", "learnings"} <= set(by_name["oracle_consult"].output_schema["properties"])
     assert by_name["oracle_learn"].annotations.read_only_hint is False
     assert by_name["oracle_search"].annotations.read_only_hint is True
 
@@ -155,7 +152,7 @@ def test_lists_exactly_the_tools_with_schemas(mcp: Session) -> None:
 # oracle_search
 # =====================================================================================================
 def test_search_returns_complete_hits(mcp: Session, kb: KB) -> None:
-    result = mcp.call("oracle_search", {"query": "quote fts5 search terms"})
+    result = mcp.call("oracle_search", {"detail": "full", "query": "quote fts5 search terms"})
     assert not result.is_error
     text = result.content[0].text
     data = result.structured_content
@@ -189,74 +186,88 @@ def test_search_returns_complete_hits(mcp: Session, kb: KB) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
+def test_search_is_brief_by_default_over_stdio(mcp: Session) -> None:
+    """Issue 40: a 10-hit page at the client, brief (the default) against full detail: the same notes in the same
+    order; the brief hits carry what an agent cites, the text one line per hit, no resource links."""
+    ask = {"query": "quote fts5 search terms", "limit": 10}
+    brief, full = mcp.call("oracle_search", ask), mcp.call("oracle_search", {**ask, "detail": "full"})
+    assert ids(brief.structured_content) == ids(full.structured_content)
+    for short, whole in zip(brief.structured_content["hits"], full.structured_content["hits"]):
+        assert "breakdown" not in short and "sections" not in short and short["snippet"] == whole["snippet"]
+        assert whole["content_hash"].startswith(short["content_hash"]) and short["id"] in brief.content[0].text
+    assert [b.type for b in brief.content] == ["text"] and "resource_link" in [b.type for b in full.content]
+    size = len(brief.model_dump_json(by_alias=True, exclude_none=True).encode())
+    assert size < 8_000 < len(full.model_dump_json(by_alias=True, exclude_none=True).encode()), size
+
+
 def test_search_unit_dates_and_fusion_over_mcp(mcp: Session) -> None:
     """Notes by default, sections on request (also under the older name), and the filters HTTP always had."""
     query = "quote fts5 search terms"
-    notes = mcp.ok("oracle_search", {"query": query, "limit": 10})
+    notes = mcp.ok("oracle_search", {"detail": "full", "query": query, "limit": 10})
     files = [h["source_file"] for h in notes["hits"]]
     assert notes["meta"]["unit"] == "note" and len(files) == len(set(files)) == 10
     first = notes["hits"][0]
     assert first["sections"] and first["also_in_file"] == [s["id"] for s in first["sections"]]
-    sections = mcp.ok("oracle_search", {"query": query, "limit": 10, "unit": "section"})
+    sections = mcp.ok("oracle_search", {"detail": "full", "query": query, "limit": 10, "unit": "section"})
     assert sections["meta"]["unit"] == "section"
     assert len({h["source_file"] for h in sections["hits"]}) < len(sections["hits"])
-    legacy = mcp.ok("oracle_search", {"query": query, "limit": 10, "group_by_file": False})
+    legacy = mcp.ok("oracle_search", {"detail": "full", "query": query, "limit": 10, "group_by_file": False})
     assert [h["id"] for h in legacy["hits"]] == [h["id"] for h in sections["hits"]]
-    dated = mcp.ok("oracle_search", {"query": query, "date_from": "2026-01-01", "date_to": "2026-03-31",
+    dated = mcp.ok("oracle_search", {"detail": "full", "query": query, "date_from": "2026-01-01", "date_to": "2026-03-31",
                                      "fusion": "rrf", "limit": 20})
     assert dated["hits"] and dated["meta"]["fusion"] == "rrf"
     assert all("2026-01-01" <= h["date"] <= "2026-03-31" for h in dated["hits"])
-    assert "unit" in mcp.error("oracle_search", {"query": query, "unit": "paragraph"})
+    assert "unit" in mcp.error("oracle_search", {"detail": "full", "query": query, "unit": "paragraph"})
 
 
 def test_search_type_limit_offset(mcp: Session) -> None:
     query = "tests that mock the database"
     for doc_type in ("principle", "learning", "retro"):
-        data = mcp.ok("oracle_search", {"query": query, "type": doc_type, "limit": 10})
+        data = mcp.ok("oracle_search", {"detail": "full", "query": query, "type": doc_type, "limit": 10})
         assert data["hits"], doc_type
         assert {h["type"] for h in data["hits"]} == {doc_type}
-    assert len(mcp.ok("oracle_search", {"query": query, "limit": 1})["hits"]) == 1
-    big = mcp.ok("oracle_search", {"query": query, "limit": 100})
+    assert len(mcp.ok("oracle_search", {"detail": "full", "query": query, "limit": 1})["hits"]) == 1
+    big = mcp.ok("oracle_search", {"detail": "full", "query": query, "limit": 100})
     assert 5 < len(big["hits"]) <= 100 and big["limit"] == 100
-    first = mcp.ok("oracle_search", {"query": query, "limit": 8})
-    paged = mcp.ok("oracle_search", {"query": query, "limit": 3, "offset": 2})
+    first = mcp.ok("oracle_search", {"detail": "full", "query": query, "limit": 8})
+    paged = mcp.ok("oracle_search", {"detail": "full", "query": query, "limit": 3, "offset": 2})
     assert paged["offset"] == 2
     assert ids(paged) == ids(first)[2:5]
-    again = mcp.ok("oracle_search", {"query": query, "limit": 8})
+    again = mcp.ok("oracle_search", {"detail": "full", "query": query, "limit": 8})
     assert ids(again) == ids(first) and again["total"] == first["total"]  # deterministic
 
 
 def test_search_modes(mcp: Session) -> None:
     query = "quote fts5 search terms"
-    fts = mcp.ok("oracle_search", {"query": query, "mode": "fts", "limit": 10})
+    fts = mcp.ok("oracle_search", {"detail": "full", "query": query, "mode": "fts", "limit": 10})
     assert fts["meta"]["mode"] == "fts" and fts["meta"]["vector_matches"] == 0 and fts["meta"]["fusion"] is None
     assert fts["hits"] and all(h["found_by"] == ["fts"] for h in fts["hits"])
     assert all(h["breakdown"]["vector_rank"] is None for h in fts["hits"])
-    vec = mcp.ok("oracle_search", {"query": query, "mode": "vector", "limit": 10, "unit": "section"})
+    vec = mcp.ok("oracle_search", {"detail": "full", "query": query, "mode": "vector", "limit": 10, "unit": "section"})
     assert vec["meta"]["mode"] == "vector" and vec["meta"]["fts_matches"] == 0
     assert vec["hits"] and all(h["found_by"] == ["vector"] for h in vec["hits"])
     sims = [h["breakdown"]["vector_similarity"] for h in vec["hits"]]
     assert all(s is not None for s in sims) and sims == sorted(sims, reverse=True)
-    notes = mcp.ok("oracle_search", {"query": query, "mode": "vector", "limit": 10})["hits"]
+    notes = mcp.ok("oracle_search", {"detail": "full", "query": query, "mode": "vector", "limit": 10})["hits"]
     assert [h["score"] for h in notes] == sorted((h["score"] for h in notes), reverse=True)
     assert notes[0]["score"] == sims[0]  # a note scores as its best section
 
 
 def test_search_concepts_as_list_and_comma_string(mcp: Session) -> None:
     query = "search index"
-    as_list = mcp.ok("oracle_search", {"query": query, "concepts": ["fts5", "sqlite"], "limit": 20})
-    as_text = mcp.ok("oracle_search", {"query": query, "concepts": "#FTS5, SQLite ", "limit": 20})
+    as_list = mcp.ok("oracle_search", {"detail": "full", "query": query, "concepts": ["fts5", "sqlite"], "limit": 20})
+    as_text = mcp.ok("oracle_search", {"detail": "full", "query": query, "concepts": "#FTS5, SQLite ", "limit": 20})
     assert as_list["hits"] and ids(as_list) == ids(as_text)
     for hit in as_list["hits"]:
         assert {"fts5", "sqlite"} & set(hit["concepts"]), hit
-    unfiltered = mcp.ok("oracle_search", {"query": query, "limit": 20})
+    unfiltered = mcp.ok("oracle_search", {"detail": "full", "query": query, "limit": 20})
     assert any(not {"fts5", "sqlite"} & set(h["concepts"]) for h in unfiltered["hits"])
 
 
 def test_search_project_filter(mcp: Session) -> None:
-    data = mcp.ok("oracle_search", {"query": "search memory", "project": "oracle", "limit": 20})
+    data = mcp.ok("oracle_search", {"detail": "full", "query": "search memory", "project": "oracle", "limit": 20})
     assert data["hits"] and all(h["project"] == "oracle" for h in data["hits"])
-    none = mcp.ok("oracle_search", {"query": "search memory", "project": "no-such-project"})
+    none = mcp.ok("oracle_search", {"detail": "full", "query": "search memory", "project": "no-such-project"})
     assert none["hits"] == [] and none["total"] == 0
 
 
@@ -286,12 +297,12 @@ def test_search_rejects_bad_arguments(mcp: Session, args: dict, field: str) -> N
      "'; DROP TABLE documents; --", "c# code", "abc\x00def"],
 )
 def test_search_survives_hostile_queries(mcp: Session, query: str) -> None:
-    data = mcp.ok("oracle_search", {"query": query})
+    data = mcp.ok("oracle_search", {"detail": "full", "query": query})
     assert isinstance(data["hits"], list) and data["total"] >= len(data["hits"])
 
 
 def test_hostile_query_with_words_still_finds_them(mcp: Session) -> None:
-    data = mcp.ok("oracle_search", {"query": '"unbalanced AND ( fts5', "mode": "fts"})
+    data = mcp.ok("oracle_search", {"detail": "full", "query": '"unbalanced AND ( fts5', "mode": "fts"})
     assert data["hits"] and data["meta"]["fts_matches"] > 0
 
 
@@ -335,7 +346,7 @@ def test_consult_principles_and_learnings(mcp: Session, kb: KB) -> None:
         if not source["truncated"]:
             assert hashlib.sha256(source["text"].encode()).hexdigest() == source["content_hash"]
     # Consult ranks with the same hybrid search: its learnings are the hybrid search's top learnings.
-    search = mcp.ok("oracle_search", {"query": decision, "type": "learning", "limit": 5})
+    search = mcp.ok("oracle_search", {"detail": "full", "query": decision, "type": "learning", "limit": 5})
     assert {s["id"] for s in data["learnings"]} <= set(ids(search))
     assert any({"fts", "vector"} <= set(h["found_by"]) for h in search["hits"])
 
@@ -455,13 +466,13 @@ def test_learn_then_search_finds_it_at_once_by_keyword_and_by_meaning(mcp: Sessi
     learned = mcp.ok("oracle_learn", {"pattern": pattern, "title": "Wombat broker restarts", "concepts": "deploy, queue"})
     assert learned["concepts"] == ["deploy", "queue"]
     assert learned["embedded"] is True
-    fts = mcp.ok("oracle_search", {"query": "wombat ingress broker", "mode": "fts"})
+    fts = mcp.ok("oracle_search", {"detail": "full", "query": "wombat ingress broker", "mode": "fts"})
     assert fts["hits"] and fts["hits"][0]["id"] == learned["id"]
     assert fts["hits"][0]["source_file"] == learned["file"]
     paraphrase = "empty the incoming message backlog first so a broker reboot does not confirm deliveries two times"
-    vec = mcp.ok("oracle_search", {"query": paraphrase, "mode": "vector", "limit": 3})
+    vec = mcp.ok("oracle_search", {"detail": "full", "query": paraphrase, "mode": "vector", "limit": 3})
     assert learned["id"] in ids(vec), vec["hits"]
-    hybrid = mcp.ok("oracle_search", {"query": "wombat broker restart", "type": "learning", "concepts": ["queue"]})
+    hybrid = mcp.ok("oracle_search", {"detail": "full", "query": "wombat broker restart", "type": "learning", "concepts": ["queue"]})
     assert ids(hybrid)[0] == learned["id"]
     assert {"fts", "vector"} <= set(hybrid["hits"][0]["found_by"]) <= {"expansion", "fts", "vector"}
 
@@ -484,7 +495,7 @@ def test_learn_thai_title_gives_a_thai_slug(mcp: Session, kb: KB) -> None:
     assert unicodedata.normalize("NFKC", slug) == unicodedata.normalize("NFKC", THAI_TITLE.replace(" ", "-"))
     assert (kb.root / data["file"]).is_file()
     assert frontmatter((kb.root / data["file"]).read_text(encoding="utf-8"))[0]["title"] == THAI_TITLE
-    found = mcp.ok("oracle_search", {"query": "ก่อนเริ่มงานใหม่", "mode": "fts"})
+    found = mcp.ok("oracle_search", {"detail": "full", "query": "ก่อนเริ่มงานใหม่", "mode": "fts"})
     assert data["id"] in ids(found)
 
 
@@ -496,7 +507,7 @@ def test_learn_thai_slug_keeps_the_titles_spelling(mcp: Session) -> None:
 def test_thai_keyword_search_with_sara_am_finds_the_learning(mcp: Session) -> None:
     learned = mcp.ok("oracle_learn", {"pattern": "ต้องจำรหัสผ่านของเครื่องทดสอบตัวที่สามเสมอ",
                                       "title": "รหัสผ่านเครื่องทดสอบ"})
-    found = mcp.ok("oracle_search", {"query": "จำรหัสผ่าน", "mode": "fts"})
+    found = mcp.ok("oracle_search", {"detail": "full", "query": "จำรหัสผ่าน", "mode": "fts"})
     assert learned["id"] in ids(found)
 
 
@@ -506,7 +517,11 @@ def test_learn_same_title_twice_gets_a_suffix_and_a_near_duplicate(mcp: Session,
     first = mcp.ok("oracle_learn", args)
     assert first["file"] == f"learnings/{today()}_numbat-cache-warming.md"
     before = (kb.root / first["file"]).read_bytes()
-    second = mcp.ok("oracle_learn", args)
+    # the same text again is refused by default, naming the learning that says it (issue 40)
+    refused = mcp.error("oracle_learn", args)
+    assert first["file"] in refused and "already says the same text" in refused and "allow_duplicate" in refused
+    assert not (kb.root / f"learnings/{today()}_numbat-cache-warming_2.md").exists()
+    second = mcp.ok("oracle_learn", {**args, "allow_duplicate": True})
     assert second["file"] == f"learnings/{today()}_numbat-cache-warming_2.md"
     assert second["id"] != first["id"]
     assert (kb.root / first["file"]).read_bytes() == before
@@ -640,8 +655,8 @@ def test_stats_health_drift_and_usage(mcp: Session, kb: KB) -> None:
 
     # Usage counts follow the calls.
     u0 = mcp.ok("oracle_stats")["usage"]
-    mcp.ok("oracle_search", {"query": "deterministic output"})
-    mcp.ok("oracle_search", {"query": "idempotent installs"})
+    mcp.ok("oracle_search", {"detail": "full", "query": "deterministic output"})
+    mcp.ok("oracle_search", {"detail": "full", "query": "idempotent installs"})
     mcp.ok("oracle_consult", {"decision": "Should the installer run twice?"})
     mcp.ok("oracle_learn", {"pattern": "Echidna builds: pin the compiler so reruns are byte-identical."})
     u1 = mcp.ok("oracle_stats")["usage"]
@@ -729,7 +744,7 @@ def test_learn_ids_survive_a_full_reindex(mcp: Session, kb: KB, tmp_path: Path) 
 
 def test_session_logged_every_call(mcp: Session, kb: KB) -> None:
     """Each kind of call leaves its row, under the MCP client's name; checked once the server has exited."""
-    mcp.ok("oracle_search", {"query": LOG_QUERY})
+    mcp.ok("oracle_search", {"detail": "full", "query": LOG_QUERY})
     consulted = mcp.ok("oracle_consult", {"decision": LOG_DECISION, "context": "two jobs collide"})
     learned = mcp.ok("oracle_learn", {"pattern": MULTI_SECTION, "title": "Platypus ledger locking",
                                       "concepts": ["ledger"]})
@@ -790,7 +805,7 @@ def test_streamable_http_session(finished: KB) -> None:
             async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=CALL_TIMEOUT,
                               client_info=Implementation(name="http-tests", version="1.0")) as client:
                 tools = await client.list_tools()
-                return [t.name for t in tools.tools], await client.call_tool("oracle_search", {"query": "quote fts5 terms"})
+                return [t.name for t in tools.tools], await client.call_tool("oracle_search", {"detail": "full", "query": "quote fts5 terms"})
 
         names, result = anyio.run(session)
         assert sorted(names) == sorted(TOOLS)

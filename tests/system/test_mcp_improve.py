@@ -66,7 +66,7 @@ def mcp(kb: KB) -> Iterator[Session]:
 
 
 def search(mcp: Session, query: str, **args) -> list[dict]:
-    return mcp.ok("oracle_search", {"query": query, "limit": 20, **args})["hits"]
+    return mcp.ok("oracle_search", {"query": query, "limit": 20, "detail": "full", **args})["hits"]
 
 
 def files(hits: list[dict]) -> list[str]:

@@ -240,7 +240,8 @@ def test_read_note_chunk_and_stats(peer: Peer, kb: KB) -> None:
 
 @pytest.mark.slow
 def test_search_hits_carry_resource_links(peer: Peer) -> None:
-    result = peer.call(peer.client.call_tool, "oracle_search", {"query": "zephyr cache credentials handover", "limit": 5})
+    result = peer.call(peer.client.call_tool, "oracle_search", {"query": "zephyr cache credentials handover", "limit": 5,
+                                                                 "detail": "full"})  # brief answers carry none
     assert not result.is_error
     hits = result.structured_content["hits"]
     links = [b for b in result.content if b.type == "resource_link"]

@@ -159,5 +159,6 @@ def test_inspector_cli_sees_the_whole_surface(kb: KB) -> None:
     assert {p["name"] for p in inspect(kb, "prompts/list")["prompts"]} == PROMPTS
     got = inspect(kb, "prompts/get", "--prompt-name", "retrospective", "--prompt-args", "what_happened=We shipped it.")
     assert "## What happened\n\nWe shipped it." in got["messages"][0]["content"]["text"]
-    called = inspect(kb, "tools/call", "--tool-name", "oracle_search", "--tool-arg", "query=mock the database")
+    called = inspect(kb, "tools/call", "--tool-name", "oracle_search", "--tool-arg", "query=mock the database",
+                     "--tool-arg", "detail=full")
     assert any(c["type"] == "resource_link" and c["uri"].startswith("oracle://note/") for c in called["content"])

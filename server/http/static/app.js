@@ -215,10 +215,18 @@
     }
 
     // The team store (issue 38): this folder is a working copy; conflict copies a sync wrote are shown here.
+    // In an outage (issue 38, item 3) the engine serves the working copy's own index, and the tile says so.
     const wc = st.working_copy;
+    const link = st.team_link && st.team_link.serving ? st.team_link : null;  // {} without the team store
     const team = document.getElementById('tile-team');
-    team.hidden = !wc;
-    if (wc) {
+    team.hidden = !wc && !link;
+    if (link && link.serving === 'working copy') {
+      setStat('working_copy.conflicts', 'database unreachable', 'offline');
+      $('#team-sub').textContent = 'serving the working copy since ' + localTime(new Date(link.offline_since))
+        + ': ' + link.reason + '; writes stay files and are sent when it is back';
+      $('#team-sub').setAttribute('title', link.mark);
+      tileState('tile-team', 'bad');
+    } else if (wc) {
       setStat('working_copy.conflicts', wc.conflicts ? wc.conflicts + ' conflict' + (wc.conflicts === 1 ? '' : 's')
         : 'no conflicts', wc.conflicts);
       const recent = (wc.recent_conflicts || []).map((c) => c.path + ' → ' + c.copy + (c.author ? ' (' + c.author + ')' : ''));

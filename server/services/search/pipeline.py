@@ -7,11 +7,8 @@ sections; by default the page is made of notes (server/services/search/notes.py)
 
 from __future__ import annotations
 
-import contextvars
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 # numpy, imported whole here on the thread that builds the server, before any search: the store and the embedder
@@ -34,9 +31,10 @@ from oracle_server.services import guide
 from oracle_server.services.search import expansion, vocabulary
 from oracle_server.services.search import scoring
 from oracle_server.services.search import variants as variants_module
-from oracle_server.services.search.variants import run_with_variants
 from oracle_server.services.app import Oracle
+from oracle_server.services.errors import OracleError
 from oracle_server.services.models import (
+    LANG_CODE,
     DuplicateRef,
     Hit,
     MatchedSection,
@@ -55,6 +53,7 @@ from oracle_server.services.freshness import fields as freshness_fields
 from oracle_server.services.freshness import note_staleness, order_by_freshness
 from oracle_server.services.search.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
 from oracle_server.services.search.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
+from oracle_server.services.search.plain import plain_text
 from oracle_server.services.relations import entry_chunks, stating_files
 from oracle_server.services.supersede import successors_for
 from oracle_server.services.search.where import resolve_where
@@ -154,32 +153,7 @@ def _question_vector(oracle: Oracle, query: str, main_share: float, beside: bool
             " the next index run re-embeds them")
     if main_share <= 0:
         return None
-    primed = _PRIMED.get()
-    if primed is not None and query in primed[0]:
-        return primed[1].result()[primed[0].index(query)]  # EmbeddingUnavailable etc. surface here as they would
     return oracle.embedder.embed_query(query, beside=beside)
-
-
-# Query expansion on (the default); a search with variants may run its phrasings without it (variants.EXPAND).
-_EXPAND: contextvars.ContextVar[bool] = contextvars.ContextVar("oracle_expand", default=True)
-
-# The questions of a search with variants, embedded in one batch while its phrasings' keyword legs run
-# (primed_questions): the phrasings, and the batch's future. Its own thread: a vector leg waits on it.
-_PRIMED: contextvars.ContextVar[tuple[list[str], Future] | None] = contextvars.ContextVar("oracle_primed", default=None)
-_BATCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oracle-questions")
-
-
-@contextmanager
-def primed_questions(oracle: Oracle, phrasings: list[str]) -> Iterator[None]:
-    """Every phrasing's question vector from one batch (Embedder.embed_queries), started now and awaited by each
-    phrasing's vector leg; a failure of the batch reaches each vector leg, which reports it as it always does."""
-    token = _PRIMED.set((list(phrasings), _BATCH.submit(oracle.embedder.embed_queries, list(phrasings))))
-    expand = _EXPAND.set(variants_module.EXPAND)
-    try:
-        yield
-    finally:
-        _EXPAND.reset(expand)
-        _PRIMED.reset(token)
 
 
 def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: Filters, pool: int,
@@ -225,7 +199,7 @@ def _vector_leg_beside(oracle: Oracle, query: str, filters: Filters, pool: int, 
         vector = _question_vector(oracle, query, main_share, beside=True)
         return _nearest(oracle, query, vector, filters, pool, multilingual, main_share)
 
-    return _LEG_POOL.submit(contextvars.copy_context().run, leg)  # primed questions reach the leg's thread
+    return _LEG_POOL.submit(leg)
 
 
 def _run_legs(oracle: Oracle, plan: _Plan) -> _Legs:
@@ -333,8 +307,7 @@ def _fuse(oracle: Oracle, plan: _Plan, legs: _Legs) -> _Fusion:
     if method == "weighted" and fused:
         notes_for = plan.kq.fts_match if _weighs_note_evidence("hybrid", plan.kq, legs) else None
         prefetched = _LEG_POOL.submit(_prefetch, oracle, [f.id for f in fused], notes_for, legs.read)
-        if _EXPAND.get():
-            fused = _expand(oracle, plan, fused, weight, legs)
+        fused = _expand(oracle, plan, fused, weight, legs)
     return _Fusion(fused, "hybrid", method, weight, prefetched)
 
 
@@ -380,15 +353,32 @@ def _on_topic_sources(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused]) -
     return expansion.on_topic_sources(ranked, frozenset(i for i, n in held.items() if n))
 
 
+def _bar(oracle: Oracle, plan: _Plan, legs: _Legs) -> scoring.Bar:
+    """What a hit needs to count as strong (scoring.is_weak): the bm25 and the similarity of the model that ranked
+    the vector leg. Its similarity is also the cut below which a vector candidate does not count in a total."""
+    return scoring.Bar(plan.bm25_bar, scoring.similarity_bar(legs.main_share, oracle.embedder.weak_similarity))
+
+
+def _really_matches(entry: _Entry, bar: scoring.Bar) -> bool:
+    """A note (or section) counts in a search's total when one of its sections matches the query's words, states
+    the asked relation, or is near it by meaning: a vector similarity at or above the weak bar. The vector leg
+    ranks every embedded section, so without the bar `a` counted 60-74 of 84 notes (issue 40)."""
+    return any(f.fts_rank is not None or "relation" in f.found_by
+               or (f.vector_similarity is not None and f.vector_similarity >= bar.similarity)
+               for f in (entry.lead, *entry.others))
+
+
 def _total(oracle: Oracle, plan: _Plan, mode: str, legs: _Legs) -> int:
-    """fts: every keyword match; vector: every embedded chunk passing the filters (all are ranked);
-    hybrid: keyword matches plus vector candidates the keyword query does not match."""
+    """Sections that really match (see _really_matches). fts: every keyword match; vector: every embedded chunk
+    passing the filters (all are ranked: the mode asks for nearness alone); hybrid: keyword matches plus vector
+    candidates the keyword query does not match whose similarity clears the weak bar."""
     if mode == "fts":
         return legs.fts_total
     if mode == "vector":
         return oracle.store.count_embedded(plan.filters)
     fts_ids = {h.id for h in legs.fts}
-    vector_only = [h.id for h in legs.vector if h.id not in fts_ids]
+    cut = _bar(oracle, plan, legs).similarity
+    vector_only = [h.id for h in legs.vector if h.id not in fts_ids and h.score >= cut]
     if legs.fts_total > len(legs.fts):
         kq = plan.kq
         vector_only = sorted(set(vector_only) - oracle.store.keyword_matching_ids(
@@ -450,8 +440,8 @@ def _start_from_relations(
 
 
 def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use: _Use, others: list[scoring.Fused],
-         duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], covered: bool,
-         bar: scoring.Bar, translations: list[scoring.Fused], rerank: float | None = None) -> Hit:
+         duplicates: list[scoring.Fused], facts: dict[str, SectionFacts], weak: bool,
+         translations: list[scoring.Fused], rerank: float | None = None) -> Hit:
     terms = kq.terms + kq.unsegmented
     feedback = use.feedback.get(item.id, (0, 0))
     return Hit(
@@ -460,7 +450,7 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
         kind=doc.kind,
         title=doc.title,
         heading=doc.heading,
-        snippet=snippet(doc.content, terms),
+        snippet=snippet(plain_text(doc.content), terms),
         source_file=doc.file,
         line_start=doc.line_start,
         line_end=doc.line_end,
@@ -492,7 +482,7 @@ def _hit(item: scoring.Fused, score: float, doc: Section, kq: KeywordQuery, use:
             for o in others
         ],
         duplicates=[DuplicateRef(id=d.id, source_file=facts[d.id].file) for d in duplicates],
-        weak=scoring.is_weak(item, covered, bar) and all(scoring.is_weak(s, bar=bar) for s in others),
+        weak=weak,
         superseded_by=use.pointers.get(item.id),
         relations=use.stating.get(doc.file, []) if "relation" in item.found_by else [],
         lang=facts[item.id].lang,
@@ -627,11 +617,13 @@ def _group(oracle: Oracle, plan: _Plan, legs: _Legs, fusion: _Fusion, adjusted: 
     entries = _entries(adjusted.fused, facts, request.by_note, plan.languages)
     entries, dropped = order_by_freshness(oracle, entries, lambda e: facts[e.lead.id].file,
                                           prefer=request.prefer_fresh, only=request.fresh_only)
-    if request.by_note:  # the distinct notes among the candidates of both legs
-        return entries, len(entries)
-    # Sections: every match (see _total); expansion-only candidates are counted in the pool, not beyond it.
-    expansion_only = sum(1 for f in adjusted.fused if f.found_by == ["expansion"])
-    return entries, _total(oracle, plan, fusion.mode, legs) + expansion_only + len(adjusted.added) - dropped
+    if request.by_note:  # the distinct notes among the candidates of both legs that really match
+        if fusion.mode == "vector":
+            return entries, len(entries)
+        bar = _bar(oracle, plan, legs)
+        return entries, sum(1 for e in entries if _really_matches(e, bar))
+    # Sections: every match (see _total), and the sections only a stated relation brought in.
+    return entries, _total(oracle, plan, fusion.mode, legs) + len(adjusted.added) - dropped
 
 
 @dataclass
@@ -702,11 +694,9 @@ def _well_covered(oracle: Oracle, kq: KeywordQuery, page: list[_Entry], bar: sco
     return {i for i, n in counts.items() if scoring.covers(n, len(kq.terms) + len(kq.unsegmented))}
 
 
-def _script_note(multilingual: bool) -> str:
-    """What a query mostly in other scripts (Thai, CJK, ...) got from the vector leg."""
-    if multilingual:
-        return ("most of this query is in a script the English embedding model does not read: its semantic "
-                f"matches come from the multilingual model ({MULTILINGUAL_MODEL}), weighted equally with keywords")
+def _script_note() -> str:
+    """What a query mostly in other scripts (Thai, CJK, ...) got from the vector leg of an index without multilingual
+    vectors (with them, stats says once how such queries are ranked: services/stats.py scripts_note)."""
     return ("most of this query is in a script the embedding model does not read (it learned English) and this "
             "index has no multilingual vectors (ORACLE_MULTILINGUAL, indexer/models/multilingual.py): its semantic "
             "matches come from the query's other words, its keyword matches from the words themselves")
@@ -743,80 +733,181 @@ class _Page:
     vanished: int
 
 
+def _weak_leads(oracle: Oracle, plan: _Plan, ranked: _Ranked, entries: list[_Entry]) -> dict[str, bool]:
+    """Which of these entries are weak matches for this plan's question: the lead below both legs' bars unless it
+    holds most of the question's words (_well_covered), and every other section of its note below them too."""
+    bar = _bar(oracle, plan, ranked.legs)
+    complete = _well_covered(oracle, plan.kq, entries, bar)
+    return {e.lead.id: scoring.is_weak(e.lead, e.lead.id in complete, bar)
+            and all(scoring.is_weak(s, bar=bar) for s in e.others) for e in entries}
+
+
+def _fresh(oracle: Oracle, hits: list[Hit]) -> list[Hit]:
+    """The hits with how fresh their notes are (server/services/freshness.py)."""
+    fresh = note_staleness(oracle, {h.source_file for h in hits})
+    return [h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits]
+
+
 def _page(oracle: Oracle, plan: _Plan, ranked: _Ranked) -> _Page:
     """Step 6: only the page is read in full; each hit says whether it is a weak match and how fresh it is."""
     entries, docs, vanished = _hydrate(oracle, ranked.entries[plan.request.offset :], plan.request.limit)
-    bar = scoring.Bar(plan.bm25_bar,
-                      scoring.similarity_bar(ranked.legs.main_share, oracle.embedder.weak_similarity))
-    complete = _well_covered(oracle, plan.kq, entries, bar)
+    weak = _weak_leads(oracle, plan, ranked, entries)
     hits = [_hit(e.lead, e.score, docs[e.lead.id], plan.kq, ranked.use, e.others, e.duplicates, ranked.facts,
-                 e.lead.id in complete, bar, e.translations, e.rerank) for e in entries]
-    fresh = note_staleness(oracle, {h.source_file for h in hits})
-    return _Page([h.model_copy(update=freshness_fields(fresh.get(h.source_file))) for h in hits], vanished)
+                 weak[e.lead.id], e.translations, e.rerank) for e in entries]
+    return _Page(_fresh(oracle, hits), vanished)
 
 
-def _warnings(oracle: Oracle, plan: _Plan, ranked: _Ranked, page: _Page, weak: bool) -> list[str]:
-    """What the caller should know about these results, in the order the steps met it."""
-    request, query, legs = plan.request, plan.query, ranked.legs
+def _ranking_warnings(oracle: Oracle, plan: _Plan, ranked: _Ranked) -> list[str]:
+    """What the caller should know about how this plan was ranked, in the order the steps met it."""
+    query, legs = plan.query, ranked.legs
     warnings = plan.where_warnings + legs.warnings
+    # A query in another script ranked by the multilingual model is answered as well as any: that is said once, in
+    # stats (EmbeddingCounts.scripts) and meta.semantic_model, not on every answer (issue 40). Without multilingual
+    # vectors its semantic leg is blind, which each such answer says.
     if (ranked.fusion.mode in ("hybrid", "vector") and wants_multilingual(query) and legs.vector_ok
-            and not oracle.embedder.multilingual):  # a multilingual main model reads the query as it is
-        warnings.append(_script_note(legs.multilingual))
+            and not oracle.embedder.multilingual and not legs.multilingual):
+        warnings.append(_script_note())
+    return warnings
+
+
+def _page_warnings(request: SearchRequest, total: int, page: _Page, weak: bool) -> list[str]:
+    """What the caller should know about the page itself."""
+    warnings = []
     if page.hits and weak:
         warnings.append("no strong match: the best results are only loosely related to the query")
     if page.vanished:
         warnings.append(f"{page.vanished} result(s) left out: their notes were re-indexed or removed while this"
                         " search ran")
-    if not page.hits and ranked.total:
-        warnings.append(past_the_end(request.offset, ranked.total, request.limit))
+    if not page.hits and total:
+        warnings.append(past_the_end(request.offset, total, request.limit))
     return warnings
+
+
+@dataclass
+class _Phrasing:
+    """One question ranked (steps 1-5b): its plan, its ranking and the reranker that reordered it, if any."""
+
+    plan: _Plan
+    ranked: _Ranked
+    reranked_by: str | None
+
+
+def _ranked_question(oracle: Oracle, request: SearchRequest) -> _Phrasing:
+    """plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
+    -> rerank (when configured)."""
+    plan = _plan(oracle, request)
+    ranked = _rank(oracle, plan)
+    while _wants_wider_pool(plan, ranked):
+        plan = plan.widened()
+        ranked = _rank(oracle, plan)
+    return _Phrasing(plan, ranked, _rerank(oracle, plan, ranked))
+
+
+def _meta(oracle: Oracle, phrasing: _Phrasing, took_ms: float, weak: bool, warnings: list[str]) -> SearchMeta:
+    """The answer's meta: how the first (or only) phrasing was ranked."""
+    plan, fusion, legs = phrasing.plan, phrasing.ranked.fusion, phrasing.ranked.legs
+    return SearchMeta(
+        mode=fusion.mode,
+        fusion=fusion.method,
+        took_ms=took_ms,
+        fts_matches=legs.fts_total,
+        vector_matches=len(legs.vector),
+        unit="note" if plan.request.by_note else "section",
+        semantic_weight=fusion.weight,
+        semantic_model=(MULTILINGUAL_MODEL if legs.multilingual else oracle.embedder.model_id)
+        if fusion.mode != "fts" else None,
+        weak=weak,
+        languages=sorted(plan.languages) if plan.languages else None,
+        expanded_with=legs.expanded_with,
+        reranked_by=phrasing.reranked_by,
+        warnings=warnings,
+    )
+
+
+EMPTY_INDEX = ("the index is empty: run `oracle index` (or `oracle stats` to see what the knowledge root holds and"
+               " what is not indexed)")
+
+
+def _languages_present(oracle: Oracle) -> dict[str, int]:
+    """Language -> notes, for the languages known (stated or recognised from the text)."""
+    return {lang: n for lang, n in oracle.store.note_languages().items() if lang != "unknown"}
+
+
+def _languages_named(oracle: Oracle) -> str:
+    present = _languages_present(oracle)
+    return ", ".join(f"{lang} ({n})" for lang, n in sorted(present.items(), key=lambda kv: (-kv[1], kv[0]))) \
+        or "no language yet (the index is empty or its notes too short to tell)"
+
+
+def check_lang(oracle: Oracle, request: SearchRequest) -> None:
+    """A `lang` that is no language code is refused, naming the form and the languages present (issue 40:
+    `--lang thai` answered with a raw regex)."""
+    if request.lang and not LANG_CODE.fullmatch(request.lang):
+        raise OracleError("invalid", f"lang {request.lang!r} is not a language code: use ISO 639-1, two letters with"
+                          f" an optional region (en, th, ja, zh-TW); the notes are in {_languages_named(oracle)}")
+
+
+def _empty_warnings(oracle: Oracle, request: SearchRequest, total: int) -> list[str]:
+    """Nothing at all: say why when the cause is the index or the language filter, not the words (issue 40)."""
+    if total:
+        return []
+    if oracle.store.note_count() == 0:
+        return [EMPTY_INDEX]
+    if request.lang and request.lang not in _languages_present(oracle):
+        return [f"no notes in language {request.lang!r}; the notes are in {_languages_named(oracle)}"]
+    return []
 
 
 def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
     """Retrieval only, unlogged: the building block for search and consult. Reads as its steps:
 
     plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
-    -> page (only the page is read in full) -> result. With `variants`, each phrasing runs this and the pages
-    are fused per note (server/services/search/variants.py)."""
+    -> page (only the page is read in full) -> result. With `variants`, the query and its variants are searched
+    as one question (_run_phrasings)."""
+    check_lang(oracle, request)
     if request.variants:
-        return run_with_variants(request, lambda ask: run_search(oracle, ask),
-                                 lambda phrasings: primed_questions(oracle, phrasings))
+        phrasings = variants_module.distinct_phrasings(request.query, request.variants)
+        if len(phrasings) > 1:
+            return _run_phrasings(oracle, request, phrasings)
+        request = request.model_copy(update={"variants": []})  # every variant repeats the query: the plain search
     started = time.perf_counter()
     with searching():  # the background warm-up waits for a quiet moment (indexer/worker/maintenance.py)
-        plan = _plan(oracle, request)
-        ranked = _rank(oracle, plan)
-        while _wants_wider_pool(plan, ranked):
-            plan = plan.widened()
-            ranked = _rank(oracle, plan)
-        reranked_by = _rerank(oracle, plan, ranked)
-        page = _page(oracle, plan, ranked)
+        ranked_question = _ranked_question(oracle, request)
+        page = _page(oracle, ranked_question.plan, ranked_question.ranked)
+    plan, ranked = ranked_question.plan, ranked_question.ranked
     weak = not page.hits or all(h.weak for h in page.hits)
-    fusion, legs = ranked.fusion, ranked.legs
     offer = _vocabulary(oracle, plan, page) if weak and (page.hits or not ranked.total) else []
-    return SearchResult(
-        query=plan.query,
-        hits=page.hits,
-        total=ranked.total,
-        limit=request.limit,
-        offset=request.offset,
-        meta=SearchMeta(
-            mode=fusion.mode,
-            fusion=fusion.method,
-            took_ms=round((time.perf_counter() - started) * 1000, 2),
-            fts_matches=legs.fts_total,
-            vector_matches=len(legs.vector),
-            unit="note" if request.by_note else "section",
-            semantic_weight=fusion.weight,
-            semantic_model=(MULTILINGUAL_MODEL if legs.multilingual else oracle.embedder.model_id)
-            if fusion.mode != "fts" else None,
-            weak=weak,
-            languages=sorted(plan.languages) if plan.languages else None,
-            expanded_with=legs.expanded_with,
-            reranked_by=reranked_by,
-            warnings=_warnings(oracle, plan, ranked, page, weak),
-        ),
-        try_=offer,
-    )
+    warnings = (_ranking_warnings(oracle, plan, ranked) + _page_warnings(request, ranked.total, page, weak)
+                + _empty_warnings(oracle, request, ranked.total))
+    return SearchResult(query=plan.query, hits=page.hits, total=ranked.total, limit=request.limit,
+                        offset=request.offset, try_=offer,
+                        meta=_meta(oracle, ranked_question, round((time.perf_counter() - started) * 1000, 2), weak, warnings))
+
+
+def _run_phrasings(oracle: Oracle, request: SearchRequest, phrasings: list[str]) -> SearchResult:
+    """The query and its distinct variants searched as one question (variants.joined), then each hit told which
+    phrasings' words it holds. The answer names the query as asked."""
+    result = run_search(oracle, request.model_copy(update={"query": variants_module.joined(phrasings),
+                                                            "variants": []}))
+    terms = [build_keyword_query(p).terms for p in phrasings]
+    held = _phrasings_held(oracle, terms, result.hits)
+    return result.model_copy(update={
+        "query": validate_query(request.query),
+        "hits": [h.model_copy(update={"phrasings": held[h.id]}) for h in result.hits],
+        "meta": result.meta.model_copy(update={"phrasings": len(phrasings)}),
+    })
+
+
+def _phrasings_held(oracle: Oracle, terms: list[tuple[str, ...]], hits: list[Hit]) -> dict[str, list[int]]:
+    """For each hit, the phrasings most of whose words its lead section or one of its listed sections holds
+    (variants.holding): one read per phrasing, over the page's sections only."""
+    ids = sorted({i for h in hits for i in (h.id, *h.also_in_file)})
+    matched: dict[str, dict[int, int]] = {h.id: {} for h in hits}
+    for index, words in enumerate(terms):
+        counts = oracle.store.terms_matched([quote(t) for t in words], ids) if words and ids else {}
+        for h in hits:
+            matched[h.id][index] = max((counts.get(i, 0) for i in (h.id, *h.also_in_file)), default=0)
+    return {h.id: variants_module.holding(terms, matched[h.id]) for h in hits}
 
 
 def _vocabulary(oracle: Oracle, plan: _Plan, page: _Page) -> list[str]:

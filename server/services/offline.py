@@ -1,0 +1,283 @@
+"""An engine without its database keeps working (issue 38, item 3).
+
+With the team store, a server or an engine serves from PostgreSQL; its folder is a working copy of the team's notes
+(indexer/worker/workcopy.py). When the database cannot be reached (at start, or it goes away while the engine
+runs), the engine does not stop and does not answer "cannot be reached" to every call: it serves the working copy
+from an index of its own (the embedded store, SQLite FTS5 and the vectors it has embedded, under
+`<data dir>/offline/`), says so in every answer and in stats, and keeps the writes as files in the folder. Once the
+database answers again, a sync of the working copy sends what was written meanwhile with the usual rules (a note
+changed on both sides: the database's text keeps its name, this folder's becomes a conflict copy; nothing lost),
+and the engine serves from the database again, without a restart.
+
+One thread per Oracle (`TeamLink`) asks the database once a second whether it answers (a new connection, libpq's
+smallest connect timeout) and switches. A request that meets the outage first (a read that failed because the
+database went away under it) asks the link to switch at once and is answered from the working copy; a write that
+failed that way is not repeated (it may have written its file already), and says so.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+from oracle_indexer.config import Settings
+from oracle_indexer.models.embed import Embedder
+from oracle_indexer.store.pg.db import DatabaseUnavailable
+from oracle_indexer.store.protocols import IndexStore
+from oracle_indexer.worker.maintenance import Maintenance, Reporter
+from oracle_server.services.parts import Parts, offline_settings, open_parts
+
+T = TypeVar("T")
+
+
+class Served(Protocol):
+    """What the link switches: the Oracle (server/services/app.py), seen from here without importing it."""
+
+    settings: Settings
+    embedder: Embedder
+    ready: threading.Event
+    store: IndexStore
+    maintenance: Maintenance | None
+    started: dict
+    link: TeamLink | None
+
+    @property
+    def parts(self) -> Parts: ...
+    def serve_from(self, parts: Parts) -> None: ...
+    def stop(self, abandon_loads: bool = False) -> None: ...
+    def start_worker(self, *, watch: bool, sync: bool, warm_delay: float, on_batch: Reporter | None,
+                     sweep_seconds: float, hold: threading.Event | None) -> None: ...
+    def wait_ready(self, timeout: float = ...) -> None: ...
+
+
+PROBE_SECONDS = 1.0  # how often the link asks the database whether it answers
+SWITCH_WAIT = 120.0  # a request waits at most this long for the working copy's index (a first outage builds it)
+# The working copy's own index is brought in step this long after start, then every PREPARE_SECONDS, while the
+# database answers (TeamLink._prepare): the first outage then costs a stat per file, not a parse of every note.
+PREPARE_DELAY = 5.0
+PREPARE_SECONDS = 300.0
+
+
+def reason_of(message: str) -> str:
+    """The one-line cause inside a DatabaseUnavailable's message (what libpq said), without the advice around it."""
+    found = re.search(r"\(ORACLE_DATABASE_URL\)(?: cannot be reached(?: since \S+)?)?: (.*?)(?:\. (?:Is the server"
+                      r"|Nothing was)|$)", message)
+    text = (found.group(1) if found else message).strip()
+    return text.splitlines()[0][:200] if text else "no answer"
+
+
+class TeamLink:
+    """Which store an Oracle with the team database serves from, and the switch between the two."""
+
+    def __init__(self, oracle: Served, offline_since: str | None = None) -> None:
+        self.oracle = oracle
+        self.team: Parts | None = None if offline_since is not None else oracle.parts
+        self.local: Parts | None = oracle.parts if offline_since is not None else None
+        self.since: float | None = time.time() if offline_since is not None else None
+        self.reason: str | None = reason_of(offline_since) if offline_since is not None else None
+        self.back_at: float | None = None  # when the database last came back (stats)
+        self.last_return: dict | None = None  # what the sync that brought the engine back did (stats)
+        self.prepared: dict | None = None  # when the working copy's own index was last brought in step (stats)
+        self._switch = threading.RLock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if offline_since is not None:
+            _say(f"oracle: {self.mark()}; serving the working copy, its writes are kept as files and sent when the"
+                 " database is back")
+
+    # -- what answers say ---------------------------------------------------------------------------------
+    @property
+    def offline(self) -> bool:
+        return self.since is not None
+
+    def mark(self) -> str:
+        """`working copy (team database unreachable since 08:41 UTC: <why>)`: what every answer carries in an outage."""
+        if self.since is None:
+            return ""
+        when = time.strftime("%H:%M UTC", time.gmtime(self.since))
+        return f"working copy (team database unreachable since {when}: {self.reason})"
+
+    def state(self) -> dict:
+        """For stats, /health and the dashboard: serving from the database or from the working copy, and why."""
+        return {
+            "serving": "working copy" if self.offline else "team database",
+            "offline_since": _iso(self.since) if self.since is not None else None,
+            "reason": self.reason,
+            "mark": self.mark() or None,
+            "back_since": _iso(self.back_at) if self.back_at is not None and not self.offline else None,
+            "last_return": self.last_return,
+            "prepared": self.prepared,
+        }
+
+    # -- the thread -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start watching the database (Oracle.start); the worker of whichever side serves is started by it."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="oracle-team-link", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(SWITCH_WAIT)
+
+    def close_idle(self) -> None:
+        """Close the side that does not serve (Oracle.close closes the one that does)."""
+        serving = self.oracle.store
+        for parts in (self.team, self.local):
+            if parts is not None and parts.store is not serving:
+                parts.close()
+        self.team = self.local = None
+
+    def _run(self) -> None:
+        prepare_at = time.monotonic() + PREPARE_DELAY
+        last = ""  # the failure said last
+        while not self._stop.wait(PROBE_SECONDS):
+            try:
+                why = None if self.offline else self._probe()
+                if self.offline:
+                    self._try_back()
+                elif why is not None:
+                    self.lost(why)
+                elif time.monotonic() >= prepare_at and self.oracle.ready.is_set():
+                    prepare_at = time.monotonic() + PREPARE_SECONDS
+                    self._prepare()
+            except Exception as exc:  # noqa: BLE001 - the link outlives any one failure; it tries again next second
+                if self._stop.is_set():
+                    break
+                said = f"oracle: team link: {type(exc).__name__}: {exc}"
+                if said != last:  # a failure that repeats every second (a refused sync) is said once
+                    _say(said)
+                last = said
+            else:
+                last = ""
+
+    def _probe(self) -> str | None:
+        """None when the team database answers a new connection now, else why not."""
+        db = getattr(self.team.store if self.team is not None else None, "db", None)
+        if db is None:
+            return "not connected"
+        return db.probe()
+
+    def _prepare(self) -> None:
+        """Keep the working copy's own index close to the folder while the database answers (keyword phase only: a
+        stat per unchanged file), so an outage is served at once instead of after a parse of every note."""
+        with self._switch:
+            if self.local is None:
+                self.local = open_parts(offline_settings(self.oracle.settings), self.oracle.embedder, check=False)
+            local = self.local
+        report = local.indexer.sync(vectors=False, cancel=lambda: self._stop.is_set() or self.offline)
+        self.prepared = {"at": _iso(time.time()), "seconds": round(report.seconds, 3),
+                         "files": report.added + report.changed + report.unchanged}
+
+    # -- the switches ------------------------------------------------------------------------------------
+    def lost(self, why: str) -> bool:
+        """The database does not answer: serve the working copy from now on (from the link's thread, or from a
+        request that met the outage; the first one switches, the others wait for it). True once serving it."""
+        with self._switch:
+            if self.offline:
+                return True
+            if self._stop.is_set():
+                return False
+            oracle = self.oracle
+            since = time.time()
+            try:
+                oracle.stop(abandon_loads=True)  # a model warm-up under way is not waited for: it touches no store
+            except Exception as exc:  # noqa: BLE001 - the worker is stopped either way; the switch goes on
+                _say(f"oracle: stopping the team store's worker: {type(exc).__name__}: {str(exc)[:200]}")
+            if self.local is None:
+                self.local = open_parts(offline_settings(oracle.settings), oracle.embedder, check=False)
+            oracle.serve_from(self.local)
+            self.since, self.reason = since, reason_of(why)  # offline once the working copy serves, not before
+            self._restart_worker()
+            _say(f"oracle: {self.mark()}; serving the working copy until it answers again")
+            return True
+
+    def _try_back(self) -> None:
+        """The database answers again: open it if this engine started without it, send what the working copy
+        wrote meanwhile (a sync: the usual rules, conflicts as copies), then serve from the database again."""
+        oracle = self.oracle
+        if self.team is None:
+            try:
+                self.team = open_parts(oracle.settings, oracle.embedder, check=False)
+            except DatabaseUnavailable as exc:
+                self.reason = reason_of(str(exc))
+                return
+        elif self._probe() is not None:
+            return
+        began = time.monotonic()
+        # the folder and the database in step first (pushes, pulls, conflict copies); the working copy serves meanwhile
+        report = self.team.indexer.sync(vectors=False, cancel=self._stop.is_set)
+        with self._switch:
+            if self._stop.is_set():
+                return
+            oracle.stop(abandon_loads=True)
+            oracle.serve_from(self.team)
+            since, self.since, self.reason, self.back_at = self.since, None, None, time.time()
+            self.last_return = {"at": _iso(self.back_at), "offline_since": _iso(since or self.back_at),
+                                "pushed": report.pushed, "pulled": report.pulled, "conflicts": report.conflicts,
+                                "seconds": round(time.monotonic() - began, 3)}
+            self._restart_worker()
+        _say(f"oracle: the team database answers again; serving from it (working copy: {report.pushed} sent,"
+             f" {report.pulled} received, {len(report.conflicts)} conflicts)")
+
+    def _restart_worker(self) -> None:
+        """The worker of the side that serves now, started as the Oracle was (its own initial sync)."""
+        started = dict(self.oracle.started)
+        if started:
+            started["hold"] = None  # the handshake it waited for is long over
+            self.oracle.maintenance = None
+            self.oracle.start_worker(**started)
+
+    def marked(self, result: T) -> T:
+        """`result` with the working copy's mark (meta.store and a warning, or a warning) while the database is
+        unreachable; as it is otherwise."""
+        if not self.offline:
+            return result
+        mark = self.mark()
+        meta = getattr(result, "meta", None)
+        holder = meta if isinstance(getattr(meta, "warnings", None), list) else result
+        warnings = getattr(holder, "warnings", None)
+        if hasattr(holder, "store"):
+            holder.store = mark  # type: ignore[union-attr]
+        if isinstance(warnings, list) and mark not in warnings:
+            warnings.append(mark)
+        return result
+
+    def wait_serving(self, timeout: float = SWITCH_WAIT) -> None:
+        """A request after a switch waits for the new side's keyword index (the Oracle's ready event)."""
+        self.oracle.wait_ready(timeout)
+
+
+def _iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def answer(oracle: Served, call: Callable[[], T], *, writes: bool) -> T:
+    """One tool call with the team store: a read that meets an outage is answered from the working copy (the
+    switch is made at once, not at the link's next probe); a write that meets one is not repeated (its file may
+    be saved already) and says what became of it. Every answer served from the working copy says so."""
+    link = oracle.link
+    if link is None:
+        return call()
+    try:
+        result = call()
+    except DatabaseUnavailable as exc:
+        if link.offline or not link.lost(str(exc)):
+            raise
+        if writes:
+            raise DatabaseUnavailable(
+                f"the team database went away during this write ({reason_of(str(exc))}); this engine now serves its"
+                " working copy: whatever was saved as a file stays in the folder and is sent when the database is"
+                " back. Look before you retry (oracle_list, oracle_search): it may be saved already") from exc
+        link.wait_serving()
+        result = call()
+    return link.marked(result)
