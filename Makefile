@@ -17,14 +17,21 @@ install: $(STAMP)
 # Reinstall only when the lock or the Makefile changes; a no-op run costs a stat. Every package comes from
 # requirements.lock at the exact version and hash recorded there, so a new release of any dependency cannot
 # change what a fresh clone installs; pyproject.toml keeps ranges for the published package.
+# Each step says what it does first: pip is quiet, and the first install takes about 3 minutes (issue 40).
 $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml Makefile
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet 'pip==$(PIP_VERSION)'
-	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
-	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements-nodeps.lock
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	$(BIN)/python -c "import oracle_indexer.models.embed as e; e.check_model_files()"
-	touch $(STAMP)
+	@echo "oracle: installing into $(VENV)/ (first time: about 3 minutes on 2 cores; later runs return at once)"
+	@test -x $(BIN)/python || { echo "oracle: [1/5] creating the virtual environment $(VENV)/"; $(PYTHON) -m venv $(VENV); }
+	@echo "oracle: [2/5] pip $(PIP_VERSION)"
+	@$(BIN)/python -m pip install --quiet 'pip==$(PIP_VERSION)'
+	@echo "oracle: [3/5] $$(grep -c '^[A-Za-z0-9]' requirements.lock) packages from requirements.lock, each checked against its hash (ONNX Runtime, ChromaDB, the MCP SDK, the embedding models...): the long step"
+	@$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
+	@echo "oracle: [4/5] requirements-nodeps.lock (installed without their dependencies), then Oracle itself (editable)"
+	@$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements-nodeps.lock
+	@$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	@echo "oracle: [5/5] checking the embedding model's files"
+	@$(BIN)/python -c "import oracle_indexer.models.embed as e; e.check_model_files()"
+	@touch $(STAMP)
+	@echo "oracle: installed: $(BIN)/oracle"
 
 # The one command that updates the lock: resolves pyproject.toml's ranges (with the test extra) to the newest
 # releases, every platform's hashes included, with a pinned uv in a throwaway venv. Review the diff, run
@@ -40,8 +47,10 @@ lock:
 	rm -rf .lock-venv
 
 run: install
-	$(BIN)/oracle index
-	$(BIN)/oracle serve --http
+	@echo "oracle: indexing $${ORACLE_ROOT:-the bundled knowledge/} (later runs re-read only what changed)"
+	@$(BIN)/oracle index
+	@echo "oracle: serving MCP, the REST API and the dashboard on http://127.0.0.1:$${ORACLE_PORT:-37778} (Ctrl-C stops)"
+	@$(BIN)/oracle serve --http
 
 # Debian's Chromium for the dashboard test (a test tool's own browser download is not allowed here).
 browser:

@@ -7,7 +7,7 @@ import hashlib
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ DEFAULT_MAX_CHUNKS_PER_FILE = 2000  # more is a dump, not a note; and it would h
 
 DEFAULT_FOLDER_TYPES: dict[str, str] = dict(BUILTIN_FOLDER_TYPES)
 
-__all__ = ["BUNDLED_ROOT", "ConfigError", "DOC_TYPES", "DEFAULT_FOLDER_TYPES", "Settings", "bundled_root"]
+__all__ = ["BUNDLED_ROOT", "ConfigError", "ConfigReload", "DOC_TYPES", "DEFAULT_FOLDER_TYPES", "Settings", "bundled_root"]
 
 EMBEDDED_COLLECTION = "oracle_chunks"
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")
@@ -244,3 +244,71 @@ class Settings:
             rerank_model=rerank_model,
             **overrides,
         )
+
+
+# -- oracle.toml edited while a server runs ----------------------------------------------------------------
+# Which of oracle.toml's settings a running server takes up at once (what `discover`, the freshness badges, the
+# frontmatter checks and the search read on each call), and which it holds for its whole life (an opened model,
+# store or database). Each: (what a message calls it, the Layout fields it is).
+LIVE_SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("[types]", ("folders",)),
+    ("[index] default_type", ("default_type",)),
+    ("[index] include", ("include",)),
+    ("[index] exclude", ("exclude",)),
+    ("[index] gitignore", ("gitignore",)),
+    ("[freshness]", ("freshness",)),
+    ("[frontmatter]", ("frontmatter",)),
+    ("[search] sampling", ("sampling",)),
+)
+RESTART_SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("[embedding]", ("embedding_model", "query_prefix", "passage_prefix")),
+    ("[rerank]", ("rerank",)),
+    ("[database] url", ("database_url",)),
+)
+
+
+@dataclass(frozen=True)
+class ConfigReload:
+    """What one re-read of oracle.toml did: the settings taken up, those that wait for a restart (compared with
+    what this process runs on, so undoing an edit clears them), or why the file could not be read (the previous
+    settings stay in force)."""
+
+    applied: tuple[str, ...] = ()
+    restart: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def message(self) -> str:
+        """One line for the log and for stats."""
+        if self.error:
+            return f"oracle.toml changed but cannot be read, the previous settings stay in force: {self.error}"
+        parts = []
+        if self.applied:
+            parts.append(f"oracle.toml reloaded: {', '.join(self.applied)} applied")
+        if self.restart:
+            parts.append(f"oracle.toml changed since start: restart to apply {', '.join(self.restart)}")
+        return "; ".join(parts) or "oracle.toml re-read: nothing a running server uses changed"
+
+
+def reload_settings(settings: Settings, env: dict[str, str] | os._Environ[str] | None = None) -> tuple[Settings, ConfigReload]:
+    """`settings` with the root's oracle.toml read again: the live settings (LIVE_SETTINGS) replaced, the
+    others kept as they are (RESTART_SETTINGS: named in the result while the file differs from them). An
+    unreadable file changes nothing. The environment still wins where it set a value (ORACLE_SAMPLING,
+    ORACLE_DATABASE_URL, ORACLE_EMBEDDING_MODEL, ORACLE_FOLDER_TYPES, ORACLE_DEFAULT_TYPE)."""
+    env = os.environ if env is None else env
+    try:
+        fresh = load_layout(settings.root, env)
+    except ConfigError as exc:
+        return settings, ConfigReload(error=str(exc))
+    old = settings.layout
+    applied = tuple(name for name, fields in LIVE_SETTINGS
+                    if any(getattr(old, f) != getattr(fresh, f) for f in fields))
+    restart = [name for name, fields in RESTART_SETTINGS if any(getattr(old, f) != getattr(fresh, f) for f in fields)]
+    if settings.embedding_model is not None and "[embedding]" in restart \
+            and (old.query_prefix, old.passage_prefix) == (fresh.query_prefix, fresh.passage_prefix):
+        restart.remove("[embedding]")  # ORACLE_EMBEDDING_MODEL names the model whatever the file says
+    if env.get("ORACLE_DATABASE_URL") and "[database] url" in restart:
+        restart.remove("[database] url")
+    kept = replace(fresh, **{f: getattr(old, f) for _, fields in RESTART_SETTINGS for f in fields})
+    sampling = settings.sampling if str(env.get("ORACLE_SAMPLING", "")).strip() else kept.sampling
+    return replace(settings, layout=kept, sampling=sampling), ConfigReload(applied=applied, restart=tuple(restart))

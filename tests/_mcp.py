@@ -127,3 +127,21 @@ class Session:
         if self._stack is not None:
             stack, self._stack = self._stack, None
             stack.close()
+
+
+# -- a handshake-era (2025) client's resource subscriptions ------------------------------------------
+# The 2026-07-28 protocol removed `resources/subscribe`: current clients open a `subscriptions/listen` stream
+# (`Client.listen()`), and the SDK's `subscribe_resource` warns (MCPDeprecationWarning) when called. The server still
+# serves clients of the older protocol, so these send the old request as such a client puts it on the wire.
+async def legacy_subscribe(client: Client, uri: str) -> None:
+    """`resources/subscribe`, sent as a handshake-era client sends it."""
+    from mcp_types import EmptyResult, SubscribeRequest, SubscribeRequestParams
+
+    await client.session.send_request(SubscribeRequest(params=SubscribeRequestParams(uri=uri)), EmptyResult)
+
+
+async def legacy_unsubscribe(client: Client, uri: str) -> None:
+    """`resources/unsubscribe`, sent as a handshake-era client sends it."""
+    from mcp_types import EmptyResult, UnsubscribeRequest, UnsubscribeRequestParams
+
+    await client.session.send_request(UnsubscribeRequest(params=UnsubscribeRequestParams(uri=uri)), EmptyResult)

@@ -134,6 +134,11 @@ class CrossEncoder:
                                         " ORACLE_RERANK_MODEL)")
         return model, tokenizer
 
+    @property
+    def loaded(self) -> bool:
+        """The cross-encoder's session is open (server/services/loading.py)."""
+        return self._session is not None
+
     def _load(self) -> None:
         if self._session is not None:
             return

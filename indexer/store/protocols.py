@@ -171,6 +171,8 @@ class VectorIndex(Protocol):
 
     @property
     def damaged(self) -> bool: ...
+    @property
+    def opened(self) -> bool: ...  # its client is open: a write does not wait for it (server/services/loading.py)
 
     # -- health (StoreHealth, indexer/store/sqlite/vectors.py)
     @property

@@ -57,6 +57,7 @@ from oracle_indexer.store.protocols import SegmentedIndex, UsageLogs
 from oracle_indexer.store.sqlite.logs import FLUSH_INTERVAL
 from oracle_indexer.store.sqlite.schema import StoreError
 from oracle_indexer.worker.sync import Indexer, SyncRefused, SyncReport
+from oracle_indexer.config import ConfigReload
 from oracle_indexer.store.sqlite.vectors import RETRY_SECONDS, VectorStoreUnavailable
 
 if TYPE_CHECKING:
@@ -148,8 +149,10 @@ class Maintenance:
         warm_delay: float = 0.0,
         health_seconds: float = HEALTH_SECONDS,
         hold: threading.Event | None = None,
+        on_config: Callable[[ConfigReload], None] | None = None,
     ) -> None:
         self.indexer = indexer
+        self.on_config = on_config
         self.hold = hold
         self.logs = logs
         self.watch = watch
@@ -337,6 +340,8 @@ class Maintenance:
         batch = self._events.take()
         if batch is None:
             return
+        if self._events.config_changed():
+            self._reload_config()
         try:
             rels = self._events.paths(batch)
             if rels:
@@ -347,6 +352,16 @@ class Maintenance:
             _say(f"oracle watch: {type(exc).__name__}: {exc}; retrying")
             self._events.requeue(batch)
             self._stop.wait(BATCH_RETRY_SECONDS)
+
+    def _reload_config(self) -> None:
+        """oracle.toml changed: take up what a running server can (Indexer.reload_config), say what waits for a
+        restart, and sweep next, so the notes the new rules include or leave out enter or leave the index."""
+        outcome = self.indexer.reload_config()
+        _say(f"oracle: {outcome.message}")
+        if self.on_config is not None:
+            self.on_config(outcome)
+        if outcome.applied:
+            self._sweep_at = 0.0
 
     def _remote_writes(self) -> None:
         """Job 2b: another engine committed notes (LISTEN/NOTIFY): pull them into this folder and the index

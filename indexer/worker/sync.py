@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from oracle_indexer.config import Settings
+from oracle_indexer.config import ConfigReload, Settings, reload_settings
 from oracle_indexer.notes.discover import Found, Unreadable, discover, note_type, on_disk, read_inside, too_large, unindexable
 from oracle_indexer.models.embed import MODEL_ID as MINILM_ID
 from oracle_indexer.models.embed import Embedder, EmbeddingUnavailable
@@ -161,6 +161,17 @@ class Indexer:
         self.copy: WorkingCopy | None = (
             WorkingCopy(settings, self.store) if getattr(self.store, "dialect", "sqlite") == "postgresql" else None)
         self.last_repair: SyncReport | None = None  # what the last repair_vectors() did
+
+    def reload_config(self) -> ConfigReload:
+        """oracle.toml changed while this process runs (the watcher saw it): take up what can change under a
+        running server (which files are notes, their types, freshness, the frontmatter schema, sampling) and name
+        what waits for a restart (indexer/config.py `reload_settings`). The caller syncs afterwards, so a folder
+        now excluded leaves the index and one now typed enters it."""
+        fresh, outcome = reload_settings(self.settings)
+        self.settings = fresh
+        if self.copy is not None:
+            self.copy.settings = fresh
+        return outcome
 
     # -- writes hold the cross-process writer lock: keyword phases whole, vector work one slice at a time
     def _locked(self, work: Callable[[], SyncReport]) -> SyncReport:

@@ -23,6 +23,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from oracle_indexer.notes.discover import MARKDOWN_SUFFIXES, is_ignored_name, is_within
+from oracle_indexer.rootconfig import CONFIG_NAME
 from oracle_indexer.worker.sync import Indexer, SyncReport
 
 DEBOUNCE_SECONDS = 0.3  # quiet time before a batch is processed
@@ -51,6 +52,8 @@ class _Collector(FileSystemEventHandler):
         self.dirs: set[str] = set()
         self.first_at: float | None = None
         self.last_at = 0.0
+        self.config = False  # the root's oracle.toml was written, moved or deleted since the last batch
+        self.config_settled = False  # ... and the batch that saw it was taken
 
     def _relative(self, raw: str | bytes) -> str | None:
         path = Path(raw.decode() if isinstance(raw, bytes) else raw)
@@ -75,6 +78,8 @@ class _Collector(FileSystemEventHandler):
                     continue
                 if event.is_directory:
                     self.dirs.add(rel)
+                elif rel == CONFIG_NAME:
+                    self.config = True
                 elif rel.lower().endswith(MARKDOWN_SUFFIXES):
                     self.paths.add(rel)
             now = time.monotonic()
@@ -107,7 +112,14 @@ class _Collector(FileSystemEventHandler):
             batch = (self.paths, self.dirs)
             self.paths, self.dirs = set(), set()
             self.first_at = None
+            self.config_settled, self.config = self.config_settled or self.config, False
             return batch
+
+    def take_config(self) -> bool:
+        """True once after a settled batch in which oracle.toml changed."""
+        with self.lock:
+            changed, self.config_settled = self.config_settled, False
+            return changed
 
 
 class FileEvents:
@@ -140,6 +152,10 @@ class FileEvents:
     def requeue(self, batch: tuple[set[str], set[str]]) -> None:
         """Put a failed batch back; it is retried after the next quiet period."""
         self._collector.requeue(*batch)
+
+    def config_changed(self) -> bool:
+        """The root's oracle.toml changed (once per settled batch that saw it): the settings are read again."""
+        return self._collector.take_config()
 
     def paths(self, batch: tuple[set[str], set[str]]) -> list[str]:
         """The markdown files a batch stands for."""

@@ -416,6 +416,7 @@ class LogsResult(BaseModel):
     edits: list[NoteData] = []  # edits and archives (server/services/edit.py), with author, hashes and where an archive went
     per_day: dict[str, list[dict]]
     per_hour: dict[str, list[dict]]  # the last 48 hours, "YYYY-MM-DDTHH" (UTC)
+    titles: dict[str, dict[str, str]] = {}  # each note a write names (section id or path) -> {title, file}
 
 
 def _bracketed(name: str) -> str:
@@ -613,7 +614,7 @@ def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[R
     async def answer(o: Oracle, params: BaseModel, request: Request, response: Response) -> Any:
         who = identity_of(request.scope)
         caller = Caller(client_of(request), "http", author=who.name, can_write=who.can_write)
-        result = await slots.run(mapped, tool.call, o, params, caller)
+        result = await slots.run(mapped, tool.run, o, params, caller)  # run: a call that waits for a load logs it
         if o.link is not None and o.link.offline:  # every answer from the working copy says so, warnings or not
             response.headers["X-Oracle-Store"] = o.link.mark().encode("latin-1", "replace").decode("latin-1")
         if tool.brief is not None and detail_of(params, "http") == "brief":  # asked for: the brief shape

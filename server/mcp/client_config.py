@@ -4,8 +4,12 @@
 - `.mcp.json`, Claude Code's project file, which it offers to use when started in this folder.
 
 Both name this checkout's `oracle` by its absolute path: a client starts servers from its own working folder,
-so the relative `.venv/bin/oracle` the repository used to commit only worked when started from here. Generated
-(and gitignored) because the path is this machine's. Idempotent: a file already saying the same is left alone.
+so the relative `.venv/bin/oracle` the repository used to commit only worked when started from here. Both set
+`ORACLE_ROOT`, the folder of markdown the server serves, by its absolute path too: the ORACLE_ROOT `make install`
+ran with, else this checkout's bundled `knowledge/` (issue 40: a file without it left the reader guessing which
+folder it served). JSON has no comments, so `make install` says which folder it wrote, and README.md how to point
+it at your own notes. Generated (and gitignored) because the paths are this machine's. Idempotent: a file
+already saying the same is left alone.
 
     python -m oracle_server.mcp.client_config [FOLDER]     # default: the checkout this module is in
 """
@@ -13,6 +17,7 @@ so the relative `.venv/bin/oracle` the repository used to commit only worked whe
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -20,8 +25,14 @@ PROJECT = Path(__file__).resolve().parents[2]
 NAMES = ("mcp.json", ".mcp.json")
 
 
-def config(command: Path) -> dict:
-    return {"mcpServers": {"oracle": {"command": str(command), "args": ["serve"]}}}
+def config(command: Path, root: Path) -> dict:
+    return {"mcpServers": {"oracle": {"command": str(command), "args": ["serve"], "env": {"ORACLE_ROOT": str(root)}}}}
+
+
+def served_root() -> Path:
+    """The folder the written configuration serves: ORACLE_ROOT as `make install` ran, else the bundled knowledge."""
+    given = os.environ.get("ORACLE_ROOT")
+    return Path(given).expanduser().resolve() if given else PROJECT / "knowledge"
 
 
 def oracle_command() -> Path:
@@ -29,9 +40,9 @@ def oracle_command() -> Path:
     return Path(sys.executable).absolute().parent / "oracle"
 
 
-def write(folder: Path, command: Path | None = None) -> list[Path]:
+def write(folder: Path, command: Path | None = None, root: Path | None = None) -> list[Path]:
     """Write both files into `folder`; returns those that changed."""
-    text = json.dumps(config(command or oracle_command()), indent=2) + "\n"
+    text = json.dumps(config(command or oracle_command(), root or served_root()), indent=2) + "\n"
     changed = []
     for name in NAMES:
         path = folder / name
@@ -49,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     folder = Path(args[0]) if args else PROJECT
     for path in write(folder):
-        print(f"oracle: wrote {path} (MCP client configuration: {oracle_command()} serve)", file=sys.stderr)
+        print(f"oracle: wrote {path} (MCP client configuration: {oracle_command()} serve, serving"
+              f" ORACLE_ROOT={served_root()}; edit ORACLE_ROOT there, or run `ORACLE_ROOT=~/notes make install`,"
+              " for your own notes)", file=sys.stderr)
     return 0
 
 

@@ -99,6 +99,9 @@ class Front:
         self.sdk_ready = threading.Event()
         if direct:
             self.sdk_ready.set()
+        # Said to a call that arrives before the server can take it (a progress notification, where the client sent
+        # a progressToken, and a log line): the relay sets its own while a shared engine starts (server/engine/relay.py)
+        self.starting = "the server is starting (the MCP SDK, the index and the models load once)"
         self._write_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._session_init: str | None = None  # cache key of the initialize answered here (handshake era)
@@ -214,7 +217,22 @@ class Front:
                     return
                 with self._state_lock:
                     self._pending[message["id"]] = cache_key
+        if method == "tools/call" and message is not None and not self.sdk_ready.is_set():
+            self._tell_starting(message)
         self._put(line)
+
+    def _tell_starting(self, message: dict) -> None:
+        """A call before the server is up waits for it: say so (issue 40: 7 s of silence before a cold session's first
+        answer). Progress 0 here; the server's own notifications for the call go on from 1."""
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        name = params.get("name") if isinstance(params, dict) else None
+        print(f"oracle: {name} waits: {self.starting}", file=sys.stderr, flush=True)
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if isinstance(token, (str, int)) and not isinstance(token, bool):
+            self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                "progressToken": token, "progress": 0, "message": f"{name} waits: {self.starting}"}},
+                ensure_ascii=False, separators=(",", ":")))
 
     def _cache_key(self, message: dict) -> str | None:
         method, params = message["method"], message.get("params")

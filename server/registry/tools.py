@@ -7,6 +7,7 @@ every parameter and the copies drifted (MCP search lacked the date filters, the 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,6 +24,7 @@ from oracle_server.services.errors import OracleError, problems
 from oracle_server.services.feedback import record_feedback
 from oracle_server.services.history import history, restore
 from oracle_server.services.learn import learn
+from oracle_server.services.loading import log_done, log_wait, waiting_for
 from oracle_server.registry.schemas import lean_input_schema
 from oracle_server.registry.shapes import Surface, brief_search, detail_of
 from oracle_server.services.read import read_note
@@ -154,9 +156,19 @@ class Tool:
         return result.model_dump(mode="json")
 
     def run(self, oracle: Oracle, request: BaseModel, caller: Caller) -> BaseModel:
-        """`call`, once the start-up sync has the keyword index ready (a served Oracle)."""
-        oracle.wait_ready()
-        return self.call(oracle, request, caller)
+        """`call`, once the start-up sync has the keyword index ready (a served Oracle). A call that waits for
+        what loads once (the start-up sync, the models: server/services/loading.py) says so in the server's log."""
+        pending = waiting_for(oracle, self.name)
+        if not pending:
+            oracle.wait_ready()
+            return self.call(oracle, request, caller)
+        log_wait(self.name, pending)
+        started = time.monotonic()
+        try:
+            oracle.wait_ready()
+            return self.call(oracle, request, caller)
+        finally:
+            log_done(self.name, time.monotonic() - started)
 
 
 def _logged_as(caller: Caller) -> str:

@@ -12,10 +12,11 @@ database. A one-shot CLI command opens and closes without starting.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 
-from oracle_indexer.config import Settings
+from oracle_indexer.config import ConfigReload, Settings
 from oracle_indexer.models.embed import Embedder
 from oracle_indexer.worker.maintenance import SWEEP_SECONDS, Maintenance, Reporter
 from oracle_indexer.models.rerank import CrossEncoder
@@ -51,6 +52,10 @@ class Oracle:
     reranker: CrossEncoder | None = None  # [rerank] in oracle.toml (indexer/models/rerank.py); None: fused order only
     # Values the services derive from the index and keep while it is unchanged (server/services/guide.py's profile)
     memo: dict = field(default_factory=dict)
+    # The last re-read of oracle.toml while this Oracle ran (the watcher saw the file change), and when (unix time):
+    # what was taken up, what waits for a restart (oracle_stats `config`); None: unchanged since start.
+    config_reload: ConfigReload | None = None
+    config_reload_at: float | None = None
     # With the team store in a server or an engine: serves the working copy while the database cannot be reached
     # (server/services/offline.py); None otherwise
     link: TeamLink | None = None
@@ -130,8 +135,20 @@ class Oracle:
             self.ready.clear()
         self.maintenance = Maintenance(
             self.indexer, self.logs, watch=watch, sync=sync, on_ready=self.ready.set, on_batch=on_batch,
-            sweep_seconds=sweep_seconds, warm_delay=warm_delay, hold=hold,
+            sweep_seconds=sweep_seconds, warm_delay=warm_delay, hold=hold, on_config=self._config_reloaded,
         ).start()
+
+    def _config_reloaded(self, outcome: ConfigReload) -> None:
+        """From the worker, after it re-read oracle.toml: the services read the indexer's new settings from now on,
+        and what they derived from the old ones (the instructions' folders) is derived again."""
+        import time
+
+        # the layout and sampling only: in a team store outage the indexer is the working copy's (offline_settings:
+        # another data dir, no database), whose other settings are not this Oracle's
+        fresh = self.indexer.settings
+        self.settings = dataclasses.replace(self.settings, layout=fresh.layout, sampling=fresh.sampling)
+        self.memo.clear()
+        self.config_reload, self.config_reload_at = outcome, time.time()
 
     def stop(self, abandon_loads: bool = False) -> None:
         """Stop and join the worker, leaving the stores open (close() does this first). Idempotent.

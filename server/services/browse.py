@@ -13,6 +13,7 @@ from oracle_indexer.notes.parse import relation_key
 from oracle_indexer.rootconfig import DOC_TYPES
 from oracle_indexer.store.protocols import IndexStore
 from oracle_indexer.store.sqlite import Filters, Section
+from oracle_indexer.store.rows import IndexedNote
 from oracle_server.services.app import Oracle
 from oracle_server.services.errors import ServiceError
 from oracle_server.services.models import (
@@ -187,6 +188,17 @@ def _hub_relations(oracle: Oracle, limit: int) -> list[tuple[str, str, str, int]
     return out
 
 
+def _note_names(oracle: Oracle) -> dict[str, IndexedNote]:
+    """Every way a relation's end names a note (relation_key'd): its title, its path without the extension and its
+    file name's stem (what `[[wikilinks]]` write). A name two notes share names neither."""
+    names: dict[str, IndexedNote | None] = {}
+    for file, note in oracle.store.notes().items():
+        stem = file.rsplit(".", 1)[0]
+        for name in {relation_key(n) for n in (note.title or "", stem, stem.rsplit("/", 1)[-1]) if n}:
+            names[name] = note if names.get(name, note) is note else None
+    return {name: note for name, note in names.items() if note is not None}
+
+
 RELATIONS_PER_ENTITY = 4  # relations drawn at most per entity
 RELATIONS_READ = 5000  # relations read to find the hubs among (nat-brain: 1,081 links)
 
@@ -224,12 +236,24 @@ def graph(oracle: Oracle, limit: int = 40, documents: bool = True, relations: in
             edges += [GraphEdge(source=f"file:{file}", target=f"concept:{c}", weight=1, kind="tagged")
                       for c in sorted(per_file[file])]
     entities: dict[str, GraphNode] = {}
-    for subject, predicate, obj, n in _hub_relations(oracle, relations):
+    hubs = _hub_relations(oracle, relations)
+    # A wikilink's two ends name one note two ways (its title as subject, `[[its-file-slug]]` as object): each end
+    # that names a note is that note's node, `file:PATH`, the same as its document node (issue 40: a linked note
+    # was drawn twice, once per spelling).
+    as_note = _note_names(oracle) if hubs else {}
+    drawn = {nd.id: nd for nd in nodes}
+    for subject, predicate, obj, n in hubs:
         ends = []
         for term in (subject, obj):
-            node = entities.setdefault(relation_key(term), GraphNode(
-                id=f"entity:{relation_key(term)}", label=term, kind="entity", count=0))
-            node.count += n
+            note = as_note.get(relation_key(term))
+            if note is not None:
+                node = drawn.get(f"file:{note.path}") or entities.setdefault(f"file:{note.path}", GraphNode(
+                    id=f"file:{note.path}", label=note.title or note.path, kind="entity", count=0, type=note.type))
+            else:
+                node = entities.setdefault(relation_key(term), GraphNode(
+                    id=f"entity:{relation_key(term)}", label=term, kind="entity", count=0))
+            if node.kind == "entity":
+                node.count += n
             ends.append(node.id)
         edges.append(GraphEdge(source=ends[0], target=ends[1], weight=n, kind="relation", label=predicate))
     nodes += [entities[key] for key in sorted(entities)]

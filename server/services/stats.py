@@ -29,7 +29,9 @@ class Drift(BaseModel):
     unmapped_folders: dict[NoteText, int]  # top-level folder ("." = root files) -> markdown files with no type
     symlink_aliases: int = 0  # symlinks to notes indexed under their real name (one note, not two)
     excluded: dict[str, int] = {}  # rule (exclude, .gitignore, include) -> markdown files it leaves out
-    config_warnings: list[NoteText] = []  # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder
+    # oracle.toml / ORACLE_FOLDER_TYPES keys that match no folder; oracle.toml changed since start in a way only a
+    # restart applies, or no longer readable (config_notices)
+    config_warnings: list[NoteText] = []
     # names two or more files spell in different Unicode normal forms (NFC/NFD): none of them is indexed
     name_collisions: list[NoteText] = []
 
@@ -168,7 +170,7 @@ def drift(oracle: Oracle) -> Drift:
         unmapped_folders=dict(sorted(found.unmapped.items())),
         symlink_aliases=len(found.aliases),
         excluded=dict(sorted(found.excluded.items())),
-        config_warnings=found.warnings,
+        config_warnings=[*config_notices(oracle), *found.warnings],
         name_collisions=found.collisions,
     )
 
@@ -248,6 +250,19 @@ def stats(oracle: Oracle) -> Stats:
     )
 
 
+def config_notices(oracle: Oracle) -> list[str]:
+    """oracle.toml changed while this server runs (the watcher re-read it: indexer/config.py `reload_settings`) in a
+    way only a restart applies, or it cannot be read: said with the other config warnings, in stats and the log.
+    (No field of its own: every byte of stats' output schema is in tools/list, which each agent pays for.)"""
+    outcome, at = oracle.config_reload, oracle.config_reload_at
+    if outcome is None or at is None or not (outcome.restart or outcome.error):
+        return []
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+    if outcome.error:
+        return [f"{outcome.message} (re-read {when})"]
+    return [f"oracle.toml changed since start: restart to apply {', '.join(outcome.restart)} (re-read {when})"]
+
+
 def _store_name(oracle: Oracle) -> str:
     """"sqlite", the PostgreSQL store's URL (no password), or the working copy's mark in an outage."""
     if oracle.link is not None and oracle.link.offline:
@@ -305,8 +320,30 @@ def health_state(oracle: Oracle) -> dict:
 
 def usage_overview(oracle: Oracle, limit: int, days: int) -> dict:
     """The latest searches, consults and reads and their daily counts over `days` (the dashboard's usage
-    panel): the usage logs as they are, newest first."""
-    return oracle.logs.overview(limit, days)
+    panel): the usage logs as they are, newest first, and `titles`: each note a write names (a verdict's section
+    id, a supersession's refs, an edited file) -> {title, file}, so the dashboard shows titles, not bare ids."""
+    overview = oracle.logs.overview(limit, days)
+    refs = {*(r.get("doc_id") for r in overview.get("feedback", [])),
+            *(r.get(k) for r in overview.get("supersessions", []) for k in ("old_ref", "new_ref")),
+            *(r.get("file") for r in overview.get("edits", []) + overview.get("learnings", []))}
+    overview["titles"] = note_titles(oracle, [r for r in refs if isinstance(r, str) and r])
+    return overview
+
+
+def note_titles(oracle: Oracle, refs: list[str]) -> dict[str, dict[str, str]]:
+    """{ref: {"title", "file"}} for the refs that name an indexed section (by id) or note (by path); others left out
+    (a note since deleted or archived keeps its bare ref)."""
+    out: dict[str, dict[str, str]] = {}
+    by_id = oracle.store.sections_by_id([r for r in refs if not r.endswith((".md", ".markdown"))])
+    for ref, section in by_id.items():
+        out[ref] = {"title": section.title or section.file, "file": section.file}
+    for ref in refs:
+        if ref in out:
+            continue
+        note = oracle.store.note(ref)
+        if note is not None:
+            out[ref] = {"title": note.title or ref, "file": ref}
+    return out
 
 
 def scripts_note(oracle: Oracle) -> str:

@@ -111,7 +111,8 @@ IMPROVE_NOTES = {
                   "relations:\n  - [Platypus keeper, feeds, Platypus]\n---\n\n# Platypus feeding at dawn\n\n"
                   "Feed the platypus worms at dawn.\n",
     PLATYPUS_NEW: "---\ntitle: Platypus feeding at dusk\nrelations:\n  - [Platypus, eats, Worms]\n---\n\n"
-                  "# Platypus feeding at dusk\n\nFeed the platypus worms and shrimp at dusk.\n",
+                  "# Platypus feeding at dusk\n\nFeed the platypus worms and shrimp at dusk."
+                  " It replaces [[2026-10-10_platypus-feeding-old]].\n",
     SUPERSEDED_BY_TOOL: "# Platypus feeding draft\n\nA draft about platypus feeding.\n",
 }
 
@@ -522,6 +523,56 @@ def test_graph_draws_relations_between_entities(browser: Browser, server: Server
     assert page.locator("#graph-svg line.edge.relation").count() == 0
     page.check("#graph-relations")
     assert page.locator("#graph-svg g.node.entity").count() == len(entities)
+
+
+@needs_chromium
+def test_a_wikilinked_note_is_one_node(browser: Browser, server: Server) -> None:
+    """Issue 40: `[[2026-10-10_platypus-feeding-old]]` in the dusk note drew the dawn note as a slug node beside its
+    title, and the linking note as a title node beside its document: each note is one node, `file:PATH`."""
+    graph = server.api("/api/graph", limit=40, documents="true")
+    old, new = f"file:{PLATYPUS_OLD}", f"file:{PLATYPUS_NEW}"
+    assert (new, "links_to", old) in {(e["source"], e["label"], e["target"]) for e in graph["edges"]
+                                      if e["kind"] == "relation"}
+    ids = [n["id"] for n in graph["nodes"]]
+    labels = [n["label"] for n in graph["nodes"]]
+    assert ids.count(old) == 1 and ids.count(new) == 1
+    assert "2026-10-10_platypus-feeding-old" not in labels
+    assert labels.count("Platypus feeding at dusk") == 1 and labels.count("Platypus feeding at dawn") == 1
+    page = browser.open_dashboard()
+    page.wait_for_selector("#graph-svg[data-state='done']")
+    drawn = page.eval_on_selector_all("#graph-svg g.node", "els => els.map(e => e.dataset.node)")
+    assert drawn.count(old) == 1 and drawn.count(new) == 1 and len(drawn) == len(set(drawn))
+    page.locator(f"#graph-svg g.node[data-node='{old}']").dispatch_event("click")  # a note's node opens the note
+    page.wait_for_function("() => (document.querySelector('#viewer-body') || {}).textContent"
+                           "?.includes('Feed the platypus worms at dawn')")
+    page.keyboard.press("Escape")
+
+
+@needs_chromium
+def test_recent_writes_name_notes_by_title(browser: Browser, server: Server) -> None:
+    """Issue 40: verdicts were listed by bare section id (`c_ad18...`), supersessions by path."""
+    page = browser.open_dashboard()
+    logs = server.api("/api/logs", limit=20, days=30)
+    verdicts = {r["doc_id"] for r in logs["feedback"]}
+    assert verdicts and verdicts <= set(logs["titles"])
+    text = page.inner_text("#writes")
+    for ref in verdicts:
+        assert ref not in text and logs["titles"][ref]["title"] in text
+    assert "superseded Platypus feeding draft → Platypus feeding at dusk" in text, text
+
+
+@needs_chromium
+def test_stat_cards_sit_in_even_rows(browser: Browser) -> None:
+    """Issue 40: 8 cards in a grid of 7 columns left one alone on a second row."""
+    page = browser.open_dashboard()
+    boxes = page.eval_on_selector_all(
+        ".tiles > .tile", "els => els.filter(e => !e.hidden).map(e => { const b = e.getBoundingClientRect();"
+        " return [Math.round(b.top), Math.round(b.width)]; })")
+    rows: dict[int, list[int]] = {}
+    for top, width in boxes:
+        rows.setdefault(top, []).append(width)
+    assert len(boxes) == 8 and [len(r) for r in rows.values()] == [4, 4], rows
+    assert max(w for r in rows.values() for w in r) - min(w for r in rows.values() for w in r) <= 1
 
 
 @needs_chromium

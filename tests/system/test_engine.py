@@ -31,12 +31,16 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import Implementation
 
+from _mcp import legacy_subscribe
 from _procs import oracle_cmd, stop_engines
 
 PROJECT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(PROJECT))
 from oracle_server.engine import channel  # noqa: E402
 
+# Handshake-era clients subscribe with `resources/subscribe` as they put it on the wire (tests/_mcp.py), current ones
+# listen: nothing here may call an API the SDK deprecates (2026-07-28 removed resources/subscribe).
+pytestmark = pytest.mark.filterwarnings("error::mcp.shared.exceptions.MCPDeprecationWarning")
 NOTE = "# Retry with backoff\n\n## Pattern\n\nRetry failed network calls with exponential backoff and jitter.\n"
 
 
@@ -192,7 +196,7 @@ def test_sessions_share_one_engine_and_see_each_others_learnings(kb: dict[str, s
             assert "libcrypto" not in maps and "pydantic_core" not in maps, pid
 
         legacy = sessions[1]
-        legacy.portal.call(legacy.client.subscribe_resource, "oracle://stats")
+        legacy.portal.call(legacy_subscribe, legacy.client, "oracle://stats")
         learned = sessions[0].ok("oracle_learn", {
             "pattern": "Pin the embedding model version: vectors from two model versions never compare.",
             "title": "Pin the embedding model", "concepts": ["embedding"]})
@@ -289,7 +293,7 @@ def test_killing_the_engine_gives_every_session_its_error_and_a_new_session_a_ne
 def test_a_stopped_engine_leaves_its_sessions_working(kb: dict[str, str]) -> None:
     session = Session(kb, mode="legacy")
     try:
-        session.portal.call(session.client.subscribe_resource, "oracle://stats")
+        session.portal.call(legacy_subscribe, session.client, "oracle://stats")
         pid = session.serving()["pid"]
         stopped = cli(kb, "engine", "stop")
         assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stdout + stopped.stderr

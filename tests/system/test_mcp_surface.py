@@ -29,11 +29,14 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import Implementation, PromptReference, ResourceTemplateReference
 
-from _mcp import KB, index_kb, run_oracle
+from _mcp import KB, index_kb, legacy_subscribe, legacy_unsubscribe, run_oracle
 from _procs import oracle_cmd, serve_http, stop_process
 
 PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
+# Handshake-era clients subscribe with `resources/subscribe` as they put it on the wire (tests/_mcp.py), current ones
+# listen: nothing here may call an API the SDK deprecates (2026-07-28 removed resources/subscribe).
+pytestmark = pytest.mark.filterwarnings("error::mcp.shared.exceptions.MCPDeprecationWarning")
 THAI_NOTE = "learnings/2026-11-20_บันทึก ภาษาไทย.md"
 THAI_TEXT = (
     "---\ntitle: Thai note about zephyr caches\ntags: [zephyr, caching]\nproject: zephyr-platform\ndate: 2026-11-20\n"
@@ -390,7 +393,7 @@ def test_subscribers_are_told_of_a_save(peer: Peer, kb: KB) -> None:
     text = f"---\ntitle: Notify {peer.kind}\n---\n\n# Notify {peer.kind}\n\n## Body\n\nFirst version.\n"
     if peer.legacy:
         peer.call(peer.client.list_resources, cache_mode="bypass")  # a lister hears list_changed
-        peer.call(peer.client.subscribe_resource, uri)
+        peer.call(legacy_subscribe, peer.client, uri)
         measured = _legacy_round(peer, path, uri, text)
     else:
         measured = peer.call(_modern_round, peer, path, uri, text)
@@ -419,7 +422,7 @@ def _legacy_round(peer: Peer, path: Path, uri: str, text: str) -> dict[str, floa
     path.unlink()
     out["deleted: updated"] = _wait_note(peer, start, _is_updated(uri)) - t0
     out["deleted: list_changed"] = _wait_note(peer, start, _is_list_changed) - t0
-    peer.call(peer.client.unsubscribe_resource, uri)
+    peer.call(legacy_unsubscribe, peer.client, uri)
     return out
 
 

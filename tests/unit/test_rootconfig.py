@@ -216,3 +216,27 @@ def test_search_sampling_is_off_unless_turned_on(tmp_path, monkeypatch):
     monkeypatch.setenv("ORACLE_SAMPLING", "maybe")
     with _pytest.raises(ConfigError, match="ORACLE_SAMPLING='maybe'"):
         Settings.from_env(root=tmp_path, data_dir=tmp_path / "d")
+
+
+def test_reloading_oracle_toml_applies_live_settings_and_names_the_rest(tmp_path: Path) -> None:
+    """Issue 40 item 3 (the running server: tests/system/test_config_reload.py): what a re-read takes up at once,
+    what waits for a restart (compared with what runs, so undoing the edit clears it), and the environment's word."""
+    from oracle_indexer.config import Settings, reload_settings
+
+    (tmp_path / "oracle.toml").write_text('[index]\ndefault_type = "learning"\n', encoding="utf-8")
+    running = Settings(root=tmp_path, data_dir=tmp_path / ".data", layout=load_layout(tmp_path, {}))
+    (tmp_path / "oracle.toml").write_text('[index]\ndefault_type = "learning"\nexclude = ["drafts/"]\n\n'
+                                          '[embedding]\nmodel = "minilm"\nquery_prefix = "query: "\n\n[database]\nurl = "postgresql://h/db"\n'
+                                          '\n[search]\nsampling = true\n', encoding="utf-8")
+    fresh, outcome = reload_settings(running, {})
+    assert outcome.applied == ("[index] exclude", "[search] sampling") and fresh.sampling is True
+    assert outcome.restart == ("[embedding]", "[database] url")
+    assert outcome.message == ("oracle.toml reloaded: [index] exclude, [search] sampling applied; oracle.toml changed"
+                               " since start: restart to apply [embedding], [database] url")
+    assert fresh.layout.exclude and fresh.layout.embedding_model is None and fresh.database_url is None  # kept
+    # the environment names the database and sampling: the file's values are not waiting for anything
+    fresh, outcome = reload_settings(running, {"ORACLE_DATABASE_URL": "postgresql://x/y", "ORACLE_SAMPLING": "0"})
+    assert outcome.restart == ("[embedding]",) and fresh.sampling is False
+    (tmp_path / "oracle.toml").write_text("[index\n", encoding="utf-8")
+    same, outcome = reload_settings(fresh, {})
+    assert same is fresh and outcome.error and "cannot be read" in outcome.message

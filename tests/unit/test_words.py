@@ -90,4 +90,8 @@ def test_mcp_json_names_oracle_by_an_absolute_path(tmp_path) -> None:
         command = Path(server["command"])
         assert command.is_absolute() and command.name == "oracle" and server["args"] == ["serve"]
         assert command.exists(), command  # this venv's console script
+        root = Path(server["env"]["ORACLE_ROOT"])  # issue 40: which folder it serves, said in the file
+        assert root.is_absolute() and root.is_dir(), root
     assert write_mcp_config(tmp_path) == []  # idempotent
+    written = write_mcp_config(tmp_path, root=tmp_path)
+    assert json.loads(written[0].read_text())["mcpServers"]["oracle"]["env"] == {"ORACLE_ROOT": str(tmp_path)}

@@ -104,9 +104,11 @@ def _imports():
         import psycopg
         from psycopg_pool import ConnectionPool
     except ImportError as exc:  # pragma: no cover - the test extra installs both
+        from oracle_indexer.installed import install_extra
+
         raise DatabaseUnavailable(
-            "ORACLE_DATABASE_URL is set but psycopg is not installed: pip install 'oracle-memory[postgres]'"
-            " (psycopg[binary] and psycopg-pool), or unset ORACLE_DATABASE_URL") from exc
+            f"ORACLE_DATABASE_URL is set but psycopg is not installed: {install_extra('postgres')}"
+            " (adds psycopg[binary] and psycopg-pool to this Oracle), or unset ORACLE_DATABASE_URL") from exc
     return psycopg, ConnectionPool
 
 

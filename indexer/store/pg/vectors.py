@@ -93,6 +93,11 @@ class PgVectorStore(StoreHealth):
             self.count()
 
     @property
+    def opened(self) -> bool:
+        """Always: the vectors are tables of the database the store already opened (nothing loads on first use)."""
+        return True
+
+    @property
     def damaged(self) -> bool:
         return False  # PostgreSQL's files are never ours to move aside
 

@@ -246,6 +246,12 @@ class VectorStore(StoreHealth):
             session.timeout = httpx.Timeout(REQUEST_TIMEOUT, connect=CONNECT_TIMEOUT)
         return client
 
+    @property
+    def opened(self) -> bool:
+        """The collection is open (chromadb imported, its client made): the first write or query after start
+        pays for both, 10+ s on a busy 2-core machine (benchmarks/first_calls.py)."""
+        return self._collection is not None
+
     def _open(self):
         self._refresh_if_stale()
         if self._collection is not None:

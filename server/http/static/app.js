@@ -220,6 +220,7 @@
     const link = st.team_link && st.team_link.serving ? st.team_link : null;  // {} without the team store
     const team = document.getElementById('tile-team');
     team.hidden = !wc && !link;
+    layoutTiles();
     if (link && link.serving === 'working copy') {
       setStat('working_copy.conflicts', 'database unreachable', 'offline');
       $('#team-sub').textContent = 'serving the working copy since ' + localTime(new Date(link.offline_since))
@@ -452,12 +453,26 @@
 
   /** Learnings, verdicts, supersessions, edits and archives, newest first, each with who made it: the named
    * token's name in team mode (server/services/team.py), else the client. */
+  /** The stat cards in even rows: 8 cards are 2 rows of 4 and 9 (with the team card) 3 of 3, never a row of 7 and
+   * a lone eighth (issue 40). The count sets --tile-cols; narrow screens use two columns (app.css). */
+  function layoutTiles() {
+    const tiles = document.querySelector('.tiles');
+    const n = [...tiles.children].filter((t) => !t.hidden).length;
+    const cols = n <= 5 ? n : n % 4 === 0 ? 4 : n % 3 === 0 ? 3 : n % 5 === 0 ? 5 : Math.ceil(n / 2);
+    tiles.style.setProperty('--tile-cols', String(Math.max(cols, 1)));
+  }
+
   function renderWrites(logs) {
+    // A write names its note by a section id or a path; the server resolves both to the note's title (logs.titles),
+    // so the list reads as titles; a note since deleted keeps its bare ref.
+    const titles = logs.titles || {};
+    const titleOf = (ref) => (ref && titles[ref] ? titles[ref].title : ref);
+    const fileOf = (ref) => (ref && titles[ref] ? titles[ref].file : null);
     const rows = [];
-    for (const r of logs.learnings || []) rows.push({ at: r.at, who: r.author, client: r.client, what: 'learned', file: r.file, detail: r.title });
-    for (const r of logs.feedback || []) rows.push({ at: r.at, who: r.author, client: r.client, what: 'marked ' + r.verdict, file: null, detail: r.doc_id });
-    for (const r of logs.supersessions || []) rows.push({ at: r.at, who: r.author, client: r.client, what: r.action === 'revoke' ? 'revoked supersession of' : 'superseded', file: null, detail: r.old_ref + (r.new_ref ? ' → ' + r.new_ref : '') });
-    for (const r of logs.edits || []) rows.push({ at: r.at, who: r.author, client: r.client, what: r.action === 'archive' ? 'archived' : 'edited (' + String(r.action).replace('edit:', '') + ')', file: r.action === 'archive' ? null : r.file, detail: r.action === 'archive' ? r.file + ' → ' + r.moved_to : r.file });
+    for (const r of logs.learnings || []) rows.push({ at: r.at, who: r.author, client: r.client, what: 'learned', file: r.file, detail: r.title || titleOf(r.file) });
+    for (const r of logs.feedback || []) rows.push({ at: r.at, who: r.author, client: r.client, what: 'marked ' + r.verdict, file: fileOf(r.doc_id), detail: titleOf(r.doc_id) });
+    for (const r of logs.supersessions || []) rows.push({ at: r.at, who: r.author, client: r.client, what: r.action === 'revoke' ? 'revoked supersession of' : 'superseded', file: fileOf(r.old_ref), detail: titleOf(r.old_ref) + (r.new_ref ? ' → ' + titleOf(r.new_ref) : '') });
+    for (const r of logs.edits || []) rows.push({ at: r.at, who: r.author, client: r.client, what: r.action === 'archive' ? 'archived' : 'edited (' + String(r.action).replace('edit:', '') + ')', file: r.action === 'archive' ? null : r.file, detail: r.action === 'archive' ? titleOf(r.file) + ' → ' + r.moved_to : titleOf(r.file) });
     rows.sort((a, b) => b.at - a.at);
     const target = clear($('#writes'));
     $('#writes-total').textContent = rows.length ? 'latest ' + Math.min(rows.length, 30) : '';
@@ -796,6 +811,15 @@
     if (documents.length > MAX_GRAPH_DOCUMENTS) {
       documents = documents.slice().sort((a, b) => b.count - a.count || (a.id < b.id ? -1 : 1)).slice(0, MAX_GRAPH_DOCUMENTS);
     }
+    if (withRelations) {
+      // A note a relation names is one node, its document's (`file:PATH`, server/services/browse.py); where that
+      // document is not drawn (notes off, or past the cap), the relation draws it as a labelled entity.
+      const shown = new Set(documents.map((nd) => nd.id));
+      const named = new Set(graphData.edges.filter((e) => e.kind === 'relation').flatMap((e) => [e.source, e.target]));
+      for (const nd of graphData.nodes) {
+        if (nd.kind === 'document' && named.has(nd.id) && !shown.has(nd.id)) entities.push(Object.assign({}, nd, { kind: 'entity' }));
+      }
+    }
     const nodes = [...concepts, ...documents, ...entities];
     const keep = new Set(nodes.map((nd) => nd.id));
     const coEdges = graphData.edges.filter((e) => e.kind === 'co-occurs' && keep.has(e.source) && keep.has(e.target))
@@ -870,7 +894,7 @@
         entity ? s('rect', { x: -r, y: -r, width: 2 * r, height: 2 * r, rx: 2 }) : s('circle', { r: r.toFixed(1) }),
         concept || entity ? s('text', { x: 0, y: (r + 11).toFixed(1), 'text-anchor': 'middle' }, label) : null,
         s('title', null, concept ? nd.label + ' — in ' + plural(nd.count, 'note') + ' (click to search)'
-          : entity ? nd.label + ' — in ' + plural(nd.count, 'relation') + ' (click to search)'
+          : entity ? nd.label + ' — in ' + plural(nd.count, 'relation') + (nd.id.startsWith('file:') ? ' (a note: click to open)' : ' (click to search)')
           : nd.label + ' (' + (nd.type || 'note') + ', ' + plural(nd.count, 'concept') + ') — click to open'));
       const focus = () => {
         svg.classList.add('focus');
@@ -884,8 +908,8 @@
       g.addEventListener('focus', focus);
       g.addEventListener('blur', blur);
       g.addEventListener('click', () => {
-        if (concept || entity) focusGraph(nd, neighbours.get(nd.id), nodeEls, edgeEls);
-        else openViewer({ path: nd.id.replace(/^file:/, ''), title: nd.label, type: nd.type });
+        if (concept || (entity && !nd.id.startsWith('file:'))) focusGraph(nd, neighbours.get(nd.id), nodeEls, edgeEls);
+        else openViewer({ path: nd.id.replace(/^file:/, ''), title: nd.label, type: nd.type });  // a note
       });
       nodeEls.set(nd.id, g);
       nodeLayer.appendChild(g);
