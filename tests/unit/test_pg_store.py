@@ -114,6 +114,46 @@ def test_keyword_leg_equals_fts5(twins, match: str) -> None:
     assert total_p == 0 and [i for i, _ in ranked_p] == [i for i, _ in ranked_s]
 
 
+@pytest.mark.parametrize("question", ["router rollback", "the x-ray of running routers", "ค้นหาข้อมูล", "中文检索",
+                                      "中", "ລາວ ພາສາ", "canary error rate", "nothing here at all"])
+def test_keyword_matching_ids_equal_sqlite(twins, question: str) -> None:
+    """The hybrid total's check (which vector-only candidates the keyword query also matches) probes the asked
+    sections only, for every source (words, trigram substrings, short LIKE terms): the SQLite store's answer."""
+    from oracle_server.services.search.query import build_keyword_query
+
+    sqlite, pg = twins
+    kq = build_keyword_query(question)
+    every = [r[0] for r in sqlite.store.fetch("SELECT id FROM documents ORDER BY id")]
+    for ids in (every, every[::2], every[:1], []):
+        assert (pg.store.keyword_matching_ids(kq.fts_match, kq.trigram_match, kq.short_unsegmented, ids)
+                == sqlite.store.keyword_matching_ids(kq.fts_match, kq.trigram_match, kq.short_unsegmented, ids))
+
+
+def test_postings_are_read_from_their_covering_index(twins) -> None:
+    """Migration 4: a word's postings and the sections' lengths come from their indexes alone (no heap page per
+    posting), the keys still unique."""
+    import psycopg
+
+    _, pg = twins
+    db = pg.store.db
+    db.run("VACUUM ANALYZE postings")
+    with db.connection() as conn:
+        # a table of a few rows: the planner would read it whole, or through a bitmap
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        try:
+            plan = "\n".join(r[0] for r in conn.execute(
+                "EXPLAIN SELECT doc, tf FROM postings WHERE tbl = 0 AND term = 'router'").fetchall())
+        finally:
+            conn.execute("RESET enable_seqscan")
+            conn.execute("RESET enable_bitmapscan")
+    assert "Index Only Scan using postings_cover" in plan
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        with db.transaction() as conn:
+            row = conn.execute("SELECT tbl, term, doc, tf, pos FROM postings LIMIT 1").fetchone()
+            conn.execute("INSERT INTO postings (tbl, term, doc, tf, pos) VALUES (%s, %s, %s, %s, %s)", list(row))
+
+
 def test_section_counts_of_odd_terms_and_note_filters_equal_sqlite(twins) -> None:
     sqlite, pg = twins
     terms = ['"x-ray"', '"!!"', '"Routers"', '"router"', '"nothing-here"', '"ค้นหา"', '"Routers"']
@@ -192,7 +232,9 @@ def test_removing_notes_keeps_the_keyword_totals_exact(tmp_path: Path) -> None:
 
 
 # -- vectors and logs ------------------------------------------------------------------------------------
-def test_pgvector_leg_and_its_failure_falls_back_to_keywords(tmp_path: Path) -> None:
+def test_pgvector_leg_and_its_failure_falls_back_to_keywords(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oracle_indexer.store.pg import vectors as pg_vectors
+
     root = write_root(tmp_path / "root")
     oracle = open_oracle(root, tmp_path / "data", database_url=_pg.new_database())
     try:
@@ -208,6 +250,12 @@ def test_pgvector_leg_and_its_failure_falls_back_to_keywords(tmp_path: Path) -> 
         vector = oracle.embedder.embed_query("how do we roll back a release")
         ids = [h.id for h in oracle.vectors.query(vector, 5)]
         assert oracle.store.filtered_ids(ids, Filters()) == set(ids)
+        # a small base is ranked exactly; through the HNSW branch (a base above EXACT_SCAN_MAX) the same neighbours
+        exact = [(h.id, round(h.similarity, 6)) for h in oracle.vectors.query(vector, 5)]
+        assert [s for _, s in exact] == sorted((s for _, s in exact), reverse=True) and len(exact) == 5
+        monkeypatch.setattr(pg_vectors, "EXACT_SCAN_MAX", 0)
+        assert [(h.id, round(h.similarity, 6)) for h in oracle.vectors.query(vector, 5)] == exact
+        monkeypatch.undo()
         gone = ids[0]
         other = oracle.store.db.pool.getconn()  # as another engine would: a section removed, its vector left
         try:

@@ -24,10 +24,15 @@ if TYPE_CHECKING:
 POOL_MIN = 1
 POOL_MAX = 16  # a server's request threads and its maintenance worker; PostgreSQL's default allows 100 in all
 CONNECT_TIMEOUT = 5.0  # seconds to wait for the server to answer a new connection
-# Every pooled session's settings: the vector leg's search breadth (pgvector's largest hnsw.ef_search, well above
-# the pools asked for, so two builds of the same files answer alike) and, with a filter, iterative index scans
-# that go on until enough rows pass (pgvector 0.8). Set once per connection, not per query.
-SESSION_SETTINGS = {"hnsw.ef_search": "1000", "hnsw.iterative_scan": "strict_order"}
+# Every pooled session's settings: the vector leg's search breadth over the HNSW index and, when more rows are asked
+# than that or a filter drops some, iterative index scans that go on until enough rows pass (pgvector 0.8). A base of
+# up to EXACT_SCAN_MAX sections is ranked exactly instead (indexer/store/pg/vectors.py), as the SQLite store ranks its
+# own small bases (indexer/store/sqlite/exact.py): ef_search then only matters for larger bases, where 1000
+# (pgvector's largest) cost ~125 ms a search at 100,000 sections (BENCHMARKS.md). Twice the usual pool of 100: on
+# 100,000 random unit vectors (the scale benchmark's, no clusters: HNSW's worst case) at load ~17, 1000 / 400 / 200
+# took 401 / 166 / 90 ms p50 (an exact scan 196 ms), recall@100 0.66 / 0.49 / 0.40. Set once per connection.
+EF_SEARCH = 200
+SESSION_SETTINGS = {"hnsw.ef_search": str(EF_SEARCH), "hnsw.iterative_scan": "strict_order"}
 POOL_WAIT = 30.0  # seconds a request waits for a free connection when all are busy (32 clients on 2 cores)
 # An outage: a request waiting for a connection asks the server directly every WAIT_SLICE seconds (PROBE_TIMEOUT at
 # most, libpq's smallest connect_timeout); one that cannot connect is answered "cannot be reached" at once instead

@@ -67,19 +67,42 @@ def _phrase_matches(tbl: int, phrases: Sequence[tuple[str, ...]], weights: Seque
     return " UNION ALL ".join(parts), args
 
 
-def bm25_scores(tbl: int, phrases: Sequence[tuple[str, ...]], weights: Sequence[float]) -> tuple[str, list]:
-    """SQL for (doc, s): every row matching any phrase with its bm25 score (higher is better)."""
-    matches, args = _phrase_matches(tbl, phrases, weights)
+def _phrase_counts(tbl: int, phrases: Sequence[tuple[str, ...]], weights: Sequence[float]) -> tuple[str, list]:
+    """SQL for (i, hits): how many rows of the table match each phrase (n_i of bm25's idf), over the whole table.
+    A one-token phrase is counted from the word's postings alone (an index-only count)."""
+    parts: list[str] = []
+    args: list = []
+    for i, tokens in enumerate(phrases):
+        if len(tokens) == 1:
+            parts.append(f"SELECT {i} AS i, count(*)::float8 AS hits FROM postings WHERE tbl = %s AND term = %s")
+            args += [tbl, tokens[0]]
+        else:
+            sql, phrase_args = _phrase_matches(tbl, [tokens], weights)
+            parts.append(f"SELECT {i} AS i, count(*)::float8 AS hits FROM ({sql}) ph")
+            args += phrase_args
+    return " UNION ALL ".join(parts), args
+
+
+def bm25_scores(tbl: int, phrases: Sequence[tuple[str, ...]], weights: Sequence[float],
+                docs: str | None = None) -> tuple[str, list]:
+    """SQL for (doc, s): every row matching any phrase with its bm25 score (higher is better); with `docs` (a SQL
+    query of rowids, no parameters of its own), only those rows are scored, idf still counted over the table."""
+    matches, args = _phrase_matches(tbl, phrases, weights, docs)
+    count_args: list = []
+    if docs is None:
+        counts = "SELECT i, count(*)::float8 AS hits FROM m GROUP BY i"
+    else:
+        counts, count_args = _phrase_counts(tbl, phrases, weights)
     sql = (
         f"WITH m AS ({matches}),"
-        " n AS (SELECT i, count(*)::float8 AS hits FROM m GROUP BY i),"
+        f" n AS ({counts}),"
         " st AS (SELECT n::float8 AS rows, tokens::float8 / greatest(n, 1) AS avgdl FROM fts_stats WHERE tbl = %s)"
         " SELECT m.doc, sum(CASE WHEN ln((st.rows - n.hits + 0.5) / (n.hits + 0.5)) <= 0 THEN 1e-6"
         "   ELSE ln((st.rows - n.hits + 0.5) / (n.hits + 0.5)) END"
         f"   * m.f * {K1 + 1!r} / (m.f + {K1!r} * (1 - {B!r} + {B!r} * l.len / st.avgdl))) AS s"
         " FROM m JOIN n ON n.i = m.i CROSS JOIN st JOIN fts_docs l ON l.tbl = %s AND l.doc = m.doc GROUP BY m.doc"
     )
-    return sql, [*args, tbl, tbl]
+    return sql, [*args, *count_args, tbl, tbl]
 
 
 def _trigram_scores(terms: Sequence[str]) -> tuple[str, list]:
@@ -127,6 +150,18 @@ def _sources(fts_match: str | None, trigram_match: str | None, like_terms: Seque
     return out
 
 
+def _top_unfiltered(sql: str, args: list, limit: int, count: bool) -> tuple[str, list]:
+    """The top `limit` (id, score, total) of one source without filters: ranked and counted over (doc, score)
+    alone, the sections' ids read only for the rows scoring at least the `limit`-th best score (ties at the cut
+    included, then broken by id as before). Every match used to be joined to `documents` for its id before the
+    sort: at 100,000 sections, tens of thousands of lookups for a page of ten."""
+    total = "(SELECT count(*) FROM k)" if count else "0"
+    return (f"WITH k AS MATERIALIZED ({sql}),"
+            " cut AS (SELECT min(t.s) AS s FROM (SELECT s FROM k ORDER BY s DESC LIMIT %s) t)"
+            f" SELECT d.id, k.s, {total} FROM k JOIN documents d ON d.rowid = k.doc"
+            " WHERE k.s >= (SELECT s FROM cut) ORDER BY k.s DESC, d.id LIMIT %s", [*args, limit, limit])
+
+
 def _filter_sql(filters: Filters) -> tuple[str, list]:
     where, args = filters.sql("postgresql")
     return pg_sql(where), args
@@ -144,10 +179,13 @@ def keyword_search(store: PgKeywordStore, fts_match: str | None, trigram_match: 
     scores: dict[str, float] = {}
     if len(sources) == 1:  # the usual case: ranking and the true total from one pass over the matches
         sql, args = sources[0]
-        total_sql = ", count(*) OVER ()" if count else ", 0"
-        rows = store.db.run(
-            f"SELECT d.id, k.s{total_sql} FROM ({sql}) k JOIN documents d ON d.rowid = k.doc WHERE {where}"
-            " ORDER BY k.s DESC, d.id LIMIT %s", [*args, *filter_args, limit])
+        if not filters.active:
+            rows = store.db.run(*_top_unfiltered(sql, args, limit, count))
+        else:
+            total_sql = ", count(*) OVER ()" if count else ", 0"
+            rows = store.db.run(
+                f"SELECT d.id, k.s{total_sql} FROM ({sql}) k JOIN documents d ON d.rowid = k.doc WHERE {where}"
+                " ORDER BY k.s DESC, d.id LIMIT %s", [*args, *filter_args, limit])
         return [(i, float(v)) for i, v, _ in rows], int(rows[0][2]) if rows else 0
     with store.db.connection() as conn:
         for sql, args in sources:
@@ -167,16 +205,44 @@ def keyword_search(store: PgKeywordStore, fts_match: str | None, trigram_match: 
     return ranked, int(total)
 
 
+def _restricted_matches(fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str],
+                        docs: str) -> tuple[list[str], list]:
+    """One statement per source yielding `doc`: the rows of `docs` (a SQL query of rowids, no parameters of its own)
+    that the source matches at all, unscored. Each source probes its postings (or the sections) for those rows only,
+    as FTS5's `rowid IN (...)` does in the SQLite store, rather than scoring every match and keeping a few."""
+    parts: list[str] = []
+    args: list = []
+    phrases = match_phrases(fts_match)
+    if phrases:
+        sql, phrase_args = _phrase_matches(SECTIONS, phrases, sqlite_keyword.BM25_WEIGHTS[1:], docs)
+        parts.append(f"SELECT m.doc FROM ({sql}) m")
+        args += phrase_args
+    for term in (t for t in parse_match(trigram_match) if t):
+        parts.append(f"SELECT d.rowid AS doc FROM documents d WHERE d.rowid IN ({docs})"
+                     " AND strpos(lower(coalesce(d.title, '') || ' ' || coalesce(d.content, '')), %s) > 0")
+        args.append(term.lower())
+    for term in like_terms:
+        pattern = like_pattern(term)
+        parts.append(f"SELECT d.rowid AS doc FROM documents d WHERE d.rowid IN ({docs})"
+                     " AND (d.content LIKE %s ESCAPE '\\' OR d.title LIKE %s ESCAPE '\\')")
+        args += [pattern, pattern]
+    return parts, args
+
+
 def keyword_matching_ids(store: PgKeywordStore, fts_match: str | None, trigram_match: str | None,
                          like_terms: Sequence[str], ids: Sequence[str]) -> set[str]:
-    """Which of `ids` the keyword query matches at all (to count a true hybrid total): one statement for every
-    source (it was one to find the sections' rowids and one per source)."""
-    sources = _sources(fts_match, trigram_match, like_terms)
-    if not sources or not ids:
+    """Which of `ids` the keyword query matches at all (to count a true hybrid total): one statement that probes
+    each source's postings for those sections only. It used to compute the query's bm25 over every match and
+    keep the asked ones at the end: at 100,000 sections that was the keyword leg's cost a second time (~180 ms
+    of a hybrid search, BENCHMARKS.md)."""
+    if not ids:
         return set()
-    union = " UNION ALL ".join(f"SELECT k{n}.doc FROM ({sql}) k{n}" for n, (sql, _) in enumerate(sources))
-    rows = store.db.run(f"SELECT d.id FROM documents d WHERE d.id = ANY(%s) AND d.rowid IN ({union})",
-                        [list(ids), *(a for _, args in sources for a in args)])
+    parts, args = _restricted_matches(fts_match, trigram_match, like_terms, "SELECT rowid FROM want")
+    if not parts:
+        return set()
+    rows = store.db.run(
+        "WITH want AS MATERIALIZED (SELECT rowid, id FROM documents WHERE id = ANY(%s))"
+        f" SELECT w.id FROM want w WHERE w.rowid IN ({' UNION ALL '.join(parts)})", [list(ids), *args])
     return {r[0] for r in rows}
 
 
@@ -233,11 +299,15 @@ def note_keyword_scores(store: PgKeywordStore, fts_match: str | None, files: Seq
     phrases = match_phrases(fts_match)
     if not phrases or files is not None and not files:
         return {}
-    sql, args = bm25_scores(NOTES, phrases, NOTE_BM25_WEIGHTS)
-    among = " AND f.path = ANY(%s)" if files is not None else ""
-    rows = store.db.run(
-        f"SELECT f.path, k.s FROM ({sql}) k JOIN files f ON f.rowid = k.doc WHERE f.chunk_count > 1{among}",
-        [*args, *([list(files)] if files is not None else [])])
+    if files is None:
+        sql, args = bm25_scores(NOTES, phrases, NOTE_BM25_WEIGHTS)
+        rows = store.db.run(f"SELECT f.path, k.s FROM ({sql}) k JOIN files f ON f.rowid = k.doc WHERE f.chunk_count > 1",
+                            args)
+    else:  # only the notes asked are scored (their postings probed), idf counted over every note
+        sql, args = bm25_scores(NOTES, phrases, NOTE_BM25_WEIGHTS, "SELECT rowid FROM want")
+        rows = store.db.run(
+            "WITH want AS MATERIALIZED (SELECT rowid, path FROM files WHERE path = ANY(%s) AND chunk_count > 1)"
+            f" SELECT w.path, k.s FROM ({sql}) k JOIN want w ON w.rowid = k.doc", [list(files), *args])
     return {path: float(score) for path, score in rows}
 
 

@@ -3,10 +3,11 @@
 It keeps the interface of the Chroma store (indexer/store/sqlite/vectors.py), health reporting included, so the indexer,
 the maintenance worker and search do not know which one they have. The table is made at the first upsert,
 with the embedding model's dimension (an HNSW index needs one); `reset` drops it (a change of model).
-Search breadth: hnsw.ef_search at pgvector's maximum (1000), well above the pools asked for, so two builds of
-the same files answer alike; with a filter, iterative scans (pgvector 0.8) go on until enough rows pass (both are
-session settings of the pool, indexer/store/pg/db.py).
-Ties break by section id.
+Search breadth: a base of up to EXACT_SCAN_MAX sections is ranked exactly (every vector's distance, no index), so
+two builds of the same files answer alike and as the SQLite store's exact leg does; a larger one through the HNSW
+index with hnsw.ef_search = db.EF_SEARCH, and, with a filter or a pool beyond it, iterative scans (pgvector 0.8)
+that go on until enough rows pass (session settings of the pool, indexer/store/pg/db.py). One statement either way:
+the section count gates which branch runs. Ties break by section id.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 TABLE = "chunk_vectors"
+# Sections up to which the vector leg ranks every vector exactly: ~24 ms at nat-brain's 7,300 (load ~20), about an
+# HNSW search's cost at that size; beyond, the HNSW index.
+EXACT_SCAN_MAX = 10_000
 _METADATA = ("type", "file", "project")  # what Chroma kept as metadata; `where` filters on these
 
 
@@ -163,10 +167,19 @@ class PgVectorStore(StoreHealth):
         def run() -> list[tuple]:
             if not self._exists():
                 return []
-            return self.db.run(  # hnsw.ef_search and iterative scans: the pool's session settings (db.py)
-                f"WITH v AS (SELECT id, embedding <=> %s::vector AS d FROM {TABLE} WHERE {clause} ORDER BY d, id"
-                " LIMIT %s) SELECT v.id, v.d, EXISTS (SELECT 1 FROM documents x WHERE x.id = v.id) FROM v"
-                " ORDER BY v.d, v.id", [_literal(vector), *args, int(n)])
+            literal = _literal(vector)
+            # Exactly (the distance `+ 0` is no index's order) on a small base, else through the HNSW index, whose
+            # hnsw.ef_search and iterative scans are the pool's session settings (db.py); the section count is a
+            # one-time filter, so only one branch runs.
+            small = "(SELECT n FROM fts_stats WHERE tbl = 0)"
+            return self.db.run(
+                f"WITH v AS ((SELECT id, embedding <=> %s::vector AS d FROM {TABLE} WHERE {clause} AND {small} <= %s"
+                f" ORDER BY (embedding <=> %s::vector) + 0, id LIMIT %s) UNION ALL"
+                f" (SELECT id, embedding <=> %s::vector AS d FROM {TABLE} WHERE {clause} AND {small} > %s"
+                " ORDER BY d, id LIMIT %s))"
+                # which of them the index holds: a probe each (EXISTS was planned as a hash of every section's id)
+                " SELECT v.id, v.d, x.id IS NOT NULL FROM v LEFT JOIN documents x ON x.id = v.id ORDER BY v.d, v.id",
+                [literal, *args, EXACT_SCAN_MAX, literal, int(n), literal, *args, EXACT_SCAN_MAX, int(n)])
 
         rows = self._call("query", run, read=True)
         hits = [VectorHit(id=i, similarity=1.0 - float(d)) for i, d, _ in rows]
