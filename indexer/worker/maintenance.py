@@ -290,7 +290,8 @@ class Maintenance:
 
     def _verify(self) -> None:
         try:
-            self.indexer.store.verify()
+            if self.indexer.store.verify():
+                self.indexer.index_replaced()
         except Exception as exc:  # noqa: BLE001 - the server keeps serving; the sync reports a broken index
             if not self._stop.is_set():
                 _say(f"oracle: index check failed: {type(exc).__name__}: {exc}")

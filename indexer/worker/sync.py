@@ -246,6 +246,14 @@ class Indexer:
         self.store.mark_in_vector(missing, 0)
         return len(orphans), len(missing)
 
+    def index_replaced(self) -> None:
+        """The store moved a damaged index aside and opened a new file (Store.verify): the exact and multilingual
+        readers keep connections of their own, still on the old file; they let go now and open the new one on next
+        use (a stats call right after the check met "database disk image is malformed" through them)."""
+        if self.exact is not None:
+            self.exact.close()
+        self.multilingual.close()
+
     def repair_vectors(self) -> bool:
         """Put back what the vector store lost, once it answers again after an outage or a failed write
         (the maintenance worker calls this inside `vectors.repairing()`): requeue what it lost (a server

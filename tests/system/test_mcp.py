@@ -298,7 +298,9 @@ def test_search_rejects_bad_arguments(mcp: Session, args: dict, field: str) -> N
 )
 def test_search_survives_hostile_queries(mcp: Session, query: str) -> None:
     data = mcp.ok("oracle_search", {"detail": "full", "query": query})
-    assert isinstance(data["hits"], list) and data["total"] >= len(data["hits"])
+    # the total counts real matches (keyword, stated relations, vectors above the weak bar); weak hits past it still
+    # fill the page, marked weak
+    assert isinstance(data["hits"], list) and data["total"] >= sum(1 for h in data["hits"] if not h["weak"])
 
 
 def test_hostile_query_with_words_still_finds_them(mcp: Session) -> None:

@@ -506,10 +506,11 @@ def test_raw_request_lines_cannot_escape(sandbox, http_server):
 
 
 # -- learning: no string that reaches a file name may lead anywhere ------------------------------------
-def learn_args(strings: list[str], i: int) -> dict:
-    """Strings i..i+3 in title, project, source and concepts (one concept: at most 64 characters)."""
+def learn_args(strings: list[str], i: int, via: str) -> dict:
+    """Strings i..i+3 in title, project, source and concepts (one concept: at most 64 characters). The pattern
+    names the surface: the same text learned twice in one root is refused as a duplicate."""
     n = len(strings)
-    return {"pattern": f"learnpathword {i}: a learning whose metadata is hostile", "title": strings[i],
+    return {"pattern": f"learnpathword {i} over {via}: a learning whose metadata is hostile", "title": strings[i],
             "project": strings[(i + 1) % n], "source": strings[(i + 2) % n], "concepts": [strings[(i + 3) % n][:64]]}
 
 
@@ -526,7 +527,7 @@ def test_learn_over_mcp_never_writes_outside(sandbox, mcp):
     strings = flat(sandbox.base)
     saved = errors = 0
     for i in range(len(strings)):
-        result = mcp.call("oracle_learn", learn_args(strings, i))
+        result = mcp.call("oracle_learn", learn_args(strings, i, "mcp"))
         text = sandbox.check(result.content[0].text if result.content else "")
         sandbox.check(str(result.structured_content))
         if result.is_error:
@@ -547,7 +548,7 @@ def test_learn_over_http_never_writes_outside(sandbox, http_server):
     saved = errors = 0
     with httpx.Client(base_url=http_server, timeout=120) as client:
         for i in range(0, len(strings), 4):
-            response = client.post("/api/learn", json=learn_args(strings, i))
+            response = client.post("/api/learn", json=learn_args(strings, i, "http"))
             sandbox.check(response.text)
             if response.status_code == 422:
                 errors += 1
