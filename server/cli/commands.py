@@ -528,14 +528,20 @@ def cmd_token(args: argparse.Namespace) -> int:
         store.close()
 
 
+def _literal(text: str | None) -> str | None:
+    """A registry description as argparse help: argparse formats help with %, so a literal % (consult's "15% of
+    context_window") is doubled; `oracle consult --help` crashed on it."""
+    return text.replace("%", "%%") if text else text
+
+
 def add_tool_command(sub: argparse._SubParsersAction, command: str, spec: dict) -> None:
     """One registry tool as a subcommand: its free words, then one option per request field."""
-    p = sub.add_parser(command, help=spec["help"])
+    p = sub.add_parser(command, help=_literal(spec["help"]))
     if spec["words"]:
         p.add_argument(spec["words"], nargs="+" if spec.get("words_required", True) else "*",
                        help="text" + (", or - to read it from stdin" if spec["stdin"] else ""))
     for option in spec["options"]:
-        kwargs: dict = {"dest": option["field"], "help": option["help"] or None}
+        kwargs: dict = {"dest": option["field"], "help": _literal(option["help"]) or None}
         if option["kind"] == "bool":
             kwargs["action"] = argparse.BooleanOptionalAction
         elif option["kind"] == "list":
