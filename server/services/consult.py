@@ -223,6 +223,11 @@ def run_consult(oracle: Oracle, request: ConsultRequest) -> tuple[ConsultResult,
     principles, warn_p = _sources(oracle, query, "principle", request.where, request.variants)
     learnings, warn_l = (_sources(oracle, query, "learning", request.where, request.variants) if budget.mode == "full"
                          else ([], []))
+    if budget.mode == "full" and oracle.store.sections_by_type().get("note"):
+        # A folder `oracle init` typed as plain notes (a handbook, a vault: issue 40) is guidance too: its notes
+        # join the learnings, each keeping its type; a base without such notes runs no third search.
+        notes, warn_n = _sources(oracle, query, "note", request.where, request.variants)
+        learnings, warn_l = learnings + notes, warn_l + warn_n
     # Interleave by score so the budget goes to the strongest sources of either kind.
     ranked = _distinct(sorted(principles + learnings, key=lambda s: (-s.score, s.id)))
     guidance, included, tokens = build_guidance(request.decision, ranked, budget.tokens)

@@ -59,6 +59,11 @@ def test_a_team_folder_is_indexed_whole_typed_by_its_look_and_answers_the_readme
         [h["source_file"] for h in answer["hits"]]
     assert answer["hits"][0]["type"] == "principle"
 
+    # consult draws on the handbook too (typed `note`): guidance is not only principles and learnings
+    consulted = json.loads(run(env, "--root", str(root), "consult", "how should we review pull requests",
+                               "--json").stdout)
+    assert "handbook/en/code-review.md" in [s["source_file"] for s in consulted["learnings"]], consulted
+
     # freshness by default: the runbook verified 2023-01-10 is stale; notes that never claimed a check are not
     hits = json.loads(run(env, "--root", str(root), "search", "runbook steps verification oncall", "--limit", "20",
                           "--json").stdout)["hits"]
