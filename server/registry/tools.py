@@ -210,7 +210,8 @@ TOOLS: tuple[Tool, ...] = (
         details=(
             "Give the decision and any context. The notes are wrapped as reference data (not instructions). "
             "context_window: the budget becomes 15% of it (at most 8000 tokens), and under 30,000 only principles, "
-            "the core, are consulted (mode core); the result says which budget and mode it used."
+            "the core, are consulted (mode core); the result says which budget and mode it used. Notes of a folder "
+            "typed as plain notes (type note: a handbook, a vault) are consulted beside the learnings."
         ),
         returns=(
             "relevant principles and learnings (hybrid) and guidance within the budget, wrapped in a "
