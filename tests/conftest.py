@@ -219,3 +219,16 @@ def pytest_configure(config: pytest.Config) -> None:
     from hypothesis import configuration
 
     configuration.set_hypothesis_home_dir(str(Path(__file__).resolve().parent / ".hypothesis"))
+
+
+@pytest.fixture
+def own_pg() -> Iterator[object]:
+    """A PostgreSQL server of the test's own (tests/_pg.py OwnServer), for tests that stop and start it (an outage);
+    stopped and removed after the test."""
+    import _pg
+
+    server = _pg.OwnServer()
+    try:
+        yield server
+    finally:
+        server.close()

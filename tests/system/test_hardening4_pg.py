@@ -30,15 +30,6 @@ pytestmark = pytest.mark.slow
 HANG = 120.0  # a ceiling that only catches a hang
 
 
-@pytest.fixture
-def own_pg():
-    server = _pg.OwnServer()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
 def _outage_health(health: httpx.Response) -> None:
     """/health in an outage: 503 and why while the server has not switched to its working copy yet, then 200 and
     "working copy" (issue 38, item 3); the database unreachable either way."""

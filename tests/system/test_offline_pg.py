@@ -31,15 +31,6 @@ BOB = "# Bob\n\nThe quokka colony lives on the island and smiles for the cameras
 SHARED = "# Shared\n\nOur team agreed that deploys happen on Tuesdays.\n"
 
 
-@pytest.fixture
-def own_pg():
-    server = _pg.OwnServer()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
 def _folder(root: Path, notes: dict[str, str]) -> Path:
     for rel, text in notes.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import _pg
 from oracle_indexer.store.pg.db import DatabaseUnavailable
 from oracle_server.services.offline import reason_of
 
@@ -24,15 +23,6 @@ def test_the_mark_gives_the_cause_in_one_line() -> None:
     assert reason_of(str(at_start)) == "connection refused"
     assert reason_of(str(running)) == "terminating connection due to administrator command"
     assert reason_of("no route to host\nsecond line") == "no route to host"
-
-
-@pytest.fixture
-def own_pg():
-    server = _pg.OwnServer()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def test_named_tokens_answer_from_the_last_table_read_in_an_outage(tmp_path: Path, own_pg) -> None:
