@@ -132,7 +132,9 @@ class Peer:
 
 @pytest.fixture(scope="module")
 def http_url(kb: KB) -> Iterator[str]:
-    proc, url = serve_http(kb.env, kb.logs_dir, kb.logs_dir / "serve-http.log")
+    # its own server (--standalone): the engine peer below gets an engine of its own, stopped after its tests; one
+    # engine serving both HTTP and stdio is tests/system/test_one_engine.py's
+    proc, url = serve_http(kb.env, kb.logs_dir, kb.logs_dir / "serve-http.log", "--standalone")
     yield url
     stop_process(proc)
 
