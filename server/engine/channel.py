@@ -184,13 +184,19 @@ def records(folder: str | None = None) -> list[dict]:
 
 
 def alive(pid: int) -> bool:
+    """Whether the process runs. An exited process its parent has not reaped yet (a zombie: an engine that was a
+    `serve --http` started by a script or a test) still answers signal 0, so its state is read too (Linux)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 # -- the proof --------------------------------------------------------------------------------------
