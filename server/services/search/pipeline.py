@@ -784,7 +784,7 @@ def _page_warnings(request: SearchRequest, total: int, page: _Page, weak: bool) 
 
 
 @dataclass
-class _Phrasing:
+class _Question:
     """One question ranked (steps 1-5b): its plan, its ranking and the reranker that reordered it, if any."""
 
     plan: _Plan
@@ -792,7 +792,7 @@ class _Phrasing:
     reranked_by: str | None
 
 
-def _ranked_question(oracle: Oracle, request: SearchRequest) -> _Phrasing:
+def _ranked_question(oracle: Oracle, request: SearchRequest) -> _Question:
     """plan -> rank (legs -> fuse -> adjust -> group), again with a wider pool while a page of notes needs it
     -> rerank (when configured)."""
     plan = _plan(oracle, request)
@@ -800,12 +800,12 @@ def _ranked_question(oracle: Oracle, request: SearchRequest) -> _Phrasing:
     while _wants_wider_pool(plan, ranked):
         plan = plan.widened()
         ranked = _rank(oracle, plan)
-    return _Phrasing(plan, ranked, _rerank(oracle, plan, ranked))
+    return _Question(plan, ranked, _rerank(oracle, plan, ranked))
 
 
-def _meta(oracle: Oracle, phrasing: _Phrasing, took_ms: float, weak: bool, warnings: list[str]) -> SearchMeta:
-    """The answer's meta: how the first (or only) phrasing was ranked."""
-    plan, fusion, legs = phrasing.plan, phrasing.ranked.fusion, phrasing.ranked.legs
+def _meta(oracle: Oracle, question: _Question, took_ms: float, weak: bool, warnings: list[str]) -> SearchMeta:
+    """The answer's meta: how the question was ranked."""
+    plan, fusion, legs = question.plan, question.ranked.fusion, question.ranked.legs
     return SearchMeta(
         mode=fusion.mode,
         fusion=fusion.method,
@@ -819,7 +819,7 @@ def _meta(oracle: Oracle, phrasing: _Phrasing, took_ms: float, weak: bool, warni
         weak=weak,
         languages=sorted(plan.languages) if plan.languages else None,
         expanded_with=legs.expanded_with,
-        reranked_by=phrasing.reranked_by,
+        reranked_by=question.reranked_by,
         warnings=warnings,
     )
 
