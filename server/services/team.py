@@ -121,6 +121,23 @@ def _digest(salt: bytes, token: str) -> bytes:
     return hmac.new(salt, token.encode("utf-8", "surrogateescape"), hashlib.sha256).digest()
 
 
+def _new_token(name: str, access: Access, now: dt.datetime | None) -> tuple[str, TokenEntry]:
+    """A new token for `name` (checked) and the entry that stores it: salt and digest, never the token. Both stores
+    (the token file, the team database's table) add tokens this way."""
+    check_name(name)
+    if access not in ("read", "write"):
+        raise TokenError("access must be read or write")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    salt = secrets.token_bytes(16)
+    created = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0).isoformat()
+    return token, TokenEntry(name, access, salt.hex(), _digest(salt, token).hex(), created)
+
+
+def _exists(name: str) -> TokenExists:
+    return TokenExists(f"a token named {name!r} exists already; revoke it first"
+                       f" (`oracle token revoke {name}`) or choose another name")
+
+
 def check_name(name: str) -> str:
     if not NAME_RE.fullmatch(name or ""):
         raise TokenError(f"token name {name!r} is not allowed: use {NAME_RULE}")
@@ -175,18 +192,12 @@ class TokenStore:
     # -- writes ---------------------------------------------------------------------------------------
     def add(self, name: str, access: Access, now: dt.datetime | None = None) -> str:
         """Create a token for `name` and return it (the only time it exists in clear)."""
-        check_name(name)
-        if access not in ("read", "write"):
-            raise TokenError("access must be read or write")
-        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        salt = secrets.token_bytes(16)
-        created = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0).isoformat()
+        token, entry = _new_token(name, access, now)
         with self._lock:
             entries = list(self._read())
             if any(e.name == name for e in entries):
-                raise TokenExists(f"a token named {name!r} exists already; revoke it first"
-                                  f" (`oracle token revoke {name}`) or choose another name")
-            entries.append(TokenEntry(name, access, salt.hex(), _digest(salt, token).hex(), created))
+                raise _exists(name)
+            entries.append(entry)
             self._write(entries)
         return token
 
@@ -347,15 +358,9 @@ class PgTokenStore(TokenStore):
         from oracle_indexer.store.pg import named_tokens
 
         self._import_file()
-        check_name(name)
-        if access not in ("read", "write"):
-            raise TokenError("access must be read or write")
-        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        salt = secrets.token_bytes(16)
-        created = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0).isoformat()
-        if not named_tokens.insert(self.db, (name, access, salt.hex(), _digest(salt, token).hex(), created)):
-            raise TokenExists(f"a token named {name!r} exists already; revoke it first"
-                              f" (`oracle token revoke {name}`) or choose another name")
+        token, entry = _new_token(name, access, now)
+        if not named_tokens.insert(self.db, (entry.name, entry.access, entry.salt, entry.digest, entry.created)):
+            raise _exists(name)
         self._read_at = -1e9
         return token
 
