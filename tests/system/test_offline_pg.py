@@ -23,25 +23,10 @@ import pytest
 
 import _pg
 from _procs import serve_http, stop_process
+from test_pg_engines import ALICE, BOB, SHARED, _folder, _notes  # the working-copy notes and folder helpers
 
 pytestmark = pytest.mark.slow
 HANG = 120.0  # a ceiling that only catches a hang
-ALICE = "# Alice\n\nThe flamingo migration happens every spring along the salt lakes.\n"
-BOB = "# Bob\n\nThe quokka colony lives on the island and smiles for the cameras.\n"
-SHARED = "# Shared\n\nOur team agreed that deploys happen on Tuesdays.\n"
-
-
-def _folder(root: Path, notes: dict[str, str]) -> Path:
-    for rel, text in notes.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
-    return root
-
-
-def _notes(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in sorted(root.rglob("*.md"))}
-
-
 def _env(url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
     env.update(PYTHONIOENCODING="utf-8", ORACLE_DATABASE_URL=url, ORACLE_ENGINE="0")
