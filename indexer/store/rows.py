@@ -5,8 +5,9 @@ A *section* is a row of `documents` (the table's historical name); a *note* is a
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -25,6 +26,24 @@ def batched(items: Sequence[T], size: int = BATCH) -> Iterator[list[T]]:
 def marks(n: int) -> str:
     """`?,?,...` for n bound parameters."""
     return ",".join("?" * n)
+
+
+def note_mark(path: str, file_hash: str | None) -> int:
+    """One note's share of an index's content state: the first 8 bytes of MD5(path, 0x1F, file hash) as a signed
+    64-bit number, exactly as the PostgreSQL store's trigger computes it (indexer/store/pg/schema.py, migration 5)."""
+    data = f"{path}\x1f{file_hash or ''}".encode()
+    return int.from_bytes(hashlib.md5(data, usedforsecurity=False).digest()[:8], "big", signed=True)
+
+
+def content_state(notes: Iterable[tuple[str, str | None]]) -> int:
+    """XOR of every (path, file hash)'s `note_mark`: equal for two indexes of the same files, whatever the order
+    they were written in, and kept up to date by one XOR per note written or removed. Why: PostgreSQL keeps it
+    in a row a trigger updates, so whether the working copy's own index holds what the database holds is one
+    read of one row (indexer/store/pg/local_words.py)."""
+    state = 0
+    for path, file_hash in notes:
+        state ^= note_mark(path, file_hash)
+    return state
 
 
 @dataclass(frozen=True)

@@ -442,7 +442,7 @@ class Indexer:
         return report
 
     def sync_paths(self, rels: list[str], embed_limit: int | None = INLINE_EMBED_CHUNKS,
-                   author: str | None = None) -> SyncReport:
+                   author: str | None = None, vectors: bool = True) -> SyncReport:
         """Re-index just these files (the learn tool, the watcher): present -> indexed, gone -> removed.
 
         Files are checked by hash like a full run, so a path named twice or unchanged costs nothing.
@@ -453,12 +453,15 @@ class Indexer:
 
         With the team store these paths are first reconciled with the database (pushed, pulled, tombstoned or
         copied aside: indexer/worker/workcopy.py); `author` is who their new revisions are from (a named token).
+        `vectors=False`: the keyword index only (the working copy's own index following the database's,
+        server/services/offline.py: its vectors are the database's).
         """
         started = time.perf_counter()
         touched = set(rels)
         report = self._locked(lambda: self._sync_paths_keyword(rels, author, touched))
-        self._flush_pending_vectors(report, files=touched, max_file_chunks=embed_limit)
-        self._flush_multilingual(report, files=touched)
+        if vectors:
+            self._flush_pending_vectors(report, files=touched, max_file_chunks=embed_limit)
+            self._flush_multilingual(report, files=touched)
         if report.added or report.changed or report.removed:
             self._mark_indexed(report)
         self._refresh_exact(report)

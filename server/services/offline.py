@@ -9,6 +9,11 @@ database answers again, a sync of the working copy sends what was written meanwh
 changed on both sides: the database's text keeps its name, this folder's becomes a conflict copy; nothing lost),
 and the engine serves from the database again, without a restart.
 
+While the database answers, the same index serves the keyword leg: the link makes it follow the database (every
+FOLLOW_SECONDS it compares the database's content state with the index's and re-indexes the notes that differ,
+keyword phase only), and the PostgreSQL store reads its keyword leg from it whenever the two hold the same notes
+(indexer/store/pg/local_words.py), FTS5 in C instead of bm25 in SQL.
+
 One thread per Oracle (`TeamLink`) asks the database once a second whether it answers (a new connection, libpq's
 smallest connect timeout) and switches. A request that meets the outage first (a read that failed because the
 database went away under it) asks the link to switch at once and is answered from the working copy; a write that
@@ -27,6 +32,8 @@ from typing import Protocol, TypeVar
 from oracle_indexer.config import Settings
 from oracle_indexer.models.embed import Embedder
 from oracle_indexer.store.pg.db import DatabaseUnavailable
+from oracle_indexer.store.pg.local_words import LocalWords
+from oracle_indexer.store.pg.store import PgStore
 from oracle_indexer.store.protocols import IndexStore
 from oracle_indexer.worker.maintenance import Maintenance, Reporter
 from oracle_server.services.parts import Parts, offline_settings, open_parts
@@ -55,6 +62,10 @@ class Served(Protocol):
 
 
 PROBE_SECONDS = 1.0  # how often the link asks the database whether it answers
+FOLLOW_SECONDS = 0.25  # how often it compares the database's content state with the working copy's own index's
+# A follow that left the two different (a note this machine excludes, a file not pulled yet) is tried again after
+# this long, or at once when the database's state moves.
+FOLLOW_RETRY_SECONDS = 2.0
 SWITCH_WAIT = 120.0  # a request waits at most this long for the working copy's index (a first outage builds it)
 # The working copy's own index is brought in step this long after start, then every PREPARE_SECONDS, while the
 # database answers (TeamLink._prepare): the first outage then costs a stat per file, not a parse of every note.
@@ -82,6 +93,8 @@ class TeamLink:
         self.back_at: float | None = None  # when the database last came back (stats)
         self.last_return: dict | None = None  # what the sync that brought the engine back did (stats)
         self.prepared: dict | None = None  # when the working copy's own index was last brought in step (stats)
+        self.followed: dict | None = None  # the last follow of the database by that index (stats)
+        self._tried: tuple[tuple[int, int], float] | None = None  # (database state, when) of a follow left behind
         self._switch = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -111,7 +124,21 @@ class TeamLink:
             "back_since": _iso(self.back_at) if self.back_at is not None and not self.offline else None,
             "last_return": self.last_return,
             "prepared": self.prepared,
+            "keyword_index": self._keyword_index(),
         }
+
+    def _keyword_index(self) -> dict:
+        """Where the keyword leg reads: the working copy's own index (in step with the database) or the database."""
+        store = self.team.store if self.team is not None else None
+        if self.offline or not isinstance(store, PgStore):
+            return {"from": "working copy" if self.offline else "database", "since": None, "followed": self.followed}
+        words = store.local_words
+        try:
+            source = store.keyword_source()
+        except DatabaseUnavailable:
+            source = "database"
+        since = words.since if words is not None and source == "working copy" else None
+        return {"from": source, "since": _iso(since) if since else None, "followed": self.followed}
 
     # -- the thread -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -128,6 +155,9 @@ class TeamLink:
     def close_idle(self) -> None:
         """Close the side that does not serve (Oracle.close closes the one that does)."""
         serving = self.oracle.store
+        store = self.team.store if self.team is not None else None
+        if isinstance(store, PgStore):
+            store.local_words = None  # its keyword leg no longer reads an index about to close
         for parts in (self.team, self.local):
             if parts is not None and parts.store is not serving:
                 parts.close()
@@ -135,17 +165,22 @@ class TeamLink:
 
     def _run(self) -> None:
         prepare_at = time.monotonic() + PREPARE_DELAY
+        probe_at = 0.0
         last = ""  # the failure said last
-        while not self._stop.wait(PROBE_SECONDS):
+        while not self._stop.wait(FOLLOW_SECONDS):
             try:
-                why = None if self.offline else self._probe()
-                if self.offline:
-                    self._try_back()
-                elif why is not None:
-                    self.lost(why)
-                elif time.monotonic() >= prepare_at and self.oracle.ready.is_set():
-                    prepare_at = time.monotonic() + PREPARE_SECONDS
-                    self._prepare()
+                if time.monotonic() >= probe_at:
+                    probe_at = time.monotonic() + PROBE_SECONDS
+                    why = None if self.offline else self._probe()
+                    if self.offline:
+                        self._try_back()
+                    elif why is not None:
+                        self.lost(why)
+                    elif time.monotonic() >= prepare_at and self.oracle.ready.is_set():
+                        prepare_at = time.monotonic() + PREPARE_SECONDS
+                        self._prepare()
+                if not self.offline:
+                    self.follow()
             except Exception as exc:  # noqa: BLE001 - the link outlives any one failure; it tries again next second
                 if self._stop.is_set():
                     break
@@ -170,9 +205,59 @@ class TeamLink:
             if self.local is None:
                 self.local = open_parts(offline_settings(self.oracle.settings), self.oracle.embedder, check=False)
             local = self.local
+        words = self._words()
+        if words is not None:
+            words.state = None  # written now: the keyword leg reads the database until the next follow
         report = local.indexer.sync(vectors=False, cancel=lambda: self._stop.is_set() or self.offline)
         self.prepared = {"at": _iso(time.time()), "seconds": round(report.seconds, 3),
                          "files": report.added + report.changed + report.unchanged}
+
+    def prepare_now(self) -> None:
+        """Build the working copy's own index and make it follow the database now, on the caller's thread (a
+        benchmark, a test); the link's thread does the same on its own PREPARE_DELAY after start."""
+        self._prepare()
+        self.follow()
+
+    def _words(self) -> LocalWords | None:
+        """The team store's view of the working copy's own index (made on first use), when both are open."""
+        store = self.team.store if self.team is not None else None
+        if not isinstance(store, PgStore) or self.local is None:
+            return None
+        if store.local_words is None or store.local_words.store is not self.local.store:
+            store.local_words = LocalWords(self.local.store)
+        return store.local_words
+
+    def follow(self) -> None:
+        """Bring the working copy's own index to the notes the database holds, so that the keyword leg can read it
+        (indexer/store/pg/local_words.py): when the database's content state differs from the index's, the notes
+        whose file hashes differ are re-indexed from the folder (keyword phase). A follow that leaves them different
+        is tried again after FOLLOW_RETRY_SECONDS or when the database's state moves. Not before the index was
+        first built (_prepare)."""
+        words = self._words() if self.prepared is not None else None
+        if words is None or self.team is None or self.local is None:
+            return
+        team, local = self.team.store, self.local.store
+        wanted = team.content_state()
+        if words.state == wanted:
+            return
+        tried = self._tried
+        if tried is not None and tried[0] == wanted and time.monotonic() - tried[1] < FOLLOW_RETRY_SECONDS:
+            return
+        began = time.monotonic()
+        words.state = None
+        theirs, ours = team.file_states(), local.file_states()
+        differ = sorted(p for p in theirs.keys() | ours.keys()
+                        if (theirs[p].file_hash if p in theirs else None) != (ours[p].file_hash if p in ours else None))
+        if differ:
+            self.local.indexer.sync_paths(differ, vectors=False)
+        words.state = local.content_state()
+        caught_up = words.state == wanted
+        if caught_up:
+            words.since, self._tried = time.time(), None
+        else:
+            self._tried = (wanted, time.monotonic())
+        self.followed = {"at": _iso(time.time()), "notes": len(differ), "in_step": caught_up,
+                         "seconds": round(time.monotonic() - began, 3)}
 
     # -- the switches ------------------------------------------------------------------------------------
     def lost(self, why: str) -> bool:
@@ -191,6 +276,9 @@ class TeamLink:
                 _say(f"oracle: stopping the team store's worker: {type(exc).__name__}: {str(exc)[:200]}")
             if self.local is None:
                 self.local = open_parts(offline_settings(oracle.settings), oracle.embedder, check=False)
+            words = self._words()
+            if words is not None:
+                words.state = None  # the working copy's worker writes it now; a follow checks it again on return
             oracle.serve_from(self.local)
             self.since, self.reason = since, reason_of(why)  # offline once the working copy serves, not before
             self._restart_worker()

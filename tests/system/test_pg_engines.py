@@ -167,6 +167,17 @@ def test_a_learning_through_one_engine_reaches_the_other_engines_folder(tmp_path
             assert hits and hits[0]["source_file"] == rel
             history = client.get(b_url + "/api/history", params={"file": rel}).json()
             assert [r["revision"] for r in history["revisions"]] == [1]
+            # issue 38 item 5: B's working copy's own index follows the database (the learning included), and the
+            # keyword leg then reads it (indexer/store/pg/local_words.py): the same answer
+            deadline = time.monotonic() + 60  # a ceiling that only catches a hang (the index is built 5 s after start)
+            while time.monotonic() < deadline:
+                words = client.get(b_url + "/api/stats").json()["team_link"]["keyword_index"]
+                if words["from"] == "working copy":
+                    break
+                time.sleep(0.2)
+            assert words["from"] == "working copy", words
+            again = client.get(b_url + "/api/search", params={"query": "wombat burrows", "mode": "fts"}).json()
+            assert [(h["id"], h["score"]) for h in again["hits"]] == [(h["id"], h["score"]) for h in hits]
     finally:
         for proc in procs:
             stop_process(proc)

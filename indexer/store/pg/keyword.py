@@ -327,3 +327,28 @@ def filtered_ids(store: PgKeywordStore, ids: Sequence[str], filters: Filters) ->
 def count_embedded(store: PgKeywordStore, filters: Filters) -> int:
     where, args = _filter_sql(filters)
     return int(store.db.run(f"SELECT count(*) FROM documents d WHERE d.in_vector = 1 AND {where}", args)[0][0])
+
+
+class SqlWords:
+    """The keyword leg's reads computed in SQL over `store`'s postings (local_words.KeywordReads): what PgStore reads
+    when the working copy's own index does not hold what the database holds."""
+
+    def __init__(self, store: PgKeywordStore) -> None:
+        self.store = store
+
+    def keyword_search(self, fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str],
+                       filters: Filters, limit: int, count: bool = True) -> tuple[list[tuple[str, float]], int]:
+        return keyword_search(self.store, fts_match, trigram_match, like_terms, filters, limit, count)
+
+    def keyword_matching_ids(self, fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str],
+                             ids: Sequence[str]) -> set[str]:
+        return keyword_matching_ids(self.store, fts_match, trigram_match, like_terms, ids)
+
+    def terms_matched(self, terms: Sequence[str], ids: Sequence[str]) -> dict[str, int]:
+        return terms_matched(self.store, terms, ids)
+
+    def note_keyword_scores(self, fts_match: str | None, files: Sequence[str] | None) -> dict[str, float]:
+        return note_keyword_scores(self.store, fts_match, files)
+
+    def section_counts(self, terms: Sequence[str], cap: int) -> dict[str, int]:
+        return section_counts(self.store, terms, cap)

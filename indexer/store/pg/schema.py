@@ -182,6 +182,28 @@ ALTER TABLE postings SET (autovacuum_vacuum_insert_scale_factor = 0.01, autovacu
 ALTER TABLE fts_docs SET (autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_vacuum_scale_factor = 0.02);
 """
 
+# Whether the working copy's own index holds what the database holds (issue 38, speed at team size: the keyword leg is
+# then read from it, indexer/store/pg/local_words.py): one row, the XOR of every note's mark (rows.note_mark: the
+# first 8 bytes of md5(path, 0x1F, file hash), signed), kept by a trigger on `files` whatever writes it, so the
+# question costs one read of one row. The trigger's UPDATE serialises note writes on that row; they already are
+# serialised (the writer lock).
+_V5 = """
+CREATE TABLE IF NOT EXISTS content_state (one boolean PRIMARY KEY DEFAULT true CHECK (one), state bigint NOT NULL);
+CREATE OR REPLACE FUNCTION oracle_note_mark(p text, h text) RETURNS bigint LANGUAGE sql IMMUTABLE AS
+    $$ SELECT ('x' || left(md5(p || chr(31) || coalesce(h, '')), 16))::bit(64)::bigint $$;
+CREATE OR REPLACE FUNCTION oracle_content_state() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE change bigint := 0;
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN change := change # oracle_note_mark(OLD.path, OLD.file_hash); END IF;
+    IF TG_OP IN ('UPDATE', 'INSERT') THEN change := change # oracle_note_mark(NEW.path, NEW.file_hash); END IF;
+    IF change <> 0 THEN UPDATE content_state SET state = state # change; END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER files_content_state AFTER INSERT OR DELETE OR UPDATE OF path, file_hash ON files
+    FOR EACH ROW EXECUTE FUNCTION oracle_content_state();
+INSERT INTO content_state (state) SELECT coalesce(bit_xor(oracle_note_mark(path, file_hash)), 0) FROM files;
+"""
+
 # (version, what it does, SQL). Append only; never edit a released entry.
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (1, "the store: notes, sections, BM25 postings, caches, relations, usage logs", _V1),
@@ -191,6 +213,7 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         " named tokens in the database", _V3),
     (4, "the keyword index read from its indexes alone: covering keys for postings and section lengths,"
         " autovacuum after 1% new rows", _V4),
+    (5, "the content state: one row, the XOR of every note's (path, file hash) mark, kept by a trigger", _V5),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -24,10 +24,12 @@ from oracle_indexer.notes.parse import Chunk, Relation, compose_embed_text, rela
 from oracle_indexer.store.pg import keyword as pg_keyword
 from oracle_indexer.store.pg.db import Database, database, pg_sql
 from oracle_indexer.store.pg.keyword import NOTES, POS_SHIFT, SECTIONS
+from oracle_indexer.store.pg.local_words import KeywordReads, LocalWords, Reading, in_step
 from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.store.pg.schema import SCHEMA_VERSION, WRITER_LOCK, migrate
 from oracle_indexer.store.sqlite.reads import Reads
 from oracle_indexer.store.rows import BATCH, SECTION_COLUMNS, FileState, Section, SectionFacts, marks
+from oracle_indexer.store.sqlite.keyword import Filters
 from oracle_indexer.store.pg.tokens import tokenize_rows
 from oracle_indexer.store.sqlite.writes import _embed_key, body_hash, note_text, section_text
 
@@ -73,6 +75,11 @@ class PgStore(Reads):
             raise
         self.model_id = model_id or MODEL_ID
         self.recovered_from = None  # a server's data is never moved aside: it is not ours alone
+        # the working copy's own index, read for the keyword leg while it holds what the database holds
+        # (indexer/store/pg/local_words.py; server/services/offline.py follows it)
+        self.local_words: LocalWords | None = None
+        self._reading = Reading()
+        self._sql_words = pg_keyword.SqlWords(self)
         self.verified = True
         self._closed = False
         if self.applied and self.applied[0] == 1:  # a new store knows nothing of the vectors stored
@@ -132,11 +139,39 @@ class PgStore(Reads):
         in its own transaction (one row per section), instead of counting the documents (a scan per search).
         A search reads it first, then the notes' stated languages and (vector leg) the sections not embedded yet:
         those two come in the same round trip, for the calls that follow (Database.stash)."""
-        count, languages, pending = self.db.fetch_many([("SELECT n FROM fts_stats WHERE tbl = %s", [SECTIONS]),
-                                                        (self._LANGUAGES, []), (self._PENDING, [])])
+        generation = self.db.generation
+        count, languages, pending, state = self.db.fetch_many([
+            ("SELECT n FROM fts_stats WHERE tbl = %s", [SECTIONS]), (self._LANGUAGES, []), (self._PENDING, []),
+            (self._STATE, [])])
         self.db.stash("structural_languages", None, {lang: n for lang, n in languages})
         self.db.stash("pending_count", None, int(pending[0][0]))
+        self._reading.keep(generation, (int(state[0][0]), int(state[0][1])))
         return int(count[0][0])
+
+    # -- the content state, and the keyword leg from the working copy's own index ---------------------
+    _STATE = (f"SELECT (SELECT state FROM content_state), (SELECT n FROM fts_stats WHERE tbl = {SECTIONS})")
+
+    def content_state(self) -> tuple[int, int]:
+        """(XOR of every note's path and file hash, sections), as `Reads.content_state` computes it for SQLite: the
+        first from the row the `files` trigger keeps (schema migration 5), the second from the word table's count."""
+        generation = self.db.generation
+        row = self.db.run(self._STATE)[0]
+        state = (int(row[0]), int(row[1]))
+        self._reading.keep(generation, state)
+        return state
+
+    def _words(self) -> KeywordReads:
+        """Where the keyword leg reads now: the working copy's own index when it holds what the database holds (by
+        the state read at the start of this search, or read now), else this store's SQL."""
+        local = self.local_words
+        if local is None or local.state is None:
+            return self._sql_words
+        state = self._reading.get(self.db.generation) or self.content_state()
+        return in_step(local, state) or self._sql_words
+
+    def keyword_source(self) -> str:
+        """"working copy" or "database": where the keyword leg would read now (stats, tests)."""
+        return "database" if self._words() is self._sql_words else "working copy"
 
     def structural_languages(self) -> dict[str, int]:
         hit, value = self.db.take("structural_languages", None)
@@ -194,14 +229,26 @@ class PgStore(Reads):
     def has_thai(self) -> bool:
         return bool(self.db.run("SELECT 1 FROM documents WHERE content ~ '[ก-๛]' LIMIT 1"))
 
-    # -- the keyword leg (the SQLite store's module functions, as methods) ----------------------------
-    keyword_search = pg_keyword.keyword_search
-    keyword_matching_ids = pg_keyword.keyword_matching_ids
-    terms_matched = pg_keyword.terms_matched
-    note_keyword_scores = pg_keyword.note_keyword_scores
+    # -- the keyword leg: the working copy's own index when in step (_words), else the SQL module's functions --
+    def keyword_search(self, fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str],
+                       filters: Filters, limit: int, count: bool = True) -> tuple[list[tuple[str, float]], int]:
+        return self._words().keyword_search(fts_match, trigram_match, like_terms, filters, limit, count)
+
+    def keyword_matching_ids(self, fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str],
+                             ids: Sequence[str]) -> set[str]:
+        return self._words().keyword_matching_ids(fts_match, trigram_match, like_terms, ids)
+
+    def terms_matched(self, terms: Sequence[str], ids: Sequence[str]) -> dict[str, int]:
+        return self._words().terms_matched(terms, ids)
+
+    def note_keyword_scores(self, fts_match: str | None, files: Sequence[str] | None) -> dict[str, float]:
+        return self._words().note_keyword_scores(fts_match, files)
+
+    def section_counts(self, terms: Sequence[str], cap: int) -> dict[str, int]:
+        return self._words().section_counts(terms, cap)
+
     filtered_ids = pg_keyword.filtered_ids
     count_embedded = pg_keyword.count_embedded
-    section_counts = pg_keyword.section_counts
 
     # -- writing ------------------------------------------------------------------------------------
     @contextmanager

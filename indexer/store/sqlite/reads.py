@@ -24,6 +24,7 @@ from oracle_indexer.store.rows import (
     Section,
     SectionFacts,
     batched,
+    content_state,
     marks,
 )
 
@@ -94,6 +95,13 @@ class Reads:
         state = digest.hexdigest()
         self._index_state = (fingerprint, state)
         return state
+
+    def content_state(self) -> tuple[int, int]:
+        """(XOR of every note's path and file hash, sections): what `rows.content_state` says of this index, and
+        its section count. Two indexes of the same files with the same settings give the same pair; the
+        PostgreSQL store reads its pair from one row a trigger keeps (PgStore.content_state)."""
+        notes = self.fetch("SELECT path, file_hash FROM files")
+        return content_state(notes), self.chunk_count()
 
     def file_chunk_ids(self, rel: str) -> list[str]:
         return [r[0] for r in self.fetch("SELECT id FROM documents WHERE file = ? ORDER BY position", (rel,))]
