@@ -1,7 +1,8 @@
 """Two stores' indexes of the same generated base (two `benchmarks/scale.py --keep` runs, e.g. SQLite and
 PostgreSQL) searched in one run, alternately, so that both meet the same load: per round and store the warm
 in-process latencies of `scale.py` (fts, vector, hybrid, filters, the hybrid legs), and the ratio of their hybrid
-p50s.
+p50s. A PostgreSQL store is measured twice a round (`--pg-keyword both`, the default): its keyword leg read from the
+working copy's own index (what an engine does once that index follows the database) and in SQL (its fallback).
 
     .venv/bin/python benchmarks/scale_pair.py --size 100000 --work /tmp/kb-sqlite --work /tmp/kb-pg \
         [--rounds 2] [--queries 100] [--warmup 10] [--json out.json]
@@ -33,17 +34,24 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--data", type=Path, default=scale.DEFAULT_DATA, help="the SciFact folder")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--pg-keyword", choices=("both", "working-copy", "database"), default="both")
     args = parser.parse_args()
     corpus = scale.load_corpus(args.data, args.queries)
     rounds: list[list[dict]] = []
     for n in range(args.rounds):
         this: list[dict] = []
         for work in args.work:
-            figures = scale.search_again(corpus, args.size, work, args.warmup)
-            figures["work"] = str(work)
-            this.append(figures)
-            scale.log(f"round {n + 1} {figures['store']}: hybrid {figures['search']['hybrid']['p50_ms']} /"
-                      f" {figures['search']['hybrid']['p95_ms']} ms, load {figures['load']}")
+            kept = json.loads((work / f"kb-{args.size}" / "store.json").read_text(encoding="utf-8"))
+            ways = ([None] if kept["store"] != "postgresql" else
+                    ["working-copy", "database"] if args.pg_keyword == "both" else [args.pg_keyword])
+            for way in ways:
+                figures = scale.search_again(corpus, args.size, work, args.warmup, way or "working-copy")
+                figures["work"] = str(work)
+                if way:
+                    figures["store"] += f" (keyword leg: {way})"
+                this.append(figures)
+                scale.log(f"round {n + 1} {figures['store']}: hybrid {figures['search']['hybrid']['p50_ms']} /"
+                          f" {figures['search']['hybrid']['p95_ms']} ms, load {figures['load']}")
         rounds.append(this)
     print("| round | store | fts p50 / p95 | vector p50 / p95 | hybrid p50 / p95 | keyword leg p50 | vector query p50"
           " | hybrid total p50 | load start → end |")
@@ -55,9 +63,10 @@ def main() -> int:
                   f" {s['vector']['p95_ms']} | {s['hybrid']['p50_ms']} / {s['hybrid']['p95_ms']} |"
                   f" {legs['keyword_leg']['p50_ms']} | {legs['chroma_query']['p50_ms']} | {legs['hybrid_total']['p50_ms']}"
                   f" | {f['load']['start'][0]} → {f['load']['end'][0]} |")
-        if len(this) == 2:
-            a, b = (f["search"]["hybrid"]["p50_ms"] for f in this)
-            print(f"| {n} | ratio {this[1]['store']} / {this[0]['store']}, hybrid p50 | | | ×{b / a:.2f} | | | | |")
+        first = this[0]["search"]["hybrid"]["p50_ms"]
+        for f in this[1:]:
+            print(f"| {n} | ratio {f['store']} / {this[0]['store']}, hybrid p50 | | |"
+                  f" ×{f['search']['hybrid']['p50_ms'] / first:.2f} | | | | |")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"command": " ".join(sys.argv), "size": args.size, "rounds": rounds},

@@ -67,14 +67,21 @@ def scifact_questions(data: Path, work: Path, max_queries: int | None) -> list[d
             for qid, text in dataset.queries.items()]
 
 
-def score_root(root: Path, data: Path, sets: dict[str, list[dict]], modes: list[str], mcp: bool) -> dict:
+def score_root(root: Path, data: Path, sets: dict[str, list[dict]], modes: list[str], mcp: bool,
+               keyword_from: str = "working-copy") -> dict:
     """Index `root` into `data` (reused), then ask every set's questions in each mode and the baseline.
-    Returns {set: {system: run}} with notes.run_system's runs."""
+    Returns {set: {system: run}} with notes.run_system's runs. With the team store (ORACLE_DATABASE_URL), the
+    keyword leg reads the working copy's own index as an engine's does once it follows the database
+    (`keyword_from="working-copy"`), or the database's SQL (`"database"`)."""
     settings = Settings.from_env(root=root, data_dir=data)
-    oracle = Oracle.open(settings)
+    oracle = Oracle.open(settings, offline_ok=bool(settings.database_url))
     started = time.perf_counter()
     report = oracle.indexer.sync()
     print(f"index {root}: {report.summary()} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
+    if oracle.link is not None and keyword_from == "working-copy" and not mcp:
+        oracle.link.prepare_now()
+    source = getattr(oracle.store, "keyword_source", lambda: "this index")()
+    print(f"keyword leg reads: {source}", file=sys.stderr)
     out: dict[str, dict] = {name: {} for name in sets}
     client = None
     if mcp:
@@ -198,6 +205,8 @@ def main() -> None:
     parser.add_argument("--scifact-work", type=Path, default=SCIFACT_WORK)
     parser.add_argument("--scifact-max-queries", type=int, default=None)
     parser.add_argument("--mcp", action="store_true", help="ask through a real oracle serve over stdio")
+    parser.add_argument("--keyword-from", choices=("working-copy", "database"), default="working-copy",
+                        help="with ORACLE_DATABASE_URL: where the keyword leg reads (in-process runs)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--compare", type=Path)
     parser.add_argument("--check-natural", action="store_true", help="only print the natural set's title-word count")
@@ -218,10 +227,11 @@ def main() -> None:
         nat_sets["natural"] = json.loads(args.natural.read_text(encoding="utf-8"))
     results: dict[str, dict] = {}
     if nat_sets:
-        results.update(score_root(args.root, args.data, nat_sets, modes, args.mcp))
+        results.update(score_root(args.root, args.data, nat_sets, modes, args.mcp, args.keyword_from))
     if "scifact" in chosen:
         sf = {"scifact": scifact_questions(args.scifact_data, args.scifact_work, args.scifact_max_queries)}
-        results.update(score_root(args.scifact_work / "root", args.scifact_work / "data", sf, modes, args.mcp))
+        results.update(score_root(args.scifact_work / "root", args.scifact_work / "data", sf, modes, args.mcp,
+                                  args.keyword_from))
     print_tables(results)
     if args.compare:
         print_compare(results, json.loads(args.compare.read_text(encoding="utf-8")))

@@ -7,7 +7,8 @@ sync with nothing to do costs.
 1. Two real `oracle serve --http` engines, each with its own folder and data dir, on one (new) database: each
    learning is POSTed to A, then B's folder is polled for the file and B's keyword search for the title. Printed:
    from the request to A to the file in B's folder and to the first B search that finds it, median and p95 (and
-   the same from A's answer: the learning itself embeds before A answers).
+   the same from A's answer: the learning itself embeds before A answers), and to B's keyword leg reading its
+   working copy's own index again, the learning in it (issue 38 item 5: SQL meanwhile).
 2. A copy of `--notes` notes synced once, then synced again with nothing to do, in this process (the keyword and
    copy phases; `Indexer.sync(vectors=False)`): median of 5 runs, for the copy that wrote them and for a second
    copy (another folder and data dir) that pulled them.
@@ -60,10 +61,19 @@ def learnings(url: str, count: int, tmp: Path) -> None:
                                     tmp, tmp / f"{who}.log")
             procs.append(proc)
             engines[who] = base
-        to_file, to_search, after_answer = [], [], []
+        to_file, to_search, after_answer, to_words = [], [], [], []
+
+        def words_from() -> str:
+            return client.get(engines["b"] + "/api/stats").json()["team_link"]["keyword_index"]["from"]
+
         with httpx.Client(timeout=120) as client:
             for base in engines.values():
                 client.get(base + "/api/stats")
+            began = time.monotonic()
+            while words_from() != "working copy":  # B's working copy's own index is built a few seconds after start
+                if time.monotonic() - began > 120:
+                    raise SystemExit("B's keyword leg never read its working copy's index")
+                time.sleep(0.05)
             for n in range(count):
                 title = f"Benchmark learning {n} kookaburra{n}"
                 started = time.monotonic()
@@ -80,6 +90,12 @@ def learnings(url: str, count: int, tmp: Path) -> None:
                         "query": f"kookaburra{n}", "mode": "fts", "limit": 1}).json()["hits"]:
                     time.sleep(0.01)
                 found = time.monotonic()
+                while words_from() != "working copy" or not client.get(engines["b"] + "/api/search", params={
+                        "query": f"kookaburra{n}", "mode": "fts", "limit": 1}).json()["hits"]:
+                    if time.monotonic() - started > 60:
+                        raise SystemExit("B's keyword leg never came back to its working copy's index")
+                    time.sleep(0.01)
+                to_words.append(time.monotonic() - started)
                 to_file.append(filed - started)
                 to_search.append(found - started)
                 after_answer.append(max(0.0, filed - answered))
@@ -89,6 +105,9 @@ def learnings(url: str, count: int, tmp: Path) -> None:
               f" p95 {p95(to_search) * 1000:.0f} ms")
         print(f"file in B's folder after A answered: median {statistics.median(after_answer) * 1000:.0f} ms,"
               f" p95 {p95(after_answer) * 1000:.0f} ms (0: it was there before A's answer)")
+        print(f"learning through A -> B's keyword leg reads its working copy's index again, holding it: median"
+              f" {statistics.median(to_words) * 1000:.0f} ms, p95 {p95(to_words) * 1000:.0f} ms (searches answer from"
+              " the database's SQL meanwhile)")
     finally:
         for proc in procs:
             stop_process(proc)

@@ -22,6 +22,7 @@ failed that way is not repeated (it may have written its file already), and says
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import threading
@@ -237,6 +238,13 @@ class TeamLink:
         if words is None or self.team is None or self.local is None:
             return
         team, local = self.team.store, self.local.store
+        if self.local.indexer.settings.layout != self.team.indexer.settings.layout:
+            # oracle.toml changed under the running engine (the team side took it up): the same rules here, and the
+            # whole folder again (types, include/exclude), before the index answers for the database's once more
+            words.state = None
+            indexer = self.local.indexer
+            indexer.settings = dataclasses.replace(indexer.settings, layout=self.team.indexer.settings.layout)
+            indexer.sync(vectors=False, cancel=lambda: self._stop.is_set() or self.offline)
         wanted = team.content_state()
         if words.state == wanted:
             return

@@ -169,6 +169,13 @@ def test_the_link_makes_the_working_copys_index_follow_the_database(tmp_path: Pa
         assert a.link.followed["in_step"] is False and a.store.keyword_source() == "database"
         found = search(a, SearchRequest(query="lynx crossings", mode="fts", limit=10))
         assert [h.source_file for h in found.hits][:1] == ["learnings/lynx.md"]
+        # oracle.toml edited under the running engine: the working copy's index takes up the team side's rules
+        (root / "oracle.toml").write_text('[index]\nexclude = ["principles/"]\n', encoding="utf-8")
+        assert a.indexer.reload_config().error is None
+        assert a.link.local is not None and a.link.local.indexer.settings.layout != a.indexer.settings.layout
+        a.link.follow()
+        assert a.link.local.indexer.settings.layout == a.indexer.settings.layout
+        assert not a.link.local.store.fetch("SELECT 1 FROM files WHERE path LIKE 'principles/%'")
     finally:
         b.close()
         a.close()
