@@ -330,7 +330,7 @@ def count_embedded(store: PgKeywordStore, filters: Filters) -> int:
 
 
 class SqlWords:
-    """The keyword leg's reads computed in SQL over `store`'s postings (local_words.KeywordReads): what PgStore reads
+    """The keyword leg's reads computed in SQL over `store`'s postings (protocols.KeywordReads): what PgStore reads
     when the working copy's own index does not hold what the database holds."""
 
     def __init__(self, store: PgKeywordStore) -> None:

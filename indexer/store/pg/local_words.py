@@ -21,25 +21,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from oracle_indexer.store.sqlite.keyword import Filters
+from oracle_indexer.store.protocols import KeywordReads
 
 FRESH_SECONDS = 1.0  # a reading of the database's state serves the keyword reads of one search (Database.STASH_SECONDS)
-
-
-class KeywordReads(Protocol):
-    """The keyword leg's reads: the SQLite store's methods that the working copy's index answers for PostgreSQL."""
-
-    def keyword_search(self, fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str],
-                       filters: Filters, limit: int, count: bool = True) -> tuple[list[tuple[str, float]], int]: ...
-    def keyword_matching_ids(self, fts_match: str | None, trigram_match: str | None, like_terms: Sequence[str],
-                             ids: Sequence[str]) -> set[str]: ...
-    def terms_matched(self, terms: Sequence[str], ids: Sequence[str]) -> dict[str, int]: ...
-    def note_keyword_scores(self, fts_match: str | None, files: Sequence[str] | None) -> dict[str, float]: ...
-    def section_counts(self, terms: Sequence[str], cap: int) -> dict[str, int]: ...
 
 
 @dataclass
