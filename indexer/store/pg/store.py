@@ -24,7 +24,8 @@ from oracle_indexer.notes.parse import Chunk, Relation, compose_embed_text, rela
 from oracle_indexer.store.pg import keyword as pg_keyword
 from oracle_indexer.store.pg.db import Database, database, pg_sql
 from oracle_indexer.store.pg.keyword import NOTES, POS_SHIFT, SECTIONS
-from oracle_indexer.store.pg.local_words import KeywordReads, LocalWords, Reading, in_step
+from oracle_indexer.store.pg.local_words import LocalWords, Reading, in_step
+from oracle_indexer.store.protocols import KeywordReads
 from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.store.pg.schema import SCHEMA_VERSION, WRITER_LOCK, migrate
 from oracle_indexer.store.sqlite.reads import Reads
