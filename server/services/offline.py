@@ -65,8 +65,9 @@ class Served(Protocol):
 PROBE_SECONDS = 1.0  # how often the link asks the database whether it answers
 FOLLOW_SECONDS = 0.25  # how often it compares the database's content state with the working copy's own index's
 # A follow that left the two different (a note this machine excludes, a file not pulled yet) is tried again after
-# this long, or at once when the database's state moves.
+# this long, twice as long each time the database's state has not moved (up to FOLLOW_RETRY_MAX), at once when it has.
 FOLLOW_RETRY_SECONDS = 2.0
+FOLLOW_RETRY_MAX = 300.0
 SWITCH_WAIT = 120.0  # a request waits at most this long for the working copy's index (a first outage builds it)
 # The working copy's own index is brought in step this long after start, then every PREPARE_SECONDS, while the
 # database answers (TeamLink._prepare): the first outage then costs a stat per file, not a parse of every note.
@@ -95,7 +96,8 @@ class TeamLink:
         self.last_return: dict | None = None  # what the sync that brought the engine back did (stats)
         self.prepared: dict | None = None  # when the working copy's own index was last brought in step (stats)
         self.followed: dict | None = None  # the last follow of the database by that index (stats)
-        self._tried: tuple[tuple[int, int], float] | None = None  # (database state, when) of a follow left behind
+        # (database state, when, wait before the next try) of a follow that left the two different
+        self._tried: tuple[tuple[int, int], float, float] | None = None
         self._switch = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -232,8 +234,8 @@ class TeamLink:
         """Bring the working copy's own index to the notes the database holds, so that the keyword leg can read it
         (indexer/store/pg/local_words.py): when the database's content state differs from the index's, the notes
         whose file hashes differ are re-indexed from the folder (keyword phase). A follow that leaves them different
-        is tried again after FOLLOW_RETRY_SECONDS or when the database's state moves. Not before the index was
-        first built (_prepare)."""
+        is tried again after FOLLOW_RETRY_SECONDS (doubling while the database's state stays put) or when that state
+        moves. Not before the index was first built (_prepare)."""
         words = self._words() if self.prepared is not None else None
         if words is None or self.team is None or self.local is None:
             return
@@ -249,7 +251,7 @@ class TeamLink:
         if words.state == wanted:
             return
         tried = self._tried
-        if tried is not None and tried[0] == wanted and time.monotonic() - tried[1] < FOLLOW_RETRY_SECONDS:
+        if tried is not None and tried[0] == wanted and time.monotonic() - tried[1] < tried[2]:
             return
         began = time.monotonic()
         words.state = None
@@ -263,7 +265,9 @@ class TeamLink:
         if caught_up:
             words.since, self._tried = time.time(), None
         else:
-            self._tried = (wanted, time.monotonic())
+            again = tried is not None and tried[0] == wanted
+            wait = min(tried[2] * 2, FOLLOW_RETRY_MAX) if tried is not None and again else FOLLOW_RETRY_SECONDS
+            self._tried = (wanted, time.monotonic(), wait)
         self.followed = {"at": _iso(time.time()), "notes": len(differ), "in_step": caught_up,
                          "seconds": round(time.monotonic() - began, 3)}
 
