@@ -29,6 +29,12 @@ from oracle_indexer.notes.language import NoteLanguage, note_language
 
 SPLIT_LEVEL = {"principle": 3, "learning": 2, "retro": 2, "note": 2}
 
+# Bump when a change here (or in the modules this one calls) changes what an indexed note holds: its sections, their
+# text, concepts, fields or dates. Every index records the version that parsed it (meta `parser_version`) and
+# re-parses its notes once on the next sync when it is older (indexer/worker/sync.py): an upgrade does not leave
+# notes parsed the old way until `oracle index --full`. 2: `## Context`-style headings are no concepts (session 15).
+PARSER_VERSION = 2
+
 # Only the opening `#`s are a regex; the rest of the line is cut with str methods (see `_heading`): the
 # obvious one-regex form `(.+?)(?:[ \t]+#+)?[ \t]*$` backtracks quadratically on a long run of spaces
 # inside a heading (a 20,000-space heading took 16 s, a 2 MB one would never finish).

@@ -35,6 +35,12 @@ def note_mark(path: str, file_hash: str | None) -> int:
     return int.from_bytes(hashlib.md5(data, usedforsecurity=False).digest()[:8], "big", signed=True)
 
 
+def parser_version(value: str | None) -> int:
+    """The parser version an index's meta records (`parser_version`, notes/parse.py PARSER_VERSION); 0 for an index
+    that records none (parsed before versions were kept) or something unreadable."""
+    return int(value) if value and value.isdigit() else 0
+
+
 def content_state(notes: Iterable[tuple[str, str | None]]) -> int:
     """XOR of every (path, file hash)'s `note_mark`: equal for two indexes of the same files, whatever the order
     they were written in, and kept up to date by one XOR per note written or removed. Why: PostgreSQL keeps it

@@ -24,9 +24,9 @@ from oracle_indexer.models.embed import MODEL_ID as MINILM_ID
 from oracle_indexer.models.embed import Embedder, EmbeddingUnavailable
 from oracle_indexer.store.backends import open_exact, open_multilingual, open_store, open_vectors, writer_lock
 from oracle_indexer.models.multilingual import SLICE as ML_SLICE
-from oracle_indexer.notes.parse import ParsedFile, compose_embed_text, parse_markdown
+from oracle_indexer.notes.parse import PARSER_VERSION, ParsedFile, compose_embed_text, parse_markdown
 from oracle_indexer.store.protocols import IndexStore, VectorIndex
-from oracle_indexer.store.rows import FileState
+from oracle_indexer.store.rows import FileState, parser_version
 from oracle_indexer.store.sqlite.schema import StoreError
 from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
 from oracle_indexer.worker.workcopy import CopyRefused, CopyReport, WorkingCopy
@@ -372,6 +372,11 @@ class Indexer:
             # [frontmatter] in oracle.toml changed: every note is checked again (re-parsed; vectors stay)
             self.store.forget_file_states()
             self.store.set_meta("frontmatter_schema", schema)
+        if parser_version(self.store.get_meta("parser_version")) < PARSER_VERSION:
+            # parsed by an older Oracle: every note again, once (the embedding cache keeps unchanged sections'
+            # vectors). Only older: a team database that a newer engine re-parsed is not parsed back by this one.
+            self.store.forget_file_states()
+            self.store.set_meta("parser_version", str(PARSER_VERSION))
         known = self.store.file_states()
         present = {f.rel for f in found.files}
         vanished = sorted(set(known) - present)

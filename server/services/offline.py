@@ -97,7 +97,7 @@ class TeamLink:
         self.prepared: dict | None = None  # when the working copy's own index was last brought in step (stats)
         self.followed: dict | None = None  # the last follow of the database by that index (stats)
         # (database state, when, wait before the next try) of a follow that left the two different
-        self._tried: tuple[tuple[int, int], float, float] | None = None
+        self._tried: tuple[tuple[int, int, int], float, float] | None = None
         self._switch = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -19,6 +19,7 @@ import pytest
 import _pg
 from _corpus import open_oracle
 from _pg import write_root
+from oracle_indexer.notes.parse import PARSER_VERSION
 from oracle_indexer.store.pg.local_words import LocalWords
 from oracle_indexer.store.pg.store import PgStore
 from oracle_indexer.store.rows import content_state, note_mark
@@ -69,7 +70,30 @@ def test_postgresql_and_sqlite_compute_the_same_content_state(pair) -> None:
     pg.indexer.sync(vectors=False)
     assert pg.store.content_state() == local.store.content_state()
     pg.store.clear()
-    assert pg.store.content_state() == (0, 0)
+    assert pg.store.content_state() == (0, 0, PARSER_VERSION)  # the parser version is meta: it stays
+
+
+def test_an_index_parsed_by_an_older_parser_parses_its_notes_again_once(pair) -> None:
+    """An upgrade whose parser changed re-parses every note on the next sync (not only at `index --full`); the
+    version is part of the content state, so a working copy's index parsed otherwise is not read for the database's.
+    A database that a newer engine re-parsed is not parsed back by an older one."""
+    _, pg, local = pair
+    notes = pg.store.note_count()
+    for oracle in (pg, local):
+        assert oracle.store.get_meta("parser_version") == str(PARSER_VERSION)
+        assert oracle.indexer.sync(vectors=False).changed == 0
+    local.store.set_meta("parser_version", str(PARSER_VERSION - 1))
+    assert local.store.content_state()[2] == PARSER_VERSION - 1 != pg.store.content_state()[2]
+    report = local.indexer.sync(vectors=False)
+    assert report.changed + report.added == notes and local.store.get_meta("parser_version") == str(PARSER_VERSION)
+    assert local.indexer.sync(vectors=False).changed == 0
+    assert local.store.content_state() == pg.store.content_state()
+    pg.store.set_meta("parser_version", str(PARSER_VERSION + 1))  # a newer engine's
+    assert pg.indexer.sync(vectors=False).changed == 0
+    assert pg.store.get_meta("parser_version") == str(PARSER_VERSION + 1)
+    assert isinstance(pg.store, PgStore)
+    pg.store.local_words = LocalWords(local.store, local.store.content_state())
+    assert pg.store.keyword_source() == "database"
 
 
 def test_in_step_the_keyword_leg_reads_the_local_index(pair) -> None:

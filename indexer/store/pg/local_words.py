@@ -34,7 +34,7 @@ class LocalWords:
     is being written, or has not followed yet)."""
 
     store: KeywordReads
-    state: tuple[int, int] | None = None
+    state: tuple[int, int, int] | None = None
     since: float | None = None  # time.time() it last came in step (stats)
 
 
@@ -44,13 +44,13 @@ class Reading:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._value: tuple[float, int, tuple[int, int]] | None = None
+        self._value: tuple[float, int, tuple[int, int, int]] | None = None
 
-    def keep(self, generation: int, state: tuple[int, int]) -> None:
+    def keep(self, generation: int, state: tuple[int, int, int]) -> None:
         with self._lock:
             self._value = (time.monotonic(), generation, state)
 
-    def get(self, generation: int) -> tuple[int, int] | None:
+    def get(self, generation: int) -> tuple[int, int, int] | None:
         with self._lock:
             value = self._value
         if value is None or value[1] != generation or time.monotonic() - value[0] > FRESH_SECONDS:
@@ -58,7 +58,7 @@ class Reading:
         return value[2]
 
 
-def in_step(local: LocalWords | None, database_state: tuple[int, int]) -> KeywordReads | None:
+def in_step(local: LocalWords | None, database_state: tuple[int, int, int]) -> KeywordReads | None:
     """The local index's keyword reads when it holds what the database holds, else None (the SQL path answers)."""
     if local is None or local.state is None:
         return None

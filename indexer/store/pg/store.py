@@ -29,7 +29,7 @@ from oracle_indexer.store.protocols import KeywordReads
 from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.store.pg.schema import SCHEMA_VERSION, WRITER_LOCK, migrate
 from oracle_indexer.store.sqlite.reads import Reads
-from oracle_indexer.store.rows import BATCH, SECTION_COLUMNS, FileState, Section, SectionFacts, marks
+from oracle_indexer.store.rows import BATCH, SECTION_COLUMNS, FileState, Section, SectionFacts, marks, parser_version
 from oracle_indexer.store.sqlite.keyword import Filters
 from oracle_indexer.store.pg.tokens import tokenize_rows
 from oracle_indexer.store.sqlite.writes import _embed_key, body_hash, note_text, section_text
@@ -146,18 +146,19 @@ class PgStore(Reads):
             (self._STATE, [])])
         self.db.stash("structural_languages", None, {lang: n for lang, n in languages})
         self.db.stash("pending_count", None, int(pending[0][0]))
-        self._reading.keep(generation, (int(state[0][0]), int(state[0][1])))
+        self._reading.keep(generation, _state(state[0]))
         return int(count[0][0])
 
     # -- the content state, and the keyword leg from the working copy's own index ---------------------
-    _STATE = (f"SELECT (SELECT state FROM content_state), (SELECT n FROM fts_stats WHERE tbl = {SECTIONS})")
+    _STATE = ("SELECT (SELECT state FROM content_state), (SELECT n FROM fts_stats WHERE tbl = %d),"
+              " (SELECT value FROM meta WHERE key = 'parser_version')" % SECTIONS)
 
-    def content_state(self) -> tuple[int, int]:
-        """(XOR of every note's path and file hash, sections), as `Reads.content_state` computes it for SQLite: the
-        first from the row the `files` trigger keeps (schema migration 5), the second from the word table's count."""
+    def content_state(self) -> tuple[int, int, int]:
+        """(XOR of every note's path and file hash, sections, parser version), as `Reads.content_state` computes it
+        for SQLite: the first from the row the `files` trigger keeps (schema migration 5), the second from the word
+        table's count, the third from meta."""
         generation = self.db.generation
-        row = self.db.run(self._STATE)[0]
-        state = (int(row[0]), int(row[1]))
+        state = _state(self.db.run(self._STATE)[0])
         self._reading.keep(generation, state)
         return state
 
@@ -412,6 +413,11 @@ class PgStore(Reads):
     def writer_lock(self) -> "PgWriterLock":
         """The lock every write of this knowledge base holds, across engines and machines (see PgWriterLock)."""
         return PgWriterLock(self.url)
+
+
+def _state(row: Sequence[Any]) -> tuple[int, int, int]:
+    """The content state's row (PgStore._STATE) as `Reads.content_state`'s triple."""
+    return int(row[0]), int(row[1]), parser_version(row[2])
 
 
 def _derived(conn: psycopg.Connection) -> None:

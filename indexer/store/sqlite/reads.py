@@ -26,6 +26,7 @@ from oracle_indexer.store.rows import (
     batched,
     content_state,
     marks,
+    parser_version,
 )
 
 if TYPE_CHECKING:  # numpy loads on first use: a server answers its handshake without it
@@ -96,12 +97,13 @@ class Reads:
         self._index_state = (fingerprint, state)
         return state
 
-    def content_state(self) -> tuple[int, int]:
-        """(XOR of every note's path and file hash, sections): what `rows.content_state` says of this index, and
-        its section count. Two indexes of the same files with the same settings give the same pair; the
-        PostgreSQL store reads its pair from one row a trigger keeps (PgStore.content_state)."""
+    def content_state(self) -> tuple[int, int, int]:
+        """(XOR of every note's path and file hash, sections, the parser version that parsed them): what
+        `rows.content_state` says of this index, its section count and its meta's `parser_version`. Two indexes of
+        the same files parsed alike give the same triple; the PostgreSQL store reads its XOR from one row a trigger
+        keeps (PgStore.content_state)."""
         notes = self.fetch("SELECT path, file_hash FROM files")
-        return content_state(notes), self.chunk_count()
+        return content_state(notes), self.chunk_count(), parser_version(self.get_meta("parser_version"))
 
     def file_chunk_ids(self, rel: str) -> list[str]:
         return [r[0] for r in self.fetch("SELECT id FROM documents WHERE file = ? ORDER BY position", (rel,))]
