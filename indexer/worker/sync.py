@@ -372,11 +372,7 @@ class Indexer:
             # [frontmatter] in oracle.toml changed: every note is checked again (re-parsed; vectors stay)
             self.store.forget_file_states()
             self.store.set_meta("frontmatter_schema", schema)
-        if parser_version(self.store.get_meta("parser_version")) < PARSER_VERSION:
-            # parsed by an older Oracle: every note again, once (the embedding cache keeps unchanged sections'
-            # vectors). Only older: a team database that a newer engine re-parsed is not parsed back by this one.
-            self.store.forget_file_states()
-            self.store.set_meta("parser_version", str(PARSER_VERSION))
+        self._take_up_parser(whole_folder=True)
         known = self.store.file_states()
         present = {f.rel for f in found.files}
         vanished = sorted(set(known) - present)
@@ -514,8 +510,23 @@ class Indexer:
         report.conflicts = first.conflicts + report.conflicts
         return report
 
+    def _take_up_parser(self, whole_folder: bool) -> None:
+        """Under the writer lock, before a write: an index parsed by an older Oracle (meta `parser_version` below
+        PARSER_VERSION) has every note parsed again, once, by the next sync of the whole folder (the embedding cache
+        keeps unchanged sections' vectors); a new, empty index records this parser's version at its first write, so
+        notes written one by one (a learn) are not taken for old. Only older: a team database that a newer engine
+        re-parsed is not parsed back by this one."""
+        if parser_version(self.store.get_meta("parser_version")) >= PARSER_VERSION:
+            return
+        if self.store.note_count() == 0:
+            self.store.set_meta("parser_version", str(PARSER_VERSION))
+        elif whole_folder:
+            self.store.forget_file_states()
+            self.store.set_meta("parser_version", str(PARSER_VERSION))
+
     def _sync_paths_keyword(self, rels: list[str], author: str | None = None,
                             touched: set[str] | None = None) -> SyncReport:
+        self._take_up_parser(whole_folder=False)
         report = SyncReport()
         root = self.settings.root
         live: set[str] | None = None

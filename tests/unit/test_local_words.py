@@ -203,3 +203,17 @@ def test_the_link_makes_the_working_copys_index_follow_the_database(tmp_path: Pa
     finally:
         b.close()
         a.close()
+
+
+def test_a_new_index_written_note_by_note_is_not_taken_for_an_old_parse(tmp_path: Path) -> None:
+    """A learn into an empty index records the parser version at once: the next whole sync re-parses nothing."""
+    root = write_root(tmp_path / "root")
+    oracle = open_oracle(root, tmp_path / "data")
+    try:
+        assert oracle.store.get_meta("parser_version") is None
+        oracle.indexer.sync_paths(["learnings/deploy.md"], vectors=False)
+        assert oracle.store.get_meta("parser_version") == str(PARSER_VERSION)
+        report = oracle.indexer.sync(vectors=False)
+        assert report.changed == 0 and report.unchanged == 1 and report.added == oracle.store.note_count() - 1
+    finally:
+        oracle.close()
