@@ -81,14 +81,16 @@ def test_the_drawing_is_capped_and_no_label_overlaps_a_label_or_a_node(page: Any
     assert page.locator("#graph-svg line.edge:not(.tagged):not(.relation)").count() <= 80
     summary = page.text_content("#graph-summary")
     assert "40 concepts (tags)" in summary and "carrying them" in summary, summary
-    labels = page.eval_on_selector_all(
-        "#graph-svg g.node text, #graph-svg text.edge-label",
-        "els => els.filter(e => e.getAttribute('visibility') !== 'hidden').map(e => {"
+    # Labels and nodes measured in one snapshot: the page above the graph still reflows while the dashboard's other
+    # panels load (under load, after the graph is drawn), and two snapshots apart saw the graph moved between them.
+    labels, circles = page.evaluate(
+        "() => [[...document.querySelectorAll('#graph-svg g.node text, #graph-svg text.edge-label')]"
+        ".filter(e => e.getAttribute('visibility') !== 'hidden').map(e => {"
         " const b = e.getBoundingClientRect(); const g = e.closest('g.node');"
-        " return [e.textContent, g ? g.dataset.node : '', b.x, b.y, b.width, b.height]; })")
-    circles = page.eval_on_selector_all(
-        "#graph-svg g.node", "els => els.map(e => { const b = e.querySelector('circle, rect').getBoundingClientRect();"
-        " return [e.dataset.node, b.x, b.y, b.width, b.height]; })")
+        " return [e.textContent, g ? g.dataset.node : '', b.x, b.y, b.width, b.height]; }),"
+        " [...document.querySelectorAll('#graph-svg g.node')].map(e => {"
+        " const b = e.querySelector('circle, rect').getBoundingClientRect();"
+        " return [e.dataset.node, b.x, b.y, b.width, b.height]; })]")
     named = page.locator("#graph-svg g.node.concept, #graph-svg g.node.entity").count()
     assert len([lb for lb in labels if lb[1]]) >= named * 0.5, (len(labels), named)  # most labels find a place
 
