@@ -208,7 +208,7 @@ class TeamLink:
             if self.local is None:
                 self.local = open_parts(offline_settings(self.oracle.settings), self.oracle.embedder, check=False)
             local = self.local
-        words = self._words()
+        words = self._local_words()
         if words is not None:
             words.state = None  # written now: the keyword leg reads the database until the next follow
         report = local.indexer.sync(vectors=False, cancel=lambda: self._stop.is_set() or self.offline)
@@ -221,7 +221,7 @@ class TeamLink:
         self._prepare()
         self.follow()
 
-    def _words(self) -> LocalWords | None:
+    def _local_words(self) -> LocalWords | None:
         """The team store's view of the working copy's own index (made on first use), when both are open."""
         store = self.team.store if self.team is not None else None
         if not isinstance(store, PgStore) or self.local is None:
@@ -236,7 +236,7 @@ class TeamLink:
         whose file hashes differ are re-indexed from the folder (keyword phase). A follow that leaves them different
         is tried again after FOLLOW_RETRY_SECONDS (doubling while the database's state stays put) or when that state
         moves. Not before the index was first built (_prepare)."""
-        words = self._words() if self.prepared is not None else None
+        words = self._local_words() if self.prepared is not None else None
         if words is None or self.team is None or self.local is None:
             return
         team, local = self.team.store, self.local.store
@@ -288,7 +288,7 @@ class TeamLink:
                 _say(f"oracle: stopping the team store's worker: {type(exc).__name__}: {str(exc)[:200]}")
             if self.local is None:
                 self.local = open_parts(offline_settings(oracle.settings), oracle.embedder, check=False)
-            words = self._words()
+            words = self._local_words()
             if words is not None:
                 words.state = None  # the working copy's worker writes it now; a follow checks it again on return
             oracle.serve_from(self.local)

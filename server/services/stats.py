@@ -132,7 +132,9 @@ class Stats(BaseModel):
     serving: Serving | None = None
     working_copy: WorkingCopyStats | None = None  # with the team store only
     # the team store in a server or an engine: `serving` ("team database", or "working copy" in an outage, since when
-    # and why) and what the last return to the database sent (server/services/offline.py; docs/team.md)
+    # and why), what the last return to the database sent, and where the keyword leg reads (`keyword_index`: the
+    # working copy's own index while it holds what the database holds, or the database; server/services/offline.py;
+    # docs/team.md)
     team_link: dict = Field(default_factory=dict)  # {} without the team store
 
 
