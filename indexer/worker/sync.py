@@ -489,10 +489,15 @@ class Indexer:
             return SyncReport()
         since = self.copy.last_seq
         heads = self.copy.revisions.heads(since=since)
-        if not heads:
-            return SyncReport()
-        report = self.sync_paths(sorted(heads))
-        newest = max(h.seq for h in heads.values())
+        if heads:
+            report = self.sync_paths(sorted(heads))
+        else:  # only rows no machine may apply: said once, in the warnings and in stats
+            report = SyncReport()
+            refused = CopyReport()
+            self.copy.take_refused(refused)
+            report.take_copy(refused)
+        # past every row read, those refused too: a row no machine may apply is reported once, not read forever
+        newest = max(self.copy.revisions.read_seq, *(h.seq for h in heads.values()))
         if newest > self.copy.last_seq:
             self.copy.state.set_meta("seq", str(newest))
         return report

@@ -18,7 +18,11 @@ database, kept per machine in workcopy.db; H: the database's head):
   L gone, B unknown             a note this folder never had: pulled, not deleted
 
 A path the rules leave out here (oracle.toml's exclude, `.archive/`, an untyped folder) is neither pulled nor
-pushed nor deleted: a machine's own oracle.toml can keep folders out of its copy. Every decision is taken under
+pushed nor deleted: a machine's own oracle.toml can keep folders out of its copy. The database is shared, not
+trusted: a path it names is checked before anything is done with it (indexer/notes/rootfiles.py: relative, NFC,
+no `..`, markdown, not hidden), and every read, write and delete in the folder goes through `RootFiles`, opened
+beneath the root without following a link; a row that fails, a symlink, a file over the size limit, is skipped
+with a warning that names it (`refused`, counted in stats) and never stops the rest of the sync. Every decision is taken under
 the writer lock (one writer across engines) and every commit checks that the head is still the one read, so a
 race ends as a retry, never as an overwrite.
 """
@@ -32,12 +36,11 @@ import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from oracle_indexer.config import Settings
-from oracle_indexer.notes.discover import Discovery, discover, note_type, on_disk
-from oracle_indexer.safe_write import SHARED, write_atomic
+from oracle_indexer.notes.discover import Discovery, discover, note_type
+from oracle_indexer.notes.rootfiles import PathRefused, RootFiles, path_problem, shown
 from oracle_indexer.store.pg.revisions import Commit, Conflict, Head, Revisions
 from oracle_indexer.store.sqlite.workcopy import Base, CopyState
 
@@ -66,6 +69,7 @@ class CopyReport:
     tombstoned: list[str] = field(default_factory=list)  # deletions pushed from here
     conflicts: list[str] = field(default_factory=list)  # conflict copies written here ("path -> copy")
     warnings: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # paths left alone, each with why (also in warnings)
     live: set[str] = field(default_factory=set)  # paths with a live head after the run (of those looked at)
 
     @property
@@ -97,6 +101,9 @@ class WorkingCopy:
     def __init__(self, settings: Settings, store: Any) -> None:
         self.settings = settings
         self.root = settings.root
+        self.files = RootFiles(settings.root)
+        # what the last syncs left alone, path -> why (a bad row, a symlink, a file over the size limit): stats
+        self.refused: dict[str, str] = {}
         self.revisions = Revisions(store.db)
         self.state = CopyState(settings.data_dir / "workcopy.db")
         database = self.revisions.database_id()
@@ -132,27 +139,19 @@ class WorkingCopy:
         self._queue = []
         if paths is None:
             found = found or discover(self.root, self.settings.layout)
-            local = {f.rel: f.path for f in found.files}
+            local = {f.rel for f in found.files if not self._refuse(f.rel, _problem(f.rel), report)}
             heads = self.revisions.heads()
             bases = self.state.bases()
             candidates = set(local) | set(bases) | set(heads)
             seen = max((h.seq for h in heads.values()), default=0)
-            gone = [rel for rel in bases if rel not in local and self.syncable(rel)]
-            if not force and len(bases) >= GUARD_MIN and len(gone) * 2 > len(bases):
-                raise CopyRefused(
-                    f"refusing to delete {len(gone)} of {len(bases)} synced notes from the team's memory in one"
-                    f" run: is ORACLE_ROOT ({self.root}) the right folder? Run `oracle index --force` if the files"
-                    " really were deleted (their text stays in the history: `oracle history PATH`).")
+            self._guard(bases, local, force)
         else:
-            candidates = set(paths)
+            candidates = {rel for rel in paths if not self._refuse(rel, _problem(rel), report)}
             heads = self.revisions.heads(candidates)
             bases = self.state.bases(candidates)
-            local = {}
-            for rel in candidates:
-                path = on_disk(self.root, rel)
-                if self.syncable(rel) and path.is_file() and not path.is_symlink():
-                    local[rel] = path
+            local = {rel for rel in candidates if self.syncable(rel) and self._present(rel, report)}
             seen = None
+        self.take_refused(report)
         changed: dict[str, Base | None] = {}
         pending: list[tuple[str, Head, bytes | None]] = []  # (rel, head to write here, conflicting bytes here)
         taken = set(candidates)
@@ -161,32 +160,79 @@ class WorkingCopy:
                 if heads.get(rel) and not heads[rel].deleted:
                     report.live.add(rel)
                 continue
-            for _ in range(RETRIES):
-                try:
-                    self._decide(rel, local.get(rel), bases.get(rel), heads.get(rel), author, report, changed,
-                                 pending, taken)
-                    break
-                except Conflict:
-                    heads[rel] = self.revisions.heads([rel]).get(rel)  # type: ignore[assignment]
-            else:
-                report.warnings.append(f"{rel}: another engine kept changing it; left for the next sync")
+            self._decide_one(rel, rel in local, bases.get(rel), heads, author, report, changed, pending, taken)
         self._send(report, changed)
         if pending:
-            contents = self.revisions.head_contents([h for _, h, _ in pending])
+            contents = self.revisions.head_contents([h for _, h, _ in pending], self.settings.max_file_bytes)
             for rel, head, mine in pending:
-                self._apply(rel, head, contents.get(rel), mine, author, report, changed, taken)
+                try:
+                    self._apply(rel, head, contents.get(rel), mine, author, report, changed, taken)
+                except (PathRefused, OSError) as exc:
+                    self._refuse(rel, _why(rel, exc), report)
         self.state.update(changed)
         if seen is not None and seen > self.last_seq:
             self.state.set_meta("seq", str(seen))
         return report
 
-    def _decide(self, rel: str, path: Path | None, base: Base | None, head: Head | None, author: str | None,
+    def _guard(self, bases: dict[str, Base], local: set[str], force: bool) -> None:
+        """CopyRefused when more than half of the synced notes are gone from the folder (see CopyRefused)."""
+        gone = [rel for rel in bases if rel not in local and self.syncable(rel)]
+        if not force and len(bases) >= GUARD_MIN and len(gone) * 2 > len(bases):
+            raise CopyRefused(
+                f"refusing to delete {len(gone)} of {len(bases)} synced notes from the team's memory in one"
+                f" run: is ORACLE_ROOT ({self.root}) the right folder? Run `oracle index --force` if the files"
+                " really were deleted (their text stays in the history: `oracle history PATH`).")
+
+    def _present(self, rel: str, report: CopyReport) -> bool:
+        """Whether a note of its own is at `rel` (a symlink or special file there is refused, not a note)."""
+        try:
+            return self.files.stat(rel) is not None
+        except PathRefused as exc:
+            self._refuse(rel, _why(rel, exc), report)
+            return False
+
+    def _refuse(self, rel: str, message: str | None, report: CopyReport) -> bool:
+        """Record that `rel` is left alone, and why (`message` names it), when there is a message; whether
+        there was one."""
+        if message is None:
+            return False
+        self.refused[rel] = message
+        report.refused.append(message)
+        report.warnings.append(f"left alone: {message}")
+        return True
+
+    def take_refused(self, report: CopyReport) -> None:
+        """The database's rows that named no usable path, as the last read of heads found them, into `report`
+        and `refused`."""
+        for rel, why in sorted(self.revisions.refused.items()):
+            if rel not in self.refused:
+                self._refuse(rel, why, report)
+        self.revisions.refused.clear()
+
+    def _decide_one(self, rel: str, present: bool, base: Base | None, heads: dict[str, Head], author: str | None,
+                    report: CopyReport, changed: dict[str, Base | None],
+                    pending: list[tuple[str, Head, bytes | None]], taken: set[str]) -> None:
+        """`_decide` for one path, again when a race moved its head; a path that cannot be touched (a symlink
+        swapped in, a file over the limit, a full disk) is a warning, never the end of the sync."""
+        for _ in range(RETRIES):
+            try:
+                self._decide(rel, present, base, heads.get(rel), author, report, changed, pending, taken)
+                self.refused.pop(rel, None)
+                return
+            except Conflict:
+                heads[rel] = self.revisions.heads([rel]).get(rel)  # type: ignore[assignment]
+            except (PathRefused, OSError) as exc:
+                self._refuse(rel, _why(rel, exc), report)
+                return
+        report.warnings.append(f"{rel}: another engine kept changing it; left for the next sync")
+
+    def _decide(self, rel: str, present: bool, base: Base | None, head: Head | None, author: str | None,
                 report: CopyReport, changed: dict[str, Base | None],
                 pending: list[tuple[str, Head, bytes | None]], taken: set[str]) -> None:
         """One path's case (see the module's table); pulls are queued in `pending` to read their texts at once."""
         live = head is not None and not head.deleted
         h = head.hash if head is not None and live else None
-        if path is None:
+        if not present:
             if head is not None and live:
                 if base is None or h != base.hash:
                     pending.append((rel, head, None))
@@ -196,7 +242,7 @@ class WorkingCopy:
             if base is not None:
                 changed[rel] = None
             return
-        data, stat = self._read(path, base)
+        data, stat = self._read(rel, base)
         if data is None and stat is None:  # vanished between the listing and now: the next sync sees it
             return
         if data is None:  # the stat is the base's: the file is the base's text
@@ -211,75 +257,83 @@ class WorkingCopy:
             return
         if base is not None and mine == base.hash:  # unchanged here since the last sync
             if head is None:
-                data = data if data is not None else path.read_bytes()
-                self._push(rel, data, mine, expect=False, base=None, author=author, report=report, changed=changed)
+                data = data if data is not None else self._bytes(rel)
+                self._push(rel, data, mine, expect=False, base=None, author=author)
             elif head.deleted:
-                if self._unchanged(path, stat):
-                    path.unlink()
+                if self._unchanged(rel, stat):
+                    self.files.unlink(rel)
                     report.deleted_here.append(rel)
                     changed[rel] = None
             else:
                 pending.append((rel, head, None))
             return
-        data = data if data is not None else path.read_bytes()
+        data = data if data is not None else self._bytes(rel)
         if head is None:
-            self._push(rel, data, mine, expect=False, base=None, author=author, report=report, changed=changed)
+            self._push(rel, data, mine, expect=False, base=None, author=author)
         elif head.deleted:
-            self._push(rel, data, mine, expect=None, base=base.hash if base else None, author=author,
-                       report=report, changed=changed)
+            self._push(rel, data, mine, expect=None, base=base.hash if base else None, author=author)
         elif base is not None and h == base.hash:
-            self._push(rel, data, mine, expect=h, base=base.hash, author=author, report=report, changed=changed)
+            self._push(rel, data, mine, expect=h, base=base.hash, author=author)
         else:  # both sides changed (or both created): the database keeps its head, this text goes beside it
             pending.append((rel, head, data))
 
-    def _apply(self, rel: str, head: Head, text: bytes | None, mine: bytes | None, author: str | None,
+    def _apply(self, rel: str, head: Head, text: bytes | int | None, mine: bytes | None, author: str | None,
                report: CopyReport, changed: dict[str, Base | None], taken: set[str]) -> None:
         """Write a head into the folder; first, for a conflict, the file's own text as a conflict copy."""
-        path = on_disk(self.root, rel)
         if text is None:
             report.warnings.append(f"{rel}: the database's revision {head.revision} has no text; not pulled")
             return
+        if isinstance(text, int):
+            limit = self.settings.max_file_bytes
+            raise PathRefused(f"{shown(rel)} is {text:,} bytes in the team database, over this machine's {limit:,}-byte"
+                              " limit (ORACLE_MAX_FILE_BYTES): not pulled (its text stays in the history)")
         if mine is not None:
-            who = author or self.author
-            day = dt.datetime.now(dt.timezone.utc).date()
-            while True:  # a name no file here, no note of the team and no path of this run has (never overwrite)
-                copy = conflict_name(rel, who, day, taken)
-                taken.add(copy)
-                if not on_disk(self.root, copy).exists() and not self.revisions.heads([copy]):
-                    break
-            copy_path = on_disk(self.root, copy)
-            write_atomic(copy_path, mine, SHARED)
-            st = copy_path.stat()
-            mine_hash = digest(mine)
-            try:
-                self._commit(copy, mine, expect=False, base=None, author=who)
-            except Conflict:
-                report.warnings.append(f"{copy}: written here; pushed at the next sync")
-            else:
-                changed[copy] = Base(mine_hash, st.st_mtime_ns, st.st_size)
-                report.live.add(copy)
-            self.revisions.record_conflict(rel, copy, who, self.machine, head.hash, mine_hash)
-            report.conflicts.append(f"{rel} -> {copy}")
-            if digest(path.read_bytes()) != mine_hash if path.is_file() else False:
+            if not self._copy_aside(rel, head, mine, author, report, changed, taken):
                 return  # changed again while we wrote the copy: the next sync decides with the new text
-        elif path.is_file():
-            base = self.state.bases([rel]).get(rel)
-            st = path.stat()
-            if base is None or ((st.st_mtime_ns, st.st_size) != (base.mtime_ns, base.size)
-                                and digest(path.read_bytes()) != base.hash):
-                return  # made or edited here since we looked: the next sync pushes or copies it, never overwrites
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, text, SHARED)
-        st = path.stat()
+        else:
+            st = self.files.stat(rel)
+            if st is not None:
+                base = self.state.bases([rel]).get(rel)
+                if base is None or ((st.st_mtime_ns, st.st_size) != (base.mtime_ns, base.size)
+                                    and digest(self._bytes(rel)) != base.hash):
+                    return  # made or edited here since we looked: the next sync pushes or copies it, never overwrites
+        st = self.files.write(rel, text)
         changed[rel] = Base(head.hash or digest(text), st.st_mtime_ns, st.st_size)
         report.live.add(rel)
         if mine is None:
             report.pulled.append(rel)
 
+    def _copy_aside(self, rel: str, head: Head, mine: bytes, author: str | None, report: CopyReport,
+                    changed: dict[str, Base | None], taken: set[str]) -> bool:
+        """A conflict: this folder's text of `rel` written (and pushed) as a conflict copy beside it; whether the
+        file still holds that text, so the head may take its place."""
+        who = author or self.author
+        day = dt.datetime.now(dt.timezone.utc).date()
+        while True:  # a name no file here, no note of the team and no path of this run has (never overwrite)
+            copy = conflict_name(rel, who, day, taken)
+            taken.add(copy)
+            if not self.files.exists(copy) and not self.revisions.heads([copy]):
+                break
+        st = self.files.write(copy, mine)
+        mine_hash = digest(mine)
+        try:
+            self._commit(copy, mine, expect=False, base=None, author=who)
+        except Conflict:
+            report.warnings.append(f"{copy}: written here; pushed at the next sync")
+        else:
+            changed[copy] = Base(mine_hash, st.st_mtime_ns, st.st_size)
+            report.live.add(copy)
+        self.revisions.record_conflict(rel, copy, who, self.machine, head.hash, mine_hash)
+        report.conflicts.append(f"{rel} -> {copy}")
+        now = self.files.stat(rel)
+        return now is None or digest(self._bytes(rel)) == mine_hash
+
     def _push(self, rel: str, data: bytes, mine: str, *, expect: str | None | bool, base: str | None,
-              author: str | None, report: CopyReport, changed: dict[str, Base | None]) -> None:
+              author: str | None) -> None:
         """Queue a revision from the folder (sent by `_send`, PUSH_BATCH at a time)."""
-        st = on_disk(self.root, rel).stat()
+        st = self.files.stat(rel)
+        if st is None:
+            return  # gone since it was read: the next sync sees it
         self._queue.append((Commit(rel, data, mine, expect, base, author or self.author),
                             Base(mine, st.st_mtime_ns, st.st_size)))
 
@@ -311,26 +365,27 @@ class WorkingCopy:
         return self.revisions.commit(rel, data, digest_ or (digest(data) if data is not None else None),
                                      expect=expect, base=base, author=author or self.author, machine=self.machine)
 
-    @staticmethod
-    def _read(path: Path, base: Base | None) -> tuple[bytes | None, tuple[int, int] | None]:
+    def _bytes(self, rel: str) -> bytes:
+        """The note's bytes, read beneath the root, no more than the size limit (PathRefused beyond it)."""
+        return self.files.read(rel, self.settings.max_file_bytes)
+
+    def _read(self, rel: str, base: Base | None) -> tuple[bytes | None, tuple[int, int] | None]:
         """(bytes, stat) of the file; bytes None when its stat is still the base's (nothing to read);
         (None, None) when it is gone."""
         try:
-            st = path.stat()
+            st = self.files.stat(rel)
+            if st is None:
+                return None, None
             stat = (st.st_mtime_ns, st.st_size)
             if base is not None and stat == (base.mtime_ns, base.size):
                 return None, stat
-            return path.read_bytes(), stat
+            return self._bytes(rel), stat
         except (FileNotFoundError, NotADirectoryError):
             return None, None
 
-    @staticmethod
-    def _unchanged(path: Path, stat: tuple[int, int] | None) -> bool:
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            return False
-        return (st.st_mtime_ns, st.st_size) == stat
+    def _unchanged(self, rel: str, stat: tuple[int, int] | None) -> bool:
+        st = self.files.stat(rel)
+        return st is not None and (st.st_mtime_ns, st.st_size) == stat
 
     # -- what the index and the services ask -------------------------------------------------------
     def index_states(self, known: dict[str, Any], only: Iterable[str] | None = None) -> dict[str, Any]:
@@ -360,6 +415,19 @@ class WorkingCopy:
         head = self.revisions.heads([rel]).get(rel)
         expect: str | None | bool = False if head is None else (None if head.deleted else head.hash)
         return self._commit(rel, text, expect=expect, base=head.hash if head else None, author=author)
+
+
+def _problem(rel: str) -> str | None:
+    """Why no machine may act on a note named `rel` (naming it), or None."""
+    problem = path_problem(rel)
+    return f"{shown(rel)} {problem}" if problem else None
+
+
+def _why(rel: str, exc: BaseException) -> str:
+    """A refusal's or an OS error's reason, naming the path, as a warning shows it."""
+    if isinstance(exc, PathRefused):
+        return str(exc)
+    return f"{shown(rel)} could not be read or written here: {getattr(exc, 'strerror', None) or exc}"
 
 
 def _login() -> str:

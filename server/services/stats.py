@@ -112,6 +112,9 @@ class WorkingCopyStats(BaseModel):
     revisions: int
     conflicts: int = Field(description="Conflict copies syncs have written (both texts kept, both searchable).")
     recent_conflicts: list[dict] = Field(default_factory=list, description="The latest: path, copy, author, at.")
+    left_alone: int = Field(0, description="Paths the syncs left alone: rows of the team database naming no usable"
+                            " note (absolute, '..', not markdown...), symlinks, files over the size limit.")
+    left_alone_recent: list[str] = Field(default_factory=list, description="Up to 10 of them, each with why.")
 
 
 class Stats(BaseModel):
@@ -279,8 +282,9 @@ def _working_copy(oracle: Oracle) -> WorkingCopyStats | None:
     if copy is None:
         return None
     total, recent = copy.revisions.conflicts()
+    left = [why for _, why in sorted(copy.refused.items())]
     return WorkingCopyStats(machine=copy.machine, author=copy.author, conflicts=total, recent_conflicts=recent,
-                            **copy.revisions.counts())
+                            left_alone=len(left), left_alone_recent=left[:10], **copy.revisions.counts())
 
 
 def _freshness(oracle: Oracle) -> Freshness:

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from oracle_indexer.notes.rootfiles import check_path, path_problem, shown
 from oracle_indexer.store.pg.db import Database
 
 CHANNEL = "oracle_notes"  # LISTEN/NOTIFY channel of note commits; payload "<seq> <machine>"
@@ -74,6 +75,10 @@ class Revisions:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        # Rows whose path no machine may act on (an absolute path, `..`, `a//b`, NFD, not markdown: written by
+        # hand or by a compromised machine), as the last read found them: path -> why. Never returned as heads.
+        self.refused: dict[str, str] = {}
+        self.read_seq = 0  # the highest sequence number a read of heads saw, refused rows included
 
     def database_id(self) -> str:
         """This database's identity (made once, kept in meta): a working copy's bases only mean something for
@@ -96,20 +101,33 @@ class Revisions:
             rows = self.db.run(_HEAD + " WHERE seq > %s", [since])
         else:
             rows = self.db.run(_HEAD)
-        return {r[0]: Head(*r) for r in rows}
+        heads: dict[str, Head] = {}
+        for row in rows:
+            self.read_seq = max(self.read_seq, int(row[2]))
+            problem = path_problem(row[0])
+            if problem:
+                self.refused[row[0]] = f"the team database names a note {shown(row[0])} that {problem}: skipped"
+            else:
+                heads[row[0]] = Head(*row)
+        return heads
 
     def last_seq(self) -> int:
         return int(self.db.run("SELECT coalesce(max(seq), 0) FROM note_heads")[0][0])
 
-    def head_contents(self, heads: Sequence[Head]) -> dict[str, bytes]:
-        """The bytes of each (live) head, read in one statement."""
+    def head_contents(self, heads: Sequence[Head], max_bytes: int | None = None) -> dict[str, bytes | int]:
+        """The bytes of each (live) head, read in one statement; for a head larger than `max_bytes`, its size
+        instead (the text is not sent over the wire: a 30 MB note no machine would index stays in the history)."""
         live = [h for h in heads if not h.deleted]
         if not live:
             return {}
+        limit = max_bytes if max_bytes is not None else 2**62
         rows = self.db.run(
-            "SELECT r.path, r.content FROM note_revisions r JOIN unnest(%s::text[], %s::integer[]) AS w(path, revision)"
-            " ON r.path = w.path AND r.revision = w.revision", [[h.path for h in live], [h.revision for h in live]])
-        return {path: bytes(content) for path, content in rows if content is not None}
+            "SELECT r.path, octet_length(r.content), CASE WHEN octet_length(r.content) <= %s THEN r.content END"
+            " FROM note_revisions r JOIN unnest(%s::text[], %s::integer[]) AS w(path, revision)"
+            " ON r.path = w.path AND r.revision = w.revision",
+            [limit, [h.path for h in live], [h.revision for h in live]])
+        return {path: (bytes(content) if content is not None else int(size))
+                for path, size, content in rows if size is not None}
 
     def commit(self, path: str, content: bytes | None, digest: str | None, *, expect: str | None | bool,
                base: str | None, author: str | None, machine: str) -> Head:
@@ -123,6 +141,8 @@ class Revisions:
         one transaction a note cost ~5 ms each). All or none: a Conflict on any rolls every one back."""
         if not commits:
             return []
+        for c in commits:  # checked again where it leaves: no machine commits a name another could not use
+            check_path(c.path)
         at = time.time()
         heads: list[Head] = []
         with self.db.transaction() as conn:
