@@ -32,6 +32,7 @@ from typing import Protocol, TypeVar
 
 from oracle_indexer.config import Settings
 from oracle_indexer.models.embed import Embedder
+from oracle_indexer.notes.rootfiles import path_problem
 from oracle_indexer.store.pg.db import DatabaseUnavailable
 from oracle_indexer.store.pg.local_words import LocalWords
 from oracle_indexer.store.pg.store import PgStore
@@ -257,7 +258,8 @@ class TeamLink:
         words.state = None
         theirs, ours = team.file_states(), local.file_states()
         differ = sorted(p for p in theirs.keys() | ours.keys()
-                        if (theirs[p].file_hash if p in theirs else None) != (ours[p].file_hash if p in ours else None))
+                        if (theirs[p].file_hash if p in theirs else None) != (ours[p].file_hash if p in ours else None)
+                        and path_problem(p) is None)  # a path the shared database names is checked before use
         if differ:
             self.local.indexer.sync_paths(differ, vectors=False)
         words.state = local.content_state()
