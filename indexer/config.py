@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from oracle_indexer import locate
+from oracle_indexer.database_choice import choose, where
 from oracle_indexer.rootconfig import BUILTIN_FOLDER_TYPES, DOC_TYPES, ConfigError, Layout, load_layout
 
 # The starter knowledge of a source checkout. An installed wheel (pipx) has no checkout: it ships the same
@@ -114,8 +115,11 @@ class Settings:
     multilingual: str = "auto"  # ORACLE_MULTILINGUAL: auto | on | off (indexer/models/multilingual.py)
     # ORACLE_EMBEDDING_MODEL, else oracle.toml's [embedding] model: minilm | a model folder (None: the default)
     embedding_model: str | None = None
-    # ORACLE_DATABASE_URL, else oracle.toml's [database] url: the whole store in PostgreSQL (indexer/store/pg/)
+    # ORACLE_DATABASE_URL (or the command line), else oracle.toml's [database] url once the user allowed it
+    # (indexer/database_choice.py): the whole store in PostgreSQL (indexer/store/pg/)
     database_url: str | None = None
+    database_origin: str | None = None  # where database_url came from
+    database_notice: str | None = None  # oracle.toml names a database the user has not allowed: what to do
     # ORACLE_RERANK_MODEL, else oracle.toml's [rerank] model: a cross-encoder folder, or `off` (indexer/models/rerank.py)
     rerank_model: str | None = None
     exact_limit: int = DEFAULT_EXACT_LIMIT  # ORACLE_EXACT_LIMIT (indexer/store/sqlite/exact.py)
@@ -154,6 +158,13 @@ class Settings:
         if self.chroma_url is None:
             return EMBEDDED_COLLECTION
         return "oracle_" + hashlib.sha256(str(self.root).encode()).hexdigest()[:16]
+
+    @property
+    def database_line(self) -> str:
+        """Where the notes are sent, for a start-up line, stats and the MCP instructions (never a password)."""
+        if self.database_url:
+            return f"team database {where(self.database_url)} (from {self.database_origin})"
+        return "embedded store (this machine only)"
 
     @property
     def db_path(self) -> Path:
@@ -221,16 +232,20 @@ class Settings:
                               " or 0")
         if "sampling" not in overrides:
             overrides["sampling"] = (sampling_text in ("1", "true", "on")) if sampling_text else layout.sampling
-        database_url = str(overrides.pop("database_url", None) or env.get("ORACLE_DATABASE_URL")
-                           or layout.database_url or "").strip() or None
+        given = str(overrides.pop("database_url", None) or "").strip()
+        origin = "the command line" if given else "ORACLE_DATABASE_URL"
+        given = given or str(env.get("ORACLE_DATABASE_URL") or "").strip()
+        choice = choose(given or None, origin, layout.database_url, root, data_dir)
+        database_url = choice.url
         if database_url and not database_url.startswith(("postgresql://", "postgres://")):
-            where = "ORACLE_DATABASE_URL" if env.get("ORACLE_DATABASE_URL") else "[database] url in oracle.toml"
             shown = database_url.split("@")[-1] if "@" in database_url else database_url  # never a password
-            raise ConfigError(f"{where} ({shown!r}) is not a PostgreSQL URL: use"
+            raise ConfigError(f"{choice.origin} ({shown!r}) is not a PostgreSQL URL: use"
                               " postgresql://USER:PASSWORD@HOST:5432/DATABASE, or unset it to keep the embedded store")
         return cls(
             root=root,
             database_url=database_url,
+            database_origin=choice.origin,
+            database_notice=choice.notice,
             data_dir=data_dir,
             author=str(overrides.pop("author", None) or env.get("ORACLE_AUTHOR") or "").strip() or None,
             chroma_url=str(overrides.pop("chroma_url", None) or env.get("ORACLE_CHROMA_URL") or "") or None,

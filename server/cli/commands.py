@@ -467,6 +467,35 @@ def cmd_engine(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_database(args: argparse.Namespace) -> int:
+    """`oracle database status|allow`: where this root's notes are sent. A folder's oracle.toml may *name* a team
+    database, but its notes go there only once the user allows that URL for that root (indexer/database_choice.py).
+    Local only: the answer is the user's, recorded in their data dir."""
+    from pathlib import Path
+
+    from oracle_indexer.config import ConfigError, Settings
+    from oracle_indexer.database_choice import allow, where
+    from oracle_indexer.rootconfig import load_layout
+
+    try:
+        settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
+        named = load_layout(settings.root, {}).database_url
+    except ConfigError as exc:
+        return _print_error(2, f"database: {exc}")
+    if args.action == "allow":
+        if not named:
+            return _print_error(2, f"database allow: {settings.root}/oracle.toml names no [database] url; to use a"
+                                   " database, set ORACLE_DATABASE_URL")
+        allow(settings.data_dir, Path(settings.root), named)
+        print(f"oracle: {settings.root}'s notes, learnings and logged queries now go to the team database"
+              f" {where(named)} (allowed for this root and this URL only; recorded in {settings.data_dir})")
+        return 0
+    print(f"oracle: {settings.root}: {settings.database_line}")
+    if settings.database_notice:
+        print(f"oracle: {settings.database_notice}")
+    return 0
+
+
 def cmd_token(args: argparse.Namespace) -> int:
     """`oracle token add|list|revoke`: the named tokens of this data dir (team mode, server/services/team.py). Local
     only, never through a server: whoever can write the data dir administers its tokens."""
@@ -616,6 +645,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-watch", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=None)
 
+    p = sub.add_parser("database", help="where this root's notes are sent: status, or allow the team database its"
+                                        " oracle.toml names")
+    p.add_argument("action", choices=["status", "allow"])
+    p.set_defaults(func=None)
+
     p = sub.add_parser("token", help="named tokens for a team: add NAME --read-only|--write, list, revoke NAME")
     p.add_argument("action", choices=["add", "list", "revoke"])
     p.add_argument("name", nargs="?", help="who the token is for (a person or an agent)")
@@ -642,6 +676,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_engine(args)
     if args.command == "token":
         return cmd_token(args)
+    if args.command == "database":
+        return cmd_database(args)
     if args.command == "serve" and not args.http and not args.standalone and engine_enabled():
         code = serve_through_engine(args)
         # As a standalone server below: a session that fell back to its own Oracle has closed it; the interpreter's
@@ -665,6 +701,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"oracle: configuration error: {exc}", file=sys.stderr)
         return 2
+    if settings.database_notice:  # oracle.toml names a database the user has not allowed: said before anything runs
+        print(f"oracle: {settings.database_notice}", file=sys.stderr)
     if args.func is cmd_serve and not args.http:
         from oracle_server.mcp import stdio_front
 

@@ -167,8 +167,11 @@ class Engine:
                 "pid": os.getpid(), "root": str(self.oracle.settings.root), "data_dir": str(self.oracle.settings.data_dir),
                 "socket": self.paths.socket, "started": self.started, "version": _version(),
                 "settings": channel.settings_digest()}).encode())  # a CLI call checks it (server/cli/commands.py)
-            print(f"oracle engine {self.paths.key}: pid {os.getpid()} serving {self.oracle.settings.root} on"
-                  f" {self.paths.socket}", file=sys.stderr, flush=True)
+            settings = self.oracle.settings
+            print(f"oracle engine {self.paths.key}: pid {os.getpid()} serving {settings.root} ({settings.database_line})"
+                  f" on {self.paths.socket}", file=sys.stderr, flush=True)
+            if settings.database_notice:
+                print(f"oracle engine {self.paths.key}: {settings.database_notice}", file=sys.stderr, flush=True)
             async with listener, anyio.create_task_group() as tg:
                 if not self.hosted:
                     tg.start_soon(self._signals)

@@ -41,6 +41,8 @@ def compose(base: str, state: Health, profile: Profile) -> str:
               else "vector store ok"]
     if state.multilingual:
         checks.append("Thai/CJK questions are ranked by a multilingual model")
+    if state.database:  # whoever can read that database reads what is learned here: the agent should know
+        checks.append(f"notes and learnings are shared through the {state.database}")
     if state.indexing:
         checks.append("start-up indexing in progress (calls wait for it)")
     when = (time.strftime(", last indexed %Y-%m-%d %H:%M UTC", time.gmtime(state.last_indexed))

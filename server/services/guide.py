@@ -121,6 +121,7 @@ class Health:
     # Questions in scripts the English model does not read (Thai, CJK) are ranked by the multilingual model: said
     # once here and in stats (issue 40), no longer as a warning on every such answer.
     multilingual: bool = False
+    database: str = ""  # the team database the notes live in (host/name, never a password); "" when embedded
 
 
 def health(oracle: Oracle) -> Health:
@@ -131,4 +132,5 @@ def health(oracle: Oracle) -> Health:
                   coverage=counts["embedded"] / counts["chunks"] if counts["chunks"] else 1.0,
                   vector_down=oracle.vectors.down or None, indexing=not oracle.ready.is_set(),
                   last_indexed=float(last) if last else None,
-                  multilingual=not oracle.embedder.multilingual and oracle.indexer.multilingual.ready())
+                  multilingual=not oracle.embedder.multilingual and oracle.indexer.multilingual.ready(),
+                  database=oracle.settings.database_line if oracle.settings.database_url else "")

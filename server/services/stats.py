@@ -261,13 +261,14 @@ def config_notices(oracle: Oracle) -> list[str]:
     """oracle.toml changed while this server runs (the watcher re-read it: indexer/config.py `reload_settings`) in a
     way only a restart applies, or it cannot be read: said with the other config warnings, in stats and the log.
     (No field of its own: every byte of stats' output schema is in tools/list, which each agent pays for.)"""
+    named = [oracle.settings.database_notice] if oracle.settings.database_notice else []
     outcome, at = oracle.config_reload, oracle.config_reload_at
     if outcome is None or at is None or not (outcome.restart or outcome.error):
-        return []
+        return named
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
     if outcome.error:
-        return [f"{outcome.message} (re-read {when})"]
-    return [f"oracle.toml changed since start: restart to apply {', '.join(outcome.restart)} (re-read {when})"]
+        return [*named, f"{outcome.message} (re-read {when})"]
+    return [*named, f"oracle.toml changed since start: restart to apply {', '.join(outcome.restart)} (re-read {when})"]
 
 
 def _store_name(oracle: Oracle) -> str:

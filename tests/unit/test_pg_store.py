@@ -73,14 +73,30 @@ def test_a_bad_url_says_what_to_do(tmp_path: Path) -> None:
         open_oracle(root, tmp_path / "data", database_url=_pg.url_for("no_such_database"))
 
 
-def test_database_url_comes_from_the_environment_or_oracle_toml(tmp_path: Path, monkeypatch) -> None:
+def test_a_folders_oracle_toml_does_not_choose_the_database(tmp_path: Path, monkeypatch) -> None:
+    """Issue 45 item 2: oracle.toml's [database] url is the folder's word, not the user's: used only once the user
+    allowed that URL for that root (`oracle database allow`); the environment and the command line always win."""
     from oracle_indexer.config import Settings
+    from oracle_indexer.database_choice import allow
 
     root = write_root(tmp_path / "root")
-    (root / "oracle.toml").write_text('[database]\nurl = "postgresql://team@db.lan/oracle"\n', encoding="utf-8")
-    assert Settings.from_env(root=root, data_dir=tmp_path / "d").database_url == "postgresql://team@db.lan/oracle"
+    named = "postgresql://team:s3cret@db.lan:5433/oracle"
+    (root / "oracle.toml").write_text(f'[database]\nurl = "{named}"\n', encoding="utf-8")
+    settings = Settings.from_env(root=root, data_dir=tmp_path / "d")
+    assert settings.database_url is None and settings.database_line == "embedded store (this machine only)"
+    assert settings.database_notice and "db.lan:5433/oracle" in settings.database_notice
+    assert "s3cret" not in settings.database_notice and "oracle database allow" in settings.database_notice
+    allow(tmp_path / "d", root.resolve(), named)
+    settings = Settings.from_env(root=root, data_dir=tmp_path / "d")
+    assert settings.database_url == named and settings.database_notice is None
+    assert settings.database_line == "team database db.lan:5433/oracle (from oracle.toml (allowed))"
+    assert Settings.from_env(root=root, data_dir=tmp_path / "other").database_url is None  # another data dir asks
+    (root / "oracle.toml").write_text('[database]\nurl = "postgresql://evil@elsewhere/x"\n', encoding="utf-8")
+    assert Settings.from_env(root=root, data_dir=tmp_path / "d").database_url is None  # another URL asks again
+    assert "s3cret" not in (tmp_path / "d" / "database-allowed.json").read_text(encoding="utf-8")
     monkeypatch.setenv("ORACLE_DATABASE_URL", "postgresql://other@db.lan/o2")
-    assert Settings.from_env(root=root, data_dir=tmp_path / "d").database_url == "postgresql://other@db.lan/o2"
+    env = Settings.from_env(root=root, data_dir=tmp_path / "d")
+    assert env.database_url == "postgresql://other@db.lan/o2" and env.database_origin == "ORACLE_DATABASE_URL"
 
 
 def test_sql_bridge_and_match_parsing() -> None:
