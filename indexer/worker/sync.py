@@ -515,6 +515,22 @@ class Indexer:
         report.conflicts = first.conflicts + report.conflicts
         return report
 
+    def restore_many(self, wanted: list[tuple[str, int]], author: str | None = None) -> tuple[SyncReport, list[str]]:
+        """Several notes' revisions back at once (`oracle restore --deleted-since`), and the notes whose deletion the
+        guard held pulled back into this folder; then one sync of them all. (report, the held paths released)."""
+        if self.copy is None:
+            raise LookupError("history and restore need the team store (ORACLE_DATABASE_URL): without it the"
+                              " folder is the only copy, and its history is your version control's")
+        rels = [rel for rel, _ in wanted]
+        with self.lock:
+            first = self._sync_paths_keyword(rels, author, set())  # an edit here goes up (or aside) first
+            for rel, revision in wanted:
+                self.copy.restore(rel, revision, author)
+            released = self.copy.release_held()
+        report = self.sync_paths(sorted({*rels, *released}), embed_limit=None, author=author)
+        report.conflicts = first.conflicts + report.conflicts
+        return report, released
+
     def _take_up_parser(self, whole_folder: bool) -> None:
         """Under the writer lock, before a write: an index parsed by an older Oracle (meta `parser_version` below
         PARSER_VERSION) has every note parsed again, once, by the next sync of the whole folder (the embedding cache

@@ -33,6 +33,7 @@ import datetime as dt
 import getpass
 import hashlib
 import re
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -45,8 +46,19 @@ from oracle_indexer.store.pg.revisions import Commit, Conflict, Head, Revisions
 from oracle_indexer.store.sqlite.workcopy import Base, CopyState
 
 GUARD_MIN = 3  # a copy with fewer synced files than this is not guarded against mass deletion
+# Deletions this machine sends within GUARD_WINDOW seconds, by any sync (the watcher's events included), are capped
+# at GUARD_BURST or half the synced notes, whichever is less: a subfolder moved away (a failed mount, a checkout)
+# trickles in as file events, and each batch alone looked harmless (issue 45 item 6: 450 notes gone from every
+# folder within 12 s). Beyond the cap the deletions are held, not sent: `oracle index --force` sends them.
+GUARD_WINDOW = 600.0
+GUARD_BURST = 50
 RETRIES = 3  # a commit that lost a race is decided again this often before it waits for the next sync
 PUSH_BATCH = 200  # revisions sent in one transaction (a first sync of a big folder)
+
+
+def deletion_cap(synced: int) -> int:
+    """How many deletions a machine may send within GUARD_WINDOW (see GUARD_BURST)."""
+    return min(GUARD_BURST, max(GUARD_MIN, synced // 2))
 
 
 class CopyRefused(RuntimeError):
@@ -68,6 +80,7 @@ class CopyReport:
     deleted_here: list[str] = field(default_factory=list)  # removed from the folder: tombstoned elsewhere
     tombstoned: list[str] = field(default_factory=list)  # deletions pushed from here
     conflicts: list[str] = field(default_factory=list)  # conflict copies written here ("path -> copy")
+    held: list[str] = field(default_factory=list)  # deletions not sent: over the guard's cap (GUARD_BURST)
     warnings: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # paths left alone, each with why (also in warnings)
     live: set[str] = field(default_factory=set)  # paths with a live head after the run (of those looked at)
@@ -116,6 +129,8 @@ class WorkingCopy:
         self.machine = machine
         self.author = settings.author or _login()
         self._queue: list[tuple[Commit, Base]] = []  # revisions decided, not sent yet (one reconcile's)
+        self._deletions: list[tuple[str, str | None, str, str | None]] = []  # tombstones decided: path, head, base, author
+        self.held: dict[str, str] = {}  # deletions the guard holds: path -> since when (ISO); stats
 
     def close(self) -> None:
         self.state.close()
@@ -136,7 +151,7 @@ class WorkingCopy:
         base) or just `paths` (a file event, a learn, a notification). `found`: the folder as the caller has just
         listed it (a sync lists it once). The caller holds the writer lock."""
         report = CopyReport()
-        self._queue = []
+        self._queue, self._deletions = [], []
         if paths is None:
             found = found or discover(self.root, self.settings.layout)
             local = {f.rel for f in found.files if not self._refuse(f.rel, _problem(f.rel), report)}
@@ -162,6 +177,7 @@ class WorkingCopy:
                 continue
             self._decide_one(rel, rel in local, bases.get(rel), heads, author, report, changed, pending, taken)
         self._send(report, changed)
+        self._send_deletions(report, changed, force)
         if pending:
             contents = self.revisions.head_contents([h for _, h, _ in pending], self.settings.max_file_bytes)
             for rel, head, mine in pending:
@@ -218,6 +234,8 @@ class WorkingCopy:
             try:
                 self._decide(rel, present, base, heads.get(rel), author, report, changed, pending, taken)
                 self.refused.pop(rel, None)
+                if present:
+                    self.held.pop(rel, None)  # back (a remount): nothing is held for it any more
                 return
             except Conflict:
                 heads[rel] = self.revisions.heads([rel]).get(rel)  # type: ignore[assignment]
@@ -237,8 +255,8 @@ class WorkingCopy:
                 if base is None or h != base.hash:
                     pending.append((rel, head, None))
                     return
-                self._commit(rel, None, expect=h, base=base.hash, author=author)  # synced here, deleted here
-                report.tombstoned.append(rel)
+                self._deletions.append((rel, h, base.hash, author))  # synced here, deleted here: sent under the guard
+                return
             if base is not None:
                 changed[rel] = None
             return
@@ -360,6 +378,47 @@ class WorkingCopy:
                 report.pushed.append(commit.path)
                 report.live.add(commit.path)
 
+    def _send_deletions(self, report: CopyReport, changed: dict[str, Base | None], force: bool) -> None:
+        """The tombstones this reconcile decided, unless with those this machine sent in the last GUARD_WINDOW they
+        pass the cap: then none is sent, each file's base is kept (its next sync decides again), and the report
+        says how to send them. A head that moved meanwhile is left for the next sync."""
+        deletions, self._deletions = self._deletions, []
+        if not deletions:
+            return
+        recent = self.revisions.deletions_since(self.machine, time.time() - GUARD_WINDOW)
+        cap = deletion_cap(self.state.count())
+        if not force and recent + max(len(deletions), self._missing(cap)) > cap:
+            now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+            for rel, *_ in deletions:
+                self.held.setdefault(rel, now)
+                report.held.append(rel)
+            report.warnings.append(
+                f"held {len(deletions)} deletions: with the {recent} this machine sent in the last"
+                f" {GUARD_WINDOW / 60:.0f} min they pass the cap of {cap} (a folder moved away, a failed mount, a"
+                f" checkout?); the notes stay in the team's memory. If they really were deleted: `oracle index"
+                f" --force`; the first: {', '.join(shown(rel) for rel, *_ in deletions[:5])}")
+            return
+        for rel, expect, base, author in deletions:
+            try:
+                self._commit(rel, None, expect=expect, base=base, author=author)
+            except Conflict:
+                report.warnings.append(f"{rel}: changed elsewhere meanwhile; decided at the next sync")
+                continue
+            self.held.pop(rel, None)
+            report.tombstoned.append(rel)
+            changed[rel] = None
+
+    def _missing(self, cap: int) -> int:
+        """How many synced notes are gone from the folder now, counted up to just past `cap`: a file event names
+        a few of a moved subfolder's notes, the folder tells how many went with them (a stat each)."""
+        missing = 0
+        for rel in self.state.bases():
+            if not self.files.exists(rel):
+                missing += 1
+                if missing > cap:
+                    break
+        return missing
+
     def _commit(self, rel: str, data: bytes | None, *, expect: str | None | bool, base: str | None,
                 author: str | None, digest_: str | None = None) -> Head:
         return self.revisions.commit(rel, data, digest_ or (digest(data) if data is not None else None),
@@ -405,6 +464,19 @@ class WorkingCopy:
             else:
                 out[rel] = FileState(0, 0, state.file_hash)
         return out
+
+    def release_held(self) -> list[str]:
+        """Notes gone from this folder whose deletion was never sent (the guard held it: the head is still the
+        file's base): their bases are forgotten, so the next reconcile pulls them back ("a note this folder never
+        had"). The paths released."""
+        bases = self.state.bases()
+        gone = [rel for rel in bases if not self.files.exists(rel)]
+        heads = self.revisions.heads(gone)
+        released = [rel for rel in gone if rel in heads and not heads[rel].deleted and heads[rel].hash == bases[rel].hash]
+        self.state.update({rel: None for rel in released})
+        for rel in released:
+            self.held.pop(rel, None)
+        return released
 
     def restore(self, rel: str, revision: int, author: str | None) -> Head:
         """Revision `revision` of `rel` as a new revision (the head moves; nothing is overwritten: the head it

@@ -234,6 +234,10 @@ def history_text(request: Any, result: HistoryResult) -> str:
 
 
 def restore_text(request: Any, result: RestoreResult) -> str:
+    if request.deleted_since is not None:
+        head = f"brought back {plural(len(result.brought_back), 'note')} deleted since {request.deleted_since}"
+        return head + "".join(f"\n  {f}" for f in result.brought_back) + "".join(
+            f"\n  your unsynced edit kept as a conflict copy: {c}" for c in result.conflicts)
     line = (f"restored revision {result.restored} of {result.file}{_by(result.author)} as revision {result.revision}"
             f" ({result.file_hash[:12]}; {plural(len(result.chunk_ids), 'section')} indexed)")
     return line + "".join(f"\n  your unsynced edit kept as a conflict copy: {c}" for c in result.conflicts)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from oracle_server.services.errors import OracleError
 from oracle_server.services.models import (HistoryRequest, HistoryResult, RestoreRequest, RestoreResult,
-                                           RevisionEntry)
+                                           RevisionEntry, since_epoch)
 
 if TYPE_CHECKING:
     from oracle_server.services.app import Oracle
@@ -56,7 +56,11 @@ def history(oracle: Oracle, request: HistoryRequest) -> HistoryResult:
 
 
 def restore(oracle: Oracle, request: RestoreRequest, author: str | None = None) -> RestoreResult:
-    """Revision `request.revision` of the note as its new current revision, in this folder and the index."""
+    """Revision `request.revision` of the note as its new current revision, in this folder and the index; or, with
+    `deleted_since`, every note deleted since then (see `restore_deleted`)."""
+    if request.deleted_since is not None:
+        return restore_deleted(oracle, since_epoch(request.deleted_since), author)
+    assert request.file is not None and request.revision is not None  # the request's own check
     rel = _rel(oracle, request.file)
     copy = _copy(oracle)
     known = {r.revision: r for r in copy.revisions.history(rel)}
@@ -73,3 +77,20 @@ def restore(oracle: Oracle, request: RestoreRequest, author: str | None = None) 
     head = copy.revisions.heads([rel])[rel]
     return RestoreResult(file=rel, restored=request.revision, revision=head.revision, file_hash=head.hash or "",
                          chunk_ids=oracle.store.file_chunk_ids(rel), conflicts=report.conflicts, author=author)
+
+
+def restore_deleted(oracle: Oracle, since: float, author: str | None) -> RestoreResult:
+    """The bulk undo of a folder moved away or a deletion gone wrong: each note whose head is a deletion made after
+    `since` gets its last text back as a new revision, and each note whose deletion the guard held (gone from this
+    folder, still live in the database) is pulled back; then all come into this folder and the index at once."""
+    copy = _copy(oracle)
+    wanted: list[tuple[str, int]] = []
+    for head in copy.revisions.deleted_since(since):
+        if not copy.syncable(head.path):
+            continue
+        texts = [r.revision for r in copy.revisions.history(head.path) if not r.deleted]
+        if texts:
+            wanted.append((head.path, texts[-1]))
+    report, released = oracle.indexer.restore_many(wanted, author=author)
+    back = sorted({rel for rel, _ in wanted} | set(released))
+    return RestoreResult(brought_back=back, conflicts=report.conflicts, author=author)

@@ -115,6 +115,9 @@ class WorkingCopyStats(BaseModel):
     left_alone: int = Field(0, description="Paths the syncs left alone: rows of the team database naming no usable"
                             " note (absolute, '..', not markdown...), symlinks, files over the size limit.")
     left_alone_recent: list[str] = Field(default_factory=list, description="Up to 10 of them, each with why.")
+    deletions_held: int = Field(0, description="Notes gone from this folder whose deletion the guard holds (too many"
+                                " at once): `oracle index --force` sends them, `oracle restore --deleted-since` brings"
+                                " them back.")
 
 
 class Stats(BaseModel):
@@ -285,7 +288,8 @@ def _working_copy(oracle: Oracle) -> WorkingCopyStats | None:
     total, recent = copy.revisions.conflicts()
     left = [why for _, why in sorted(copy.refused.items())]
     return WorkingCopyStats(machine=copy.machine, author=copy.author, conflicts=total, recent_conflicts=recent,
-                            left_alone=len(left), left_alone_recent=left[:10], **copy.revisions.counts())
+                            left_alone=len(left), left_alone_recent=left[:10], deletions_held=len(copy.held),
+                            **copy.revisions.counts())
 
 
 def _freshness(oracle: Oracle) -> Freshness:

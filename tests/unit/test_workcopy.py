@@ -174,9 +174,13 @@ def test_any_sequence_converges_and_loses_no_text(tmp_path_factory: pytest.TempP
     notes and the index holds exactly them, and every text that a sync ever saw (each write carries a unique
     token) is in a note, a conflict copy or the history. (A process killed mid-sync is tests/system's: here every
     step completes.)"""
+    from oracle_indexer.worker import workcopy
+
     tmp = tmp_path_factory.mktemp("prop")
     url = _pg.new_database()
     oracles = [copy(tmp, f"m{i}", url, {}) for i in range(copies)]
+    guard = pytest.MonkeyPatch()  # deletions here are deliberate: the time-window guard is tested on its own
+    guard.setattr(workcopy, "deletion_cap", lambda synced: 1_000_000)
     counter = iter(range(10_000))
     seen: set[str] = set()  # tokens some sync had the chance to read
 
@@ -223,6 +227,7 @@ def test_any_sequence_converges_and_loses_no_text(tmp_path_factory: pytest.TempP
                     kept |= _tokens(text.decode("utf-8"))
         assert seen <= kept, seen - kept
     finally:
+        guard.undo()
         for o in oracles:
             o.close()
 

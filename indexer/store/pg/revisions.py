@@ -177,6 +177,17 @@ class Revisions:
             conn.execute("SELECT pg_notify(%s, %s)", [CHANNEL, f"{heads[-1].seq} {machine}"])
         return heads
 
+    def deletions_since(self, machine: str, since: float) -> int:
+        """Tombstones `machine` committed after `since` (epoch seconds): the deletion guard's window, whichever
+        process of that machine sent them."""
+        return int(self.db.run("SELECT count(*) FROM note_revisions WHERE machine = %s AND deleted AND at > %s",
+                               [machine, since])[0][0])
+
+    def deleted_since(self, since: float) -> list[Head]:
+        """Notes whose head is a tombstone committed after `since`: what a bulk restore brings back."""
+        rows = self.db.run(_HEAD + " WHERE deleted AND at > %s ORDER BY path", [since])
+        return [Head(*r) for r in rows if path_problem(r[0]) is None]
+
     def history(self, path: str) -> list[Revision]:
         """Every revision of `path`, oldest first."""
         rows = self.db.run(

@@ -70,6 +70,11 @@ class CopyState:
                         part).fetchall()
         return {p: Base(h, m, s) for p, h, m, s in rows}
 
+    def count(self) -> int:
+        """How many paths this copy has synced (the deletion guard's measure)."""
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM bases").fetchone()[0])
+
     def update(self, changed: dict[str, Base | None]) -> None:
         """Set (a Base) or forget (None) each path's base, in one transaction."""
         if not changed:
