@@ -15,7 +15,7 @@ so `oracle token add` and `revoke` take effect on a running server at its next r
 With the team store (`ORACLE_DATABASE_URL`), tokens live in the database instead (`PgTokenStore`,
 indexer/store/pg/named_tokens.py): `oracle token add` on one machine works on every engine, and every engine
 re-reads the table at most DB_TOKENS_SECONDS after it last did, so a revocation is refused everywhere within that
-time. A data dir's tokens.json is brought into the database once (and renamed, so a revoked token never comes
+time. A row that cannot be used is skipped with a warning. A data dir's tokens.json is brought into the database once (and renamed, so a revoked token never comes
 back from it). `token_store(settings)` picks the one.
 
 Standard library only (the PostgreSQL one imports psycopg when used): the CLI's `oracle token` commands import
@@ -31,6 +31,7 @@ import json
 import os
 import re
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -144,6 +145,33 @@ def check_name(name: str) -> str:
     return name
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(name: str) -> str:
+    """A token name as a terminal may print it: a row of the team table can hold any text (escape codes that
+    clear the screen or retitle the window, newlines), so every control character is shown as `\\x1b`."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                            else f"\\u{ord(m.group()):04x}", str(name))
+
+
+def entry_problem(entry: TokenEntry) -> str | None:
+    """Why a stored entry cannot be used, or None. Every lookup decodes the salt and digest, so a damaged one must be
+    found when the entries are read, not in the middle of a request (a 500 on every request). A name outside
+    NAME_RULE was not made by `oracle token add` and would reach frontmatter and logs as an author."""
+    if not isinstance(entry.name, str) or not NAME_RE.fullmatch(entry.name):
+        return "its name is not one `oracle token add` makes"
+    if entry.access not in ("read", "write"):
+        return f"its access '{shown(str(entry.access))}' is neither read nor write"
+    try:
+        salt, digest = bytes.fromhex(entry.salt), bytes.fromhex(entry.digest)
+    except (TypeError, ValueError):
+        return "its salt or digest is not hexadecimal"
+    if not salt or len(digest) != hashlib.sha256().digest_size:
+        return "its salt is empty or its digest is not 32 bytes"
+    return None
+
+
 class TokenStore:
     """The named tokens of one data dir. Reads are cached by the file's identity; writes take a file lock
     so that two `oracle token add` at once cannot lose one another's entry."""
@@ -234,9 +262,10 @@ def _entries_in(path: Path) -> tuple[TokenEntry, ...]:
         raw = json.loads(path.read_text(encoding="utf-8"))
         entries = tuple(TokenEntry(name=e["name"], access=e["access"], salt=e["salt"], digest=e["digest"],
                                    created=e["created"]) for e in raw["tokens"])
-        for e in entries:  # every lookup decodes these: a bad one must fail here, not in the middle of a request
-            if e.access not in ("read", "write") or len(bytes.fromhex(e.digest)) != 32 or not bytes.fromhex(e.salt):
-                raise ValueError(f"the entry for {e.name!r} is damaged")
+        for e in entries:  # the user's own file: a damaged entry closes the server until it is fixed (503)
+            problem = entry_problem(e)
+            if problem:
+                raise ValueError(f"the entry for '{shown(str(e.name))}' is damaged: {problem}")
         return entries
     except FileNotFoundError:
         return ()
@@ -263,6 +292,7 @@ class PgTokenStore(TokenStore):
         self._entries: tuple[TokenEntry, ...] = ()
         self._known = False  # the entries were read from the database (or its last copy) at least once
         self.offline = data_dir / OFFLINE_COPY
+        self._warned: set[str] = set()  # the damaged rows already warned of (the table is re-read every second)
         self._connect(raising=False)  # a database that cannot be reached: the last copy answers (issue 38, item 3)
 
     def _connect(self, raising: bool = True) -> Any:
@@ -350,9 +380,23 @@ class PgTokenStore(TokenStore):
         return entries
 
     def _read(self) -> tuple[TokenEntry, ...]:
+        """The table's usable rows. Anyone with the team URL can write a row, and one that cannot be decoded made
+        every authenticated request on every engine a 500: such a row is skipped with a warning (once per process)
+        and its token refused; `oracle token list` names it, `oracle token revoke NAME` removes it."""
         from oracle_indexer.store.pg import named_tokens
 
-        return tuple(TokenEntry(*row) for row in named_tokens.rows(self.db))  # type: ignore[arg-type]
+        good = []
+        for row in named_tokens.rows(self.db):
+            entry = TokenEntry(*row)  # type: ignore[arg-type]
+            problem = entry_problem(entry)
+            if problem is None:
+                good.append(entry)
+                continue
+            warning = f"a row of named_tokens is skipped (its token refused): '{shown(str(entry.name))}': {problem}"
+            if warning not in self._warned:
+                self._warned.add(warning)
+                print(f"oracle: {warning}; remove it with `oracle token revoke NAME`", file=sys.stderr, flush=True)
+        return tuple(good)
 
     def add(self, name: str, access: Access, now: dt.datetime | None = None) -> str:
         from oracle_indexer.store.pg import named_tokens
