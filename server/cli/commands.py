@@ -501,7 +501,8 @@ def cmd_token(args: argparse.Namespace) -> int:
     only, never through a server: whoever can write the data dir administers its tokens."""
     from pathlib import Path
 
-    from oracle_server.services.team import TokenError, TokenExists, TokenMissing, shown, token_store
+    from oracle_server.services.team import (TokenError, TokenExists, TokenMissing, last_token_warning, shown,
+                                             token_store)
 
     root = locate.resolve_root(args.root)
     data_dir = Path(locate.resolve_data_dir(args.data_dir, root))
@@ -538,6 +539,9 @@ def cmd_token(args: argparse.Namespace) -> int:
             else:
                 print(f"revoked {shown(gone.name)} ({shown(gone.access)}); a running server refuses it from its next"
                       " request")
+            warning = last_token_warning(store)
+            if warning:
+                print(f"oracle: warning: {warning}", file=sys.stderr)
             return 0
         entries = [e.public() for e in store.entries()]
         if args.json:

@@ -15,7 +15,8 @@ so `oracle token add` and `revoke` take effect on a running server at its next r
 With the team store (`ORACLE_DATABASE_URL`), tokens live in the database instead (`PgTokenStore`,
 indexer/store/pg/named_tokens.py): `oracle token add` on one machine works on every engine, and every engine
 re-reads the table at most DB_TOKENS_SECONDS after it last did, so a revocation is refused everywhere within that
-time. A row that cannot be used is skipped with a warning. A data dir's tokens.json is brought into the database once (and renamed, so a revoked token never comes
+time. A row that cannot be used is skipped with a warning. A server that needs a token (bound beyond loopback,
+ORACLE_REQUIRE_TOKEN=1) and has none left fails closed (`token_mode`). A data dir's tokens.json is brought into the database once (and renamed, so a revoked token never comes
 back from it). `token_store(settings)` picks the one.
 
 Standard library only (the PostgreSQL one imports psycopg when used): the CLI's `oracle token` commands import
@@ -85,6 +86,45 @@ class TokenExists(TokenError):
 
 class TokenMissing(TokenError):
     """No token has that name."""
+
+
+class NoTokens(TokenError):
+    """A server that needs a token has none left (the last one revoked): it fails closed (503), never open."""
+
+
+NO_TOKENS = ("no token exists: add one with `oracle token add NAME --write` (or set ORACLE_TOKEN and restart);"
+             " this server needs a token ({why}) and refuses every request until one exists")
+REQUIRE_ENV = "ORACLE_REQUIRE_TOKEN"
+
+
+def token_required(loopback: bool, environ: Mapping[str, str]) -> bool:
+    """Whether every request must carry a token even when none exists (then it is refused, 503). A server bound
+    beyond loopback always needs one; a loopback server serves every local account without tokens, unless
+    ORACLE_REQUIRE_TOKEN=1 (a shared host: other users' processes reach 127.0.0.1 too)."""
+    raw = environ.get(REQUIRE_ENV, "").strip().lower()
+    if raw not in ("", "0", "1", "true", "false", "yes", "no", "on", "off"):
+        raise TokenError(f"{REQUIRE_ENV}={environ[REQUIRE_ENV][:40]!r} is not understood: use 1 or 0")
+    return not loopback or raw in ("1", "true", "yes", "on")
+
+
+def token_mode(store: TokenStore | None, shared: bool, required: bool, why: str) -> bool:
+    """Whether this request needs a token: ORACLE_TOKEN is set, or a named token exists. A server that requires
+    one (`token_required`) and has none (the last revoked, the table emptied) raises NoTokens: before, it went
+    back to serving anyone, reads and writes, on whatever interface it was bound to."""
+    if shared or (store is not None and store.enabled()):
+        return True
+    if required:
+        raise NoTokens(NO_TOKENS.format(why=why))
+    return False
+
+
+def last_token_warning(store: TokenStore) -> str | None:
+    """What `oracle token revoke` says when it removed the last named token, else None."""
+    if store.entries():
+        return None
+    return ("that was the last named token: a server bound beyond localhost (or run with ORACLE_REQUIRE_TOKEN=1)"
+            " and without ORACLE_TOKEN now refuses every request (503) until `oracle token add NAME --write`;"
+            " a loopback server without ORACLE_REQUIRE_TOKEN serves every local account again")
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,9 @@
 TestClient, the CLI's own `oracle token` function) on a small real index, in both stores (tokens.json, and the team
 store's `named_tokens` table on a real PostgreSQL, tests/_pg.py). Nothing is mocked.
 
+- a server that needs a token (bound beyond loopback, or ORACLE_REQUIRE_TOKEN=1) and has none left fails closed:
+  503 "no token exists", never an anonymous 200 or 201; `oracle token revoke` warns when it removes the last one;
+- ORACLE_REQUIRE_TOKEN=1 makes a loopback server demand a token too (without it every local account gets in);
 - a damaged `named_tokens` row is skipped with a warning, never a 500, and never lets its token in; names print
   escaped.
 """
@@ -78,6 +81,90 @@ def assert_closed(client: Any, *tokens: str) -> None:
         message = resp.json()["error"]
         assert "no token exists" in message and "oracle token add" in message, message
     assert client.get("/health").status_code == 200  # liveness stays open
+
+
+# -- item 3: revoking the last token -------------------------------------------------------------------------
+def test_a_public_server_whose_last_token_is_revoked_fails_closed(kb: Any) -> None:
+    from oracle_server.http.app import build_app
+    from oracle_server.services.app import ServerConfigError
+    from oracle_server.services.team import DB_TOKENS_SECONDS
+
+    cli = tokens_of(kb)
+    alice = cli.add("alice", "write")
+    before = notes(kb)
+    try:
+        with client_for(kb, host="0.0.0.0") as client:
+            assert client.get("/api/stats", headers=bearer(alice)).status_code == 200
+            assert client.get("/api/stats").status_code == 401
+            cli.revoke("alice")
+            until(lambda: client.get("/api/stats", headers=bearer(alice)).status_code != 200, DB_TOKENS_SECONDS + 5)
+            assert_closed(client, alice)
+            assert notes(kb) == before  # nothing was written
+            bob = cli.add("bob", "read")  # a new token opens it again, to its holder only
+            until(lambda: client.get("/api/stats", headers=bearer(bob)).status_code == 200, DB_TOKENS_SECONDS + 5)
+            assert client.get("/api/stats", headers=bearer(bob)).status_code == 200
+            assert client.get("/api/stats").status_code == 401
+            cli.revoke("bob")
+        with pytest.raises(ServerConfigError, match="oracle token add"):  # and start-up refuses that state
+            build_app(kb, host="0.0.0.0", port=free_port())
+    finally:
+        cli.close()
+
+
+def test_token_revoke_warns_when_it_removes_the_last_token(kb: Any, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from oracle_server.cli.commands import build_parser, cmd_token
+
+    if kb.settings.database_url:
+        monkeypatch.setenv("ORACLE_DATABASE_URL", kb.settings.database_url)
+    data = ["--data-dir", str(kb.settings.data_dir), "--root", str(kb.settings.root)]
+    parser = build_parser()
+    for name in ("alice", "bob"):
+        assert cmd_token(parser.parse_args(["token", "add", name, "--write", *data])) == 0
+    capsys.readouterr()
+    assert cmd_token(parser.parse_args(["token", "revoke", "alice", *data])) == 0
+    first = capsys.readouterr()
+    assert "revoked alice" in first.out and "last named token" not in first.err, first
+    assert cmd_token(parser.parse_args(["token", "revoke", "bob", *data])) == 0
+    last = capsys.readouterr()
+    assert "revoked bob" in last.out
+    assert "last named token" in last.err and "503" in last.err and "oracle token add" in last.err, last.err
+
+
+# -- item 11: a loopback server and the local accounts ---------------------------------------------------------
+def test_a_loopback_server_without_tokens_serves_anyone_unless_a_token_is_required(
+        kb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oracle_server.http.app import build_app
+    from oracle_server.services.app import ServerConfigError
+    from oracle_server.services.team import DB_TOKENS_SECONDS
+
+    with client_for(kb) as client:  # the default, as docs/security.md says: any local account reads and writes
+        assert client.get("/api/stats").status_code == 200
+    monkeypatch.setenv("ORACLE_REQUIRE_TOKEN", "1")
+    with pytest.raises(ServerConfigError, match="ORACLE_REQUIRE_TOKEN"):
+        build_app(kb, port=free_port())
+    cli = tokens_of(kb)
+    try:
+        alice = cli.add("alice", "write")
+        with client_for(kb) as client:
+            assert client.get("/api/stats").status_code == 401
+            assert client.get("/api/stats", headers=bearer(alice)).status_code == 200
+            cli.revoke("alice")  # the last: a loopback server that requires a token fails closed too
+            until(lambda: client.get("/api/stats").status_code == 503, DB_TOKENS_SECONDS + 5)
+            assert_closed(client, alice)
+    finally:
+        cli.close()
+    monkeypatch.setenv("ORACLE_REQUIRE_TOKEN", "yes please")
+    with pytest.raises(ServerConfigError, match="ORACLE_REQUIRE_TOKEN"):
+        build_app(kb, port=free_port(), token="shared-shared-shared-token")
+
+
+def test_the_docs_say_who_a_loopback_server_serves_and_how_to_require_a_token() -> None:
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    configuration = (docs / "configuration.md").read_text(encoding="utf-8")
+    assert "| `ORACLE_REQUIRE_TOKEN` |" in configuration
+    security = (docs / "security.md").read_text(encoding="utf-8")
+    assert "every local account" in security and "ORACLE_REQUIRE_TOKEN" in security
 
 
 # -- item 10: damaged rows in the team store's token table ----------------------------------------------------
