@@ -21,11 +21,12 @@ import socket
 import time
 from collections import deque
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode
 
 import anyio
+import anyio.to_thread
 
 from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
@@ -492,7 +493,9 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
-        async with mcp.session_manager.run(), anyio.create_task_group() as group:
+        # tokens.watching(): the team table re-read on a timer, not only when a request asks (a revocation holds
+        # in an outage that follows it)
+        async with mcp.session_manager.run(), anyio.create_task_group() as group, _sync_context(tokens.watching()):
             group.start_soon(sessions.run)  # half-open sessions expire even when no request comes
             yield
             group.cancel_scope.cancel()
@@ -598,6 +601,16 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
     hosts = {h.lower() for h in allowed_hosts}
     return SecurityHeaders(Guard(BodyLimit(app), allowed_hosts=hosts, token=token, tokens=tokens,
                                  origins=allowed_origins(hosts, origins), required=required))
+
+
+@contextlib.asynccontextmanager
+async def _sync_context(context: contextlib.AbstractContextManager[None]) -> AsyncIterator[None]:
+    """A plain context manager inside an `async with` (its exit may join a thread: run off the event loop)."""
+    context.__enter__()
+    try:
+        yield
+    finally:
+        await anyio.to_thread.run_sync(context.__exit__, None, None, None)
 
 
 def _token_required(host: str) -> str | None:

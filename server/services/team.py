@@ -14,10 +14,11 @@ so `oracle token add` and `revoke` take effect on a running server at its next r
 
 With the team store (`ORACLE_DATABASE_URL`), tokens live in the database instead (`PgTokenStore`,
 indexer/store/pg/named_tokens.py): `oracle token add` on one machine works on every engine, and every engine
-re-reads the table at most DB_TOKENS_SECONDS after it last did, so a revocation is refused everywhere within that
-time. A row that cannot be used is skipped with a warning. A server that needs a token (bound beyond loopback,
-ORACLE_REQUIRE_TOKEN=1) and has none left fails closed (`token_mode`). A data dir's tokens.json is brought into the database once (and renamed, so a revoked token never comes
-back from it). `token_store(settings)` picks the one.
+re-reads the table at most DB_TOKENS_SECONDS after it last did (a running server on a timer, `watching`), so a
+revocation is refused everywhere within that time, and in an outage only the last good read's tokens are accepted.
+A row that cannot be used is skipped with a warning. A server that needs a token (bound beyond loopback,
+ORACLE_REQUIRE_TOKEN=1) and has none left fails closed (`token_mode`). A data dir's tokens.json is brought into
+the database once (and renamed, so a revoked token never comes back from it). `token_store(settings)` picks the one.
 
 Standard library only (the PostgreSQL one imports psycopg when used): the CLI's `oracle token` commands import
 this without the service layer.
@@ -35,7 +36,8 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -288,6 +290,11 @@ class TokenStore:
     def close(self) -> None:
         """Nothing to let go of (the file is opened per read)."""
 
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """While a server runs: nothing to do for a file, which is looked at (a stat) on every request."""
+        yield
+
     def _write(self, entries: list[TokenEntry]) -> None:
         private_dir(self.path.parent)
         body = {"version": 1, "tokens": [e.__dict__ for e in sorted(entries, key=lambda e: e.name)]}
@@ -367,6 +374,30 @@ class PgTokenStore(TokenStore):
     def close(self) -> None:
         if self._db is not None:
             self._db.release()
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """While a server runs, the table is re-read every DB_TOKENS_SECONDS whether requests come or not. Read only
+        when a request came, an engine idle while a token was revoked still held that token's row when the database
+        went away, and in the outage answered from that read: the revoked token worked again. Now the last good read
+        is at most a second older than the outage, and in it only the tokens that read confirmed are accepted."""
+        stop = threading.Event()
+        thread = threading.Thread(target=self._reread_until, args=(stop,), name="oracle-token-table", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(DB_TOKENS_SECONDS)  # a read in progress in an outage may take a probe's 2 s: not waited out
+
+    def _reread_until(self, stop: threading.Event) -> None:
+        while not stop.wait(DB_TOKENS_SECONDS / 2):
+            with self._cache_lock:
+                self._read_at = -1e9  # due now
+            try:
+                self.entries()
+            except Exception:  # noqa: BLE001 - a damaged tokens.json, a broken store: each request says so (503)
+                continue
 
     def _import_file(self) -> None:
         """tokens.json of this data dir (from before tokens lived in the database), brought in once. Looked for

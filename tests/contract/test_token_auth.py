@@ -5,6 +5,7 @@ store's `named_tokens` table on a real PostgreSQL, tests/_pg.py). Nothing is moc
 - a server that needs a token (bound beyond loopback, or ORACLE_REQUIRE_TOKEN=1) and has none left fails closed:
   503 "no token exists", never an anonymous 200 or 201; `oracle token revoke` warns when it removes the last one;
 - ORACLE_REQUIRE_TOKEN=1 makes a loopback server demand a token too (without it every local account gets in);
+- a token revoked before an outage of the team store stays refused during it (the table is re-read on a timer);
 - a damaged `named_tokens` row is skipped with a warning, never a 500, and never lets its token in; names print
   escaped.
 """
@@ -83,7 +84,7 @@ def assert_closed(client: Any, *tokens: str) -> None:
     assert client.get("/health").status_code == 200  # liveness stays open
 
 
-# -- item 3: revoking the last token -------------------------------------------------------------------------
+# -- revoking the last token (issue 45, item 3) ----------------------------------------------------------------------
 def test_a_public_server_whose_last_token_is_revoked_fails_closed(kb: Any) -> None:
     from oracle_server.http.app import build_app
     from oracle_server.services.app import ServerConfigError
@@ -131,7 +132,7 @@ def test_token_revoke_warns_when_it_removes_the_last_token(kb: Any, capsys: pyte
     assert "last named token" in last.err and "503" in last.err and "oracle token add" in last.err, last.err
 
 
-# -- item 11: a loopback server and the local accounts ---------------------------------------------------------
+# -- a loopback server and the local accounts (issue 45, item 11) ----------------------------------------------------
 def test_a_loopback_server_without_tokens_serves_anyone_unless_a_token_is_required(
         kb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from oracle_server.http.app import build_app
@@ -167,7 +168,7 @@ def test_the_docs_say_who_a_loopback_server_serves_and_how_to_require_a_token() 
     assert "every local account" in security and "ORACLE_REQUIRE_TOKEN" in security
 
 
-# -- item 10: damaged rows in the team store's token table ----------------------------------------------------
+# -- damaged rows in the team store's token table (issue 45, item 10) ------------------------------------------------
 def test_a_damaged_token_row_is_skipped_with_a_warning_and_names_print_escaped(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import _pg
@@ -216,3 +217,36 @@ def test_a_damaged_token_row_is_skipped_with_a_warning_and_names_print_escaped(
         cli.close()
         kb.close()
 
+
+# -- a token revoked before an outage of the team store (issue 45, item 4) -------------------------------------------
+def test_a_token_revoked_before_an_outage_stays_refused_during_it(tmp_path: Path, own_pg: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from oracle_server.services.team import DB_TOKENS_SECONDS
+
+    monkeypatch.delenv("ORACLE_TOKEN", raising=False)
+    url = own_pg.new_database()
+    root = tmp_path / "root"
+    (root / "learnings").mkdir(parents=True)
+    (root / NOTE_REL).write_text(NOTE, encoding="utf-8")
+    kb = open_oracle(root, tmp_path / "data", database_url=url)
+    cli = tokens_of(kb)
+    try:
+        alice, bob = cli.add("alice", "write"), cli.add("bob", "read")
+        with client_for(kb, host="0.0.0.0") as client:
+            assert client.get("/api/stats", headers=bearer(alice)).status_code == 200  # read: alice confirmed
+            cli.revoke("alice")  # on another machine; no request reaches this server before the outage
+            time.sleep(DB_TOKENS_SECONDS * 3)
+            own_pg.stop()
+            time.sleep(DB_TOKENS_SECONDS + 0.5)  # past the table's trusted age: the server must ask again
+            refused = client.get("/api/stats", headers=bearer(alice))  # before: let through (the route's outage 503)
+            assert refused.status_code == 401 and "wrong token" in refused.json()["error"], refused.text
+            assert client.get("/api/stats", headers=bearer(bob)).status_code != 401  # confirmed by the last read
+        restarted = tokens_of(kb)  # an engine started in the outage: the last good read's copy, alice not in it
+        try:
+            assert restarted.identify(alice) is None and restarted.identify(bob) is not None
+        finally:
+            restarted.close()
+        own_pg.start()
+    finally:
+        cli.close()
+        kb.close()
