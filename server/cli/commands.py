@@ -501,7 +501,8 @@ def cmd_token(args: argparse.Namespace) -> int:
     only, never through a server: whoever can write the data dir administers its tokens."""
     from pathlib import Path
 
-    from oracle_server.services.team import TokenError, TokenExists, TokenMissing, token_store
+    from oracle_server.services.team import (TokenError, TokenExists, TokenMissing, last_token_warning, shown,
+                                             token_store)
 
     root = locate.resolve_root(args.root)
     data_dir = Path(locate.resolve_data_dir(args.data_dir, root))
@@ -536,7 +537,11 @@ def cmd_token(args: argparse.Namespace) -> int:
             if args.json:
                 _dump(gone.public())
             else:
-                print(f"revoked {gone.name} ({gone.access}); a running server refuses it from its next request")
+                print(f"revoked {shown(gone.name)} ({shown(gone.access)}); a running server refuses it from its next"
+                      " request")
+            warning = last_token_warning(store)
+            if warning:
+                print(f"oracle: warning: {warning}", file=sys.stderr)
             return 0
         entries = [e.public() for e in store.entries()]
         if args.json:
@@ -545,7 +550,7 @@ def cmd_token(args: argparse.Namespace) -> int:
             print("no named tokens (team mode is off); add one with `oracle token add NAME --read-only|--write`")
         else:
             for e in entries:
-                print(f"{e['name']}\t{e['access']}\tcreated {e['created']}")
+                print(f"{shown(e['name'])}\t{e['access']}\tcreated {shown(e['created'])}")
         return 0
     except TokenExists as exc:
         return _print_error(4, str(exc))

@@ -21,11 +21,12 @@ import socket
 import time
 from collections import deque
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode
 
 import anyio
+import anyio.to_thread
 
 from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
@@ -57,8 +58,11 @@ from oracle_server.services.team import (
     Identity,
     TokenError,
     TokenStore,
-    token_store,
+    REQUIRE_ENV,
     identity_of,
+    token_mode,
+    token_required,
+    token_store,
     weak_token,
 )
 from oracle_server.registry.tools import BY_PATH, TOOLS, Caller, Tool
@@ -175,11 +179,13 @@ class Guard:
     user's browser); a client address that sent `FAILED_AUTH_LIMIT` wrong tokens waits (429)."""
 
     def __init__(self, app: ASGIApp, allowed_hosts: set[str], token: str | None,
-                 tokens: TokenStore | None = None, origins: set[str] | None = None) -> None:
+                 tokens: TokenStore | None = None, origins: set[str] | None = None,
+                 required: str | None = None) -> None:
         self.app = app
         self.allowed_hosts = allowed_hosts
         self.token = token
         self.tokens = tokens
+        self.required = required  # why a token is needed even when none exists (`token_required`), else None
         self.origins = origins if origins is not None else allowed_origins(allowed_hosts, [])
         self.failures = AuthFailures()
 
@@ -216,9 +222,9 @@ class Guard:
                             [(b"retry-after", str(math.ceil(wait)).encode())])
                 return
             try:
-                team = self.tokens is not None and self.tokens.enabled()
-                who = self.identify(headers.get("authorization", "")) if (self.token or team) else ANONYMOUS
-            except TokenError as exc:  # an unreadable tokens file must not turn team mode off
+                needed = token_mode(self.tokens, bool(self.token), self.required is not None, self.required or "")
+                who = self.identify(headers.get("authorization", "")) if needed else ANONYMOUS
+            except TokenError as exc:  # no token left, an unreadable tokens file: never open the server
                 await _deny(send, 503, str(exc))
                 return
             except Exception as exc:  # the team store's token table out of reach: refused, never let through
@@ -463,10 +469,12 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
     # "" is no token: a front an engine serves for another process takes that process's ORACLE_TOKEN, not its own
     token = check_token((token if token is not None else os.environ.get("ORACLE_TOKEN")) or None)
     tokens = token_store(oracle.settings.database_url, oracle.settings.data_dir)  # the team store's, if any
-    if not is_loopback(host) and not token and not tokens.enabled():
+    required = _token_required(host)
+    if required and not token and not tokens.enabled():
         raise ServerConfigError(
-            f"refusing to listen on {host} without ORACLE_TOKEN or a named token: set ORACLE_TOKEN, create"
-            " tokens with `oracle token add NAME --write`, or bind to 127.0.0.1"
+            f"refusing to listen on {host} ({required}) without ORACLE_TOKEN or a named token: set ORACLE_TOKEN,"
+            " create tokens with `oracle token add NAME --write`, or bind to 127.0.0.1"
+            + (" (without ORACLE_REQUIRE_TOKEN)" if is_loopback(host) else "")
         )
     allowed_hosts = host_names(host, port, os.environ.get("ORACLE_ALLOWED_HOSTS", ""))
     mcp = build_server(oracle)
@@ -485,7 +493,9 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
-        async with mcp.session_manager.run(), anyio.create_task_group() as group:
+        # tokens.watching(): the team table re-read on a timer, not only when a request asks (a revocation holds
+        # in an outage that follows it)
+        async with mcp.session_manager.run(), anyio.create_task_group() as group, _sync_context(tokens.watching()):
             group.start_soon(sessions.run)  # half-open sessions expire even when no request comes
             yield
             group.cancel_scope.cancel()
@@ -590,7 +600,28 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
     )
     hosts = {h.lower() for h in allowed_hosts}
     return SecurityHeaders(Guard(BodyLimit(app), allowed_hosts=hosts, token=token, tokens=tokens,
-                                 origins=allowed_origins(hosts, origins)))
+                                 origins=allowed_origins(hosts, origins), required=required))
+
+
+@contextlib.asynccontextmanager
+async def _sync_context(context: contextlib.AbstractContextManager[None]) -> AsyncIterator[None]:
+    """A plain context manager inside an `async with` (its exit may join a thread: run off the event loop)."""
+    context.__enter__()
+    try:
+        yield
+    finally:
+        await anyio.to_thread.run_sync(context.__exit__, None, None, None)
+
+
+def _token_required(host: str) -> str | None:
+    """Why this server needs a token even when none exists (bound beyond loopback, ORACLE_REQUIRE_TOKEN), else
+    None: a loopback server without tokens serves every local account."""
+    try:
+        if not token_required(is_loopback(host), os.environ):
+            return None
+    except TokenError as exc:
+        raise ServerConfigError(str(exc)) from None
+    return f"bound to {host}" if not is_loopback(host) else f"{REQUIRE_ENV}=1"
 
 
 def mapped(service: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -14,9 +14,11 @@ so `oracle token add` and `revoke` take effect on a running server at its next r
 
 With the team store (`ORACLE_DATABASE_URL`), tokens live in the database instead (`PgTokenStore`,
 indexer/store/pg/named_tokens.py): `oracle token add` on one machine works on every engine, and every engine
-re-reads the table at most DB_TOKENS_SECONDS after it last did, so a revocation is refused everywhere within that
-time. A data dir's tokens.json is brought into the database once (and renamed, so a revoked token never comes
-back from it). `token_store(settings)` picks the one.
+re-reads the table at most DB_TOKENS_SECONDS after it last did (a running server on a timer, `watching`), so a
+revocation is refused everywhere within that time, and in an outage only the last good read's tokens are accepted.
+A row that cannot be used is skipped with a warning. A server that needs a token (bound beyond loopback,
+ORACLE_REQUIRE_TOKEN=1) and has none left fails closed (`token_mode`). A data dir's tokens.json is brought into
+the database once (and renamed, so a revoked token never comes back from it). `token_store(settings)` picks the one.
 
 Standard library only (the PostgreSQL one imports psycopg when used): the CLI's `oracle token` commands import
 this without the service layer.
@@ -31,9 +33,11 @@ import json
 import os
 import re
 import secrets
+import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -84,6 +88,45 @@ class TokenExists(TokenError):
 
 class TokenMissing(TokenError):
     """No token has that name."""
+
+
+class NoTokens(TokenError):
+    """A server that needs a token has none left (the last one revoked): it fails closed (503), never open."""
+
+
+NO_TOKENS = ("no token exists: add one with `oracle token add NAME --write` (or set ORACLE_TOKEN and restart);"
+             " this server needs a token ({why}) and refuses every request until one exists")
+REQUIRE_ENV = "ORACLE_REQUIRE_TOKEN"
+
+
+def token_required(loopback: bool, environ: Mapping[str, str]) -> bool:
+    """Whether every request must carry a token even when none exists (then it is refused, 503). A server bound
+    beyond loopback always needs one; a loopback server serves every local account without tokens, unless
+    ORACLE_REQUIRE_TOKEN=1 (a shared host: other users' processes reach 127.0.0.1 too)."""
+    raw = environ.get(REQUIRE_ENV, "").strip().lower()
+    if raw not in ("", "0", "1", "true", "false", "yes", "no", "on", "off"):
+        raise TokenError(f"{REQUIRE_ENV}={environ[REQUIRE_ENV][:40]!r} is not understood: use 1 or 0")
+    return not loopback or raw in ("1", "true", "yes", "on")
+
+
+def token_mode(store: TokenStore | None, shared: bool, required: bool, why: str) -> bool:
+    """Whether this request needs a token: ORACLE_TOKEN is set, or a named token exists. A server that requires
+    one (`token_required`) and has none (the last revoked, the table emptied) raises NoTokens: before, it went
+    back to serving anyone, reads and writes, on whatever interface it was bound to."""
+    if shared or (store is not None and store.enabled()):
+        return True
+    if required:
+        raise NoTokens(NO_TOKENS.format(why=why))
+    return False
+
+
+def last_token_warning(store: TokenStore) -> str | None:
+    """What `oracle token revoke` says when it removed the last named token, else None."""
+    if store.entries():
+        return None
+    return ("that was the last named token: a server bound beyond localhost (or run with ORACLE_REQUIRE_TOKEN=1)"
+            " and without ORACLE_TOKEN now refuses every request (503) until `oracle token add NAME --write`;"
+            " a loopback server without ORACLE_REQUIRE_TOKEN serves every local account again")
 
 
 @dataclass(frozen=True)
@@ -142,6 +185,33 @@ def check_name(name: str) -> str:
     if not NAME_RE.fullmatch(name or ""):
         raise TokenError(f"token name {name!r} is not allowed: use {NAME_RULE}")
     return name
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(name: str) -> str:
+    """A token name as a terminal may print it: a row of the team table can hold any text (escape codes that
+    clear the screen or retitle the window, newlines), so every control character is shown as `\\x1b`."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                            else f"\\u{ord(m.group()):04x}", str(name))
+
+
+def entry_problem(entry: TokenEntry) -> str | None:
+    """Why a stored entry cannot be used, or None. Every lookup decodes the salt and digest, so a damaged one must be
+    found when the entries are read, not in the middle of a request (a 500 on every request). A name outside
+    NAME_RULE was not made by `oracle token add` and would reach frontmatter and logs as an author."""
+    if not isinstance(entry.name, str) or not NAME_RE.fullmatch(entry.name):
+        return "its name is not one `oracle token add` makes"
+    if entry.access not in ("read", "write"):
+        return f"its access '{shown(str(entry.access))}' is neither read nor write"
+    try:
+        salt, digest = bytes.fromhex(entry.salt), bytes.fromhex(entry.digest)
+    except (TypeError, ValueError):
+        return "its salt or digest is not hexadecimal"
+    if not salt or len(digest) != hashlib.sha256().digest_size:
+        return "its salt is empty or its digest is not 32 bytes"
+    return None
 
 
 class TokenStore:
@@ -220,6 +290,11 @@ class TokenStore:
     def close(self) -> None:
         """Nothing to let go of (the file is opened per read)."""
 
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """While a server runs: nothing to do for a file, which is looked at (a stat) on every request."""
+        yield
+
     def _write(self, entries: list[TokenEntry]) -> None:
         private_dir(self.path.parent)
         body = {"version": 1, "tokens": [e.__dict__ for e in sorted(entries, key=lambda e: e.name)]}
@@ -234,9 +309,10 @@ def _entries_in(path: Path) -> tuple[TokenEntry, ...]:
         raw = json.loads(path.read_text(encoding="utf-8"))
         entries = tuple(TokenEntry(name=e["name"], access=e["access"], salt=e["salt"], digest=e["digest"],
                                    created=e["created"]) for e in raw["tokens"])
-        for e in entries:  # every lookup decodes these: a bad one must fail here, not in the middle of a request
-            if e.access not in ("read", "write") or len(bytes.fromhex(e.digest)) != 32 or not bytes.fromhex(e.salt):
-                raise ValueError(f"the entry for {e.name!r} is damaged")
+        for e in entries:  # the user's own file: a damaged entry closes the server until it is fixed (503)
+            problem = entry_problem(e)
+            if problem:
+                raise ValueError(f"the entry for '{shown(str(e.name))}' is damaged: {problem}")
         return entries
     except FileNotFoundError:
         return ()
@@ -263,6 +339,7 @@ class PgTokenStore(TokenStore):
         self._entries: tuple[TokenEntry, ...] = ()
         self._known = False  # the entries were read from the database (or its last copy) at least once
         self.offline = data_dir / OFFLINE_COPY
+        self._warned: set[str] = set()  # the damaged rows already warned of (the table is re-read every second)
         self._connect(raising=False)  # a database that cannot be reached: the last copy answers (issue 38, item 3)
 
     def _connect(self, raising: bool = True) -> Any:
@@ -297,6 +374,30 @@ class PgTokenStore(TokenStore):
     def close(self) -> None:
         if self._db is not None:
             self._db.release()
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """While a server runs, the table is re-read every DB_TOKENS_SECONDS whether requests come or not. Read only
+        when a request came, an engine idle while a token was revoked still held that token's row when the database
+        went away, and in the outage answered from that read: the revoked token worked again. Now the last good read
+        is at most a second older than the outage, and in it only the tokens that read confirmed are accepted."""
+        stop = threading.Event()
+        thread = threading.Thread(target=self._reread_until, args=(stop,), name="oracle-token-table", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(DB_TOKENS_SECONDS)  # a read in progress in an outage may take a probe's 2 s: not waited out
+
+    def _reread_until(self, stop: threading.Event) -> None:
+        while not stop.wait(DB_TOKENS_SECONDS / 2):
+            with self._cache_lock:
+                self._read_at = -1e9  # due now
+            try:
+                self.entries()
+            except Exception:  # noqa: BLE001 - a damaged tokens.json, a broken store: each request says so (503)
+                continue
 
     def _import_file(self) -> None:
         """tokens.json of this data dir (from before tokens lived in the database), brought in once. Looked for
@@ -350,9 +451,23 @@ class PgTokenStore(TokenStore):
         return entries
 
     def _read(self) -> tuple[TokenEntry, ...]:
+        """The table's usable rows. Anyone with the team URL can write a row, and one that cannot be decoded made
+        every authenticated request on every engine a 500: such a row is skipped with a warning (once per process)
+        and its token refused; `oracle token list` names it, `oracle token revoke NAME` removes it."""
         from oracle_indexer.store.pg import named_tokens
 
-        return tuple(TokenEntry(*row) for row in named_tokens.rows(self.db))  # type: ignore[arg-type]
+        good = []
+        for row in named_tokens.rows(self.db):
+            entry = TokenEntry(*row)  # type: ignore[arg-type]
+            problem = entry_problem(entry)
+            if problem is None:
+                good.append(entry)
+                continue
+            warning = f"a row of named_tokens is skipped (its token refused): '{shown(str(entry.name))}': {problem}"
+            if warning not in self._warned:
+                self._warned.add(warning)
+                print(f"oracle: {warning}; remove it with `oracle token revoke NAME`", file=sys.stderr, flush=True)
+        return tuple(good)
 
     def add(self, name: str, access: Access, now: dt.datetime | None = None) -> str:
         from oracle_indexer.store.pg import named_tokens
