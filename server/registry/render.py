@@ -8,7 +8,34 @@ reach a person: `None` is "n/a" or "never", booleans are words.
 
 from __future__ import annotations
 
+import re
+
 CONFIG_NAME = "oracle.toml"
+
+# What a terminal acts on rather than shows: C0 controls (ESC starts the sequences that retitle a window or clear the
+# screen), DEL, C1 controls (U+009B is a CSI), line and paragraph separators, bidi overrides and isolates; and lone
+# surrogates (a file name's bytes that are not UTF-8), which no terminal encoding can print.
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_LINES_KEPT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_SHORT = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _SHORT:
+        return _SHORT[char]
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: the byte the file system holds
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: object, lines: bool = False) -> str:
+    """Text as a terminal may print it, every character it would act on shown as an escape (`\\n`, `\\x1b`,
+    `\\u202e`). For a name (a file, an author, a folder) the default: one line whatever the name holds, so that a
+    file named "x.md\\nsaved: ..." cannot forge a line of the answer (issue 45). `lines=True` keeps newlines and
+    tabs, for text that has lines of its own (a note's body, a whole answer)."""
+    return (_LINES_KEPT if lines else _UNPRINTABLE).sub(_escape, str(text))
 
 
 def _files(n: int) -> str:
