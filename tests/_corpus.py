@@ -62,7 +62,6 @@ HOSTILE_QUERIES: dict[str, str] = {
     "column": "col:term",
     "minus": "-x",
     "caret": "^start",
-    "nul-byte": "abc\x00def",
     "quotes-inside": 'say "hi" to "them',
     "operators-only": "AND OR NOT NEAR",
     "parens": "((( )))",

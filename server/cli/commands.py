@@ -28,14 +28,11 @@ if TYPE_CHECKING:  # the fast path must not import the service layer (~0.1 s) to
 Renderer = Callable[[dict], tuple[list[str], list[str]]]
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
 def _safe(text: object) -> str:
     """Note text as a terminal may print it: control characters (escape sequences that retitle the window
-    or clear the screen, bidi overrides) shown as `\\x1b`-style escapes; newlines and tabs kept."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                        str(text))
+    or clear the screen, bidi overrides) shown as `\\x1b`-style escapes; newlines and tabs kept. Names in it
+    (files, authors) were escaped by the renderers, newlines included (render.printable)."""
+    return render.printable(text, lines=True)
 
 
 # json.dumps escapes C0 controls but writes DEL, the C1 controls (U+0080-U+009F: U+009B is a terminal's CSI, as
@@ -99,7 +96,7 @@ def _remote_request(args: argparse.Namespace, specs: dict) -> tuple[str, str, di
 
 
 def _print_error(kind_code: int, message: str) -> int:
-    print(f"oracle: {message}", file=sys.stderr)
+    print(f"oracle: {render.printable(message)}", file=sys.stderr)  # one line, whatever file name it holds
     return kind_code
 
 
@@ -360,8 +357,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     try:
         _, lines = init(path, force=args.force)
     except (InitError, ConfigError, OSError) as exc:
-        print(f"oracle: {exc}", file=sys.stderr)
-        return 2
+        return _print_error(2, str(exc))
     print("\n".join(lines))
     return 0
 

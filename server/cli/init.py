@@ -8,7 +8,7 @@ from pathlib import Path
 
 from oracle_indexer.notes.discover import Discovery
 from oracle_indexer.rootconfig import CONFIG_NAME
-from oracle_server.registry.render import summary_lines
+from oracle_server.registry.render import printable, summary_lines
 from oracle_server.services.init import InitError, Initialised
 from oracle_server.services.init import init as write_config
 
@@ -53,4 +53,4 @@ def report(done: Initialised) -> list[str]:
 def init(path: Path, force: bool = False) -> tuple[Path, list[str]]:
     """Write PATH/oracle.toml (server/services/init.py); return it and the lines that say what it means."""
     done = write_config(path, force=force)
-    return done.target, report(done)
+    return done.target, [printable(line) for line in report(done)]  # each a line: names in it cannot break it

@@ -42,6 +42,8 @@ from oracle_server.engine import channel
 if TYPE_CHECKING:
     from anyio import AsyncFile
 
+    from oracle_server.mcp.replies import Replies
+
 IDLE_SECONDS = 600.0
 MAX_MESSAGE = 64 << 20  # bytes of one JSON-RPC line from a session
 LOCK_WAIT = 15.0  # seconds a second engine for the same key waits for the first to go before giving up
@@ -275,13 +277,17 @@ class Engine:
         from mcp.server.runner import serve_dual_era_loop
         from mcp.server.stdio import stdio_server
 
+        from oracle_server.mcp.replies import Replies
+
         low = self.server._lowlevel_server
+        replies = Replies()  # the session's answers to the server's own requests (sampling), checked as they come
         self.sessions += 1
         self._set_serving()
         try:
             # stdio_server takes anyio's file objects: _Lines and _Writer offer the part of them it uses
-            async with stdio_server(stdin=cast("AsyncFile[str]", _Lines(reader)),
-                                    stdout=cast("AsyncFile[str]", _Writer(stream))) as (read_stream, write_stream):
+            async with stdio_server(stdin=cast("AsyncFile[str]", _Lines(reader, replies)),
+                                    stdout=cast("AsyncFile[str]", _Writer(stream, replies))) as (read_stream,
+                                                                                                 write_stream):
                 await serve_dual_era_loop(low, read_stream, write_stream, lifespan_state=self.lifespan_state,
                                           init_options=low.create_initialization_options())
         except Exception as exc:  # noqa: BLE001 - one session's broken pipe must not end the engine
@@ -332,10 +338,11 @@ class Engine:
 
 
 class _Lines:
-    """The SDK's stdin for one connection: its lines, as text."""
+    """The SDK's stdin for one connection: its lines, as text, answers to the server's requests checked
+    (server/mcp/replies.py)."""
 
-    def __init__(self, reader: Any) -> None:
-        self.reader = reader
+    def __init__(self, reader: Any, replies: Replies) -> None:
+        self.reader, self.replies = reader, replies
 
     def __aiter__(self) -> _Lines:
         return self
@@ -344,19 +351,21 @@ class _Lines:
         import anyio
 
         try:
-            return (await self.reader.receive_until(b"\n", MAX_MESSAGE)).decode("utf-8", errors="replace")
+            line = (await self.reader.receive_until(b"\n", MAX_MESSAGE)).decode("utf-8", errors="replace")
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.DelimiterNotFound, anyio.BrokenResourceError,
                 anyio.ClosedResourceError, OSError):
             raise StopAsyncIteration from None
+        return self.replies.received(line)
 
 
 class _Writer:
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
+    def __init__(self, stream: Any, replies: Replies) -> None:
+        self.stream, self.replies = stream, replies
 
     async def write(self, text: str) -> None:
         import anyio
 
+        self.replies.sent(text)
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             await self.stream.send(text.encode("utf-8"))
 

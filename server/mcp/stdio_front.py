@@ -41,6 +41,8 @@ from oracle_indexer.safe_write import PRIVATE, write_atomic
 if TYPE_CHECKING:  # anyio loads with the SDK, after the handshake
     from anyio import AsyncFile
 
+    from oracle_server.mcp.replies import Replies
+
 CACHE_NAME = "mcp-handshake.json"  # in the data dir, when the shared cache folder cannot be written
 SHARED_PREFIX = "handshake-"  # handshake-<key>.json in the user's cache folder
 SHARED_KEEP = 8  # cache files of other code versions kept (other checkouts, venvs); older ones are removed
@@ -106,6 +108,7 @@ class Front:
         self._state_lock = threading.Lock()
         self._session_init: str | None = None  # cache key of the initialize answered here (handshake era)
         self._pending: dict[Any, str | None] = {}  # request id -> cache key (None: a replay), for the SDK's answers
+        self.replies: Replies | None = None  # the client's answers to the SDK's requests, once it reads (sdk_stdin)
         self._replays = 0
         # Claim the wire as the SDK's stdio transport does: the protocol on private descriptors, fd 0 at the null
         # device and fd 1 at stderr, so that handlers and children cannot read from or write into it.
@@ -279,6 +282,9 @@ class Front:
     # -- what the SDK's stdio transport reads and writes (stdio_server(stdin=..., stdout=...)) ----------
     # The SDK's stdio_server takes anyio's file objects; these two offer the part of them it uses.
     def sdk_stdin(self) -> AsyncFile[str]:
+        from oracle_server.mcp.replies import Replies  # with the SDK, which is loaded by now
+
+        self.replies = Replies()
         return cast("AsyncFile[str]", _Lines(self))
 
     def sdk_stdout(self) -> AsyncFile[str]:
@@ -286,6 +292,8 @@ class Front:
 
     def from_sdk(self, text: str) -> None:
         """One message the SDK sends: record cacheable answers; drop the answers to replayed requests."""
+        if self.replies is not None:
+            self.replies.sent(text)  # a request of its own (sampling): its answer is checked as it comes
         if self._pending:
             message = _parse(text)
             if message is not None and "id" in message and ("result" in message or "error" in message):
@@ -352,7 +360,8 @@ class _Lines:
         if line is _EOF:
             self.front._put(_EOF)  # later readers see the end too
             raise StopAsyncIteration
-        return line
+        replies = self.front.replies
+        return line if replies is None else replies.received(line)
 
 
 class _Writer:

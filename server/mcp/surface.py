@@ -61,7 +61,7 @@ from oracle_server.services.suggestions import (
     complete_types,
 )
 from oracle_server.mcp.instructions import live_instructions
-from oracle_server.services.models import ConsultResult, SearchResult
+from oracle_server.services.models import ConsultResult, SearchResult, unstorable_text
 from oracle_server.mcp.notify import McpNotifier
 from oracle_server.mcp.prompts import (
     PromptArgumentError,
@@ -373,6 +373,9 @@ class Surface:
     async def _get_prompt(self, ctx: Any, params: GetPromptRequestParams) -> GetPromptResult:
         if params.name not in PROMPTS:
             raise MCPError(INVALID_PARAMS, f"unknown prompt {params.name!r}: one of {', '.join(PROMPTS)}")
+        refused = unstorable_text(dict(params.arguments or {}))  # the tools' own check (a NUL, a lone surrogate)
+        if refused is not None:
+            raise MCPError(INVALID_PARAMS, f"prompt {params.name}: {refused}")
         try:
             text = await self._run(_render_prompt, self.oracle, params.name, dict(params.arguments or {}), _client(ctx))
         except (PromptArgumentError, NotFound) as exc:

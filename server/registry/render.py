@@ -8,7 +8,34 @@ reach a person: `None` is "n/a" or "never", booleans are words.
 
 from __future__ import annotations
 
+import re
+
 CONFIG_NAME = "oracle.toml"
+
+# What a terminal acts on rather than shows: C0 controls (ESC starts the sequences that retitle a window or clear the
+# screen), DEL, C1 controls (U+009B is a CSI), line and paragraph separators, bidi overrides and isolates; and lone
+# surrogates (a file name's bytes that are not UTF-8), which no terminal encoding can print.
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_LINES_KEPT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_SHORT = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _SHORT:
+        return _SHORT[char]
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: the byte the file system holds
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: object, lines: bool = False) -> str:
+    """Text as a terminal may print it, every character it would act on shown as an escape (`\\n`, `\\x1b`,
+    `\\u202e`). For a name (a file, an author, a folder) the default: one line whatever the name holds, so that a
+    file named "x.md\\nsaved: ..." cannot forge a line of the answer (issue 45). `lines=True` keeps newlines and
+    tabs, for text that has lines of its own (a note's body, a whole answer)."""
+    return (_LINES_KEPT if lines else _UNPRINTABLE).sub(_escape, str(text))
 
 
 def _files(n: int) -> str:
@@ -22,19 +49,25 @@ def summary_lines(unmapped: dict[str, int], aliases: dict[str, str], excluded: d
     lines: list[str] = []
     if unmapped:
         ranked = sorted(unmapped.items(), key=lambda kv: (-kv[1], kv[0]))
-        shown = ", ".join(f"{'(root)' if k == '.' else k + '/'} {v}" for k, v in ranked[:top])
+        shown = ", ".join(f"{'(root)' if k == '.' else printable(k) + '/'} {v}" for k, v in ranked[:top])
         more = f", and {sum(v for _, v in ranked[top:])} in {len(ranked) - top} more" if len(ranked) > top else ""
         lines.append(f"not indexed (no type): {_files(sum(unmapped.values()))}: {shown}{more}")
         lines.append(f"  to index them: set default_type or map their folders in {CONFIG_NAME} (`oracle init` writes one)")
     if aliases:
         link, target = next(iter(aliases.items()))
-        lines.append(f"symlinks to notes indexed under their real name: {len(aliases)} (e.g. {link} -> {target})")
+        lines.append(f"symlinks to notes indexed under their real name: {len(aliases)} (e.g. {printable(link)} ->"
+                     f" {printable(target)})")
     if excluded:
         lines.append(f"left out by rules: {_files(sum(excluded.values()))} ("
-                     + ", ".join(f"{k} {v}" for k, v in sorted(excluded.items())) + ")")
+                     + ", ".join(f"{printable(k)} {v}" for k, v in sorted(excluded.items())) + ")")
     if skipped:
         lines.append(f"skipped (unreadable or unsafe): {_files(len(skipped))}; `oracle stats --json` lists them")
     return lines
+
+
+def warning_lines(warnings: list[str]) -> list[str]:
+    """`warning: ...` lines; a warning naming a file names it as `printable` shows it (one line each)."""
+    return [f"warning: {printable(w)}" for w in warnings]
 
 
 def _ms(value: object) -> str:
@@ -42,7 +75,7 @@ def _ms(value: object) -> str:
 
 
 def _names(items: list[str], count: int, limit: int = 3) -> str:
-    shown = ", ".join(items[:limit])
+    shown = ", ".join(printable(i) for i in items[:limit])
     return shown + (f", ... ({count - limit} more)" if count > limit else "")
 
 
@@ -67,24 +100,24 @@ def search(data: dict) -> tuple[list[str], list[str]]:
     meta = data["meta"]
     out = [result_count(data["total"], meta.get("unit", "note"), meta["mode"], meta["took_ms"], meta.get("reranked_by"))]
     for n, hit in enumerate(data["hits"], start=data["offset"] + 1):
-        where = f"{hit['source_file']}:{hit['line_start']}-{hit['line_end']}"
-        heading = f" › {hit['heading']}" if hit["heading"] else ""
+        where = f"{printable(hit['source_file'])}:{hit['line_start']}-{hit['line_end']}"
+        heading = f" › {printable(hit['heading'])}" if hit["heading"] else ""
         weak = ", weak match" if hit.get("weak") else ""
         found_by = f", {'+'.join(hit['found_by'])}" if hit.get("found_by") else ""  # not in a brief hit
-        out.append(f"\n{n}. [{hit['type']}] {hit['title']}{heading}  ({hit['score']:.4f}"
+        out.append(f"\n{n}. [{hit['type']}] {printable(hit['title'])}{heading}  ({hit['score']:.4f}"
                    f"{found_by}{phrasings_text(hit.get('phrasings'))}{weak})")
         out.append(f"   {where}  id={hit['id']}")
         out.append(f"   {hit['snippet']}")
         for section in hit.get("sections", [])[:5]:
-            out.append(f"   also: {section['heading'] or '(intro)'}  :{section['line_start']}-{section['line_end']}"
+            out.append(f"   also: {printable(section['heading'] or '(intro)')}  :{section['line_start']}-{section['line_end']}"
                        f"  id={section['id']}")
         for duplicate in hit.get("duplicates", []):
-            out.append(f"   same content: {duplicate['source_file']}")
+            out.append(f"   same content: {printable(duplicate['source_file'])}")
         if hit.get("stale"):
             out.append(f"   STALE since {hit['stale_since']} (last verified {hit.get('last_verified') or 'never'})")
     if data.get("try"):
         out.append("\n" + try_line(data["try"]))
-    return out, [f"warning: {w}" for w in meta.get("warnings", [])]
+    return out, warning_lines(meta.get("warnings", []))
 
 
 def try_line(words: list[str]) -> str:
@@ -106,15 +139,16 @@ def consult(data: dict) -> tuple[list[str], list[str]]:
     budget = budget_line(data["budget_tokens"], data.get("budget_from", "default"), data.get("mode", "full"))
     out = ([data["guidance"]] + ([budget] if budget else [])
            + ([f"working_set_id={data['working_set_id']}"] if data.get("working_set_id") else []))
-    return out, [f"warning: {w}" for w in data.get("warnings", [])]
+    return out, warning_lines(data.get("warnings", []))
 
 
 def learn(data: dict) -> tuple[list[str], list[str]]:
     embedded = "embedded" if data["embedded"] else "keyword index only, embedding pending"
-    out = [f"saved {data['file']} (id {data['id']}, {embedded})"]
+    out = [f"saved {printable(data['file'])} (id {data['id']}, {embedded})"]
     for dup in data.get("near_duplicates", []):
-        out.append(f"similar: {dup['title']} ({dup['source_file']}, similarity {dup['similarity']:.2f})")
-    return out, [f"warning: {w}" for w in data.get("warnings", [])]
+        out.append(f"similar: {printable(dup['title'])} ({printable(dup['source_file'])},"
+                   f" similarity {dup['similarity']:.2f})")
+    return out, warning_lines(data.get("warnings", []))
 
 
 def index(data: dict) -> tuple[list[str], list[str]]:
@@ -130,13 +164,13 @@ def index(data: dict) -> tuple[list[str], list[str]]:
         out.append(f"working copy: {data['pulled']} pulled, {data['pushed']} pushed, {data['deleted_here']} deleted"
                    f" here (deleted elsewhere), {data['tombstoned']} deletions sent,"
                    f" {len(data['conflicts'])} conflicts")
-        out += [f"conflict: {c} (both kept, both searchable)" for c in data["conflicts"]]
+        out += [f"conflict: {printable(c)} (both kept, both searchable)" for c in data["conflicts"]]
     skipped = data["skipped"]
     if len(skipped) <= 5:
-        out += [f"skipped {rel}: {reason}" for rel, reason in skipped.items()]
+        out += [f"skipped {printable(rel)}: {printable(reason)}" for rel, reason in skipped.items()]
         skipped = {}
     out += summary_lines(data["unmapped"], data.get("aliases", {}), data.get("excluded", {}), skipped)
-    return out, [f"warning: {w}" for w in data["warnings"]]
+    return out, warning_lines(data["warnings"])
 
 
 def serving_text(serving: dict) -> str:
@@ -155,8 +189,8 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
     vector = data["vector_store"]
     out = [
         f"oracle {data['version']}",
-        f"root: {data['root']}",
-        f"index: {data['data_dir'] if data.get('store', 'sqlite') == 'sqlite' else data['store']}",
+        f"root: {printable(data['root'])}",
+        f"index: {printable(data['data_dir'] if data.get('store', 'sqlite') == 'sqlite' else data['store'])}",
         f"notes: {files['total']}  " + "  ".join(f"{k}: {v}" for k, v in files["by_type"].items()),
         f"sections: {docs['total']}  " + "  ".join(f"{k}: {v}" for k, v in docs["by_type"].items()),
         f"concepts: {data['concepts']}  last indexed: {data['last_indexed'] or 'never'}",
@@ -195,6 +229,7 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
     copy = data.get("working_copy")
     if copy:
         out.append(f"team store: {copy['notes']} notes, {copy['tombstones']} deleted, {copy['revisions']} revisions,"
-                   f" {copy['conflicts']} conflict copies; this copy writes as {copy['author']}")
-        out += [f"  conflict: {c['path']} -> {c['copy']} ({c['author']})" for c in copy["recent_conflicts"][:5]]
-    return out, [f"warning: {w}" for w in drift.get("config_warnings", [])]
+                   f" {copy['conflicts']} conflict copies; this copy writes as {printable(copy['author'])}")
+        out += [f"  conflict: {printable(c['path'])} -> {printable(c['copy'])} ({printable(c['author'])})"
+                for c in copy["recent_conflicts"][:5]]
+    return out, warning_lines(drift.get("config_warnings", []))

@@ -27,7 +27,10 @@ from oracle_server.services.models import (
     WorkingSetCheck,
 )
 from oracle_server.registry.shapes import detail_of
-from oracle_server.registry.render import budget_line, phrasings_text, result_count, serving_text, try_line
+from oracle_server.registry.render import (budget_line, phrasings_text, printable, result_count, serving_text,
+                                           try_line, warning_lines)
+
+_n = printable  # a name (file, author, title, heading) as one line, whatever it holds: the CLI prints this text
 from oracle_server.services.stats import Stats
 
 
@@ -42,21 +45,21 @@ def search_text(request: Any, result: SearchResult) -> str:
         return brief_search_text(result)
     lines = [result_count(result.total, result.meta.unit, result.meta.mode, result.meta.took_ms,
                           result.meta.reranked_by)]
-    lines += [f"warning: {w}" for w in result.meta.warnings]
+    lines += warning_lines(result.meta.warnings)
     for n, hit in enumerate(result.hits, start=result.offset + 1):
-        heading = f" › {hit.heading}" if hit.heading else ""
+        heading = f" › {_n(hit.heading)}" if hit.heading else ""
         weak = " [weak match]" if hit.weak else ""
         lines.append(
-            f"{n}. [{hit.type}] {hit.title}{heading} — {hit.source_file}:{hit.line_start}-{hit.line_end}"
+            f"{n}. [{hit.type}] {_n(hit.title)}{heading} — {_n(hit.source_file)}:{hit.line_start}-{hit.line_end}"
             f" (id {hit.id}, score {hit.score}{phrasings_text(hit.phrasings)}){weak}\n   {hit.snippet}"
         )
         if hit.sections:
-            lines.append("   also matching: " + "; ".join(f"{s.heading or '(intro)'} :{s.line_start}-{s.line_end}"
+            lines.append("   also matching: " + "; ".join(f"{_n(s.heading or '(intro)')} :{s.line_start}-{s.line_end}"
                                                         for s in hit.sections[:5]))
         if hit.duplicates:
-            lines.append("   same content in: " + ", ".join(d.source_file for d in hit.duplicates))
+            lines.append("   same content in: " + ", ".join(_n(d.source_file) for d in hit.duplicates))
         if hit.superseded_by:
-            lines.append(f"   SUPERSEDED by {hit.superseded_by.source_file} (id {hit.superseded_by.id or 'not indexed'})")
+            lines.append(f"   SUPERSEDED by {_n(hit.superseded_by.source_file)} (id {hit.superseded_by.id or 'not indexed'})")
         if hit.stale:
             lines.append(f"   {stale_text(hit.stale_since, hit.last_verified)}")
         lines += [f"   relation: {t.subject} — {t.predicate} — {t.object}" for t in hit.relations]
@@ -70,16 +73,16 @@ def brief_search_text(result: SearchResult) -> str:
     client that shows the text rather than the structured content, which holds each hit's snippet and hash."""
     lines = [result_count(result.total, result.meta.unit, result.meta.mode, result.meta.took_ms,
                           result.meta.reranked_by)]
-    lines += [f"warning: {w}" for w in result.meta.warnings]
+    lines += warning_lines(result.meta.warnings)
     for n, hit in enumerate(result.hits, start=result.offset + 1):
-        heading = f" › {hit.heading}" if hit.heading else ""
+        heading = f" › {_n(hit.heading)}" if hit.heading else ""
         flags = [phrasings_text(hit.phrasings).removeprefix(", ")] if hit.phrasings else []
         flags += ["weak match"] if hit.weak else []
-        flags += [f"SUPERSEDED by {hit.superseded_by.source_file}"] if hit.superseded_by else []
+        flags += [f"SUPERSEDED by {_n(hit.superseded_by.source_file)}"] if hit.superseded_by else []
         flags += [f"STALE since {hit.stale_since}"] if hit.stale else []
         more = f"; {'; '.join(flags)}" if flags else ""
-        where = f"{hit.source_file}:{hit.line_start}-{hit.line_end}"
-        lines.append(f"{n}. {hit.title}{heading} — {where} ({hit.id}{more})")
+        where = f"{_n(hit.source_file)}:{hit.line_start}-{hit.line_end}"
+        lines.append(f"{n}. {_n(hit.title)}{heading} — {where} ({hit.id}{more})")
     if result.try_:
         lines.append(try_line(result.try_))
     if result.hits:
@@ -95,30 +98,31 @@ def stale_text(since: str | None, verified: str | None) -> str:
 
 def consult_text(request: Any, result: ConsultResult) -> str:
     budget = budget_line(result.budget_tokens, result.budget_from, result.mode)
-    return (result.guidance + (budget + "\n" if budget else "") + "".join(f"warning: {w}\n" for w in result.warnings)
+    return (result.guidance + (budget + "\n" if budget else "") + "".join(f"{w}\n" for w in warning_lines(result.warnings))
             + (f"working_set_id={result.working_set_id}\n" if result.working_set_id else ""))
 
 
 def reflect_text(request: Any, doc: Document) -> str:
-    heading = f" › {doc.heading}" if doc.heading else ""
-    return f"[{doc.type}] {doc.title}{heading} ({doc.source_file})\n\n{doc.content}"
+    heading = f" › {_n(doc.heading)}" if doc.heading else ""
+    return f"[{doc.type}] {_n(doc.title)}{heading} ({_n(doc.source_file)})\n\n{doc.content}"
 
 
 def learn_text(request: Any, result: LearnResult) -> str:
-    text = f"Saved {result.file}{_by(result.author)} (id {result.id}, embedded: {result.embedded})."
+    text = f"Saved {_n(result.file)}{_by(result.author)} (id {result.id}, embedded: {result.embedded})."
     if result.supersedes:
-        text += f" It supersedes {result.supersedes}."
+        text += f" It supersedes {_n(result.supersedes)}."
     if result.near_duplicates:
         text += " Similar existing learnings: " + "; ".join(
-            f"{d.title} ({d.source_file}, similarity {d.similarity:.2f})" for d in result.near_duplicates
+            f"{_n(d.title)} ({_n(d.source_file)}, similarity {d.similarity:.2f})" for d in result.near_duplicates
         )
     return text
 
 
 def list_text(request: ListRequest, result: ListResult) -> str:
-    lines = [plural(result.total, result.unit), *(f"warning: {w}" for w in result.warnings)]
+    lines = [plural(result.total, result.unit), *warning_lines(result.warnings)]
     lines += [
-        f"- [{i.type}] {i.title}{' › ' + i.heading if i.heading else ''} ({i.source_file}, {i.date or 'undated'}, id {i.id})"
+        f"- [{i.type}] {_n(i.title)}{' › ' + _n(i.heading) if i.heading else ''} ({_n(i.source_file)},"
+        f" {i.date or 'undated'}, id {i.id})"
         for i in result.items
     ]
     return "\n".join(lines)
@@ -154,27 +158,27 @@ def concepts_text(request: Any, result: ConceptsResult) -> str:
 
 
 def feedback_text(request: Any, result: FeedbackResult) -> str:
-    return (f"Recorded {result.verdict} for {result.title} ({result.source_file}): "
+    return (f"Recorded {result.verdict} for {_n(result.title)} ({_n(result.source_file)}): "
             f"{result.helpful} helpful, {result.misleading} misleading; ranking factor {result.feedback_factor}.")
 
 
 def supersede_text(request: Any, result: SupersedeResult) -> str:
     if result.new is None:
-        return f"Undone: {result.old.source_file} is no longer marked superseded by this tool."
-    return (f"{result.old.source_file} ({result.old.scope}) is now superseded by "
-            f"{result.new.source_file} (id {result.new.id}).")
+        return f"Undone: {_n(result.old.source_file)} is no longer marked superseded by this tool."
+    return (f"{_n(result.old.source_file)} ({result.old.scope}) is now superseded by "
+            f"{_n(result.new.source_file)} (id {result.new.id}).")
 
 
 def relations_text(request: Any, result: RelationsResult) -> str:
     lines = [f"{result.total} relations"]
-    lines += [f"- {r.subject} — {r.predicate} — {r.object} ({r.source_file}, id {r.id})" for r in result.relations]
+    lines += [f"- {r.subject} — {r.predicate} — {r.object} ({_n(r.source_file)}, id {r.id})" for r in result.relations]
     return "\n".join(lines)
 
 
 def read_text(request: ReadRequest, result: ReadResult) -> str:
-    head = f"{result.source_file}:{result.line_start}-{result.line_end}"
+    head = f"{_n(result.source_file)}:{result.line_start}-{result.line_end}"
     if result.superseded_by:
-        head += f" (SUPERSEDED by {result.superseded_by.source_file})"
+        head += f" (SUPERSEDED by {_n(result.superseded_by.source_file)})"
     if result.stale:
         head += f" ({stale_text(result.stale_since, result.last_verified)})"
     if result.truncated:
@@ -204,40 +208,40 @@ def verify_text(request: Any, result: VerifyResult) -> str:
               for r in result.results]
     if result.working_set is not None:
         lines.append(working_set_text(result.working_set))
-    lines += [f"verified {v.source_file}: last_verified {v.last_verified}"
+    lines += [f"verified {_n(v.source_file)}: last_verified {v.last_verified}"
               + ("" if v.changed else " (already)") for v in result.verified]
     return "\n".join(lines)
 
 
 def _by(author: str | None) -> str:
-    return f" by {author}" if author else ""
+    return f" by {_n(author)}" if author else ""
 
 
 def edit_text(request: Any, result: EditResult) -> str:
-    lines = [f"edited {result.source_file} ({result.op}){_by(result.author)}: file_hash {result.previous_hash[:12]}…"
+    lines = [f"edited {_n(result.source_file)} ({result.op}){_by(result.author)}: file_hash {result.previous_hash[:12]}…"
              f" -> {result.file_hash} ({plural(len(result.chunk_ids), 'section')} indexed)"]
-    return "\n".join(lines + [f"warning: {w}" for w in result.warnings])
+    return "\n".join(lines + warning_lines(result.warnings))
 
 
 def archive_text(request: Any, result: ArchiveResult) -> str:
-    line = (f"archived {result.source_file}{_by(result.author)} to {result.archived_to} (out of the index:"
+    line = (f"archived {_n(result.source_file)}{_by(result.author)} to {_n(result.archived_to)} (out of the index:"
             f" {plural(result.removed_chunks, 'section')} removed; the file is kept)")
-    return "\n".join([line] + [f"warning: {w}" for w in result.warnings])
+    return "\n".join([line] + warning_lines(result.warnings))
 
 
 def history_text(request: Any, result: HistoryResult) -> str:
-    lines = [f"{result.file}: {plural(len(result.revisions), 'revision')}"]
+    lines = [f"{_n(result.file)}: {plural(len(result.revisions), 'revision')}"]
     for r in result.revisions:
         what = "deleted" if r.deleted else f"{(r.file_hash or '')[:12]} ({plural(r.bytes or 0, 'byte')})"
-        lines.append(f"  {r.revision}  {r.at}  {r.author or '?'}  {what}")
+        lines.append(f"  {r.revision}  {r.at}  {_n(r.author or '?')}  {what}")
     return "\n".join(lines)
 
 
 def restore_text(request: Any, result: RestoreResult) -> str:
     if request.deleted_since is not None:
         head = f"brought back {plural(len(result.brought_back), 'note')} deleted since {request.deleted_since}"
-        return head + "".join(f"\n  {f}" for f in result.brought_back) + "".join(
-            f"\n  your unsynced edit kept as a conflict copy: {c}" for c in result.conflicts)
-    line = (f"restored revision {result.restored} of {result.file}{_by(result.author)} as revision {result.revision}"
+        return head + "".join(f"\n  {_n(f)}" for f in result.brought_back) + "".join(
+            f"\n  your unsynced edit kept as a conflict copy: {_n(c)}" for c in result.conflicts)
+    line = (f"restored revision {result.restored} of {_n(result.file)}{_by(result.author)} as revision {result.revision}"
             f" ({result.file_hash[:12]}; {plural(len(result.chunk_ids), 'section')} indexed)")
-    return line + "".join(f"\n  your unsynced edit kept as a conflict copy: {c}" for c in result.conflicts)
+    return line + "".join(f"\n  your unsynced edit kept as a conflict copy: {_n(c)}" for c in result.conflicts)

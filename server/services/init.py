@@ -200,8 +200,35 @@ def choose_languages(s: Survey, environ: Mapping[str, str] | None = None) -> lis
     return choices
 
 
+# What may not stand raw in a TOML string or comment (control characters; a newline would end a comment and make the
+# rest of a folder's name live TOML), what a terminal or an editor acts on (C1 controls, line separators, bidi
+# overrides), and a string's own quote and backslash. Lone surrogates are a name's bytes that are not UTF-8.
+_TOML_UNSAFE = re.compile(r'["\\\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]')
+_TOML_SHORT = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if "\ud800" <= char <= "\udfff":  # surrogateescape: the byte the file system holds
+        return f"\\x{ord(char) - 0xDC00:02x}" if ord(char) >= 0xDC80 else f"\\u{ord(char):04x}"
+    return _TOML_SHORT.get(char, f"\\u{ord(char):04x}")
+
+
+def shown(name: str) -> str:
+    """A folder's name as it goes into a comment of oracle.toml: escaped, so that it stays on its comment line
+    whatever it holds (issue 45: a folder named "x\\n[search]\\nsampling = true" switched sampling on)."""
+    return _TOML_UNSAFE.sub(_escape, name)
+
+
+def toml_string(name: str) -> str | None:
+    """A name as a TOML basic string that reads back as exactly this name; None for a name no TOML string can
+    hold (bytes that are not UTF-8 on disk)."""
+    return None if _SURROGATE.search(name) else f'"{shown(name)}"'
+
+
 def _toml_key(key: str) -> str:
-    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return toml_string(key) or f'"{shown(key)}"'  # the commented form: a person sees which folder it is
 
 
 def changelogs_kept(s: Survey, choices: list[LanguageChoice]) -> dict[str, int]:
@@ -214,20 +241,30 @@ def _exclude_lines(s: Survey, choices: list[LanguageChoice]) -> list[str]:
     """`exclude = [...]`: the other language folders (active), release notes and changelogs (suggested)."""
     body: list[str] = []
     for c in choices:
-        where = "this folder" if c.parent == "." else f"{c.parent}/"
+        where = "this folder" if c.parent == "." else f"{shown(c.parent)}/"
         body += [
-            f"    # {where} holds one folder per language ({', '.join(sorted([*c.kept, *c.left_out]))}).",
-            f"    # Indexed: {', '.join(n + '/' for n in c.kept)}, {c.reason}. To index another language",
+            f"    # {where} holds one folder per language ({shown(', '.join(sorted([*c.kept, *c.left_out])))}).",
+            f"    # Indexed: {shown(', '.join(n + '/' for n in c.kept))}, {shown(c.reason)}. To index another language",
             "    # too, delete its line below (search prefers the question's language and folds translations).",
-            *(f'    "{c.pattern(name)}",' for name in c.left_out),
+            *(_string_line(c.pattern(name)) for name in c.left_out),
         ]
     logs = changelogs_kept(s, choices)
     if logs:
         body.append("    # Release notes and changelogs crowd out answers; uncomment to leave them out:")
-        body += [f'    # "{folder}/",    # {n} files' for folder, n in sorted(logs.items())]
+        body += [f"    # {toml_string(folder + '/') or _UNWRITABLE + shown(folder) + '/'},    # {n} files"
+                 for folder, n in sorted(logs.items())]
     if not body:
         return ["exclude = []"]
     return ["exclude = [", *body, "]"]
+
+
+_UNWRITABLE = "(a name that is not UTF-8 on disk, which TOML cannot hold: rename it) "
+
+
+def _string_line(pattern: str) -> str:
+    """One active `exclude` entry, or a comment naming it when TOML cannot hold the name."""
+    text = toml_string(pattern)
+    return f"    {text}," if text is not None else f"    # {_UNWRITABLE}{shown(pattern)}"
 
 
 def _dated_top(s: Survey, folder: str) -> bool:
@@ -281,13 +318,15 @@ def render_config(s: Survey, environ: Mapping[str, str] | None = None) -> str:
     lines.append("# Each folder's type is what it looks like (decisions/ADRs: principle, runbooks: learning, dated notes:")
     lines.append("# retro, anything else: note); change a line to retype a folder.")
     for typed in type_folders(s, choices):
-        about = f"{typed.files} files, {typed.kind.kind}: {typed.kind.reason}"
+        about = shown(f"{typed.files} files, {typed.kind.kind}: {typed.kind.reason}")
         if typed.folder == ".":
             lines.append(f"#   (this folder itself): {typed.files} files ({'not indexed' if v2 else 'note'})")
         elif typed.kind.reason == "built in":
-            lines.append(f"#   {typed.folder}/: {typed.files} files ({typed.kind.type}, built in)")
+            lines.append(f"#   {shown(typed.folder)}/: {typed.files} files ({typed.kind.type}, built in)")
         elif typed.written and (not v2 or _dated_top(s, typed.folder)):  # v2: only what init always wrote
-            lines.append(f"{_toml_key(typed.folder)} = \"{typed.kind.type}\"    # {about}")
+            key = toml_string(typed.folder)
+            lines.append(f"{key} = \"{typed.kind.type}\"    # {about}" if key is not None else
+                         f"# {_UNWRITABLE}{_toml_key(typed.folder)} = \"{typed.kind.type}\"    # {about}")
         else:
             lines.append(f"# {_toml_key(typed.folder)} = \"{typed.kind.type}\"    # {about}")
     lines += [

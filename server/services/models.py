@@ -72,58 +72,83 @@ def one_line(value: str | None) -> str | None:
     return cleaned or None
 
 
-def lone_surrogate(value: object, path: str = "") -> str | None:
-    """Where in `value` (a request's input or its validated fields: text, mappings, lists, models) a string
-    holds a lone UTF-16 surrogate, as a dotted path ("" for the value itself), or None when there is none.
-    Such text (what `\\ud800` in JSON decodes to) has no UTF-8 form: no log, file or database can store it."""
-    if isinstance(value, str):
-        if value.isascii():
-            return None
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path
+def _text_fault(text: str) -> str | None:
+    """What makes `text` unfit to store: "nul" (PostgreSQL's text cannot hold a NUL; no note needs one),
+    "surrogate" (a lone UTF-16 surrogate has no UTF-8 form), or None."""
+    if "\x00" in text:
+        return "nul"
+    if text.isascii():
         return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "surrogate"
+    return None
+
+
+def text_fault(value: object, path: str = "") -> tuple[str, str] | None:
+    """(where, what) for the first string in `value` (a request's input or its validated fields: text, mappings,
+    lists, models) that no log, file or database can store (`_text_fault`), as a dotted path ("" for the value
+    itself); None when every string is fine."""
+    if isinstance(value, str):
+        fault = _text_fault(value)
+        return None if fault is None else (path, fault)
     if isinstance(value, BaseModel):
         value = dict(value)
     if isinstance(value, dict):
         for key, item in value.items():
             inner = f"{path}.{key}" if path else str(key)
-            if isinstance(key, str) and lone_surrogate(key, path) is not None:
-                return path or "a field name"
-            found = lone_surrogate(item, inner)
+            if isinstance(key, str) and (fault := _text_fault(key)) is not None:
+                return (path or "a field name", fault)
+            found = text_fault(item, inner)
             if found is not None:
                 return found
     elif isinstance(value, (list, tuple, set, frozenset)):
         for n, item in enumerate(value):
-            found = lone_surrogate(item, f"{path}.{n}" if path else str(n))
+            found = text_fault(item, f"{path}.{n}" if path else str(n))
             if found is not None:
                 return found
     return None
 
 
-def _refuse_lone_surrogates(value: object) -> None:
-    where = lone_surrogate(value)
-    if where is not None:
-        raise ValueError(f"{where or 'the input'} holds a lone surrogate (such as \\ud800), which is not text: send"
-                         " valid Unicode as UTF-8; nothing was done")
+_REFUSED = {
+    "surrogate": "holds a lone surrogate (such as \\ud800), which is not text: send valid Unicode as UTF-8",
+    "nul": "holds a NUL character (\\u0000), which no note, log or team database keeps: leave it out",
+}
+
+
+def unstorable_text(value: object) -> str | None:
+    """Why `value` (arguments of a tool or a prompt) is refused, naming where, or None when its text is fine."""
+    found = text_fault(value)
+    if found is None:
+        return None
+    where, fault = found
+    return f"{where or 'the input'} {_REFUSED[fault]}; nothing was done"
+
+
+def _refuse_unstorable_text(value: object) -> None:
+    problem = unstorable_text(value)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 class Request(BaseModel):
     """Every tool's request. One check of all its text, at every edge (MCP, HTTP, CLI, prompts): a lone UTF-16
-    surrogate is refused, naming the field (issue 39: one in a `where` value reached the usage log, which could
-    not write it, and stats, logs and every later search log failed until a restart). Checked on the input, and
-    again on the validated fields, where text decoded inside a field (the `where` filter as JSON text) shows."""
+    surrogate or a NUL is refused, naming the field (issue 39: a surrogate in a `where` value reached the usage
+    log, which could not write it, and stats, logs and every later search log failed until a restart; issue 45: a
+    NUL in search's `project` or history's `file` was a 500 on PostgreSQL, whose text cannot hold one, and a
+    consult's kept it out of the shared log). Checked on the input, and again on the validated fields, where text
+    decoded inside a field (the `where` filter as JSON text) shows."""
 
     @model_validator(mode="before")
     @classmethod
     def _text_in(cls, data: object) -> object:
-        _refuse_lone_surrogates(data)
+        _refuse_unstorable_text(data)
         return data
 
     @model_validator(mode="after")
     def _text_out(self) -> "Request":
-        _refuse_lone_surrogates(self)
+        _refuse_unstorable_text(self)
         return self
 
 

@@ -422,7 +422,7 @@ BAD_GETS = [
     ("/api/search", {"query": "x", "nonsense": "1"}, "nonsense"),
     ("/api/search", {"query": ""}, "query"),
     ("/api/search", {"query": "   "}, "empty"),
-    ("/api/search", {"query": "\x00"}, "empty"),
+    ("/api/search", {"query": "\x00"}, "NUL"),
     ("/api/search", {"query": "x" * 10_001}, "query"),
     ("/api/search", {}, "query"),
     ("/api/consult", {}, "decision"),

@@ -330,6 +330,7 @@ def test_request_models_refuse_or_accept_cleanly(model: type[BaseModel]) -> None
             return
         for text in all_strings(request):
             text.encode("utf-8")  # no lone surrogate gets past validation into files, SQLite or JSON
+            assert "\x00" not in text  # nor a NUL, which PostgreSQL's text cannot hold (issue 45)
 
     check()
 

@@ -122,6 +122,16 @@ def test_hostile_queries_never_raise(search_index, name, mode):
         assert result.meta.vector_matches > 0
 
 
+def test_a_nul_in_the_query_is_refused_by_the_model_and_survived_by_the_service(search_index):
+    """Issue 45: the request model refuses a NUL in any text, the query included (every surface says so, naming the
+    field); the search service itself still reads past one, for a caller that skipped the model."""
+    with pytest.raises(ValidationError, match="query holds a NUL"):
+        SearchRequest(query="abc\x00def")
+    result = search(search_index, SearchRequest.model_construct(**{**SearchRequest(query="abc").model_dump(),
+                                                                   "query": "abc\x00def", "mode": "fts"}))
+    assert result.query == validate_query("abc\x00def") == "abc def"
+
+
 def test_hostile_queries_find_real_matches(search_index):
     assert run(search_index, "c# code", mode="fts").total > 0
     assert run(search_index, "col:term", mode="fts").total > 0  # "term(s)" appears in the bundled notes
