@@ -483,12 +483,13 @@ def cmd_database(args: argparse.Namespace) -> int:
             return _print_error(2, f"database allow: {settings.root}/oracle.toml names no [database] url; to use a"
                                    " database, set ORACLE_DATABASE_URL")
         allow(settings.data_dir, Path(settings.root), named)
-        print(f"oracle: {settings.root}'s notes, learnings and logged queries now go to the team database"
-              f" {where(named)} (allowed for this root and this URL only; recorded in {settings.data_dir})")
+        print(f"oracle: {render.printable(settings.root)}'s notes, learnings and logged queries now go to the team"
+              f" database {render.printable(where(named))} (allowed for this root and this URL only; recorded in"
+              f" {render.printable(settings.data_dir)})")
         return 0
-    print(f"oracle: {settings.root}: {settings.database_line}")
+    print(f"oracle: {render.printable(settings.root)}: {render.printable(settings.database_line)}")
     if settings.database_notice:
-        print(f"oracle: {settings.database_notice}")
+        print(f"oracle: {render.printable(settings.database_notice)}")
     return 0
 
 
@@ -703,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"oracle: configuration error: {exc}", file=sys.stderr)
         return 2
     if settings.database_notice:  # oracle.toml names a database the user has not allowed: said before anything runs
-        print(f"oracle: {settings.database_notice}", file=sys.stderr)
+        print(f"oracle: {render.printable(settings.database_notice)}", file=sys.stderr)
     if args.func is cmd_serve and not args.http:
         from oracle_server.mcp import stdio_front
 
