@@ -286,10 +286,10 @@ def search_latency(root: Path, data_dir: Path, queries: list[str], warmup: int, 
     extra = {"database_url": database_url} if database_url else {}
     oracle = Oracle.open(Settings.from_env(root=root, data_dir=data_dir, **extra), offline_ok=bool(database_url))
     try:
-        if oracle.link is not None and keyword_from == "working-copy":
+        if oracle.backend.team and keyword_from == "working-copy":
             began = time.perf_counter()
-            oracle.link.prepare_now()
-            log(f"working copy's own index: in step in {time.perf_counter() - began:.1f} s ({oracle.link.prepared})")
+            oracle.backend.prepare_now()  # type: ignore[attr-defined]  # a TeamBackend
+            log(f"working copy's own index: in step in {time.perf_counter() - began:.1f} s ({oracle.backend.prepared})")
         source = getattr(oracle.store, "keyword_source", lambda: "this index")()
         if database_url:
             log(f"PostgreSQL buffers warmed: {prewarm(database_url)}")

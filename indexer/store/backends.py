@@ -1,13 +1,25 @@
 """Which store a knowledge base uses: embedded (SQLite + ChromaDB under the data dir, the default) or
-PostgreSQL (the whole store in one database, for a team: `ORACLE_DATABASE_URL` or oracle.toml's
-`[database] url`). The one place that chooses; everything else takes what these return."""
+PostgreSQL (the whole store in one database, for a team: `ORACLE_DATABASE_URL`, or oracle.toml's `[database] url`
+once allowed: indexer/database_choice.py). The one place that names a backend; everything above the store takes
+what these return, typed by the contract (indexer/store/protocols.py), and the import contract keeps it so."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oracle_indexer.config import Settings
-from oracle_indexer.store.protocols import IndexStore, UsageLogs, VectorIndex, WriteLock
+from oracle_indexer.store.protocols import (
+    CopyBases,
+    IndexStore,
+    Listening,
+    RevisionLog,
+    TokenTable,
+    UsageLogs,
+    VectorIndex,
+    WriteLock,
+)
 
 if TYPE_CHECKING:
     from oracle_indexer.store.sqlite.exact import ExactVectors
@@ -83,3 +95,34 @@ def writer_lock(settings: Settings, store: IndexStore) -> WriteLock:
     from oracle_indexer.locks import WriterLock
 
     return WriterLock(settings.data_dir / "writer.lock")
+
+
+# -- the team store's own parts (a working copy, its notifications, the named tokens) ---------------------------
+def open_revisions(store: IndexStore) -> RevisionLog:
+    """The team's notes as revisions, on the PostgreSQL store's pool (a working copy: indexer/worker/workcopy.py)."""
+    from oracle_indexer.store.pg.revisions import Revisions
+    from oracle_indexer.store.pg.store import PgStore
+
+    assert isinstance(store, PgStore), "revisions live in the team store"
+    return Revisions(store.db)
+
+
+def open_copy_state(path: Path) -> CopyBases:
+    """A working copy's own record of its bases (`workcopy.db` in the data dir)."""
+    from oracle_indexer.store.sqlite.workcopy import CopyState
+
+    return CopyState(path)
+
+
+def open_listener(url: str, machine: str, on_notify: Callable[[], None]) -> Listening:
+    """Started: hears the other engines' commits on the team database and calls `on_notify`."""
+    from oracle_indexer.store.pg.listen import Listener
+
+    return Listener(url, machine, on_notify).start()
+
+
+def open_token_table(url: str) -> TokenTable:
+    """The team database's named tokens (DatabaseUnavailable when it cannot be reached)."""
+    from oracle_indexer.store.pg.named_tokens import PgTokenTable
+
+    return PgTokenTable(url)

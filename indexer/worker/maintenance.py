@@ -53,15 +53,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from oracle_indexer.store.protocols import SegmentedIndex, UsageLogs
-from oracle_indexer.store.sqlite.logs import FLUSH_INTERVAL
-from oracle_indexer.store.sqlite.schema import StoreError
+from oracle_indexer.store.backends import open_listener
+from oracle_indexer.store.protocols import Listening, SegmentedIndex, UsageLogs
+from oracle_indexer.store.timing import FLUSH_INTERVAL
+from oracle_indexer.store.errors import StoreError
 from oracle_indexer.worker.sync import Indexer, SyncRefused, SyncReport
 from oracle_indexer.config import ConfigReload
-from oracle_indexer.store.sqlite.vectors import RETRY_SECONDS, VectorStoreUnavailable
+from oracle_indexer.store.timing import RETRY_SECONDS
+from oracle_indexer.store.errors import VectorStoreUnavailable
 
 if TYPE_CHECKING:
-    from oracle_indexer.store.pg.listen import Listener
     from oracle_indexer.worker.watch import FileEvents
 
 TICK_SECONDS = 0.15  # file events are debounced over DEBOUNCE_SECONDS (0.3 s); a tick is well inside that
@@ -166,7 +167,7 @@ class Maintenance:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._events: FileEvents | None = None  # while watching
-        self._listener: Listener | None = None  # with the team store: other engines' commits (job 2b)
+        self._listener: Listening | None = None  # with the team store: other engines' commits (job 2b)
         self._thread = threading.Thread(target=self._run, name="oracle-maintenance", daemon=True)
         # When each periodic job is next due (time.monotonic()).
         now = time.monotonic()
@@ -196,9 +197,7 @@ class Maintenance:
             self._wake = self._events.wake  # one event wakes the worker: a file event, wake() or stop()
         copy = getattr(self.indexer, "copy", None)
         if copy is not None:  # the team store: another engine's commit wakes this worker to pull it (job 2b)
-            from oracle_indexer.store.pg.listen import Listener
-
-            self._listener = Listener(self.indexer.settings.database_url or "", copy.machine, self.wake).start()
+            self._listener = open_listener(self.indexer.settings.database_url or "", copy.machine, self.wake)
         self._thread.start()
         return self
 
@@ -492,15 +491,13 @@ class Maintenance:
     def _merge_segments(self, now: float) -> None:
         """Job 7: each word table of more than MERGE_ABOVE segments merged into one, slice by slice while nothing
         else waits (an interrupted merge goes on at the next tick: the count stays high until it is done)."""
-        from oracle_indexer.store.sqlite.keyword import MERGED_TABLES
-
         store = self.indexer.store
         if not isinstance(store, SegmentedIndex):  # the PostgreSQL store: no FTS5 segments
             self._merge_at = float("inf")
             return
         self._merge_at = now + MERGE_CHECK_SECONDS
         try:
-            for table in MERGED_TABLES:
+            for table in store.segmented_tables:
                 if store.segment_count(table) <= MERGE_ABOVE:
                     continue
                 while store.merge_segments(table, MERGE_PAGES):

@@ -27,8 +27,8 @@ from oracle_indexer.models.multilingual import SLICE as ML_SLICE
 from oracle_indexer.notes.parse import PARSER_VERSION, ParsedFile, compose_embed_text, parse_markdown
 from oracle_indexer.store.protocols import IndexStore, VectorIndex
 from oracle_indexer.store.rows import FileState, parser_version
-from oracle_indexer.store.sqlite.schema import StoreError
-from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
+from oracle_indexer.store.errors import StoreError
+from oracle_indexer.store.errors import VectorStoreUnavailable
 from oracle_indexer.worker.workcopy import CopyRefused, CopyReport, WorkingCopy
 
 FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batches
@@ -159,7 +159,7 @@ class Indexer:
         # With the team store, the folder is a working copy of the database's notes, synced both ways
         # (indexer/worker/workcopy.py); with SQLite the folder is the only truth and there is nothing to sync.
         self.copy: WorkingCopy | None = (
-            WorkingCopy(settings, self.store) if getattr(self.store, "dialect", "sqlite") == "postgresql" else None)
+            WorkingCopy(settings, self.store) if self.store.team else None)
         self.last_repair: SyncReport | None = None  # what the last repair_vectors() did
 
     def reload_config(self) -> ConfigReload:
@@ -455,7 +455,7 @@ class Indexer:
         With the team store these paths are first reconciled with the database (pushed, pulled, tombstoned or
         copied aside: indexer/worker/workcopy.py); `author` is who their new revisions are from (a named token).
         `vectors=False`: the keyword index only (the working copy's own index following the database's,
-        server/services/offline.py: its vectors are the database's).
+        indexer/serving/team.py: its vectors are the database's).
         """
         started = time.perf_counter()
         touched = set(rels)

@@ -37,13 +37,15 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from oracle_indexer.config import Settings
 from oracle_indexer.notes.discover import Discovery, discover, note_type
 from oracle_indexer.notes.rootfiles import PathRefused, RootFiles, path_problem, shown
-from oracle_indexer.store.pg.revisions import Commit, Conflict, Head, Revisions
-from oracle_indexer.store.sqlite.workcopy import Base, CopyState
+from oracle_indexer.store.backends import open_copy_state, open_revisions
+from oracle_indexer.store.errors import Conflict
+from oracle_indexer.store.protocols import IndexStore
+from oracle_indexer.store.rows import FileState
+from oracle_indexer.store.types import Base, Commit, Head
 
 GUARD_MIN = 3  # a copy with fewer synced files than this is not guarded against mass deletion
 # Deletions this machine sends within GUARD_WINDOW seconds, by any sync (the watcher's events included), are capped
@@ -111,14 +113,14 @@ def conflict_name(rel: str, author: str, day: dt.date, taken: Iterable[str] = ()
 class WorkingCopy:
     """The folder of `settings.root` kept in step with the PostgreSQL store's revisions."""
 
-    def __init__(self, settings: Settings, store: Any) -> None:
+    def __init__(self, settings: Settings, store: IndexStore) -> None:
         self.settings = settings
         self.root = settings.root
         self.files = RootFiles(settings.root)
         # what the last syncs left alone, path -> why (a bad row, a symlink, a file over the size limit): stats
         self.refused: dict[str, str] = {}
-        self.revisions = Revisions(store.db)
-        self.state = CopyState(settings.data_dir / "workcopy.db")
+        self.revisions = open_revisions(store)
+        self.state = open_copy_state(settings.data_dir / "workcopy.db")
         database = self.revisions.database_id()
         if self.state.get_meta("database") != database:
             self.state.reset(database)  # a new data dir, or another database: no bases, so nothing is deleted
@@ -447,12 +449,10 @@ class WorkingCopy:
         return st is not None and (st.st_mtime_ns, st.st_size) == stat
 
     # -- what the index and the services ask -------------------------------------------------------
-    def index_states(self, known: dict[str, Any], only: Iterable[str] | None = None) -> dict[str, Any]:
+    def index_states(self, known: dict[str, FileState], only: Iterable[str] | None = None) -> dict[str, FileState]:
         """The index's file states as this machine sees them: a note whose indexed hash is this copy's base keeps
         the base's stat (the file's stat here), so an unchanged file costs a stat; any other is read again. (The
         shared index's own mtime is whichever machine wrote last.)"""
-        from oracle_indexer.store.rows import FileState
-
         wanted = list(known) if only is None else [rel for rel in set(only) if rel in known]
         bases = self.state.bases(None if only is None else wanted)
         out = dict(known)

@@ -201,7 +201,7 @@ def run_tool(oracle: Oracle, args: argparse.Namespace, spec: dict) -> int:
     result = tool.call(oracle, request, Caller("cli", "cli"))
     if args.command in RENDERERS or getattr(args, "json", False):
         return emit(args, tool.dump(request, result, "cli"), RENDERERS.get(args.command, _no_renderer))
-    print(_safe(tool.text(request, result)))
+    print(_safe(tool.text_of(oracle, request, result)))
     return 0
 
 
@@ -221,7 +221,9 @@ def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
             waiting.progress(phase, done, total)
         bar(phase, done, total)
 
-    report = oracle.indexer.sync(full=args.full, force=args.force, progress=progress)
+    from oracle_server.services.indexing import index
+
+    report = index(oracle, full=args.full, force=args.force, progress=progress)
     return emit(args, report.as_dict(), render.index)
 
 
@@ -381,7 +383,9 @@ def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     # `kill -USR1 <pid>` prints every thread's stack: what a watch that does not stop is waiting on.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    print(oracle.indexer.sync(progress=Progress()).summary(), flush=True)  # in the foreground: progress
+    from oracle_server.services.indexing import index
+
+    print(index(oracle, progress=Progress()).summary(), flush=True)  # in the foreground: progress
     oracle.start(watch=True, sync=False, on_batch=report)
     print(f"watching {oracle.settings.root} (Ctrl-C to stop)", flush=True)
     while not stop.wait(3600):

@@ -315,7 +315,7 @@ class Engine:
                 caller = Caller("cli@server", "cli")  # logged as a server-process latency, as a CLI call through HTTP
                 result = await self.server.slots.run(tool.run, self.oracle, parsed, caller)
                 # the tool's text too: the CLI prints it without importing the registry (~1-3 s of pydantic models)
-                answer = {"result": tool.dump(parsed, result, "cli"), "text": tool.text(parsed, result)}
+                answer = {"result": tool.dump(parsed, result, "cli"), "text": tool.text_of(self.oracle, parsed, result)}
             self.cli_calls += 1
             self._set_serving()
         except InvalidArguments as exc:
@@ -334,7 +334,9 @@ class Engine:
 
     def _index(self, force: bool) -> dict:
         self.oracle.wait_ready()  # after the start-up sync: the same answer a local `oracle index` gives then
-        return self.oracle.indexer.sync(force=force).as_dict()
+        from oracle_server.services.indexing import index
+
+        return index(self.oracle, force=force).as_dict()
 
 
 class _Lines:

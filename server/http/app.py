@@ -647,8 +647,9 @@ def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[R
         who = identity_of(request.scope)
         caller = Caller(client_of(request), "http", author=who.name, can_write=who.can_write)
         result = await slots.run(mapped, tool.run, o, params, caller)  # run: a call that waits for a load logs it
-        if o.link is not None and o.link.offline:  # every answer from the working copy says so, warnings or not
-            response.headers["X-Oracle-Store"] = o.link.mark().encode("latin-1", "replace").decode("latin-1")
+        mark = o.backend.mark()
+        if mark:  # every answer from the working copy says so, warnings or not
+            response.headers["X-Oracle-Store"] = mark.encode("latin-1", "replace").decode("latin-1")
         if tool.brief is not None and detail_of(params, "http") == "brief":  # asked for: the brief shape
             store = {k: v for k, v in response.headers.items() if k.lower() == "x-oracle-store"}
             return JSONResponse(tool.dump(params, result, "http"), status_code=tool.http.status, headers=store)

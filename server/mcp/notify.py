@@ -129,6 +129,7 @@ class McpNotifier:
     async def running(self) -> AsyncIterator[None]:
         """While the MCP server runs: prime the snapshot, follow the watcher and the poll, deliver."""
         from oracle_indexer.worker.watch import add_batch_listener
+        from oracle_server.services.indexing import serves_indexer
 
         send, receive = anyio.create_memory_object_stream[Changes](256)
         self._loop, self._send = asyncio.get_running_loop(), send
@@ -136,7 +137,7 @@ class McpNotifier:
         stop_feed = self.feed.subscribe(self._post)
 
         def after_batch(indexer: Any, _report: Any) -> None:
-            if indexer is self.oracle.indexer:
+            if serves_indexer(self.oracle, indexer):
                 self.feed.check()
 
         stop_watch = add_batch_listener(after_batch)

@@ -5,13 +5,13 @@ tool's short text. Names and parameters are Oracle v2's, extended.
 """
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from oracle_server import __version__
 from oracle_server.services.app import Oracle
@@ -116,10 +116,7 @@ class OracleMCP(MCPServer):
             if error is None:  # a bug: the SDK logs it and tells the client only that the tool failed
                 raise UnexpectedToolError(f"Error executing tool {name}") from exc
             raise ToolError(f"Error executing tool {name}: {error}") from None
-        text = tool.text(request, result)
-        link = self.oracle.link
-        if link is not None and link.offline and link.mark() not in text:  # an answer without warnings says so too
-            text += "\nwarning: " + link.mark()
+        text = tool.text_of(self.oracle, request, result)  # with the working copy's mark in an outage
         reply = CallToolResult(content=[TextContent(type="text", text=text)],
                                structured_content=tool.dump(request, result, "mcp"))
         finish = FINISH.get(name)

@@ -30,6 +30,7 @@ from oracle_server.registry.shapes import Surface, brief_search, detail_of
 from oracle_server.services.read import read_note
 from oracle_server.services.relations import find_relations
 from oracle_server.services.search.pipeline import search
+from oracle_server.services.served import serve
 from oracle_server.services.stats import Stats, stats
 from oracle_server.services.supersede import supersede
 from oracle_server.services.verify import verify
@@ -142,11 +143,15 @@ class Tool:
         """Check the caller may make this call, then call the one service function. Every adapter calls
         tools through here (or `run`)."""
         self.authorize(request, caller)
-        if oracle.link is None:
-            return self.service(oracle, request, caller)
-        from oracle_server.services.offline import answer  # the team store only: an outage serves the working copy
+        return serve(oracle, lambda: self.service(oracle, request, caller), writes=self.is_write(request))
 
-        return answer(oracle, lambda: self.service(oracle, request, caller), writes=self.is_write(request))
+    def text_of(self, oracle: Oracle, request: BaseModel, result: BaseModel) -> str:
+        """The answer's text (MCP's text content, the CLI's output): the tool's own, and, while the working copy
+        answers for the team database, that mark, if the text does not say it already (an answer without
+        warnings)."""
+        text = self.text(request, result)
+        mark = oracle.backend.mark()
+        return text + "\nwarning: " + mark if mark and mark not in text else text
 
     def dump(self, request: BaseModel, result: BaseModel, surface: Surface) -> dict[str, Any]:
         """The result's JSON as `surface` answers it: brief or full (server/registry/shapes.py) where the tool has

@@ -1,7 +1,9 @@
-"""The Oracle context: settings plus the store, vector store, embedder and indexer they open.
+"""The Oracle context: settings, the embedder, and the one backend it serves from (indexer/serving/).
 
 Every adapter (CLI, MCP, HTTP) builds one of these and passes it to the service functions; nothing
-else holds connections. Heavy parts (the ONNX model, chromadb) load on first use.
+else holds connections. Heavy parts (the ONNX model, chromadb) load on first use. `oracle.store`, `.vectors`,
+`.logs` and `.indexer` are the backend's view: a request pinned to one (`pinned`, taken by the registry's call path)
+sees the same view from its first store call to its last, whatever the backend switches meanwhile.
 
 Lifecycle, the same for every adapter and test: `Oracle.open()` opens the stores (nothing runs in the
 background); `start(watch=...)` starts the one maintenance worker (indexer/worker/maintenance.py: initial sync,
@@ -12,8 +14,11 @@ database. A one-shot CLI command opens and closes without starting.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from oracle_indexer.config import ConfigReload, Settings
@@ -21,11 +26,12 @@ from oracle_indexer.models.embed import Embedder
 from oracle_indexer.worker.maintenance import SWEEP_SECONDS, Maintenance, Reporter
 from oracle_indexer.models.rerank import CrossEncoder
 from oracle_indexer.safe_write import private_dir
+from oracle_indexer.serving.backend import Backend
+from oracle_indexer.serving.choice import open_backend
+from oracle_indexer.serving.parts import Parts
 from oracle_indexer.store.protocols import IndexStore, UsageLogs, VectorIndex
 from oracle_indexer.worker.sync import Indexer
 from oracle_server.services.errors import ServiceError
-from oracle_server.services.offline import TeamLink
-from oracle_server.services.parts import Parts, offline_settings, open_parts
 
 READY_TIMEOUT = 120.0
 
@@ -34,14 +40,16 @@ class ServerConfigError(ServiceError, RuntimeError):
     """The server would start in an unsafe or impossible configuration; the message says how to fix it."""
 
 
+# The view a request is pinned to: (the Oracle, its parts). Keyed by the Oracle, since tests and benchmarks hold
+# several in one process.
+_PINNED: contextvars.ContextVar[tuple[Oracle, Parts] | None] = contextvars.ContextVar("oracle_pinned", default=None)
+
+
 @dataclass
 class Oracle:
     settings: Settings
-    store: IndexStore
-    vectors: VectorIndex
+    backend: Backend
     embedder: Embedder
-    indexer: Indexer
-    logs: UsageLogs
     # Cleared while the worker's initial sync builds the keyword index; requests wait for it so that
     # the first search on a fresh index is not silently empty.
     ready: threading.Event = field(default_factory=threading.Event)
@@ -56,13 +64,49 @@ class Oracle:
     # what was taken up, what waits for a restart (oracle_stats `config`); None: unchanged since start.
     config_reload: ConfigReload | None = None
     config_reload_at: float | None = None
-    # With the team store in a server or an engine: serves the working copy while the database cannot be reached
-    # (server/services/offline.py); None otherwise
-    link: TeamLink | None = None
     started: dict = field(default_factory=dict)  # start()'s arguments: the worker is started again after a switch
 
     def __post_init__(self) -> None:
         self.ready.set()
+        self.backend.bind(self)
+
+    # -- the view a request sees ------------------------------------------------------------------------
+    def view(self) -> Parts:
+        """The parts this request is pinned to, else what the backend serves now."""
+        pinned = _PINNED.get()
+        if pinned is not None and pinned[0] is self:
+            return pinned[1]
+        return self.backend.view()
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[Parts]:
+        """Pin the calls made in this block (this thread and what it awaits) to one view of the backend. Nested
+        blocks keep the outer view."""
+        held = _PINNED.get()
+        if held is not None and held[0] is self:
+            yield held[1]
+            return
+        token = _PINNED.set((self, self.backend.view()))
+        try:
+            yield _PINNED.get()[1]  # type: ignore[index]
+        finally:
+            _PINNED.reset(token)
+
+    @property
+    def store(self) -> IndexStore:
+        return self.view().store
+
+    @property
+    def vectors(self) -> VectorIndex:
+        return self.view().vectors
+
+    @property
+    def logs(self) -> UsageLogs:
+        return self.view().logs
+
+    @property
+    def indexer(self) -> Indexer:
+        return self.view().indexer
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         self.ready.wait(timeout)
@@ -72,37 +116,15 @@ class Oracle:
         """`check=False` (a server) leaves the index's integrity check (it reads the whole file: Store.verify)
         and the usage logs' retention to the maintenance worker, after the handshake. `offline_ok` (a server or
         an engine with the team store): a database that cannot be reached does not stop it; it serves its working
-        copy instead (server/services/offline.py) and goes back to the database once it answers."""
+        copy instead (indexer/serving/team.py) and goes back to the database once it answers."""
         settings = settings or Settings.from_env()
         # 0700; an existing data dir of Oracle's (an index, or only the tokens `oracle token add` wrote) narrowed
         private_dir(settings.data_dir, narrow=any(p.exists() for p in (
             settings.db_path, settings.data_dir / "tokens.json", settings.data_dir / "writer.lock")))
         embedder = Embedder(settings.embedding)
-        down: str | None = None
-        try:
-            parts = open_parts(settings, embedder, check=check)
-        except Exception as exc:
-            if not (offline_ok and settings.database_url and _unreachable(exc)):
-                raise
-            down = str(exc)
-            parts = open_parts(offline_settings(settings), embedder, check=check)
+        backend = open_backend(settings, embedder, check=check, offline_ok=offline_ok)
         spec = settings.rerank
-        oracle = cls(settings, parts.store, parts.vectors, embedder, parts.indexer, parts.logs,
-                     reranker=CrossEncoder(spec) if spec else None)
-        if settings.database_url and offline_ok:
-            oracle.link = TeamLink(oracle, offline_since=down)
-        return oracle
-
-    @property
-    def parts(self) -> Parts:
-        """The store, vectors, logs and indexer this Oracle serves from now."""
-        return Parts(self.store, self.vectors, self.logs, self.indexer)
-
-    def serve_from(self, parts: Parts) -> None:
-        """Serve from `parts` from now on (the team store, or the working copy's own index in an outage). The
-        caller has stopped the worker; what the services derived from the old index is dropped."""
-        self.store, self.vectors, self.logs, self.indexer = parts.store, parts.vectors, parts.logs, parts.indexer
-        self.memo.clear()
+        return cls(settings, backend, embedder, reranker=CrossEncoder(spec) if spec else None)
 
     def start(
         self,
@@ -123,9 +145,18 @@ class Oracle:
         self.started = dict(watch=watch, sync=sync, warm_delay=warm_delay, on_batch=on_batch,
                             sweep_seconds=sweep_seconds, hold=hold)
         self.start_worker(**self.started)
-        if self.link is not None:
-            self.link.start()
+        self.backend.start()
         return self
+
+    def restart_worker(self) -> None:
+        """The backend switched sides (indexer/serving/team.py): what the services derived from the old side is
+        dropped, and the worker starts over the side that serves now, as it was started (its own initial sync)."""
+        self.memo.clear()
+        started = dict(self.started)
+        if started:
+            started["hold"] = None  # the handshake it waited for is long over
+            self.maintenance = None
+            self.start_worker(**started)
 
     def start_worker(self, *, watch: bool, sync: bool, warm_delay: float, on_batch: Reporter | None,
                      sweep_seconds: float, hold: threading.Event | None) -> None:
@@ -159,16 +190,6 @@ class Oracle:
         self.ready.set()
 
     def close(self, abandon_loads: bool = False) -> None:
-        if self.link is not None:
-            self.link.stop()  # first: it may be switching stores
+        self.backend.stop()  # first: it may be switching sides
         self.stop(abandon_loads)  # then the worker: it writes into every store below
-        if self.link is not None:
-            self.link.close_idle()
-        self.parts.close()
-
-
-def _unreachable(exc: BaseException) -> bool:
-    """The team database cannot be reached (not a wrong URL or a missing package: those must stop the server)."""
-    from oracle_indexer.store.pg.db import DatabaseUnavailable
-
-    return isinstance(exc, DatabaseUnavailable) and ("cannot connect" in str(exc) or "cannot be reached" in str(exc))
+        self.backend.close()

@@ -12,7 +12,8 @@ from oracle_indexer.notes.concepts import normalise_tags
 from oracle_indexer.notes.parse import relation_key
 from oracle_indexer.rootconfig import DOC_TYPES
 from oracle_indexer.store.protocols import IndexStore
-from oracle_indexer.store.sqlite import Filters, Section
+from oracle_indexer.store.rows import Section
+from oracle_indexer.store.types import Filters
 from oracle_indexer.store.rows import IndexedNote
 from oracle_server.services.app import Oracle
 from oracle_server.services.errors import ServiceError

@@ -35,9 +35,9 @@ def _rel(oracle: Oracle, file: str) -> str:
 
 def _copy(oracle: Oracle):
     copy = oracle.indexer.copy
-    if copy is None and oracle.link is not None and oracle.link.offline:  # the history lives in the database
+    if copy is None and oracle.backend.offline:  # the history lives in the database
         raise OracleError("unavailable", f"a note's history is kept in the team database, and this engine serves its"
-                          f" {oracle.link.mark()}: ask again once it is back")
+                          f" {oracle.backend.mark()}: ask again once it is back")
     if copy is None:
         raise OracleError("invalid", NO_TEAM_STORE)
     return copy

@@ -7,7 +7,7 @@ the notes stating a matching relation come first, then text and vector results f
 
 from __future__ import annotations
 
-from oracle_indexer.store.sqlite import Filters, Pattern
+from oracle_indexer.store.types import Filters, Pattern
 from oracle_server.services.app import Oracle
 from oracle_server.services.models import RelationHit, RelationsRequest, RelationsResult, Triplet
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from oracle_indexer.notes.discover import discover
 from oracle_indexer.models.multilingual import MODEL_ID as MULTILINGUAL_MODEL
-from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
+from oracle_indexer.store.errors import VectorStoreUnavailable
 from oracle_server import __version__
 from oracle_server.services.app import Oracle
 from oracle_server.services.freshness import stale_by_type
@@ -139,7 +139,7 @@ class Stats(BaseModel):
     working_copy: WorkingCopyStats | None = None  # with the team store only
     # the team store in a server or an engine: `serving` ("team database", or "working copy" in an outage, since when
     # and why), what the last return to the database sent, and where the keyword leg reads (`keyword_index`: the
-    # working copy's own index while it holds what the database holds, or the database; server/services/offline.py;
+    # working copy's own index while it holds what the database holds, or the database; indexer/serving/team.py;
     # docs/team.md)
     team_link: dict = Field(default_factory=dict)  # {} without the team store
 
@@ -256,7 +256,7 @@ def stats(oracle: Oracle) -> Stats:
         serving=Serving(pid=os.getpid(), **oracle.serving),
         freshness=_freshness(oracle),
         working_copy=_working_copy(oracle),
-        team_link=oracle.link.state() if oracle.link is not None else {},
+        team_link=oracle.backend.state(),
     )
 
 
@@ -276,9 +276,9 @@ def config_notices(oracle: Oracle) -> list[str]:
 
 def _store_name(oracle: Oracle) -> str:
     """"sqlite", the PostgreSQL store's URL (no password), or the working copy's mark in an outage."""
-    if oracle.link is not None and oracle.link.offline:
-        return oracle.link.mark()
-    return "sqlite" if getattr(oracle.store, "dialect", "sqlite") == "sqlite" else str(oracle.store.path)
+    if oracle.backend.offline:
+        return oracle.backend.mark()
+    return str(oracle.store.path) if oracle.store.team else "sqlite"
 
 
 def _working_copy(oracle: Oracle) -> WorkingCopyStats | None:
@@ -308,11 +308,10 @@ def health_state(oracle: Oracle) -> dict:
     """What /health answers, at once whatever the database's state: status ("ok" or "unavailable"), files, chunks
     and, with PostgreSQL, the database's state (reachable, since when it is not, why; None on SQLite). Before, a
     PostgreSQL outage made /health wait 30 s for a pooled connection and answer a bare 500."""
-    from oracle_indexer.store.pg.db import DatabaseUnavailable
+    from oracle_indexer.store.errors import DatabaseUnavailable
 
-    link = oracle.link
-    if link is not None and link.offline:  # serving the working copy: up, and saying what it lacks
-        state = link.state()
+    if oracle.backend.offline:  # serving the working copy: up, and saying what it lacks
+        state = oracle.backend.state()
         with contextlib.suppress(Exception):  # a switch back under way: the database's own state below
             files, chunks = index_size(oracle)
             return {"status": "working copy", "files": files, "chunks": chunks,

@@ -40,10 +40,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from oracle_indexer.locks import WriterLock
+from oracle_indexer.store.errors import DatabaseUnavailable
 from oracle_indexer.safe_write import PRIVATE, private_dir, write_atomic
+
+if TYPE_CHECKING:
+    from oracle_indexer.store.protocols import TokenTable
 
 Access = Literal["read", "write"]
 TOKENS_FILE = "tokens.json"
@@ -333,7 +337,7 @@ class PgTokenStore(TokenStore):
     def __init__(self, url: str, data_dir: Path) -> None:
         super().__init__(data_dir)
         self.url = url
-        self._db: Any = None
+        self._db: TokenTable | None = None
         self._tried = -1e9
         self._read_at = -1e9
         self._entries: tuple[TokenEntry, ...] = ()
@@ -342,34 +346,29 @@ class PgTokenStore(TokenStore):
         self._warned: set[str] = set()  # the damaged rows already warned of (the table is re-read every second)
         self._connect(raising=False)  # a database that cannot be reached: the last copy answers (issue 38, item 3)
 
-    def _connect(self, raising: bool = True) -> Any:
-        """The pool, opened (and the schema migrated) on first use; None while the server cannot be reached
+    def _connect(self, raising: bool = True) -> TokenTable | None:
+        """The table, opened (and the schema migrated) on first use; None while the server cannot be reached
         (asked again at most once per DB_TOKENS_SECONDS), unless `raising`."""
         if self._db is not None:
             return self._db
-        from oracle_indexer.store.pg.db import DatabaseUnavailable, database
-        from oracle_indexer.store.pg.schema import migrate
-
         if not raising and time.monotonic() - self._tried < DB_TOKENS_SECONDS:
             return None
+        from oracle_indexer.store.backends import open_token_table
+
         self._tried = time.monotonic()
         try:
-            db = database(self.url)
-            try:
-                migrate(db)
-            except BaseException:
-                db.release()
-                raise
+            self._db = open_token_table(self.url)
         except DatabaseUnavailable:
             if raising:
                 raise
             return None
-        self._db = db
-        return db
+        return self._db
 
     @property
-    def db(self) -> Any:  # the pool: `oracle token add|revoke|list` need the database itself
-        return self._connect()
+    def db(self) -> TokenTable:  # `oracle token add|revoke|list` need the database itself
+        table = self._connect()
+        assert table is not None  # raising: an unreachable database raised
+        return table
 
     def close(self) -> None:
         if self._db is not None:
@@ -403,12 +402,10 @@ class PgTokenStore(TokenStore):
         """tokens.json of this data dir (from before tokens lived in the database), brought in once. Looked for
         at every read (a stat): one that cannot be parsed is a TokenError at every request (503), as it is
         without the team store, until it is fixed or removed; never "no tokens"."""
-        from oracle_indexer.store.pg import named_tokens
-
         if not self.path.exists():
             return
         entries = TokenStore._read(self)
-        named_tokens.insert_missing(self.db, [(e.name, e.access, e.salt, e.digest, e.created) for e in entries])
+        self.db.insert_missing([(e.name, e.access, e.salt, e.digest, e.created) for e in entries])
         os.replace(self.path, self.path.with_name(self.path.name + IMPORTED_SUFFIX))
 
     def entries(self) -> tuple[TokenEntry, ...]:
@@ -416,8 +413,6 @@ class PgTokenStore(TokenStore):
         the last table this data dir read (kept in OFFLINE_COPY: salts and digests, as the table holds them)
         answers, so an engine serving its working copy keeps its callers; a revocation made meanwhile reaches it
         when the database is back. A data dir that never read the table knows no tokens then."""
-        from oracle_indexer.store.pg.db import DatabaseUnavailable
-
         with self._cache_lock:
             if time.monotonic() - self._read_at < DB_TOKENS_SECONDS:
                 return self._entries
@@ -454,10 +449,8 @@ class PgTokenStore(TokenStore):
         """The table's usable rows. Anyone with the team URL can write a row, and one that cannot be decoded made
         every authenticated request on every engine a 500: such a row is skipped with a warning (once per process)
         and its token refused; `oracle token list` names it, `oracle token revoke NAME` removes it."""
-        from oracle_indexer.store.pg import named_tokens
-
         good = []
-        for row in named_tokens.rows(self.db):
+        for row in self.db.rows():
             entry = TokenEntry(*row)  # type: ignore[arg-type]
             problem = entry_problem(entry)
             if problem is None:
@@ -470,20 +463,16 @@ class PgTokenStore(TokenStore):
         return tuple(good)
 
     def add(self, name: str, access: Access, now: dt.datetime | None = None) -> str:
-        from oracle_indexer.store.pg import named_tokens
-
         self._import_file()
         token, entry = _new_token(name, access, now)
-        if not named_tokens.insert(self.db, (entry.name, entry.access, entry.salt, entry.digest, entry.created)):
+        if not self.db.insert((entry.name, entry.access, entry.salt, entry.digest, entry.created)):
             raise _exists(name)
         self._read_at = -1e9
         return token
 
     def revoke(self, name: str) -> TokenEntry:
-        from oracle_indexer.store.pg import named_tokens
-
         self._import_file()
-        row = named_tokens.delete(self.db, name)
+        row = self.db.delete(name)
         self._read_at = -1e9
         if row is None:
             known = ", ".join(e.name for e in self._read()) or "none"
@@ -492,9 +481,9 @@ class PgTokenStore(TokenStore):
 
     @property
     def where(self) -> str:
-        from oracle_indexer.store.pg.db import _safe
-
-        return f"the team store {_safe(self.url)} (table named_tokens)"
+        if self._db is not None:
+            return self._db.where
+        return f"the team store {self.url.split('@')[-1]} (table named_tokens)"  # never the password
 
 
 def token_store(database_url: str | None, data_dir: Path) -> TokenStore:

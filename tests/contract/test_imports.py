@@ -159,3 +159,33 @@ def test_a_circle_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     graph = grimp.build_graph("circled", cache_dir=None)
     assert circles(graph) == [["circled.a", "circled.b", "circled.c"]]
+
+
+def test_a_service_or_the_worker_naming_a_backend_is_reported(tmp_path: Path):
+    """The backend contract as pyproject.toml states it, over a copy of the project's shape in which a service and
+    the worker import SQLite's and PostgreSQL's modules directly (the 23 imports issue 46 found), while the one
+    place that chooses (store/backends.py) and the serving layer may."""
+    config = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    contract = next(c for c in config["contracts"] if "backends are chosen once" in c["name"])
+    _package(tmp_path, {
+        "oracle_server/__init__.py": "", "oracle_server/services/__init__.py": "",
+        "oracle_server/services/search.py": "from oracle_indexer.store.sqlite.keyword import Filters\n",
+        "oracle_indexer/__init__.py": "", "oracle_indexer/worker/__init__.py": "",
+        "oracle_indexer/worker/sync.py": "def f():\n    from oracle_indexer.store.pg import revisions\n",
+        "oracle_indexer/store/__init__.py": "", "oracle_indexer/store/sqlite/__init__.py": "",
+        "oracle_indexer/store/sqlite/keyword.py": "Filters = 1\n",
+        "oracle_indexer/store/pg/__init__.py": "", "oracle_indexer/store/pg/revisions.py": "",
+        "oracle_indexer/store/backends.py": "from oracle_indexer.store.sqlite import keyword\n",
+        "oracle_indexer/serving/__init__.py": "",
+        "oracle_indexer/serving/team.py": "from oracle_indexer.store.pg import revisions\n",
+    })
+    lines = ["[tool.importlinter]", 'root_packages = ["oracle_server", "oracle_indexer"]', "",
+             "[[tool.importlinter.contracts]]"]
+    lines += [f"{key} = {value!r}".replace("'", '"') if isinstance(value, str) else f"{key} = {str(value).lower()}"
+              if isinstance(value, bool) else f"{key} = {value!r}".replace("'", '"') for key, value in contract.items()]
+    (tmp_path / "setup.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = lint_imports(tmp_path / "setup.toml", extra_path=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "oracle_server.services.search -> oracle_indexer.store.sqlite.keyword" in result.stdout
+    assert "oracle_indexer.worker.sync -> oracle_indexer.store.pg.revisions" in result.stdout
+    assert "serving" not in result.stdout.split("Broken contracts")[-1] and "backends ->" not in result.stdout

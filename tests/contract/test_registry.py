@@ -284,7 +284,7 @@ def test_every_service_exception_names_a_kind_and_errors_imports_none() -> None:
     import grimp
 
     import oracle_server.services as services
-    from oracle_indexer.store.pg.db import DatabaseUnavailable
+    from oracle_indexer.store.errors import DatabaseUnavailable
     from oracle_server.services.errors import ServiceError
 
     for module in pkgutil.walk_packages(services.__path__, "oracle_server.services."):

@@ -6,7 +6,7 @@ Server Error"; an engine that lived through an outage took more than 26 s to end
 answers at once with the database's state (503, "unreachable"), other requests fail fast with a message that says
 the database cannot be reached (503), requests work again once the database is back (no restart), and SIGTERM
 ends the server within a few seconds. Since issue 38, item 3, a server in an outage answers from its working copy
-(server/services/offline.py), marked as such, once it has switched (a second or so): /health is then 200 with
+(indexer/serving/team.py), marked as such, once it has switched (a second or so): /health is then 200 with
 status "working copy", and the database still "reachable": false.
 """
 

@@ -21,7 +21,6 @@ import httpx
 import psycopg
 import pytest
 
-import _pg
 from _procs import serve_http, stop_process
 from test_pg_engines import ALICE, BOB, SHARED, _folder, _notes  # the working-copy notes and folder helpers
 

@@ -29,7 +29,9 @@ from pydantic import BaseModel, ValidationError
 import oracle_server.services.models as models
 from _hostile import MARKER, MARKER_VARIANTS, examples, UNICODE_PIECES, any_text, as_read, hostile_pieces, hostile_text, json_values
 from oracle_indexer.notes.parse import SPLIT_LEVEL, content_hash, parse_markdown
-from oracle_indexer.store.sqlite import FileState, Filters, Store, keyword_search
+from oracle_indexer.store.sqlite import Store, keyword_search
+from oracle_indexer.store.rows import FileState
+from oracle_indexer.store.types import Filters
 from oracle_indexer.worker.sync import decode_markdown
 from oracle_indexer.rootconfig import Layout
 from oracle_server.services.files import PathRefused, safe_path

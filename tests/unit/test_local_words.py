@@ -23,7 +23,7 @@ from oracle_indexer.notes.parse import PARSER_VERSION
 from oracle_indexer.store.pg.local_words import LocalWords
 from oracle_indexer.store.pg.store import PgStore
 from oracle_indexer.store.rows import content_state, note_mark
-from oracle_indexer.store.sqlite import Filters
+from oracle_indexer.store.types import Filters
 from oracle_server.services.models import SearchRequest
 from oracle_server.services.search.pipeline import search
 
@@ -155,7 +155,7 @@ def test_the_reads_go_to_the_local_index_only_while_it_holds_what_the_database_h
 
 
 def test_the_link_makes_the_working_copys_index_follow_the_database(tmp_path: Path) -> None:
-    """An engine with the team store (offline_ok: it has a TeamLink): its working copy's own index is built, then
+    """An engine with the team store (offline_ok: a TeamBackend): its working copy's own index is built, then
     follows a note another engine wrote; stats say where the keyword leg reads."""
     from oracle_indexer.config import Settings
     from oracle_server.services.app import Oracle
@@ -169,8 +169,8 @@ def test_the_link_makes_the_working_copys_index_follow_the_database(tmp_path: Pa
     b = open_oracle(b_root, tmp_path / "b-data", database_url=url)
     try:
         a.indexer.sync(vectors=False)
-        assert a.link is not None and isinstance(a.store, PgStore)
-        a.link.prepare_now()
+        assert a.backend is not None and isinstance(a.store, PgStore)
+        a.backend.prepare_now()
         assert a.store.keyword_source() == "working copy"
         assert stats(a).team_link["keyword_index"]["from"] == "working copy"
         before = search(a, SearchRequest(query="okapi crossings", mode="fts", limit=10))
@@ -181,25 +181,25 @@ def test_the_link_makes_the_working_copys_index_follow_the_database(tmp_path: Pa
         assert a.store.keyword_source() == "database"  # behind: the SQL answers, and finds it
         assert search(a, SearchRequest(query="okapi crossings", mode="fts", limit=10)).total == 1
         a.indexer.pull()  # the file reaches A's folder (the worker does this on NOTIFY)
-        a.link.follow()
-        assert a.link.followed is not None and a.link.followed["in_step"] and a.link.followed["notes"] == 1
+        a.backend.follow()
+        assert a.backend.followed is not None and a.backend.followed["in_step"] and a.backend.followed["notes"] == 1
         assert a.store.keyword_source() == "working copy"
         found = search(a, SearchRequest(query="okapi crossings", mode="fts", limit=10))
         assert [h.source_file for h in found.hits][:1] == ["learnings/okapi.md"] and found.total == 1
         # a folder this machine cannot follow (the database holds a note A's folder lacks): the SQL stays
         (b_root / "learnings/lynx.md").write_text(EXTRA.replace("Zebra", "Lynx"), encoding="utf-8")
         b.indexer.sync_paths(["learnings/lynx.md"], vectors=False)
-        a.link.follow()
-        assert a.link.followed["in_step"] is False and a.store.keyword_source() == "database"
+        a.backend.follow()
+        assert a.backend.followed["in_step"] is False and a.store.keyword_source() == "database"
         found = search(a, SearchRequest(query="lynx crossings", mode="fts", limit=10))
         assert [h.source_file for h in found.hits][:1] == ["learnings/lynx.md"]
         # oracle.toml edited under the running engine: the working copy's index takes up the team side's rules
         (root / "oracle.toml").write_text('[index]\nexclude = ["principles/"]\n', encoding="utf-8")
         assert a.indexer.reload_config().error is None
-        assert a.link.local is not None and a.link.local.indexer.settings.layout != a.indexer.settings.layout
-        a.link.follow()
-        assert a.link.local.indexer.settings.layout == a.indexer.settings.layout
-        assert not a.link.local.store.fetch("SELECT 1 FROM files WHERE path LIKE 'principles/%'")
+        assert a.backend.local is not None and a.backend.local.indexer.settings.layout != a.indexer.settings.layout
+        a.backend.follow()
+        assert a.backend.local.indexer.settings.layout == a.indexer.settings.layout
+        assert not a.backend.local.store.fetch("SELECT 1 FROM files WHERE path LIKE 'principles/%'")
     finally:
         b.close()
         a.close()

@@ -6,7 +6,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from oracle_indexer.store.sqlite.logs import FLUSH_INTERVAL, Logs
+from oracle_indexer.store.sqlite.logs import Logs
+from oracle_indexer.store.timing import FLUSH_INTERVAL
 
 
 def rows(path: Path, table: str) -> int:

@@ -225,7 +225,7 @@ def two_section_notes(root: Path, n: int) -> None:
 
 def keyword_answers(store) -> list:
     """What the keyword reads of a search answer, floats and order exactly."""
-    from oracle_indexer.store.sqlite import Filters
+    from oracle_indexer.store.types import Filters
 
     files = [p for p in store.file_states()]
     out = []

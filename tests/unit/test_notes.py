@@ -16,7 +16,7 @@ from _corpus import QUOKKA_FILES, QUOKKA_PRINCIPLE, THAI_FILE, write
 from oracle_indexer.notes.blocks import block_date, block_tags, is_metadata_block
 from oracle_indexer.models.multilingual import covered_share
 from oracle_indexer.notes.parse import parse_markdown
-from oracle_indexer.store.sqlite import SectionFacts
+from oracle_indexer.store.rows import SectionFacts
 from oracle_server.services.search import scoring
 from oracle_server.services.consult import consult
 from oracle_server.services.models import ConsultRequest, SearchRequest

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from oracle_indexer.store.pg.db import DatabaseUnavailable
-from oracle_server.services.offline import reason_of
+from oracle_indexer.store.errors import DatabaseUnavailable
+from oracle_indexer.serving.team import reason_of
 
 
 def test_the_mark_gives_the_cause_in_one_line() -> None:

@@ -19,8 +19,9 @@ import pytest
 import _pg
 from _pg import NOTES, write_root
 from _corpus import open_oracle
-from oracle_indexer.store.sqlite import Filters
-from oracle_indexer.store.pg.db import DatabaseUnavailable, pg_sql
+from oracle_indexer.store.types import Filters
+from oracle_indexer.store.pg.db import pg_sql
+from oracle_indexer.store.errors import DatabaseUnavailable
 from oracle_indexer.store.pg.schema import SCHEMA_VERSION, applied_versions, migrate
 from oracle_indexer.store.pg.store import PgStore
 from oracle_indexer.store.pg.tokens import match_phrases, parse_match, tokenize_rows

@@ -12,7 +12,10 @@ import pytest
 from _corpus import damage_table
 from oracle_indexer.notes.concepts import MAX_TAG_CHARS, normalise_tags
 from oracle_indexer.notes.parse import CHUNK_ID_RE, chunk_id, content_hash, parse_markdown
-from oracle_indexer.store.sqlite import FileState, Filters, Store, StoreClosed, batched, keyword_search, note_keyword_scores
+from oracle_indexer.store.sqlite import Store, keyword_search, note_keyword_scores
+from oracle_indexer.store.rows import FileState, batched
+from oracle_indexer.store.errors import StoreClosed
+from oracle_indexer.store.types import Filters
 from oracle_server.services.models import SearchRequest
 from oracle_server.services.search.pipeline import filters_for
 

@@ -13,7 +13,8 @@ import pytest
 from _corpus import write
 from oracle_indexer.notes.fields import parse_where
 from conftest import STORES, store_overrides
-from oracle_indexer.store.sqlite import Filters, SCHEMA_VERSION
+from oracle_indexer.store.sqlite import SCHEMA_VERSION
+from oracle_indexer.store.types import Filters
 from oracle_server.services.suggestions import complete_field_names, complete_field_values
 from oracle_server.services.browse import list_documents
 from oracle_server.services.models import ListRequest, SearchRequest

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
+from oracle_indexer.store.errors import DatabaseUnavailable
 
 if TYPE_CHECKING:
     import psycopg
@@ -47,13 +48,6 @@ LOST_STATES = ("08", "57P01", "57P02", "57P03")  # SQLSTATE of a connection lost
 # within milliseconds of each other; a stash older than this, or made before any write of this process, is
 # dropped and the read runs again (see Database.stash).
 STASH_SECONDS = 1.0
-
-
-class DatabaseUnavailable(RuntimeError):
-    """ORACLE_DATABASE_URL is wrong, the server cannot be reached, or a package is missing; the message says
-    what to do."""
-
-    error_kind = "unavailable"  # what it means to a caller (server/services/errors.py: classify)
 
 
 def check_url(url: str) -> str:
@@ -217,7 +211,7 @@ class Database:
     def connection(self) -> Iterator[psycopg.Connection]:
         """A connection in autocommit mode for one or more statements."""
         if self._closed:
-            from oracle_indexer.store.sqlite.schema import StoreClosed
+            from oracle_indexer.store.errors import StoreClosed
 
             raise StoreClosed("the PostgreSQL store is closed: this process is shutting down")
         if self._down is not None:  # known down: ask the server (at most once a second in all), else fail at once

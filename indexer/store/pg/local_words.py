@@ -4,7 +4,7 @@ at team size).
 FTS5's bm25 in SQL over PostgreSQL's postings table (indexer/store/pg/keyword.py) scores every posting of every
 question word in SQL, where SQLite does the same work in C: at 100,000 sections it made a PostgreSQL hybrid search
 2.4-3.8x SQLite's. Every engine with the team store already keeps an SQLite index of its folder (the working copy's
-own, `<data dir>/offline/`, server/services/offline.py), and its folder converges with the database. When that
+own, `<data dir>/offline/`, indexer/serving/team.py), and its folder converges with the database. When that
 index holds exactly the notes the database holds (the same content state: every note's path and file hash, the
 same number of sections, read by the same parser version), its FTS5 tables give the same keyword scores, section ids and totals as the SQL, so the
 keyword leg's reads (`keyword_search`, `keyword_matching_ids`, `terms_matched`, `note_keyword_scores`,

@@ -6,9 +6,39 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from oracle_indexer.store.pg.db import Database
+from oracle_indexer.store.pg.db import Database, _safe, database
+from oracle_indexer.store.pg.schema import migrate
 
 Row = tuple[str, str, str, str, str]  # name, access, salt (hex), digest (hex), created (ISO)
+
+
+class PgTokenTable:
+    """The `named_tokens` table of one team database (the TokenTable contract, indexer/store/protocols.py): opened
+    with the schema migrated; DatabaseUnavailable when the server cannot be reached."""
+
+    def __init__(self, url: str) -> None:
+        self.db = database(url)
+        try:
+            migrate(self.db)
+        except BaseException:
+            self.db.release()
+            raise
+        self.where = f"the team store {_safe(url)} (table named_tokens)"
+
+    def rows(self) -> list[Row]:
+        return rows(self.db)
+
+    def insert(self, row: Row) -> bool:
+        return insert(self.db, row)
+
+    def insert_missing(self, entries: Sequence[Row]) -> int:
+        return insert_missing(self.db, entries)
+
+    def delete(self, name: str) -> Row | None:
+        return delete(self.db, name)
+
+    def release(self) -> None:
+        self.db.release()
 
 
 def rows(db: Database) -> list[Row]:

@@ -13,58 +13,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from oracle_indexer.notes.rootfiles import check_path, path_problem, shown
 from oracle_indexer.store.pg.db import Database
+from oracle_indexer.store.errors import Conflict
+from oracle_indexer.store.types import Commit, Head, Revision
 
 CHANNEL = "oracle_notes"  # LISTEN/NOTIFY channel of note commits; payload "<seq> <machine>"
 COPY_ID = "workcopy_id"  # meta key: this database's identity, so a working copy notices a different database
-
-
-@dataclass(frozen=True)
-class Head:
-    """A note's current revision: what a working copy compares its file with."""
-
-    path: str
-    revision: int
-    seq: int
-    hash: str | None  # None for a tombstone
-    deleted: bool
-    author: str | None
-    at: float
-
-
-@dataclass(frozen=True)
-class Revision:
-    """One entry of a note's history (without its text: `revision_content` reads that)."""
-
-    path: str
-    revision: int
-    seq: int
-    hash: str | None
-    base: str | None
-    deleted: bool
-    author: str | None
-    machine: str | None
-    at: float
-    size: int | None
-
-
-@dataclass(frozen=True)
-class Commit:
-    """One revision to write: `expect` is the head's hash the writer read (None: a tombstone; False: no head)."""
-
-    path: str
-    content: bytes | None
-    digest: str | None
-    expect: str | None | bool
-    base: str | None
-    author: str | None
-
-
-class Conflict(Exception):
-    """The head moved since the caller read it (another engine committed first): read again and decide again."""
 
 
 _HEAD = "SELECT path, revision, seq, hash, deleted, author, at FROM note_heads"

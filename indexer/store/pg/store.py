@@ -30,7 +30,7 @@ from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.store.pg.schema import SCHEMA_VERSION, WRITER_LOCK, migrate
 from oracle_indexer.store.sqlite.reads import Reads
 from oracle_indexer.store.rows import BATCH, SECTION_COLUMNS, FileState, Section, SectionFacts, marks, parser_version
-from oracle_indexer.store.sqlite.keyword import Filters
+from oracle_indexer.store.types import Filters
 from oracle_indexer.store.pg.tokens import tokenize_rows
 from oracle_indexer.store.sqlite.writes import _embed_key, body_hash, note_text, section_text
 
@@ -63,6 +63,7 @@ class PgStore(Reads):
     """One knowledge base in one PostgreSQL database (or schema: set search_path in the URL's options)."""
 
     dialect = "postgresql"
+    team = True
 
     def __init__(self, url: str, *, model_id: str | None = None) -> None:
         from oracle_indexer.models.embed import MODEL_ID
@@ -77,7 +78,7 @@ class PgStore(Reads):
         self.model_id = model_id or MODEL_ID
         self.recovered_from = None  # a server's data is never moved aside: it is not ours alone
         # the working copy's own index, read for the keyword leg while it holds what the database holds
-        # (indexer/store/pg/local_words.py; server/services/offline.py follows it)
+        # (indexer/store/pg/local_words.py; indexer/serving/team.py follows it)
         self.local_words: LocalWords | None = None
         self._reading = Reading()
         self._sql_words = pg_keyword.SqlWords(self)

@@ -25,9 +25,9 @@ from oracle_indexer.safe_write import private_dir
 
 from oracle_indexer.store.sqlite.keyword import (
     BM25_WEIGHTS,
-    TIE_SLACK,
-    Filters,
+    MERGED_TABLES,
     SectionCounts,
+    TIE_SLACK,
     count_embedded,
     filtered_ids,
     keyword_matching_ids,
@@ -38,12 +38,11 @@ from oracle_indexer.store.sqlite.keyword import (
     segment_count,
     terms_matched,
 )
-from oracle_indexer.store.sqlite.reads import Pattern, Reads
-from oracle_indexer.store.rows import FileState, IndexedNote, RelationRow, Section, SectionFacts, batched
+from oracle_indexer.store.sqlite.reads import Reads
+from oracle_indexer.store.errors import StoreClosed
 from oracle_indexer.store.sqlite.schema import (
     BUSY_TIMEOUT_MS,
     SCHEMA_VERSION,
-    StoreClosed,
     ThreadReaders,
     connect,
     connect_reader,
@@ -52,10 +51,12 @@ from oracle_indexer.store.sqlite.schema import (
 )
 from oracle_indexer.store.sqlite.writes import Writes, body_hash
 
+# The SQLite backend's own names; the neutral ones (rows, filters, errors) come from indexer/store/rows.py,
+# types.py and errors.py, whichever backend answers.
 __all__ = [
-    "BM25_WEIGHTS", "BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "TIE_SLACK", "FileState", "Filters", "IndexedNote", "Pattern",
-    "RelationRow", "Section", "SectionFacts", "Store", "StoreClosed", "batched", "body_hash", "count_embedded",
-    "filtered_ids", "keyword_matching_ids", "keyword_search", "note_keyword_scores", "section_counts", "set_aside", "terms_matched",
+    "BM25_WEIGHTS", "BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "TIE_SLACK", "Store", "body_hash", "count_embedded",
+    "filtered_ids", "keyword_matching_ids", "keyword_search", "note_keyword_scores", "section_counts", "set_aside",
+    "terms_matched",
 ]
 
 class Store(Reads, Writes):
@@ -66,6 +67,8 @@ class Store(Reads, Writes):
     MCP handshake, and its maintenance worker verifies once the handshake is done. A file that is not a
     database at all still fails at open, and is moved aside then.
     """
+
+    segmented_tables = MERGED_TABLES  # the word tables the maintenance worker merges (SegmentedIndex)
 
     def __init__(self, path: Path, *, check: bool = True, model_id: str | None = None) -> None:
         private_dir(path.parent)
@@ -148,6 +151,7 @@ class Store(Reads, Writes):
             self.conn.close()
 
     dialect = "sqlite"
+    team = False
 
     # -- the keyword leg: keyword.py's functions as methods, so a service calls the store it has (the
     # PostgreSQL store has its own, indexer/store/pg/keyword.py) --------------------------------------

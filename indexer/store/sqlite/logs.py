@@ -18,7 +18,8 @@ from pathlib import Path
 
 from oracle_indexer.safe_write import private_dir, private_file
 from oracle_indexer.store.rows import batched, marks
-from oracle_indexer.store.sqlite.schema import Connection, StoreClosed, ThreadReaders, opened, set_aside
+from oracle_indexer.store.sqlite.schema import Connection, ThreadReaders, opened, set_aside
+from oracle_indexer.store.errors import StoreClosed
 
 BUSY_TIMEOUT_MS = 10_000
 MAX_TEXT = 20_000  # a logged field longer than this is cut; the log is a record, not an archive
@@ -94,7 +95,6 @@ def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-FLUSH_INTERVAL = 0.5  # seconds a search or consultation row may wait before it is written
 MAX_QUEUED = 500  # batches queued before the caller writes them itself (an Oracle nobody started)
 
 

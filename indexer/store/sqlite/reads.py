@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from oracle_indexer.notes.fields import FieldValue, value_key
 from oracle_indexer.notes.parse import compose_embed_text, relation_key
-from oracle_indexer.store.sqlite.keyword import Filters
+from oracle_indexer.store.types import Filters
 from oracle_indexer.store.rows import (
     SECTION_COLUMNS,
     FileState,
@@ -28,11 +28,11 @@ from oracle_indexer.store.rows import (
     marks,
     parser_version,
 )
+from oracle_indexer.store.types import Pattern
 
 if TYPE_CHECKING:  # numpy loads on first use: a server answers its handshake without it
     import numpy as np
 
-Pattern = tuple[str | None, str | None, str | None]  # (subject, predicate, object); None matches anything
 _NOTE_COLUMNS = "path, type, title, size, mtime_ns, chunk_count, file_hash"
 _SUGGEST_SOURCES = {
     "concept": "SELECT concept AS value, count(*) AS weight FROM doc_concepts GROUP BY concept",

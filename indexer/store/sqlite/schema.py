@@ -33,6 +33,7 @@ from pathlib import Path
 
 from oracle_indexer.safe_write import private_file
 from oracle_indexer.notes.segment import THAI_MARKS
+from oracle_indexer.store.errors import StoreClosed
 
 # 2: relations and superseded_by from frontmatter (an index of version 1 re-parses every file once).
 # 3: Thai segmented into words in documents_fts, whose tokenizer keeps Thai marks inside words (the
@@ -109,16 +110,6 @@ CREATE INDEX IF NOT EXISTS note_fields_field ON note_fields(field, value_key);
 # Every table that holds what the markdown says (for --full): the embedding cache and meta survive.
 CONTENT_TABLES = ("documents", "documents_fts", "documents_tri", "notes_fts", "doc_concepts", "files", "skipped",
                   "relations", "superseded_files", "note_fields")
-
-
-# What a failed SQLite statement raises (a write lock held past the busy timeout, a read-only file): the worker
-# catches it by this name, so nothing outside the store imports the driver (pyproject.toml [tool.importlinter]).
-StoreError = sqlite3.Error
-
-
-class StoreClosed(RuntimeError):
-    """The store (or the logs) was closed: the process is shutting down. Raised instead of sqlite3's
-    "Cannot operate on a closed database" from a connection closed under a running request."""
 
 
 def set_aside(path: Path, reason: Exception) -> Path:

@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
@@ -32,6 +31,9 @@ if TYPE_CHECKING:  # numpy is imported by whoever makes the vectors
 
 from oracle_indexer.config import EMBEDDED_COLLECTION as COLLECTION  # the default; see Settings.collection
 from oracle_indexer.safe_write import PRIVATE, private_dir, write_atomic
+from oracle_indexer.store.errors import VectorStoreUnavailable
+from oracle_indexer.store.timing import RETRY_SECONDS
+from oracle_indexer.store.types import VectorHit
 
 UPSERT_BATCH = 2000
 SERVER_UPSERT_BATCH = 500  # ~0.3 s per request to a local server: well inside REQUEST_TIMEOUT
@@ -44,7 +46,6 @@ EF_SEARCH = 1000
 CONNECT_TIMEOUT = 2.0
 REQUEST_TIMEOUT = 5.0
 PROBE_TIMEOUT = 1.0  # the heartbeat before a client is built
-RETRY_SECONDS = 1.0  # how often the maintenance worker probes a store that is down
 
 
 # chromadb caches one client System per path per process and hands it back to every later PersistentClient on
@@ -52,16 +53,6 @@ RETRY_SECONDS = 1.0  # how often the maintenance worker probes a store that is d
 # or written by this process), so a new VectorStore opened after another process wrote drops it and reads the
 # files again instead of querying a stale in-memory index.
 _SYSTEM_SEEN: dict[str, str] = {}
-
-
-class VectorStoreUnavailable(RuntimeError):
-    """ChromaDB could not be opened or answered with an error."""
-
-
-@dataclass(frozen=True)
-class VectorHit:
-    id: str
-    similarity: float  # cosine similarity, 1 - cosine distance: higher is better
 
 
 def _unreachable(exc: BaseException) -> bool:

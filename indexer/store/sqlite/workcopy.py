@@ -13,19 +13,10 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from oracle_indexer.safe_write import private_file
-
-
-@dataclass(frozen=True)
-class Base:
-    """A file as it was when last in step with the database: its hash and its stat then."""
-
-    hash: str
-    mtime_ns: int
-    size: int
+from oracle_indexer.store.types import Base
 
 
 class CopyState:

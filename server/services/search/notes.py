@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from oracle_indexer.store.sqlite import SectionFacts
+from oracle_indexer.store.rows import SectionFacts
 from oracle_server.services.search.scoring import Fused
 
 MAX_LISTED = 5  # other matching sections listed per note (the whole note is one oracle_read away)

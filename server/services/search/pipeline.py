@@ -25,8 +25,9 @@ from oracle_indexer.models.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from oracle_indexer.models.multilingual import covered_share, wants_multilingual
 from oracle_indexer.notes.parse import compose_embed_text
 from oracle_indexer.models.rerank import RerankUnavailable
-from oracle_indexer.store.sqlite import Filters, Section, SectionFacts
-from oracle_indexer.store.sqlite.vectors import VectorStoreUnavailable
+from oracle_indexer.store.rows import Section, SectionFacts
+from oracle_indexer.store.types import Filters
+from oracle_indexer.store.errors import VectorStoreUnavailable
 from oracle_server.services import guide
 from oracle_server.services.search import expansion, vocabulary
 from oracle_server.services.search import scoring

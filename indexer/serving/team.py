@@ -1,4 +1,5 @@
-"""An engine without its database keeps working (issue 38, item 3).
+"""The team backend: the team database and the working copy's own index, and the switch between them (issue 38,
+item 3; one backend per Oracle since issue 46: indexer/serving/backend.py).
 
 With the team store, a server or an engine serves from PostgreSQL; its folder is a working copy of the team's notes
 (indexer/worker/workcopy.py). When the database cannot be reached (at start, or it goes away while the engine
@@ -14,10 +15,11 @@ FOLLOW_SECONDS it compares the database's content state with the index's and re-
 keyword phase only), and the PostgreSQL store reads its keyword leg from it whenever the two hold the same notes
 (indexer/store/pg/local_words.py), FTS5 in C instead of bm25 in SQL.
 
-One thread per Oracle (`TeamLink`) asks the database once a second whether it answers (a new connection, libpq's
+One thread per Oracle (`TeamBackend`) asks the database once a second whether it answers (a new connection, libpq's
 smallest connect timeout) and switches. A request that meets the outage first (a read that failed because the
 database went away under it) asks the link to switch at once and is answered from the working copy; a write that
-failed that way is not repeated (it may have written its file already), and says so.
+failed that way is not repeated (it may have written its file already), and says so (server/services/served.py).
+A switch changes what `view()` returns; a request already running keeps the view it started with.
 """
 
 from __future__ import annotations
@@ -27,41 +29,13 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Protocol, TypeVar
 
-from oracle_indexer.config import Settings
-from oracle_indexer.models.embed import Embedder
 from oracle_indexer.notes.rootfiles import path_problem
-from oracle_indexer.store.pg.db import DatabaseUnavailable
+from oracle_indexer.serving.backend import Worker
+from oracle_indexer.serving.parts import Parts, offline_settings, open_parts
+from oracle_indexer.store.errors import DatabaseUnavailable
 from oracle_indexer.store.pg.local_words import LocalWords
 from oracle_indexer.store.pg.store import PgStore
-from oracle_indexer.store.protocols import IndexStore
-from oracle_indexer.worker.maintenance import Maintenance, Reporter
-from oracle_server.services.parts import Parts, offline_settings, open_parts
-
-T = TypeVar("T")
-
-
-class Served(Protocol):
-    """What the link switches: the Oracle (server/services/app.py), seen from here without importing it."""
-
-    settings: Settings
-    embedder: Embedder
-    ready: threading.Event
-    store: IndexStore
-    maintenance: Maintenance | None
-    started: dict
-    link: TeamLink | None
-
-    @property
-    def parts(self) -> Parts: ...
-    def serve_from(self, parts: Parts) -> None: ...
-    def stop(self, abandon_loads: bool = False) -> None: ...
-    def start_worker(self, *, watch: bool, sync: bool, warm_delay: float, on_batch: Reporter | None,
-                     sweep_seconds: float, hold: threading.Event | None) -> None: ...
-    def wait_ready(self, timeout: float = ...) -> None: ...
-
 
 PROBE_SECONDS = 1.0  # how often the link asks the database whether it answers
 FOLLOW_SECONDS = 0.25  # how often it compares the database's content state with the working copy's own index's
@@ -71,7 +45,7 @@ FOLLOW_RETRY_SECONDS = 2.0
 FOLLOW_RETRY_MAX = 300.0
 SWITCH_WAIT = 120.0  # a request waits at most this long for the working copy's index (a first outage builds it)
 # The working copy's own index is brought in step this long after start, then every PREPARE_SECONDS, while the
-# database answers (TeamLink._prepare): the first outage then costs a stat per file, not a parse of every note.
+# database answers (TeamBackend._prepare): the first outage then costs a stat per file, not a parse of every note.
 PREPARE_DELAY = 5.0
 PREPARE_SECONDS = 300.0
 
@@ -84,13 +58,17 @@ def reason_of(message: str) -> str:
     return text.splitlines()[0][:200] if text else "no answer"
 
 
-class TeamLink:
-    """Which store an Oracle with the team database serves from, and the switch between the two."""
+class TeamBackend:
+    """What an Oracle with the team database serves from: the database's parts, or, while it cannot be reached,
+    the working copy's own index; the link that watches the database and switches between the two."""
 
-    def __init__(self, oracle: Served, offline_since: str | None = None) -> None:
-        self.oracle = oracle
-        self.team: Parts | None = None if offline_since is not None else oracle.parts
-        self.local: Parts | None = oracle.parts if offline_since is not None else None
+    team = True
+
+    def __init__(self, parts: Parts, offline_since: str | None = None) -> None:
+        self.oracle: Worker | None = None  # bound by the Oracle it serves (bind)
+        self.current = parts  # what serves now: view()
+        self.team_parts: Parts | None = None if offline_since is not None else parts
+        self.local: Parts | None = parts if offline_since is not None else None
         self.since: float | None = time.time() if offline_since is not None else None
         self.reason: str | None = reason_of(offline_since) if offline_since is not None else None
         self.back_at: float | None = None  # when the database last came back (stats)
@@ -105,6 +83,19 @@ class TeamLink:
         if offline_since is not None:
             _say(f"oracle: {self.mark()}; serving the working copy, its writes are kept as files and sent when the"
                  " database is back")
+
+    # -- the backend ---------------------------------------------------------------------------------------
+    def view(self) -> Parts:
+        """The side that serves now (a request keeps the one it started with)."""
+        return self.current
+
+    def bind(self, worker: Worker) -> None:
+        """The Oracle this backend serves: its worker is stopped and started again at each switch."""
+        self.oracle = worker
+
+    def _bound(self) -> Worker:
+        assert self.oracle is not None, "TeamBackend.bind() first"
+        return self.oracle
 
     # -- what answers say ---------------------------------------------------------------------------------
     @property
@@ -133,7 +124,7 @@ class TeamLink:
 
     def _keyword_index(self) -> dict:
         """Where the keyword leg reads: the working copy's own index (in step with the database) or the database."""
-        store = self.team.store if self.team is not None else None
+        store = self.team_parts.store if self.team_parts is not None else None
         if self.offline or not isinstance(store, PgStore):
             return {"from": "working copy" if self.offline else "database", "since": None, "followed": self.followed}
         words = store.local_words
@@ -156,16 +147,17 @@ class TeamLink:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(SWITCH_WAIT)
 
-    def close_idle(self) -> None:
-        """Close the side that does not serve (Oracle.close closes the one that does)."""
-        serving = self.oracle.store
-        store = self.team.store if self.team is not None else None
+    def close(self) -> None:
+        """Close both sides (the Oracle stopped its worker first, and `stop` this link's thread)."""
+        store = self.team_parts.store if self.team_parts is not None else None
         if isinstance(store, PgStore):
             store.local_words = None  # its keyword leg no longer reads an index about to close
-        for parts in (self.team, self.local):
-            if parts is not None and parts.store is not serving:
+        closed: list[Parts] = []
+        for parts in (self.current, self.team_parts, self.local):
+            if parts is not None and not any(parts is c for c in closed):
                 parts.close()
-        self.team = self.local = None
+                closed.append(parts)
+        self.team_parts = self.local = None
 
     def _run(self) -> None:
         prepare_at = time.monotonic() + PREPARE_DELAY
@@ -180,7 +172,7 @@ class TeamLink:
                         self._try_back()
                     elif why is not None:
                         self.lost(why)
-                    elif time.monotonic() >= prepare_at and self.oracle.ready.is_set():
+                    elif time.monotonic() >= prepare_at and self._bound().ready.is_set():
                         prepare_at = time.monotonic() + PREPARE_SECONDS
                         self._prepare()
                 if not self.offline:
@@ -197,7 +189,7 @@ class TeamLink:
 
     def _probe(self) -> str | None:
         """None when the team database answers a new connection now, else why not."""
-        db = getattr(self.team.store if self.team is not None else None, "db", None)
+        db = getattr(self.team_parts.store if self.team_parts is not None else None, "db", None)
         if db is None:
             return "not connected"
         return db.probe()
@@ -207,7 +199,8 @@ class TeamLink:
         stat per unchanged file), so an outage is served at once instead of after a parse of every note."""
         with self._switch:
             if self.local is None:
-                self.local = open_parts(offline_settings(self.oracle.settings), self.oracle.embedder, check=False)
+                oracle = self._bound()
+                self.local = open_parts(offline_settings(oracle.settings), oracle.embedder, check=False)
             local = self.local
         words = self._local_words()
         if words is not None:
@@ -224,7 +217,7 @@ class TeamLink:
 
     def _local_words(self) -> LocalWords | None:
         """The team store's view of the working copy's own index (made on first use), when both are open."""
-        store = self.team.store if self.team is not None else None
+        store = self.team_parts.store if self.team_parts is not None else None
         if not isinstance(store, PgStore) or self.local is None:
             return None
         if store.local_words is None or store.local_words.store is not self.local.store:
@@ -238,15 +231,15 @@ class TeamLink:
         is tried again after FOLLOW_RETRY_SECONDS (doubling while the database's state stays put) or when that state
         moves. Not before the index was first built (_prepare)."""
         words = self._local_words() if self.prepared is not None else None
-        if words is None or self.team is None or self.local is None:
+        if words is None or self.team_parts is None or self.local is None:
             return
-        team, local = self.team.store, self.local.store
-        if self.local.indexer.settings.layout != self.team.indexer.settings.layout:
+        team, local = self.team_parts.store, self.local.store
+        if self.local.indexer.settings.layout != self.team_parts.indexer.settings.layout:
             # oracle.toml changed under the running engine (the team side took it up): the same rules here, and the
             # whole folder again (types, include/exclude), before the index answers for the database's once more
             words.state = None
             indexer = self.local.indexer
-            indexer.settings = dataclasses.replace(indexer.settings, layout=self.team.indexer.settings.layout)
+            indexer.settings = dataclasses.replace(indexer.settings, layout=self.team_parts.indexer.settings.layout)
             indexer.sync(vectors=False, cancel=lambda: self._stop.is_set() or self.offline)
         wanted = team.content_state()
         if words.state == wanted:
@@ -282,7 +275,7 @@ class TeamLink:
                 return True
             if self._stop.is_set():
                 return False
-            oracle = self.oracle
+            oracle = self._bound()
             since = time.time()
             try:
                 oracle.stop(abandon_loads=True)  # a model warm-up under way is not waited for: it touches no store
@@ -293,19 +286,19 @@ class TeamLink:
             words = self._local_words()
             if words is not None:
                 words.state = None  # the working copy's worker writes it now; a follow checks it again on return
-            oracle.serve_from(self.local)
+            self.current = self.local
             self.since, self.reason = since, reason_of(why)  # offline once the working copy serves, not before
-            self._restart_worker()
+            oracle.restart_worker()
             _say(f"oracle: {self.mark()}; serving the working copy until it answers again")
             return True
 
     def _try_back(self) -> None:
         """The database answers again: open it if this engine started without it, send what the working copy
         wrote meanwhile (a sync: the usual rules, conflicts as copies), then serve from the database again."""
-        oracle = self.oracle
-        if self.team is None:
+        oracle = self._bound()
+        if self.team_parts is None:
             try:
-                self.team = open_parts(oracle.settings, oracle.embedder, check=False)
+                self.team_parts = open_parts(oracle.settings, oracle.embedder, check=False)
             except DatabaseUnavailable as exc:
                 self.reason = reason_of(str(exc))
                 return
@@ -313,46 +306,23 @@ class TeamLink:
             return
         began = time.monotonic()
         # the folder and the database in step first (pushes, pulls, conflict copies); the working copy serves meanwhile
-        report = self.team.indexer.sync(vectors=False, cancel=self._stop.is_set)
+        report = self.team_parts.indexer.sync(vectors=False, cancel=self._stop.is_set)
         with self._switch:
             if self._stop.is_set():
                 return
             oracle.stop(abandon_loads=True)
-            oracle.serve_from(self.team)
+            self.current = self.team_parts
             since, self.since, self.reason, self.back_at = self.since, None, None, time.time()
             self.last_return = {"at": _iso(self.back_at), "offline_since": _iso(since or self.back_at),
                                 "pushed": report.pushed, "pulled": report.pulled, "conflicts": report.conflicts,
                                 "seconds": round(time.monotonic() - began, 3)}
-            self._restart_worker()
+            oracle.restart_worker()
         _say(f"oracle: the team database answers again; serving from it (working copy: {report.pushed} sent,"
              f" {report.pulled} received, {len(report.conflicts)} conflicts)")
 
-    def _restart_worker(self) -> None:
-        """The worker of the side that serves now, started as the Oracle was (its own initial sync)."""
-        started = dict(self.oracle.started)
-        if started:
-            started["hold"] = None  # the handshake it waited for is long over
-            self.oracle.maintenance = None
-            self.oracle.start_worker(**started)
-
-    def marked(self, result: T) -> T:
-        """`result` with the working copy's mark (meta.store and a warning, or a warning) while the database is
-        unreachable; as it is otherwise."""
-        if not self.offline:
-            return result
-        mark = self.mark()
-        meta = getattr(result, "meta", None)
-        holder = meta if isinstance(getattr(meta, "warnings", None), list) else result
-        warnings = getattr(holder, "warnings", None)
-        if hasattr(holder, "store"):
-            holder.store = mark  # type: ignore[union-attr]
-        if isinstance(warnings, list) and mark not in warnings:
-            warnings.append(mark)
-        return result
-
     def wait_serving(self, timeout: float = SWITCH_WAIT) -> None:
         """A request after a switch waits for the new side's keyword index (the Oracle's ready event)."""
-        self.oracle.wait_ready(timeout)
+        self._bound().wait_ready(timeout)
 
 
 def _iso(seconds: float) -> str:
@@ -361,25 +331,3 @@ def _iso(seconds: float) -> str:
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def answer(oracle: Served, call: Callable[[], T], *, writes: bool) -> T:
-    """One tool call with the team store: a read that meets an outage is answered from the working copy (the
-    switch is made at once, not at the link's next probe); a write that meets one is not repeated (its file may
-    be saved already) and says what became of it. Every answer served from the working copy says so."""
-    link = oracle.link
-    if link is None:
-        return call()
-    try:
-        result = call()
-    except DatabaseUnavailable as exc:
-        if link.offline or not link.lost(str(exc)):
-            raise
-        if writes:
-            raise DatabaseUnavailable(
-                f"the team database went away during this write ({reason_of(str(exc))}); this engine now serves its"
-                " working copy: whatever was saved as a file stays in the folder and is sent when the database is"
-                " back. Look before you retry (oracle_list, oracle_search): it may be saved already") from exc
-        link.wait_serving()
-        result = call()
-    return link.marked(result)

@@ -1,6 +1,6 @@
 """What an Oracle serves from (the index, its vectors, the usage logs and the indexer that writes them), and how
 they are opened: from the settings' store, or, while the team database cannot be reached, from the working copy's
-own index (server/services/offline.py)."""
+own index (indexer/serving/team.py)."""
 
 from __future__ import annotations
 
