@@ -43,9 +43,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from oracle_indexer.config import Settings  # noqa: E402
-from oracle_server.services.app import Oracle  # noqa: E402
-from oracle_server.services.models import SearchRequest  # noqa: E402
-from oracle_server.services.search.pipeline import run_search  # noqa: E402
+from oracle_server.services.runtime.app import Oracle  # noqa: E402
+from oracle_server.services.vocabulary.models import SearchRequest  # noqa: E402
+from oracle_server.services.capabilities.search.pipeline import run_search  # noqa: E402
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from plain_server import build  # noqa: E402

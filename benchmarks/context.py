@@ -69,7 +69,7 @@ async def measure(root: Path, data: Path) -> dict[str, Any]:
     from mcp import Client
 
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
+    from oracle_server.services.runtime.app import Oracle
     from oracle_server.mcp.server import build_server
 
     oracle = Oracle.open(Settings.from_env(root=root, data_dir=data))

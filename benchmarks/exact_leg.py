@@ -28,7 +28,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
+    from oracle_server.services.runtime.app import Oracle
 
     queries = [q["query"] for f in QUESTIONS for q in json.loads(f.read_text(encoding="utf-8"))]
     oracle = Oracle.open(Settings.from_env(root=Path(args.root), data_dir=Path(args.data)))

@@ -33,9 +33,9 @@ if str(REPO) not in sys.path:
 from benchmarks import notes  # noqa: E402
 from benchmarks.sets import NATURAL  # noqa: E402
 from oracle_indexer.config import Settings  # noqa: E402
-from oracle_server.services.app import Oracle  # noqa: E402
-from oracle_server.services.models import SearchRequest  # noqa: E402
-from oracle_server.services.search import pipeline  # noqa: E402
+from oracle_server.services.runtime.app import Oracle  # noqa: E402
+from oracle_server.services.vocabulary.models import SearchRequest  # noqa: E402
+from oracle_server.services.capabilities.search import pipeline  # noqa: E402
 
 PARTS = ("expand", "counts", "second_query")
 

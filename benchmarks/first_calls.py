@@ -13,7 +13,7 @@ On a copy of the bundled knowledge/, indexed once by `oracle index`, each run me
 3. **first learn after the engine idled out**: ORACLE_ENGINE_IDLE=2; a session searches and leaves, the engine
    exits when idle, then a new session connects and learns (a new engine: models loaded again).
 
-Each first call that waits logs what it waits for (server/services/loading.py); over MCP a client with a
+Each first call that waits logs what it waits for (server/services/support/loading.py); over MCP a client with a
 progressToken gets progress notifications saying the same (tests/system/test_first_calls.py). Figures: medians
 over the runs (min-max), seconds, with the 1-minute load average at the start and end.
 """

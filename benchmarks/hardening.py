@@ -4,7 +4,7 @@
 
 supersede: a knowledge base where one query matches ~12,600 chunks, one of them a note of 2,487 sections
   that is then superseded. Times an fts search at offset=10000 before and after the supersession, the
-  re-rank alone (oracle_server.services.search.scoring.below_successors) on the same candidates, and the median latency of an
+  re-rank alone (oracle_server.services.capabilities.search.scoring.below_successors) on the same candidates, and the median latency of an
   unrelated search while 8 threads run the offset=10000 search.
 bignote: a principle of 20,000 bullets saved beside a running watcher; how long until a small note saved
   just after it is searchable by keyword and by vector, and how long a learn takes meanwhile.
@@ -27,9 +27,9 @@ for extra in (REPO, REPO / "tests"):
 
 from _corpus import open_oracle, write  # noqa: E402
 
-from oracle_server.services.search import scoring  # noqa: E402
-from oracle_server.services.models import LearnRequest, SearchRequest, SupersedeRequest  # noqa: E402
-from oracle_server.services.search.pipeline import run_search  # noqa: E402
+from oracle_server.services.capabilities.search import scoring  # noqa: E402
+from oracle_server.services.vocabulary.models import LearnRequest, SearchRequest, SupersedeRequest  # noqa: E402
+from oracle_server.services.capabilities.search.pipeline import run_search  # noqa: E402
 
 OLD_SECTIONS = 2_487
 FILLER_FILES = 200
@@ -48,7 +48,7 @@ def _timed(fn, repeat: int = 3) -> float:
 
 
 def supersede_bench(base: Path) -> None:
-    from oracle_server.services.supersede import supersede
+    from oracle_server.services.capabilities.supersede import supersede
 
     root = base / "root"
     old = "learnings/2026-01-01_heron-old.md"
@@ -70,7 +70,7 @@ def supersede_bench(base: Path) -> None:
         after = _timed(lambda: run_search(oracle, deep))
         print(f"supersede: search offset=10000: {before:.0f} ms before superseding, {after:.0f} ms after")
 
-        from oracle_server.services.supersede import successors_for
+        from oracle_server.services.capabilities.supersede import successors_for
 
         result = run_search(oracle, SearchRequest(query="heron", mode="fts", limit=1))
         ids = [row["id"] for row in oracle.store.rows("SELECT id FROM documents ORDER BY id")]
@@ -108,7 +108,7 @@ def supersede_bench(base: Path) -> None:
 
 
 def bignote_bench(base: Path) -> None:
-    from oracle_server.services.learn import learn
+    from oracle_server.services.capabilities.learn import learn
 
     root = base / "root"
     write(root / "learnings/2026-01-01_seed.md", "---\ntitle: Seed\n---\n# Seed\n\nSeed note.\n")

@@ -25,9 +25,9 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=15)
     args = parser.parse_args()
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
-    from oracle_server.services.learn import learn
-    from oracle_server.services.models import LearnRequest
+    from oracle_server.services.runtime.app import Oracle
+    from oracle_server.services.capabilities.learn import learn
+    from oracle_server.services.vocabulary.models import LearnRequest
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "notes"

@@ -42,10 +42,10 @@ if str(REPO) not in sys.path:
 
 from oracle_indexer.config import Settings  # noqa: E402
 from oracle_indexer.notes.parse import split_frontmatter, title_for  # noqa: E402
-from oracle_server.services.app import Oracle  # noqa: E402
-from oracle_server.services.models import SearchRequest  # noqa: E402
-from oracle_server.services.search.query import STOPWORDS, is_unsegmented, quote, split_terms  # noqa: E402
-from oracle_server.services.search.pipeline import run_search  # noqa: E402
+from oracle_server.services.runtime.app import Oracle  # noqa: E402
+from oracle_server.services.vocabulary.models import SearchRequest  # noqa: E402
+from oracle_server.services.capabilities.search.query import STOPWORDS, is_unsegmented, quote, split_terms  # noqa: E402
+from oracle_server.services.capabilities.search.pipeline import run_search  # noqa: E402
 
 EVAL = REPO.parent / "shared" / "eval-data" / "nat-brain-oracle"
 DEFAULT_ROOT = EVAL / "ψ" / "memory"

@@ -33,9 +33,9 @@ def worker(tree: str, data: str, root: str) -> None:
 
     sys.path.insert(0, importable(tree))
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
-    from oracle_server.services.models import SearchRequest
-    from oracle_server.services.search import pipeline
+    from oracle_server.services.runtime.app import Oracle
+    from oracle_server.services.vocabulary.models import SearchRequest
+    from oracle_server.services.capabilities.search import pipeline
 
     oracle = Oracle.open(Settings.from_env(root=Path(root), data_dir=Path(data)))
     try:

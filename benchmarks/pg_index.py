@@ -34,7 +34,7 @@ def main() -> None:
     import psycopg
 
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
+    from oracle_server.services.runtime.app import Oracle
 
     name = f"oracle_index_{int(time.time())}"
     with psycopg.connect(args.server_url, autocommit=True) as conn:

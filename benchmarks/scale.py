@@ -23,7 +23,7 @@ Measured per size:
   process (os.wait4's rusage for that one child);
 - the data directory on disk (SQLite, Chroma, total);
 - `oracle index` again with nothing changed (wall, and the sync alone);
-- warm search latency p50/p95 in-process through `oracle_server.services.search.pipeline.run_search` (limit 10) over a fixed set
+- warm search latency p50/p95 in-process through `oracle_server.services.capabilities.search.pipeline.run_search` (limit 10) over a fixed set
   of SciFact training queries: fts, vector, hybrid, hybrid with a type filter, with a concepts filter and
   with group_by_file; plus the hybrid legs timed one by one (keyword leg incl. its count, query
   embedding, Chroma query, the hybrid total) to show where the time goes;
@@ -278,10 +278,10 @@ def search_latency(root: Path, data_dir: Path, queries: list[str], warmup: int, 
     from chromadb.api.client import SharedSystemClient
 
     from oracle_indexer.config import Settings
-    from oracle_server.services.search import scoring
-    from oracle_server.services.app import Oracle
-    from oracle_server.services.models import SearchRequest
-    from oracle_server.services.search.pipeline import POOL, _keyword_leg, _Legs, _plan, _total, run_search
+    from oracle_server.services.capabilities.search import scoring
+    from oracle_server.services.runtime.app import Oracle
+    from oracle_server.services.vocabulary.models import SearchRequest
+    from oracle_server.services.capabilities.search.pipeline import POOL, _keyword_leg, _Legs, _plan, _total, run_search
 
     extra = {"database_url": database_url} if database_url else {}
     oracle = Oracle.open(Settings.from_env(root=root, data_dir=data_dir, **extra), offline_ok=bool(database_url))

@@ -1,4 +1,4 @@
-"""Where a search's own time goes: each step of the pipeline (server/services/search/pipeline.py) timed in-process,
+"""Where a search's own time goes: each step of the pipeline (server/services/capabilities/search/pipeline.py) timed in-process,
 with the query embedding and query expansion inside them, over a judged question set. In hybrid mode the
 question is embedded (_question_vector) and looked up (_nearest) on another thread while the keyword leg runs.
 
@@ -45,9 +45,9 @@ def main() -> int:
     args = parser.parse_args()
 
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
-    from oracle_server.services.models import SearchRequest
-    from oracle_server.services.search import pipeline
+    from oracle_server.services.runtime.app import Oracle
+    from oracle_server.services.vocabulary.models import SearchRequest
+    from oracle_server.services.capabilities.search import pipeline
 
     queries = [q["query"] for q in json.loads(Path(args.queries).read_text(encoding="utf-8"))]
     oracle = Oracle.open(Settings.from_env(root=Path(args.root), data_dir=Path(args.data)))

@@ -43,8 +43,8 @@ if str(REPO) not in sys.path:
 from benchmarks import notes  # noqa: E402
 from oracle_indexer.config import Settings  # noqa: E402
 from oracle_indexer.notes.parse import split_frontmatter, title_for  # noqa: E402
-from oracle_server.services.app import Oracle  # noqa: E402
-from oracle_server.services.search.query import STOPWORDS, is_unsegmented, split_terms  # noqa: E402
+from oracle_server.services.runtime.app import Oracle  # noqa: E402
+from oracle_server.services.capabilities.search.query import STOPWORDS, is_unsegmented, split_terms  # noqa: E402
 
 NATURAL = REPO / "benchmarks" / "natural-questions.json"
 SCIFACT_DATA = REPO.parent / "shared" / "eval-data" / "scifact"

@@ -66,7 +66,7 @@ def workloads(names: list[str]) -> dict[str, tuple[Path, Path]]:
         quality.write_corpus(quality.load_dataset(EVAL / "scifact"), root)
         out["scifact"] = (root, OUT / "scifact" / "data")
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
+    from oracle_server.services.runtime.app import Oracle
 
     for name, (root, data) in out.items():
         oracle = Oracle.open(Settings.from_env(root=root, data_dir=data))

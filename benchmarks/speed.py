@@ -51,9 +51,9 @@ def search_latency(env: dict[str, str], queries: list[str], runs: int) -> dict[s
     os.environ.update(env)
     sys.path.insert(0, str(PROJECT))
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
-    from oracle_server.services.models import SearchRequest
-    from oracle_server.services.search.pipeline import search
+    from oracle_server.services.runtime.app import Oracle
+    from oracle_server.services.vocabulary.models import SearchRequest
+    from oracle_server.services.capabilities.search.pipeline import search
 
     oracle = Oracle.open(Settings.from_env())
     figures: dict[str, dict[str, float]] = {}

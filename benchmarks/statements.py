@@ -31,9 +31,9 @@ def shape(sql: str) -> str:
 def run(root: Path, data: Path, mode: str, show: int) -> dict:
     from oracle_indexer.config import Settings
     from oracle_indexer.store.sqlite.schema import trace_statements
-    from oracle_server.services.app import Oracle
-    from oracle_server.services.models import SearchRequest
-    from oracle_server.services.search import pipeline
+    from oracle_server.services.runtime.app import Oracle
+    from oracle_server.services.vocabulary.models import SearchRequest
+    from oracle_server.services.capabilities.search import pipeline
 
     questions = json.loads((NATBRAIN / "queries-judged.json").read_text(encoding="utf-8"))
     oracle = Oracle.open(Settings.from_env(root=root, data_dir=data))

@@ -8,8 +8,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO)); sys.path.insert(0, str(REPO / "benchmarks"))
 import notes
-from oracle_server.services.search import scoring
-from oracle_server.services.app import Oracle
+from oracle_server.services.capabilities.search import scoring
+from oracle_server.services.runtime.app import Oracle
 from oracle_indexer.config import Settings
 sets = {"judged": [q for q in json.load(open(notes.DEFAULT_JUDGED)) if q["lang"] == "th"],
         "natural": [q for q in json.load(open(REPO / "benchmarks" / "natural-questions.json", encoding="utf-8")) if q["lang"] == "th"]}

@@ -6,7 +6,7 @@
 Why in-process threads rather than HTTP: the question is whether the store lets concurrent requests run
 side by side (per-thread WAL read connections) or queues them on one shared connection. HTTP adds the
 server's and the client's own CPU on the same 2 cores (benchmarks/load.py measures that path); threads
-calling `oracle_server.services.search.pipeline.search` - the function every adapter calls, search log included - measure the
+calling `oracle_server.services.capabilities.search.pipeline.search` - the function every adapter calls, search log included - measure the
 service and the store alone; mode `store` runs only the store's reads of a keyword search (keyword leg,
 facts of the pool, rows of the page), where the connection design shows without Python ranking around it.
 
@@ -32,10 +32,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from oracle_indexer.config import Settings  # noqa: E402  (after the path fix, for a plain `python benchmarks/...`)
-from oracle_server.services.app import Oracle  # noqa: E402
-from oracle_server.services.models import SearchRequest  # noqa: E402
-from oracle_server.services.search.query import build_keyword_query  # noqa: E402
-from oracle_server.services.search.pipeline import filters_for, search  # noqa: E402
+from oracle_server.services.runtime.app import Oracle  # noqa: E402
+from oracle_server.services.vocabulary.models import SearchRequest  # noqa: E402
+from oracle_server.services.capabilities.search.query import build_keyword_query  # noqa: E402
+from oracle_server.services.capabilities.search.pipeline import filters_for, search  # noqa: E402
 
 NAT_BRAIN = HERE.parent.parent / "shared" / "eval-data" / "nat-brain-oracle"
 

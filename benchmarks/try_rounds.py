@@ -34,9 +34,9 @@ if str(REPO) not in sys.path:
 from benchmarks import notes  # noqa: E402
 from benchmarks.sets import NATURAL  # noqa: E402
 from oracle_indexer.config import Settings  # noqa: E402
-from oracle_server.services.app import Oracle  # noqa: E402
-from oracle_server.services.models import SearchRequest  # noqa: E402
-from oracle_server.services.search.pipeline import run_search, words_to_try  # noqa: E402
+from oracle_server.services.runtime.app import Oracle  # noqa: E402
+from oracle_server.services.vocabulary.models import SearchRequest  # noqa: E402
+from oracle_server.services.capabilities.search.pipeline import run_search, words_to_try  # noqa: E402
 
 TRY_TAKEN = 3  # `try` entries a round-2 query takes
 RRF_K = 60

@@ -31,9 +31,9 @@ if str(REPO) not in sys.path:
 
 from benchmarks import notes  # noqa: E402
 from oracle_indexer.config import Settings  # noqa: E402
-from oracle_server.services.app import Oracle  # noqa: E402
-from oracle_server.services.models import SearchRequest  # noqa: E402
-from oracle_server.services.search.pipeline import run_search  # noqa: E402
+from oracle_server.services.runtime.app import Oracle  # noqa: E402
+from oracle_server.services.vocabulary.models import SearchRequest  # noqa: E402
+from oracle_server.services.capabilities.search.pipeline import run_search  # noqa: E402
 
 EVAL = REPO.parent / "shared" / "eval-data" / "nat-brain-oracle"
 ROOT = EVAL / "ψ" / "memory"

@@ -59,7 +59,7 @@ def tool_and_prompt_list() -> tuple[list[dict], list[dict]]:
     import asyncio
 
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
+    from oracle_server.services.runtime.app import Oracle
     from oracle_server.mcp.server import build_server
     from oracle_server.mcp.surface import PROMPTS
 

@@ -12,7 +12,7 @@ BUNDLED = PROJECT / "knowledge"
 
 def open_oracle(root: Path, data_dir: Path, **overrides: object):
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
+    from oracle_server.services.runtime.app import Oracle
 
     return Oracle.open(Settings.from_env(root=root, data_dir=data_dir, **overrides))
 

@@ -45,7 +45,7 @@ MARKER_VARIANTS = [
     "\uff1c\u2060\ufe64\u2060<END ORACLE REFERENCE DATA x\uff1e\ufe65>", "<<<ORACLE REFERENCE DATA 000000000000>>>",
     "\u3008\u27e8\u276eEND ORACLE REFERENCE DATA x\u276f\u27e9\u3009", "《<ORACLE REFERENCE DATA x》>",
 ]
-# What a reader takes for a boundary marker, independent of server/services/boundary.py's tables (so a test does not grade
+# What a reader takes for a boundary marker, independent of server/services/vocabulary/boundary.py's tables (so a test does not grade
 # that module's homework): entities decoded, NFKC (full-width, small forms, mathematical letters), the look-alikes
 # NFKC leaves alone folded, and every format character and combining mark dropped.
 LOOK_ALIKE = str.maketrans({"〈": "<", "⟨": "<", "❮": "<", "❬": "<", "〉": ">", "⟩": ">", "❯": ">", "❭": ">",

@@ -32,7 +32,7 @@ from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("fast", max_examples=10)
 
-from oracle_server.services.app import Oracle  # noqa: E402
+from oracle_server.services.runtime.app import Oracle  # noqa: E402
 
 import _corpus  # noqa: E402
 import _seed  # noqa: E402

@@ -74,7 +74,7 @@ class ModelSpec:
 
     name: `minilm` or the folder's path. multilingual: the model reads Thai, CJK, Arabic... too,
     so no second model is needed for such queries (indexer/models/multilingual.py stays off in `auto` mode).
-    weak_similarity: the cosine a vector hit needs to count as strong (server/services/search/scoring.py `is_weak`; each
+    weak_similarity: the cosine a vector hit needs to count as strong (server/services/capabilities/search/scoring.py `is_weak`; each
     model's similarities run in their own range)."""
 
     name: str

@@ -6,7 +6,7 @@ Debian ships such weights without PyTorch or a download at run time (benchmarks/
 embedding model"), so none is built in: a user with one on disk (say ms-marco-MiniLM-L-6-v2 or
 bge-reranker-base exported to ONNX) points `[rerank] model` in oracle.toml (or ORACLE_RERANK_MODEL) at a
 folder holding `model.onnx` + `tokenizer.json`. The search then asks it about its first `top` results and
-blends its order with the fused one (`weight`: the reranker's share; server/services/search/scoring.py
+blends its order with the fused one (`weight`: the reranker's share; server/services/capabilities/search/scoring.py
 `blend_rerank`). Nothing about the index changes: turning it on or off needs no re-index.
 
 The graph takes input_ids and attention_mask (token_type_ids if it declares them) for the pair and returns one
@@ -136,7 +136,7 @@ class CrossEncoder:
 
     @property
     def loaded(self) -> bool:
-        """The cross-encoder's session is open (server/services/loading.py)."""
+        """The cross-encoder's session is open (server/services/support/loading.py)."""
         return self._session is not None
 
     def _load(self) -> None:

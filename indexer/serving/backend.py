@@ -1,7 +1,7 @@
 """The backend an Oracle serves from, chosen once, and the worker control a switching backend needs.
 
 An Oracle holds one `Backend` for its life. `view()` is what serves *now* (a `Parts`: store, vectors, logs,
-indexer); a request takes one view when it starts and keeps it to the end (server/services/app.py `Oracle.pinned`),
+indexer); a request takes one view when it starts and keeps it to the end (server/services/runtime/app.py `Oracle.pinned`),
 so a switch made meanwhile (the team database lost or back) never splits a request between two stores. Before,
 the team link swapped four fields of the Oracle while requests ran, and a search read `oracle.store` afresh at each
 of its ~20 store calls.
@@ -19,7 +19,7 @@ from oracle_indexer.serving.parts import Parts
 
 class Worker(Protocol):
     """What a backend that switches sides asks of its Oracle: stop the maintenance worker, start it again over the
-    side that serves now, and the ready event requests wait on (server/services/app.py)."""
+    side that serves now, and the ready event requests wait on (server/services/runtime/app.py)."""
 
     settings: Settings
     embedder: Embedder

@@ -18,7 +18,7 @@ keyword phase only), and the PostgreSQL store reads its keyword leg from it when
 One thread per Oracle (`TeamBackend`) asks the database once a second whether it answers (a new connection, libpq's
 smallest connect timeout) and switches. A request that meets the outage first (a read that failed because the
 database went away under it) asks the link to switch at once and is answered from the working copy; a write that
-failed that way is not repeated (it may have written its file already), and says so (server/services/served.py).
+failed that way is not repeated (it may have written its file already), and says so (server/services/runtime/served.py).
 A switch changes what `view()` returns; a request already running keeps the view it started with.
 """
 

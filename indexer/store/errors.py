@@ -24,7 +24,7 @@ class DatabaseUnavailable(RuntimeError):
     """ORACLE_DATABASE_URL is wrong, the server cannot be reached, or a package is missing; the message says
     what to do."""
 
-    error_kind = "unavailable"  # what it means to a caller (server/services/errors.py: classify)
+    error_kind = "unavailable"  # what it means to a caller (server/services/vocabulary/errors.py: classify)
 
 
 class Conflict(Exception):

@@ -182,7 +182,7 @@ class VectorIndex(Protocol):
     @property
     def damaged(self) -> bool: ...
     @property
-    def opened(self) -> bool: ...  # its client is open: a write does not wait for it (server/services/loading.py)
+    def opened(self) -> bool: ...  # its client is open: a write does not wait for it (server/services/support/loading.py)
 
     # -- health (StoreHealth, indexer/store/sqlite/vectors.py)
     @property
@@ -250,7 +250,7 @@ TokenRow = tuple[str, str, str, str, str]  # name, access, salt (hex), digest (h
 
 
 class TokenTable(Protocol):
-    """The team's named tokens in its database (server/services/team.py decides what they mean)."""
+    """The team's named tokens in its database (server/services/capabilities/team.py decides what they mean)."""
 
     where: str  # for messages: the database (no password) and the table
 

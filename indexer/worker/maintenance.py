@@ -101,7 +101,7 @@ def _say(message: str) -> None:
 
 @contextmanager
 def searching() -> Iterator[None]:
-    """Around each search (server/services/search/pipeline.py): the warm-up waits for a quiet moment."""
+    """Around each search (server/services/capabilities/search/pipeline.py): the warm-up waits for a quiet moment."""
     global _searches, _last_search
     with _searches_lock:
         _searches += 1

@@ -44,7 +44,7 @@ DELETE_GUARD_MIN = 3  # an index smaller than this many files is not guarded
 class SyncRefused(RuntimeError):
     """The run would remove more than half of the index; a mis-mounted root must not wipe it."""
 
-    error_kind = "invalid"  # what it means to a caller (server/services/errors.py: classify)
+    error_kind = "invalid"  # what it means to a caller (server/services/vocabulary/errors.py: classify)
 
 
 @dataclass
@@ -196,7 +196,7 @@ class Indexer:
         the vector store and leave every section pending, so the vector backlog re-embeds them (from the
         embedding cache where this model embedded the same text before). The keyword index is untouched and
         answers throughout; searches leave the vector leg out until the store records the new model (see
-        server/services/search/pipeline.py). Called under the writer lock by every write. True when it re-keyed."""
+        server/services/capabilities/search/pipeline.py). Called under the writer lock by every write. True when it re-keyed."""
         try:
             current = self.embedder.model_id
         except EmbeddingUnavailable:

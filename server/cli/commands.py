@@ -23,7 +23,7 @@ from oracle_server.registry import render
 
 if TYPE_CHECKING:  # the fast path must not import the service layer (~0.1 s) to find a running server
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
+    from oracle_server.services.runtime.app import Oracle
 
 Renderer = Callable[[dict], tuple[list[str], list[str]]]
 
@@ -124,7 +124,7 @@ def try_remote(args: argparse.Namespace, specs: dict) -> int | None:
     except remote.RemoteUnavailable:
         return None
     except remote.RemoteError as exc:
-        from oracle_server.services.errors import EXIT_CODE, kind_of_status
+        from oracle_server.services.vocabulary.errors import EXIT_CODE, kind_of_status
 
         return _print_error(EXIT_CODE[kind_of_status(exc.status)], str(exc))
     return emit(args, data, lambda data: _renderer(args.command, specs)(data))  # imported for text output only
@@ -221,7 +221,7 @@ def cmd_index(oracle: Oracle, args: argparse.Namespace) -> int:
             waiting.progress(phase, done, total)
         bar(phase, done, total)
 
-    from oracle_server.services.indexing import index
+    from oracle_server.services.capabilities.indexing import index
 
     report = index(oracle, full=args.full, force=args.force, progress=progress)
     return emit(args, report.as_dict(), render.index)
@@ -383,7 +383,7 @@ def cmd_watch(oracle: Oracle, args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     # `kill -USR1 <pid>` prints every thread's stack: what a watch that does not stop is waiting on.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    from oracle_server.services.indexing import index
+    from oracle_server.services.capabilities.indexing import index
 
     print(index(oracle, progress=Progress()).summary(), flush=True)  # in the foreground: progress
     oracle.start(watch=True, sync=False, on_batch=report)
@@ -498,11 +498,11 @@ def cmd_database(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    """`oracle token add|list|revoke`: the named tokens of this data dir (team mode, server/services/team.py). Local
+    """`oracle token add|list|revoke`: the named tokens of this data dir (team mode, server/services/capabilities/team.py). Local
     only, never through a server: whoever can write the data dir administers its tokens."""
     from pathlib import Path
 
-    from oracle_server.services.team import (TokenError, TokenExists, TokenMissing, last_token_warning, shown,
+    from oracle_server.services.capabilities.team import (TokenError, TokenExists, TokenMissing, last_token_warning, shown,
                                              token_store)
 
     root = locate.resolve_root(args.root)
@@ -739,12 +739,12 @@ def _quick_exit(args: argparse.Namespace) -> bool:
 
 def run_local(args: argparse.Namespace, settings: Settings) -> int:
     """Run the command in this process; every failure a caller can act on is one line and its kind's exit
-    code (server/services/errors.py), the same code the remote path gives for the server's HTTP status."""
+    code (server/services/vocabulary/errors.py), the same code the remote path gives for the server's HTTP status."""
     if args.func is None:  # a tool's input is checked before the index opens: a bad one is said at once
         from pydantic import ValidationError
 
         from oracle_server.registry.tools import BY_NAME, InvalidArguments
-        from oracle_server.services.errors import problems
+        from oracle_server.services.vocabulary.errors import problems
 
         try:
             args.request = BY_NAME[args.tool["tool"]].parse(tool_values(args, args.tool))
@@ -762,8 +762,8 @@ def run_local(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _run_opened(args: argparse.Namespace, settings: Settings) -> int:
-    from oracle_server.services.app import Oracle
-    from oracle_server.services.errors import classify
+    from oracle_server.services.runtime.app import Oracle
+    from oracle_server.services.vocabulary.errors import classify
 
     # A server checks its index in the maintenance worker, off the way to the handshake (Store.verify).
     try:
@@ -783,7 +783,7 @@ def _run_opened(args: argparse.Namespace, settings: Settings) -> int:
     # Imported after the attach: the early handshake answers need the open index, not these modules.
     from pydantic import ValidationError
 
-    from oracle_server.services.errors import problems
+    from oracle_server.services.vocabulary.errors import problems
     from oracle_server.registry.tools import InvalidArguments
 
     try:

@@ -61,7 +61,7 @@ def front_factory(oracle: Any, request: dict) -> ThreadFront:
     """Start a front for the asking `oracle serve --http` (server/engine/process.py, op `http`): its host, port and
     ORACLE_TOKEN (not the engine's: the engine may have been started by a stdio session without one)."""
     from oracle_server.http.app import PortInUse, bind, make_server
-    from oracle_server.services.errors import classify
+    from oracle_server.services.vocabulary.errors import classify
 
     host, port, token = str(request.get("host") or "127.0.0.1"), int(request["port"]), str(request.get("token") or "")
     try:

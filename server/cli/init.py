@@ -1,5 +1,5 @@
 """`oracle init [PATH]` in the terminal: what the written oracle.toml means, in a few lines. The survey, the
-language choice and the file itself are the service's (server/services/init.py)."""
+language choice and the file itself are the service's (server/services/support/init.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 from oracle_indexer.notes.discover import Discovery
 from oracle_indexer.rootconfig import CONFIG_NAME
 from oracle_server.registry.render import printable, summary_lines
-from oracle_server.services.init import InitError, Initialised
-from oracle_server.services.init import init as write_config
+from oracle_server.services.support.init import InitError, Initialised
+from oracle_server.services.support.init import init as write_config
 
 __all__ = ["InitError", "describe", "init", "report"]
 SHOWN_FOLDERS = 15  # folder lines printed; a vault of 200 folders is listed in oracle.toml, not on the terminal
@@ -51,6 +51,6 @@ def report(done: Initialised) -> list[str]:
 
 
 def init(path: Path, force: bool = False) -> tuple[Path, list[str]]:
-    """Write PATH/oracle.toml (server/services/init.py); return it and the lines that say what it means."""
+    """Write PATH/oracle.toml (server/services/support/init.py); return it and the lines that say what it means."""
     done = write_config(path, force=force)
     return done.target, [printable(line) for line in report(done)]  # each a line: names in it cannot break it

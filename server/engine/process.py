@@ -299,7 +299,7 @@ class Engine:
 
     async def _call(self, reader: Any, stream: Any) -> None:
         """One CLI tool call (server/cli/commands.py): the registry's validation and service, the result's JSON."""
-        from oracle_server.services.errors import classify, problems
+        from oracle_server.services.vocabulary.errors import classify, problems
         from oracle_server.registry.tools import BY_NAME, Caller, InvalidArguments
 
         import anyio
@@ -334,7 +334,7 @@ class Engine:
 
     def _index(self, force: bool) -> dict:
         self.oracle.wait_ready()  # after the start-up sync: the same answer a local `oracle index` gives then
-        from oracle_server.services.indexing import index
+        from oracle_server.services.capabilities.indexing import index
 
         return index(self.oracle, force=force).as_dict()
 
@@ -442,7 +442,7 @@ def run(settings: Any, key: str, watch: bool, index: bool, fronts: FrontFactory 
         return 0
     import anyio
 
-    from oracle_server.services.app import Oracle
+    from oracle_server.services.runtime.app import Oracle
     from oracle_server.mcp.server import build_server
 
     secret = channel.new_secret()

@@ -41,18 +41,18 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from oracle_server import __version__
-from oracle_server.services.app import Oracle, ServerConfigError
-from oracle_server.services.browse import Graph, graph
-from oracle_server.services.errors import HTTP_STATUS, VALIDATION_STATUS, OracleError, classify, problem, problems
-from oracle_server.services.feedback import feedback_overview
-from oracle_server.services.files import FileContent, read_file
+from oracle_server.services.runtime.app import Oracle, ServerConfigError
+from oracle_server.services.capabilities.browse import Graph, graph
+from oracle_server.services.vocabulary.errors import HTTP_STATUS, VALIDATION_STATUS, OracleError, classify, problem, problems
+from oracle_server.services.capabilities.feedback import feedback_overview
+from oracle_server.services.capabilities.files import FileContent, read_file
 from oracle_server.mcp.server import build_server
-from oracle_server.services.models import NoteData
+from oracle_server.services.vocabulary.models import NoteData
 from oracle_server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
-from oracle_server.services.slots import ServiceSlots
-from oracle_server.services.stats import health_state, usage_overview
-from oracle_server.services.supersede import supersessions_overview
-from oracle_server.services.team import (
+from oracle_server.services.support.slots import ServiceSlots
+from oracle_server.services.capabilities.stats import health_state, usage_overview
+from oracle_server.services.capabilities.supersede import supersessions_overview
+from oracle_server.services.capabilities.team import (
     ANONYMOUS,
     IDENTITY_KEY,
     Identity,
@@ -170,7 +170,7 @@ class Guard:
     """Host header, Origin of writes and bearer token for every route but the public ones, as plain ASGI
     middleware, the same on every route (the REST API, the dashboard and /mcp).
 
-    Tokens are needed when ORACLE_TOKEN is set or any named token exists (team mode, server/services/team.py); the
+    Tokens are needed when ORACLE_TOKEN is set or any named token exists (team mode, server/services/capabilities/team.py); the
     shared token is a writer without a name, a named token is its own identity, set on the scope for the
     routes and /mcp (`identity_of`). Named tokens are looked up on every request, so a revoked one stops
     working at once. The Host header is compared and passed on lower-cased, so /mcp (whose SDK compares
@@ -374,7 +374,7 @@ async def _deny(send: Send, status: int, message: str, extra: list[tuple[bytes, 
 
 
 def _problem(err: dict) -> str:
-    """One FastAPI validation error as `field: message` (server/services/errors.py formats every adapter's)."""
+    """One FastAPI validation error as `field: message` (server/services/vocabulary/errors.py formats every adapter's)."""
     return problem(err, located=True)
 
 
@@ -403,7 +403,7 @@ class Health(BaseModel):
 
 
 # Rows of the logs and overviews quote note text (titles, paths, reasons, guidance, queries): NoteData defuses
-# every string in them, as the tools' results are (server/services/boundary.py).
+# every string in them, as the tools' results are (server/services/vocabulary/boundary.py).
 class FeedbackOverview(BaseModel):
     helpful: list[NoteData]
     misleading: list[NoteData]
@@ -419,7 +419,7 @@ class LogsResult(BaseModel):
     learnings: list[NoteData]  # each with `author`: the named token that wrote it (team mode), else null
     feedback: list[NoteData] = []
     supersessions: list[NoteData] = []
-    edits: list[NoteData] = []  # edits and archives (server/services/edit.py), with author, hashes and where an archive went
+    edits: list[NoteData] = []  # edits and archives (server/services/capabilities/edit.py), with author, hashes and where an archive went
     per_day: dict[str, list[dict]]
     per_hour: dict[str, list[dict]]  # the last 48 hours, "YYYY-MM-DDTHH" (UTC)
     titles: dict[str, dict[str, str]] = {}  # each note a write names (section id or path) -> {title, file}
@@ -639,8 +639,8 @@ def mapped(service: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[Request], str],
                     slots: ServiceSlots) -> None:
     """One registry tool as a route: GET reads the request model from the query string, POST from a JSON
-    body; FastAPI validates with the model (422), the service's failures map through server/services/errors.py. The
-    service runs in a worker thread taken from `slots` (server/services/slots.py), shared with /mcp."""
+    body; FastAPI validates with the model (422), the service's failures map through server/services/vocabulary/errors.py. The
+    service runs in a worker thread taken from `slots` (server/services/support/slots.py), shared with /mcp."""
     model = tool.request
 
     async def answer(o: Oracle, params: BaseModel, request: Request, response: Response) -> Any:

@@ -7,8 +7,8 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from oracle_server.services.app import Oracle
-    from oracle_server.services.guide import Health, Profile
+    from oracle_server.services.runtime.app import Oracle
+    from oracle_server.services.support.guide import Health, Profile
 
 NOTE_TEMPLATE = "oracle://note/{+path}"
 CHUNK_TEMPLATE = "oracle://chunk/{id}"
@@ -22,8 +22,8 @@ TYPE_NAMES = {"principle": "principles", "learning": "learnings", "retro": "retr
 def live_instructions(oracle: Oracle, base: str) -> str:
     """The static instructions (how to use the tools and how to ask), then what the knowledge base holds right
     now: its notes, whether it is healthy, and what the notes look like (languages, folders, main concepts:
-    server/services/guide.py), each read when asked (every handshake) from the index as it is now."""
-    from oracle_server.services import guide
+    server/services/support/guide.py), each read when asked (every handshake) from the index as it is now."""
+    from oracle_server.services.support import guide
 
     try:
         return compose(base, guide.health(oracle), guide.profile(oracle))
@@ -34,7 +34,7 @@ def live_instructions(oracle: Oracle, base: str) -> str:
 def compose(base: str, state: Health, profile: Profile) -> str:
     """The instructions from their parts. Claude Code cuts server instructions at 2 KB (INSTRUCTIONS_BYTES): what
     matters comes first, and the main concepts give way (fewer named) so that the whole fits."""
-    from oracle_server.services import guide
+    from oracle_server.services.support import guide
 
     parts = ", ".join(f"{n} {TYPE_NAMES.get(t, t)}" for t, n in state.types.items()) or "no notes yet"
     checks = [f"vector store DOWN ({state.vector_down[:160]}): keyword search only" if state.vector_down

@@ -2,7 +2,7 @@
 
 Two halves:
 
-- `ChangeFeed` (server/services/changes.py: no MCP there) keeps a snapshot of what the index holds (each note's sha256 and each
+- `ChangeFeed` (server/services/support/changes.py: no MCP there) keeps a snapshot of what the index holds (each note's sha256 and each
   section's content hash) and, on `check()`, diffs the index against it. It is asked after every batch the
   file watcher indexes (a hook in `oracle_indexer.worker.watch`), so a saved file is announced as soon as it is
   searchable, and polled once a second as a safety net for what no watcher of this process saw (a
@@ -31,8 +31,8 @@ import anyio
 import anyio.to_thread
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 
-from oracle_server.services.app import Oracle
-from oracle_server.services.changes import ChangeFeed, Changes
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.support.changes import ChangeFeed, Changes
 from oracle_server.mcp.resources import STATS_URI, chunk_uri, note_uri
 
 log = logging.getLogger("oracle.notify")
@@ -129,7 +129,7 @@ class McpNotifier:
     async def running(self) -> AsyncIterator[None]:
         """While the MCP server runs: prime the snapshot, follow the watcher and the poll, deliver."""
         from oracle_indexer.worker.watch import add_batch_listener
-        from oracle_server.services.indexing import serves_indexer
+        from oracle_server.services.capabilities.indexing import serves_indexer
 
         send, receive = anyio.create_memory_object_stream[Changes](256)
         self._loop, self._send = asyncio.get_running_loop(), send

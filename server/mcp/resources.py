@@ -26,17 +26,17 @@ from urllib.parse import quote
 
 from mcp.shared.uri_template import UriTemplate
 
-from oracle_server.services.app import Oracle
-from oracle_server.services.boundary import defuse_data, defuse_markers
-from oracle_server.services.browse import NotFound
-from oracle_server.services.files import FileNotInRoot, PathRefused
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.vocabulary.boundary import defuse_data, defuse_markers
+from oracle_server.services.capabilities.browse import NotFound
+from oracle_server.services.capabilities.files import FileNotInRoot, PathRefused
 from oracle_indexer.notes.fields import FieldCondition, value_key, value_text
 from oracle_server.mcp.instructions import CHUNK_TEMPLATE, FIELD_TEMPLATE, NOTE_TEMPLATE, STATS_URI
-from oracle_server.services.models import ReadRequest
-from oracle_server.services.read import read_note
-from oracle_server.services.resources import SectionNotServed, indexed_notes, notes_after, served_section
-from oracle_server.services.stats import stats
-from oracle_server.services.search.where import resolve_where
+from oracle_server.services.vocabulary.models import ReadRequest
+from oracle_server.services.capabilities.read import read_note
+from oracle_server.services.support.resources import SectionNotServed, indexed_notes, notes_after, served_section
+from oracle_server.services.capabilities.stats import stats
+from oracle_server.services.capabilities.search.where import resolve_where
 
 PAGE_SIZE = 100  # notes per resources/list page: 10k notes are 100 pages, never one response
 MAX_NOTE_CHARS = 2_000_000  # ReadRequest's ceiling; larger notes are refused by the indexer anyway
@@ -166,7 +166,7 @@ class Content:
 
 def _meta(**values: Any) -> dict[str, Any]:
     """A resource's `_meta`: titles, headings, paths and frontmatter are the note's author's, so every string in
-    it is defused as in the tools' results (server/services/boundary.py)."""
+    it is defused as in the tools' results (server/services/vocabulary/boundary.py)."""
     return defuse_data({META_PREFIX + k: v for k, v in values.items() if v is not None})
 
 

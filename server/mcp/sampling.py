@@ -1,7 +1,7 @@
 """A search without variants asks the client's own model for some (MCP sampling), where the client declared the
 `sampling` capability and the user turned it on (`[search] sampling = true` in oracle.toml, or ORACLE_SAMPLING=1).
 
-The request has a fixed prompt (server/services/search/sampled.py) and a hard token budget; the reply is read as
+The request has a fixed prompt (server/services/capabilities/search/sampled.py) and a hard token budget; the reply is read as
 query text only. The transport follows the negotiated protocol, as the SDK's own resolvers do: up to 2025-11-25
 the server sends `sampling/createMessage` mid-call and waits at most DEADLINE_S; from 2026-07-28 the call answers
 with an `InputRequiredResult` carrying the request, and the client retries the call with the model's reply in
@@ -25,7 +25,7 @@ from mcp_types import (
 )
 from mcp_types.version import is_version_at_least
 
-from oracle_server.services.search.sampled import MAX_TOKENS, SYSTEM, prompt, read_reply
+from oracle_server.services.capabilities.search.sampled import MAX_TOKENS, SYSTEM, prompt, read_reply
 
 DEADLINE_S = 10.0  # up to 2025-11-25: the client's model must answer within this, or the search goes on without
 INPUT_KEY = "oracle_variants"  # the one input request's key (2026-07-28 on)

@@ -14,17 +14,17 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from oracle_server import __version__
-from oracle_server.services.app import Oracle
-from oracle_server.services.errors import classify, problems
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.vocabulary.errors import classify, problems
 from oracle_server.mcp.sampling import NeedsInput, ask_for_variants, client_can_sample
-from oracle_server.services.guide import HOW_TO_ASK
-from oracle_server.services.loading import describe, waiting_for
+from oracle_server.services.support.guide import HOW_TO_ASK
+from oracle_server.services.support.loading import describe, waiting_for
 from oracle_server.mcp.surface import Surface, link_hits, link_sources
-from oracle_server.services.models import SearchResult
-from oracle_server.services.search.sampled import note_languages, with_sampled
+from oracle_server.services.vocabulary.models import SearchResult
+from oracle_server.services.capabilities.search.sampled import note_languages, with_sampled
 from oracle_server.registry.shapes import detail_of
-from oracle_server.services.slots import ServiceSlots
-from oracle_server.services.team import ANONYMOUS, Identity, identity_of
+from oracle_server.services.support.slots import ServiceSlots
+from oracle_server.services.capabilities.team import ANONYMOUS, Identity, identity_of
 from oracle_server.registry.tools import TOOLS, Caller, InvalidArguments, Tool, input_schema
 
 INSTRUCTIONS = (
@@ -65,15 +65,15 @@ def _identity(ctx: Context | None) -> Identity:
 class OracleMCP(MCPServer):
     """Registry tools (server/registry/tools.py) are dispatched here: the request model validates the arguments
     (an unknown name is refused, listing the accepted ones; the SDK's own check would have dropped it),
-    the service runs in a worker thread (a few at once, in arrival order: server/services/slots.py), and a service
-    failure becomes one tool error (server/services/errors.py).
+    the service runs in a worker thread (a few at once, in arrival order: server/services/support/slots.py), and a service
+    failure becomes one tool error (server/services/vocabulary/errors.py).
     """
 
     def __init__(self, oracle: Oracle, slots: ServiceSlots, **options: Any) -> None:
         super().__init__(**options)
         self.oracle = oracle
         self.registry: dict[str, Tool] = {}
-        self.slots = slots  # server/services/slots.py: shared with the resources and prompts, and over HTTP the REST routes
+        self.slots = slots  # server/services/support/slots.py: shared with the resources and prompts, and over HTTP the REST routes
 
     def register(self, tool: Tool) -> None:
         """List the tool with the request model's schema and no output schema; calls come to `call_tool`, never to
@@ -123,7 +123,7 @@ class OracleMCP(MCPServer):
         return finish(reply, result, detail_of(request, "mcp") == "brief") if finish else reply
 
     async def _run_telling(self, tool: Tool, request: Any, caller: Caller, context: Context | None) -> Any:
-        """The service call; while it waits for what loads once (server/services/loading.py), a progress
+        """The service call; while it waits for what loads once (server/services/support/loading.py), a progress
         notification each PROGRESS_SECONDS says what, to a client that sent a progressToken (the SDK sends nothing
         to one that did not)."""
         pending = waiting_for(self.oracle, tool.name)

@@ -1,6 +1,6 @@
 """Oracle's MCP surface beyond the tools: resources, prompts, completions, change notifications, live
 instructions, resource links on hits, and the tool-loading hint. A thin adapter like the tools: every
-handler validates, calls one service (`oracle_server.mcp.resources`, `oracle_server.mcp.prompts`, `oracle_server.services.suggestions`) off the
+handler validates, calls one service (`oracle_server.mcp.resources`, `oracle_server.mcp.prompts`, `oracle_server.services.support.suggestions`) off the
 event loop, and shapes the result into MCP types.
 
 These handlers are registered on the SDK's low-level server (`add_request_handler`), because MCPServer's
@@ -47,10 +47,10 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from oracle_server.services.app import Oracle
+from oracle_server.services.runtime.app import Oracle
 from oracle_indexer.rootconfig import DOC_TYPES
-from oracle_server.services.browse import REFLECT_TYPES, NotFound
-from oracle_server.services.suggestions import (
+from oracle_server.services.capabilities.browse import REFLECT_TYPES, NotFound
+from oracle_server.services.support.suggestions import (
     Suggestions,
     complete_concepts,
     complete_field_names,
@@ -61,7 +61,7 @@ from oracle_server.services.suggestions import (
     complete_types,
 )
 from oracle_server.mcp.instructions import live_instructions
-from oracle_server.services.models import ConsultResult, SearchResult, unstorable_text
+from oracle_server.services.vocabulary.models import ConsultResult, SearchResult, unstorable_text
 from oracle_server.mcp.notify import McpNotifier
 from oracle_server.mcp.prompts import (
     PromptArgumentError,
@@ -85,7 +85,7 @@ from oracle_server.mcp.resources import (
     parse_uri,
     read_resource,
 )
-from oracle_server.services.slots import ServiceSlots
+from oracle_server.services.support.slots import ServiceSlots
 
 T = TypeVar("T")
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for "Resource not found"
@@ -239,7 +239,7 @@ class Surface:
     def __init__(self, oracle: Oracle, base_instructions: str, slots: ServiceSlots) -> None:
         self.oracle = oracle
         self.base_instructions = base_instructions
-        self.slots = slots  # the server's, shared with its tools (server/services/slots.py)
+        self.slots = slots  # the server's, shared with its tools (server/services/support/slots.py)
         self.notifier = McpNotifier(oracle)
 
     def server_options(self) -> dict[str, Any]:

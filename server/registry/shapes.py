@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from oracle_server.services.models import Hit, SearchResult
+from oracle_server.services.vocabulary.models import Hit, SearchResult
 
 Surface = Literal["mcp", "http", "cli"]
 DEFAULT_DETAIL: dict[Surface, str] = {"mcp": "brief", "http": "full", "cli": "full"}

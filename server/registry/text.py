@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oracle_server.services.models import (
+from oracle_server.services.vocabulary.models import (
     HistoryResult,
     RestoreResult,
     ArchiveResult,
@@ -31,7 +31,7 @@ from oracle_server.registry.render import (budget_line, phrasings_text, printabl
                                            try_line, warning_lines)
 
 _n = printable  # a name (file, author, title, heading) as one line, whatever it holds: the CLI prints this text
-from oracle_server.services.stats import Stats
+from oracle_server.services.capabilities.stats import Stats
 
 
 def plural(n: int, word: str) -> str:

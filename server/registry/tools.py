@@ -15,28 +15,28 @@ from typing import TYPE_CHECKING, Any, Literal
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
-from oracle_server.services import models as m
+from oracle_server.services.vocabulary import models as m
 from oracle_server.registry import text
-from oracle_server.services.browse import concepts, list_documents, reflect
-from oracle_server.services.consult import consult
-from oracle_server.services.edit import archive, edit
-from oracle_server.services.errors import OracleError, problems
-from oracle_server.services.feedback import record_feedback
-from oracle_server.services.history import history, restore
-from oracle_server.services.learn import learn
-from oracle_server.services.loading import log_done, log_wait, waiting_for
+from oracle_server.services.capabilities.browse import concepts, list_documents, reflect
+from oracle_server.services.capabilities.consult import consult
+from oracle_server.services.capabilities.edit import archive, edit
+from oracle_server.services.vocabulary.errors import OracleError, problems
+from oracle_server.services.capabilities.feedback import record_feedback
+from oracle_server.services.capabilities.history import history, restore
+from oracle_server.services.capabilities.learn import learn
+from oracle_server.services.support.loading import log_done, log_wait, waiting_for
 from oracle_server.registry.schemas import lean_input_schema
 from oracle_server.registry.shapes import Surface, brief_search, detail_of
-from oracle_server.services.read import read_note
-from oracle_server.services.relations import find_relations
-from oracle_server.services.search.pipeline import search
-from oracle_server.services.served import serve
-from oracle_server.services.stats import Stats, stats
-from oracle_server.services.supersede import supersede
-from oracle_server.services.verify import verify
+from oracle_server.services.capabilities.read import read_note
+from oracle_server.services.capabilities.relations import find_relations
+from oracle_server.services.capabilities.search.pipeline import search
+from oracle_server.services.runtime.served import serve
+from oracle_server.services.capabilities.stats import Stats, stats
+from oracle_server.services.capabilities.supersede import supersede
+from oracle_server.services.capabilities.verify import verify
 
 if TYPE_CHECKING:
-    from oracle_server.services.app import Oracle
+    from oracle_server.services.runtime.app import Oracle
 
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 # Claude Code defers MCP tools behind its tool search unless a tool's `_meta` carries this key set to
@@ -162,7 +162,7 @@ class Tool:
 
     def run(self, oracle: Oracle, request: BaseModel, caller: Caller) -> BaseModel:
         """`call`, once the start-up sync has the keyword index ready (a served Oracle). A call that waits for
-        what loads once (the start-up sync, the models: server/services/loading.py) says so in the server's log."""
+        what loads once (the start-up sync, the models: server/services/support/loading.py) says so in the server's log."""
         pending = waiting_for(oracle, self.name)
         if not pending:
             oracle.wait_ready()

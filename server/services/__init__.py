@@ -1,16 +1,13 @@
-"""The one service layer: every behaviour lives here once, as plain functions over an `Oracle` (app.py).
+"""The one service layer: every behaviour lives here once, as plain functions over an `Oracle` (runtime/app.py).
 
 Adapters (MCP, HTTP, CLI) call these through the registry; nothing here knows which adapter called. May
 import: `indexer`, and modules of this package. Never `oracle_server.registry`, `mcp`, `engine`, `http` or `cli`.
 
-- app.py: the Oracle context (settings, store, vectors, embedder). models.py: request and result models.
-  errors.py: one error model. boundary.py: the consult trust boundary's markers.
-- search/: the one search, as a pipeline (pipeline.py) of pure steps (query, scoring, expansion, notes, where).
-- consult, browse (reflect, list, concepts), read, files, learn, edit, supersede, relations, feedback, verify,
-  working_set, freshness, stats: one module per capability.
-- what the adapters read beyond the tools: resources (notes by page, sections by id), suggestions (completions,
-  the retrospective format), changes (what the index gained or lost since last asked), init (`oracle init`).
-- team.py: named tokens. slots.py: how many service calls run at once.
+Four rooms, by kind (issue 46):
+- capabilities/: one module per tool family, and search/ (the one search, a pipeline of pure steps);
+- support/: what the adapters need beyond the tools (resources, completions, notifications, instructions, init);
+- runtime/: the Oracle context and the call path every tool takes (one view of the backend per request);
+- vocabulary/: request and result models, errors, the trust boundary's markers.
 
 Errors: a service's own exception subclasses errors.ServiceError and names its kind (`error_kind`), so errors.py
 imports no service. pyproject.toml's [tool.importlinter] checks all of this (tests/contract/test_imports.py).

@@ -1,4 +1,4 @@
-"""A first call that waits for a load (server/services/loading.py: MCP progress while it waits) still fails as the
+"""A first call that waits for a load (server/services/support/loading.py: MCP progress while it waits) still fails as the
 service says: a stale `expected_hash` is a tool error naming the conflict, not "Error executing tool" (the progress
 task group once wrapped the service's error in an ExceptionGroup, which no error class matched)."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 
 from oracle_indexer.config import Settings
-from oracle_server.services.app import Oracle
-from oracle_server.services.loading import waiting_for
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.support.loading import waiting_for
 
 NOTE = "---\ntitle: Wombat burrows\n---\n\n# Wombat burrows\n\n## Body\n\nA burrow has two exits.\n"
 

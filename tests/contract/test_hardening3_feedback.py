@@ -43,7 +43,7 @@ def test_a_verdicts_note_is_short(small) -> None:
 def test_one_client_gives_a_bounded_number_of_verdicts_an_hour(small, monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp import Client
 
-    import oracle_server.services.feedback as feedback
+    import oracle_server.services.capabilities.feedback as feedback
     from oracle_server.mcp.server import build_server
 
     monkeypatch.setattr(feedback, "VERDICTS_PER_HOUR", 5)
@@ -64,7 +64,7 @@ def test_one_client_gives_a_bounded_number_of_verdicts_an_hour(small, monkeypatc
 
 
 def test_a_section_keeps_its_newest_verdicts(small, monkeypatch: pytest.MonkeyPatch) -> None:
-    import oracle_server.services.feedback as feedback
+    import oracle_server.services.capabilities.feedback as feedback
 
     monkeypatch.setattr(feedback, "VERDICTS_PER_SECTION", 4)
     with _client(small) as client:

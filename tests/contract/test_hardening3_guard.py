@@ -32,7 +32,7 @@ def _client(app, port: int):
                                   "passwordpassword", "s3cret-s3cret-s3cret", "correct horse battery staple",
                                   "  Zq8-vL2pXw7_nR4tKc9yBm3"])
 def test_weak_tokens_are_refused_at_start(small, weak: str) -> None:
-    from oracle_server.services.app import ServerConfigError
+    from oracle_server.services.runtime.app import ServerConfigError
     from oracle_server.http.app import build_app
 
     with pytest.raises(ServerConfigError, match="ORACLE_TOKEN is refused"):
@@ -42,7 +42,7 @@ def test_weak_tokens_are_refused_at_start(small, weak: str) -> None:
 def test_random_tokens_are_accepted() -> None:
     import secrets
 
-    from oracle_server.services.team import weak_token
+    from oracle_server.services.capabilities.team import weak_token
 
     assert not [t for t in (secrets.token_urlsafe(n) for n in (12, 16, 32) for _ in range(300)) if weak_token(t)]
     assert weak_token(TOKEN) is None

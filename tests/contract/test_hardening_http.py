@@ -87,7 +87,7 @@ def test_bearer_scheme_is_case_insensitive(small, scheme: str) -> None:
 
 @pytest.mark.parametrize("token", ["short", "fifteen-chars-x", "x" * 15])
 def test_short_tokens_are_refused_at_start(small, token: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from oracle_server.services.app import ServerConfigError
+    from oracle_server.services.runtime.app import ServerConfigError
     from oracle_server.http.app import build_app
 
     with pytest.raises(ServerConfigError, match="at least 16"):
@@ -132,7 +132,7 @@ def test_allowed_hosts_add_the_machines_lan_names(small, monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize("bad", ["*", "http://oracle.lan", "user@oracle.lan"])
 def test_allowed_hosts_refuse_wildcards_and_urls(small, bad: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from oracle_server.services.app import ServerConfigError
+    from oracle_server.services.runtime.app import ServerConfigError
 
     monkeypatch.setenv("ORACLE_ALLOWED_HOSTS", bad)
     with pytest.raises(ServerConfigError, match="ORACLE_ALLOWED_HOSTS"):

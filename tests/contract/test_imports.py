@@ -169,7 +169,7 @@ def test_a_service_or_the_worker_naming_a_backend_is_reported(tmp_path: Path):
     contract = next(c for c in config["contracts"] if "backends are chosen once" in c["name"])
     _package(tmp_path, {
         "oracle_server/__init__.py": "", "oracle_server/services/__init__.py": "",
-        "oracle_server/services/search.py": "from oracle_indexer.store.sqlite.keyword import Filters\n",
+        "oracle_server/services/lookup.py": "from oracle_indexer.store.sqlite.keyword import Filters\n",
         "oracle_indexer/__init__.py": "", "oracle_indexer/worker/__init__.py": "",
         "oracle_indexer/worker/sync.py": "def f():\n    from oracle_indexer.store.pg import revisions\n",
         "oracle_indexer/store/__init__.py": "", "oracle_indexer/store/sqlite/__init__.py": "",
@@ -186,6 +186,6 @@ def test_a_service_or_the_worker_naming_a_backend_is_reported(tmp_path: Path):
     (tmp_path / "setup.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = lint_imports(tmp_path / "setup.toml", extra_path=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "oracle_server.services.search -> oracle_indexer.store.sqlite.keyword" in result.stdout
+    assert "oracle_server.services.lookup -> oracle_indexer.store.sqlite.keyword" in result.stdout
     assert "oracle_indexer.worker.sync -> oracle_indexer.store.pg.revisions" in result.stdout
     assert "serving" not in result.stdout.split("Broken contracts")[-1] and "backends ->" not in result.stdout

@@ -92,8 +92,8 @@ def test_the_check_sees_lazy_and_type_checking_imports():
     prove nothing)."""
     source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from oracle_server.http.app import build_app\n"
               "def f():\n    from oracle_server import cli\n    from . import scoring\n")
-    names = [name for _, name in imported_modules(source, "oracle_server.services.search")]
-    assert names == ["oracle_server.http.app", "oracle_server.cli", "oracle_server.services.search.scoring"]
+    names = [name for _, name in imported_modules(source, "oracle_server.services.capabilities.search")]
+    assert names == ["oracle_server.http.app", "oracle_server.cli", "oracle_server.services.capabilities.search.scoring"]
     assert [layer_of(n) for n in names] == ["oracle_server.http", "oracle_server.cli", "oracle_server.services"]
 
 

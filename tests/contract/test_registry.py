@@ -20,8 +20,8 @@ from pydantic import Field
 
 from _corpus import open_oracle
 from oracle_server.cli import spec as clispec
-from oracle_server.services.errors import EXIT_CODE, HTTP_STATUS, classify, kind_of_status, unknown_argument
-from oracle_server.services.slots import ServiceSlots
+from oracle_server.services.vocabulary.errors import EXIT_CODE, HTTP_STATUS, classify, kind_of_status, unknown_argument
+from oracle_server.services.support.slots import ServiceSlots
 from oracle_server.registry.tools import BY_NAME, TOOLS, Caller, InvalidArguments, Tool, input_schema
 
 BOUNDS = ("minimum", "maximum", "minLength", "maxLength", "enum", "pattern", "maxItems", "minItems")
@@ -201,7 +201,7 @@ def test_a_new_model_field_reaches_mcp_http_and_cli_with_its_limits(oracle: Any)
 
     from oracle_server.http.app import _add_tool_route
     from oracle_server.mcp.server import OracleMCP
-    from oracle_server.services.models import ListRequest, ListResult
+    from oracle_server.services.vocabulary.models import ListRequest, ListResult
 
     class DeeperList(ListRequest):
         depth: int = Field(default=3, ge=1, le=9, description="How deep to look.")
@@ -253,9 +253,9 @@ def test_a_new_model_field_reaches_mcp_http_and_cli_with_its_limits(oracle: Any)
 # -- one error model -----------------------------------------------------------------------------------
 def test_service_failures_map_to_one_kind_each() -> None:
     from oracle_indexer.worker.sync import SyncRefused
-    from oracle_server.services.browse import NotFound
-    from oracle_server.services.learn import LearnError, LearnLost
-    from oracle_server.services.search.query import QueryError
+    from oracle_server.services.capabilities.browse import NotFound
+    from oracle_server.services.capabilities.learn import LearnError, LearnLost
+    from oracle_server.services.capabilities.search.query import QueryError
 
     def learn_error(code: int) -> LearnError:
         try:
@@ -285,7 +285,7 @@ def test_every_service_exception_names_a_kind_and_errors_imports_none() -> None:
 
     import oracle_server.services as services
     from oracle_indexer.store.errors import DatabaseUnavailable
-    from oracle_server.services.errors import ServiceError
+    from oracle_server.services.vocabulary.errors import ServiceError
 
     for module in pkgutil.walk_packages(services.__path__, "oracle_server.services."):
         importlib.import_module(module.name)
@@ -298,7 +298,7 @@ def test_every_service_exception_names_a_kind_and_errors_imports_none() -> None:
     error = classify(DatabaseUnavailable("cannot connect"))
     assert error is not None and (error.kind, error.http_status, error.exit_code) == ("unavailable", 503, 5)
     graph = grimp.build_graph("oracle_server", "oracle_indexer", cache_dir=None)
-    assert graph.find_modules_directly_imported_by("oracle_server.services.errors") == set()
+    assert graph.find_modules_directly_imported_by("oracle_server.services.vocabulary.errors") == set()
 
 
 def test_a_not_found_is_a_tool_error_a_404_and_exit_3(oracle: Any, tmp_path: Path) -> None:

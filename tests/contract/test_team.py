@@ -71,7 +71,7 @@ def fts_total(client: Any, headers: dict, query: str) -> int:
 
 # -- team mode over HTTP ---------------------------------------------------------------------------------
 def test_read_only_tokens_are_refused_on_every_write_and_nothing_is_written(kb: Any) -> None:
-    from oracle_server.services.team import TokenStore
+    from oracle_server.services.capabilities.team import TokenStore
 
     store = TokenStore(kb.settings.data_dir)
     reader = store.add("bob", "read")
@@ -109,7 +109,7 @@ def test_read_only_tokens_are_refused_on_every_write_and_nothing_is_written(kb: 
 def test_writes_are_attributed_to_the_token_name_and_the_shared_token_still_works(kb: Any) -> None:
     import time
 
-    from oracle_server.services.team import DB_TOKENS_SECONDS, token_store
+    from oracle_server.services.capabilities.team import DB_TOKENS_SECONDS, token_store
 
     store = token_store(kb.settings.database_url, kb.settings.data_dir)  # the team store's table with PostgreSQL
     alice = store.add("alice", "write")
@@ -151,9 +151,9 @@ def test_writes_are_attributed_to_the_token_name_and_the_shared_token_still_work
 
 
 def test_a_public_bind_starts_with_named_tokens_alone(kb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from oracle_server.services.app import ServerConfigError
+    from oracle_server.services.runtime.app import ServerConfigError
     from oracle_server.http.app import build_app
-    from oracle_server.services.team import TokenStore
+    from oracle_server.services.capabilities.team import TokenStore
 
     monkeypatch.delenv("ORACLE_TOKEN", raising=False)
     with pytest.raises(ServerConfigError, match="oracle token add"):
@@ -242,8 +242,8 @@ def test_an_edit_and_an_archive_whose_log_cannot_be_written_are_kept_and_warn(kb
     """The usage logs refuse the record (closed here; a full disk alike): the edit and the archive are done all the
     same, and each says its record is missing, as a learn does."""
     from oracle_server.registry.text import archive_text
-    from oracle_server.services.edit import archive, edit
-    from oracle_server.services.models import ArchiveRequest, EditRequest
+    from oracle_server.services.capabilities.edit import archive, edit
+    from oracle_server.services.vocabulary.models import ArchiveRequest, EditRequest
 
     root = kb.settings.root
     kb.logs.close()
@@ -350,7 +350,7 @@ def test_edit_and_archive_over_an_mcp_session(kb: Any) -> None:
 def test_the_cli_edits_archives_and_manages_tokens(kb: Any, capsys: pytest.CaptureFixture[str]) -> None:
     from oracle_server.cli import spec as clispec
     from oracle_server.cli.commands import build_parser, cmd_token, run_tool
-    from oracle_server.services.errors import classify
+    from oracle_server.services.vocabulary.errors import classify
 
     root = kb.settings.root
     data = str(kb.settings.data_dir)

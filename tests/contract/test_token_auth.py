@@ -43,7 +43,7 @@ def kb(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Monke
 
 def tokens_of(oracle: Any) -> Any:
     """The token store the CLI would use for this Oracle (another object than the server's, as another process)."""
-    from oracle_server.services.team import token_store
+    from oracle_server.services.capabilities.team import token_store
 
     return token_store(oracle.settings.database_url, oracle.settings.data_dir)
 
@@ -87,8 +87,8 @@ def assert_closed(client: Any, *tokens: str) -> None:
 # -- revoking the last token (issue 45, item 3) ----------------------------------------------------------------------
 def test_a_public_server_whose_last_token_is_revoked_fails_closed(kb: Any) -> None:
     from oracle_server.http.app import build_app
-    from oracle_server.services.app import ServerConfigError
-    from oracle_server.services.team import DB_TOKENS_SECONDS
+    from oracle_server.services.runtime.app import ServerConfigError
+    from oracle_server.services.capabilities.team import DB_TOKENS_SECONDS
 
     cli = tokens_of(kb)
     alice = cli.add("alice", "write")
@@ -136,8 +136,8 @@ def test_token_revoke_warns_when_it_removes_the_last_token(kb: Any, capsys: pyte
 def test_a_loopback_server_without_tokens_serves_anyone_unless_a_token_is_required(
         kb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from oracle_server.http.app import build_app
-    from oracle_server.services.app import ServerConfigError
-    from oracle_server.services.team import DB_TOKENS_SECONDS
+    from oracle_server.services.runtime.app import ServerConfigError
+    from oracle_server.services.capabilities.team import DB_TOKENS_SECONDS
 
     with client_for(kb) as client:  # the default, as docs/security.md says: any local account reads and writes
         assert client.get("/api/stats").status_code == 200
@@ -221,7 +221,7 @@ def test_a_damaged_token_row_is_skipped_with_a_warning_and_names_print_escaped(
 # -- a token revoked before an outage of the team store (issue 45, item 4) -------------------------------------------
 def test_a_token_revoked_before_an_outage_stays_refused_during_it(tmp_path: Path, own_pg: Any,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from oracle_server.services.team import DB_TOKENS_SECONDS
+    from oracle_server.services.capabilities.team import DB_TOKENS_SECONDS
 
     monkeypatch.delenv("ORACLE_TOKEN", raising=False)
     url = own_pg.new_database()

@@ -40,7 +40,7 @@ def test_the_checker_fails_a_backend_off_the_contract_and_a_wrong_call(tmp_path)
     text = store.read_text(encoding="utf-8")
     assert text.count("    def rekey(self") == 1
     (tmp_path / "store.py").write_text(text.replace("    def rekey(self", "    def rekey_renamed(self"), encoding="utf-8")
-    service = PROJECT / "server" / "services" / "read.py"
+    service = PROJECT / "server" / "services" / "capabilities" / "read.py"
     (tmp_path / "read.py").write_text(service.read_text(encoding="utf-8") + (
         "\n\ndef _off_contract(oracle: Oracle) -> None:\n"
         "    oracle.store.note(42)\n"

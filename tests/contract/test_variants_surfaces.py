@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from _corpus import indexed_oracle
-from oracle_server.services.models import ConsultRequest, SearchRequest
-from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.vocabulary.models import ConsultRequest, SearchRequest
+from oracle_server.services.capabilities.search.pipeline import run_search
 from tests.contract.test_where_surfaces import cli, http, mcp
 
 NOTES = {

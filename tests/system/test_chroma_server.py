@@ -38,11 +38,11 @@ import _corpus
 from _mcp import KB, Session, run_oracle
 from _procs import free_port
 from oracle_indexer.store.sqlite import vectors as vectors_module
-from oracle_server.services.app import Oracle
-from oracle_server.services.learn import learn
-from oracle_server.services.models import LearnRequest, SearchRequest
-from oracle_server.services.search.pipeline import run_search, search
-from oracle_server.services.stats import stats
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.capabilities.learn import learn
+from oracle_server.services.vocabulary.models import LearnRequest, SearchRequest
+from oracle_server.services.capabilities.search.pipeline import run_search, search
+from oracle_server.services.capabilities.stats import stats
 from test_live import oracle_env, wait_for
 
 CHROMA = Path(sys.executable).parent / "chroma"  # installed with the chromadb package

@@ -26,8 +26,8 @@ import httpx
 import pytest
 
 import oracle_indexer.worker.sync
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.pipeline import run_search
 from _corpus import PROJECT, open_oracle, write
 from _mcp import run_oracle
 from _procs import McpHttp, serve_http, stop_process

@@ -24,7 +24,7 @@ import pytest
 
 import _pg
 from _procs import oracle_cmd, serve_http, stop_process
-from oracle_server.services.team import DB_TOKENS_SECONDS
+from oracle_server.services.capabilities.team import DB_TOKENS_SECONDS
 
 pytestmark = pytest.mark.slow
 HANG = 120.0  # a ceiling that only catches a hang

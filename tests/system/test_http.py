@@ -181,11 +181,11 @@ def call_mcp(url: str, calls: list[tuple[str, dict]]) -> tuple[list, list]:
 # every route: 200 and the documented shape
 # =====================================================================================================
 def _models() -> dict[str, type[BaseModel]]:
-    from oracle_server.services.browse import Graph
-    from oracle_server.services.files import FileContent
+    from oracle_server.services.capabilities.browse import Graph
+    from oracle_server.services.capabilities.files import FileContent
     from oracle_server.http.app import Health, LogsResult
-    from oracle_server.services.models import ConceptsResult, ConsultResult, Document, ListResult, SearchResult
-    from oracle_server.services.stats import Stats
+    from oracle_server.services.vocabulary.models import ConceptsResult, ConsultResult, Document, ListResult, SearchResult
+    from oracle_server.services.capabilities.stats import Stats
 
     return {"Health": Health, "SearchResult": SearchResult, "ConsultResult": ConsultResult, "Document": Document,
             "ListResult": ListResult, "Stats": Stats, "ConceptsResult": ConceptsResult, "Graph": Graph,
@@ -308,7 +308,7 @@ def test_openapi_lists_every_route(openapi: dict) -> None:
     assert learn["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/LearnRequest")
     assert "201" in learn["responses"]
     # Query parameters are the shared request models' fields, with their bounds.
-    from oracle_server.services.models import ConceptsRequest, ConsultRequest, ListRequest, ReflectRequest, SearchRequest
+    from oracle_server.services.vocabulary.models import ConceptsRequest, ConsultRequest, ListRequest, ReflectRequest, SearchRequest
 
     for path, model in [("/api/search", SearchRequest), ("/api/consult", ConsultRequest), ("/api/list", ListRequest),
                         ("/api/reflect", ReflectRequest), ("/api/concepts", ConceptsRequest)]:
@@ -651,7 +651,7 @@ def _client(app: Any, port: int, raise_server_exceptions: bool = True):
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "10.0.0.5", "example.com", ""])
 def test_non_loopback_without_token_refuses_to_start(small, host: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from oracle_server.services.app import ServerConfigError
+    from oracle_server.services.runtime.app import ServerConfigError
     from oracle_server.http.app import build_app
 
     monkeypatch.delenv("ORACLE_TOKEN", raising=False)

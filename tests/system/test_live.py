@@ -43,10 +43,10 @@ from mcp_types import Implementation
 
 from oracle_indexer.config import Settings
 from oracle_indexer.worker.sync import SyncReport
-from oracle_server.services.app import Oracle
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.pipeline import run_search
-from oracle_server.services.stats import drift
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.pipeline import run_search
+from oracle_server.services.capabilities.stats import drift
 
 PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"

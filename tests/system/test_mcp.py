@@ -35,7 +35,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 BUNDLED = PROJECT / "knowledge"
 from _mcp import CALL_TIMEOUT, CLIENT_NAME, KB, Session, index_kb, run_oracle
 from _procs import free_port, oracle_cmd, stop_process
-from oracle_server.services.boundary import defuse
+from oracle_server.services.vocabulary.boundary import defuse
 SCRIPT = Path(sys.executable).parent / "oracle"  # the console script pip installed beside the interpreter
 TOOLS = {
     "oracle_search", "oracle_consult", "oracle_reflect", "oracle_learn",

@@ -19,7 +19,7 @@ import pytest
 from _corpus import BUNDLED, write
 from _mcp import KB, Session, index_kb
 from _procs import serve_http, stop_process
-from oracle_server.services.search import scoring
+from oracle_server.services.capabilities.search import scoring
 
 NOTES = {
     "learnings/2026-10-01_gecko-retry-fixed.md": (

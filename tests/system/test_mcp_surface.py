@@ -523,7 +523,7 @@ def test_split_candidates() -> None:
 
 
 def test_completions_rank_prefix_before_substring(bundled) -> None:
-    from oracle_server.services.suggestions import complete_concepts, complete_note_paths
+    from oracle_server.services.support.suggestions import complete_concepts, complete_note_paths
 
     oracle, _ = bundled
     found = complete_concepts(oracle, "test")

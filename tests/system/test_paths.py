@@ -38,8 +38,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from oracle_server.services.learn import LearnError, learn
-from oracle_server.services.models import LearnRequest
+from oracle_server.services.capabilities.learn import LearnError, learn
+from oracle_server.services.vocabulary.models import LearnRequest
 from _corpus import PROJECT, write
 from _mcp import KB, Session
 from _procs import serve_http, stop_process

@@ -31,10 +31,10 @@ from mcp_types import Implementation
 
 import _corpus
 from _procs import oracle_cmd
-from oracle_server.services.learn import learn
-from oracle_server.services.models import LearnRequest, SearchRequest
-from oracle_server.services.search.pipeline import run_search
-from oracle_server.services.stats import stats
+from oracle_server.services.capabilities.learn import learn
+from oracle_server.services.vocabulary.models import LearnRequest, SearchRequest
+from oracle_server.services.capabilities.search.pipeline import run_search
+from oracle_server.services.capabilities.stats import stats
 from test_live import fresh_oracle, oracle_env, wait_for
 
 NOBODY = 65534

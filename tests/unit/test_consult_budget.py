@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _hostile import examples, hostile_text
-from oracle_server.services.consult import MIN_SOURCE_TOKENS, build_guidance, consult, estimate_tokens
-from oracle_server.services.models import ConsultRequest, Source
+from oracle_server.services.capabilities.consult import MIN_SOURCE_TOKENS, build_guidance, consult, estimate_tokens
+from oracle_server.services.vocabulary.models import ConsultRequest, Source
 
 BUDGETS = st.integers(min_value=100, max_value=8000)  # ConsultRequest's bounds
 PURE = settings(deadline=None, derandomize=True, database=None, max_examples=examples(100),

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracle_server.services.consult import CORE_BELOW, MAX_BUDGET, MIN_BUDGET, Budget, consult, plan_budget
-from oracle_server.services.models import ConsultRequest, VerifyRequest
+from oracle_server.services.capabilities.consult import CORE_BELOW, MAX_BUDGET, MIN_BUDGET, Budget, consult, plan_budget
+from oracle_server.services.vocabulary.models import ConsultRequest, VerifyRequest
 from oracle_server.registry.text import consult_text
-from oracle_server.services.verify import verify
-from oracle_server.services.working_set import working_set_id
+from oracle_server.services.capabilities.verify import verify
+from oracle_server.services.capabilities.working_set import working_set_id
 
 DECISION = "Should I mock the database in this test?"
 
@@ -65,7 +65,7 @@ def test_the_working_set_keeps_the_window_so_verify_reproduces_it(bundled) -> No
     checked = verify(oracle, VerifyRequest(working_set_id=core.working_set_id)).working_set
     assert checked is not None and checked.status == "reproduces"
     # a consultation without a window or filter keeps the working set (and id) it had before they existed
-    from oracle_server.services.consult import run_consult
+    from oracle_server.services.capabilities.consult import run_consult
 
     _, working_set = run_consult(oracle, ConsultRequest(decision=DECISION))
     assert "context_window" not in working_set and "where" not in working_set

@@ -10,7 +10,7 @@ import pytest
 from oracle_indexer.database_choice import where
 from oracle_server.cli.commands import main
 from oracle_server.mcp.instructions import compose
-from oracle_server.services.guide import Health, Profile
+from oracle_server.services.support.guide import Health, Profile
 
 NAMED = "postgresql://team:s3cret@db.example:5433/memory"
 

@@ -1,6 +1,6 @@
-"""The pure text operations behind oracle_edit (server/services/edit.py): each edits only the body, the head (BOM and
+"""The pure text operations behind oracle_edit (server/services/capabilities/edit.py): each edits only the body, the head (BOM and
 frontmatter) comes back byte for byte, line endings stay the file's, and an ambiguous or missing target is
-refused with a message that says what to send instead. Team tokens' pure parts (server/services/team.py) too."""
+refused with a message that says what to send instead. Team tokens' pure parts (server/services/capabilities/team.py) too."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _hostile import examples
-from oracle_server.services.edit import EditRefused, apply_edit, headings, split_head
-from oracle_server.services.team import TokenError, TokenExists, TokenMissing, TokenStore
+from oracle_server.services.capabilities.edit import EditRefused, apply_edit, headings, split_head
+from oracle_server.services.capabilities.team import TokenError, TokenExists, TokenMissing, TokenStore
 
 FRONT = "---\ntitle: Mocks hide bugs\ntags: [testing, db]   # odd spacing kept\nrelations:\n  - [a, b, c]\n---\n"
 NOTE = FRONT + "# Mocks hide bugs\n\n## Why\nTests mocked the database.\n\n### Detail\nDeep.\n\n## Fix\nUse a real one.\n"

@@ -14,8 +14,8 @@ import pytest
 from oracle_indexer.config import Settings
 from oracle_indexer.models.embed import MINILM, MODEL_ID, Embedder, EmbeddingUnavailable, model_files, model_id, model_spec
 from oracle_indexer.rootconfig import ConfigError
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.pipeline import run_search
 
 
 def minilm_folder(tmp_path: Path, name: str = "my-model") -> Path:

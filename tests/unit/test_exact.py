@@ -9,8 +9,8 @@ import pytest
 from _corpus import write
 from oracle_indexer.store.sqlite.exact import top
 from oracle_indexer.store.sqlite.multilingual import MultilingualIndex
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search import pipeline
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search import pipeline
 
 QUESTIONS = ("how do agents share a repository safely", "quote fts5 search terms", "what do quokkas eat",
              "feeding wild animals bread", "a note about nothing in particular")

@@ -1,4 +1,4 @@
-"""Query expansion from the first ranking's best sections (server/services/search/expansion.py), the keyword floor and the
+"""Query expansion from the first ranking's best sections (server/services/capabilities/search/expansion.py), the keyword floor and the
 mixing in scoring, and one real search where only expansion finds a note that shares no word with the question."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from collections import Counter
 import pytest
 
 from _corpus import BUNDLED, open_oracle
-from oracle_server.services.search import expansion
-from oracle_server.services.search import scoring
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.scoring import LegHit
-from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.capabilities.search import expansion
+from oracle_server.services.capabilities.search import scoring
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.scoring import LegHit
+from oracle_server.services.capabilities.search.pipeline import run_search
 
 
 # -- pure: the words --------------------------------------------------------------------------------------

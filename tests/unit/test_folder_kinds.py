@@ -12,7 +12,7 @@ from _first_hour import write
 from oracle_indexer.notes.discover import discover
 from oracle_indexer.notes.folders import classify, looks_like_adr, marks
 from oracle_indexer.rootconfig import load_layout
-from oracle_server.services.init import init
+from oracle_server.services.support.init import init
 
 ADR = "# Use Redis\n\n## Status\n\nAccepted\n\n## Context\n\nSessions.\n\n## Decision\n\nRedis.\n"
 MADR = ("# Use Redis\n\n* Status: accepted\n* Deciders: ops\n\n## Context and Problem Statement\n\nSessions.\n\n"

@@ -3,7 +3,7 @@ fresh_only, stale counts in stats, and oracle_verify's mark_verified writing one
 
 The rule and the frontmatter edit are pure (indexer/notes/freshness.py) and tested without a database; the services
 run on a real index (SQLite FTS5 + embedded ChromaDB + the ONNX model) of a few notes written here. "Today" is
-fixed (oracle_server.services.freshness.today) so every result is the same on any day.
+fixed (oracle_server.services.capabilities.freshness.today) so every result is the same on any day.
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from oracle_indexer.notes.freshness import (
 )
 from oracle_indexer.notes.parse import parse_markdown, split_frontmatter
 from oracle_indexer.rootconfig import ConfigError, load_layout
-from oracle_server.services import freshness
-from oracle_server.services.consult import consult
-from oracle_server.services.errors import OracleError
-from oracle_server.services.models import ConsultRequest, ReadRequest, SearchRequest, VerifyRequest
-from oracle_server.services.read import read_note
-from oracle_server.services.search.pipeline import search
-from oracle_server.services.stats import stats
+from oracle_server.services.capabilities import freshness
+from oracle_server.services.capabilities.consult import consult
+from oracle_server.services.vocabulary.errors import OracleError
+from oracle_server.services.vocabulary.models import ConsultRequest, ReadRequest, SearchRequest, VerifyRequest
+from oracle_server.services.capabilities.read import read_note
+from oracle_server.services.capabilities.search.pipeline import search
+from oracle_server.services.capabilities.stats import stats
 from oracle_server.registry.tools import BY_NAME
-from oracle_server.services.verify import verify
+from oracle_server.services.capabilities.verify import verify
 
 TODAY = dt.date(2027, 1, 15)
 POLICY = FreshnessPolicy({"principle": 90, "learning": 90})

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from _corpus import write
-from oracle_server.services.browse import GRAPH_DOCUMENTS, graph
-from oracle_server.services.models import RelationsRequest
-from oracle_server.services.relations import find_relations
+from oracle_server.services.capabilities.browse import GRAPH_DOCUMENTS, graph
+from oracle_server.services.vocabulary.models import RelationsRequest
+from oracle_server.services.capabilities.relations import find_relations
 
 
 def tagged_vault(root: Path, notes: int) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from _corpus import open_oracle, write
-from oracle_server.services.browse import graph
+from oracle_server.services.capabilities.browse import graph
 
 # Six notes all tagged "oracle" (as every note of a v2 brain mentions it); alpha in 3, beta in 2, gamma in 1.
 TAGS = [["alpha", "beta"], ["alpha", "beta"], ["alpha"], ["gamma"], [], []]

@@ -14,11 +14,11 @@ import pytest
 
 from _corpus import open_oracle, write
 from _hostile import delete_before_indexing
-from oracle_server.services import boundary
-from oracle_server.services.browse import list_documents, reflect
-from oracle_server.services.consult import boundary_tag, build_guidance, consult
-from oracle_server.services.learn import learn
-from oracle_server.services.models import (
+from oracle_server.services.vocabulary import boundary
+from oracle_server.services.capabilities.browse import list_documents, reflect
+from oracle_server.services.capabilities.consult import boundary_tag, build_guidance, consult
+from oracle_server.services.capabilities.learn import learn
+from oracle_server.services.vocabulary.models import (
     ConsultRequest,
     LearnRequest,
     ListRequest,
@@ -27,8 +27,8 @@ from oracle_server.services.models import (
     SearchRequest,
     Source,
 )
-from oracle_server.services.read import read_note
-from oracle_server.services.search.pipeline import search
+from oracle_server.services.capabilities.read import read_note
+from oracle_server.services.capabilities.search.pipeline import search
 
 # A line that an agent would take for a boundary marker: three opening brackets, then the marker's words.
 _GAP = r"[\s\u200b-\u200d\u2060\ufeff]*"
@@ -197,7 +197,7 @@ def test_an_indented_closing_line_does_not_end_the_frontmatter() -> None:
 def test_metadata_problems_names_what_would_not_read_back() -> None:
     import datetime as dt
 
-    from oracle_server.services.learn import metadata_problems, render
+    from oracle_server.services.capabilities.learn import metadata_problems, render
 
     request = LearnRequest(pattern="p", title="T", concepts=["a"], project="x", relations=[["s", "p", "o"]])
     today = dt.date(2026, 1, 1)
@@ -212,7 +212,7 @@ def test_a_learning_deleted_before_it_is_indexed_is_an_error_not_an_empty_id(ora
     """Test double, said so: the deletion must land between the write and the index, a window of a few
     milliseconds that a real concurrent deleter hits only sometimes (test_learn_survives_a_renamed_folder
     races for real). The wrapper deletes the file, as another process would, then the real sync runs."""
-    from oracle_server.services.learn import LearnLost
+    from oracle_server.services.capabilities.learn import LearnLost
 
     delete_before_indexing(oracle, monkeypatch)
     before = set(oracle.store.file_states())
@@ -229,7 +229,7 @@ def test_learn_survives_a_renamed_folder_and_files_deleted_as_they_appear(tmp_pa
     import os
     import threading
 
-    from oracle_server.services.learn import LearnError
+    from oracle_server.services.capabilities.learn import LearnError
 
     root = tmp_path / "root"
     write(root / "learnings/2026-01-01_seed.md", "---\ntitle: Seed\n---\n# Seed\n\nSeed note.\n")
@@ -297,7 +297,7 @@ class CountingDict(dict):
 
 
 def _fused(n: int) -> list:
-    from oracle_server.services.search import scoring
+    from oracle_server.services.capabilities.search import scoring
 
     return [scoring.Fused(f"c{i:05d}", 1.0 - i / (n + 1)) for i in range(n)]
 
@@ -305,7 +305,7 @@ def _fused(n: int) -> list:
 def test_supersession_rerank_does_linear_work() -> None:
     """Before, each pass moved one hit and looked up every hit again: with 500 superseded hits ranked above
     their successor, 2,000 candidates cost about a million lookups (and 8.3 s at 12,000 candidates)."""
-    from oracle_server.services.search import scoring
+    from oracle_server.services.capabilities.search import scoring
 
     items = _fused(2_000)
     new = frozenset({"c01999"})
@@ -318,7 +318,7 @@ def test_supersession_rerank_does_linear_work() -> None:
 
 
 def test_supersession_rerank_nests_chains_and_survives_cycles_and_long_chains() -> None:
-    from oracle_server.services.search import scoring
+    from oracle_server.services.capabilities.search import scoring
 
     items = _fused(6)  # c00000 best ... c00005 worst
     ids = [i.id for i in items]

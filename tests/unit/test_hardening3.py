@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from _corpus import write
-from oracle_server.services.files import PathRefused, read_file
-from oracle_server.services.models import ReadRequest, SearchRequest
-from oracle_server.services.read import read_note
+from oracle_server.services.capabilities.files import PathRefused, read_file
+from oracle_server.services.vocabulary.models import ReadRequest, SearchRequest
+from oracle_server.services.capabilities.read import read_note
 from oracle_server.mcp.resources import UnknownResource, read_resource
-from oracle_server.services.search.pipeline import search
+from oracle_server.services.capabilities.search.pipeline import search
 
 SECRET = "CANARY-" + secrets.token_hex(8)
 
@@ -246,7 +246,7 @@ def _vanish_after_ranking(oracle, monkeypatch, victims: list[str]) -> None:
     that a real concurrent writer hits about 3 times in 1,000 learns. After the real ranking, the notes whose
     sections lead the ranking are really deleted and really re-synced away (as the watcher would); then the
     real page is read. Each victim note vanishes once."""
-    import oracle_server.services.search.pipeline as search_module
+    import oracle_server.services.capabilities.search.pipeline as search_module
 
     real_rank = search_module._rank
 
@@ -263,7 +263,7 @@ def _vanish_after_ranking(oracle, monkeypatch, victims: list[str]) -> None:
 
 
 def test_a_note_vanishing_between_ranking_and_the_page_is_dropped_with_a_warning(tmp_path, make_oracle, monkeypatch) -> None:
-    from oracle_server.services.search.pipeline import run_search
+    from oracle_server.services.capabilities.search.pipeline import run_search
 
     root = tmp_path / "root"
     _osprey_root(root)
@@ -281,8 +281,8 @@ def test_a_note_vanishing_between_ranking_and_the_page_is_dropped_with_a_warning
 def test_a_learn_whose_duplicate_check_meets_a_vanished_note_still_reports_its_saved_note(tmp_path, make_oracle,
                                                                                           monkeypatch) -> None:
     """3 of 1,172 racing learns answered 500 after saving their note, inviting a duplicate on retry."""
-    from oracle_server.services.learn import learn
-    from oracle_server.services.models import LearnRequest
+    from oracle_server.services.capabilities.learn import learn
+    from oracle_server.services.vocabulary.models import LearnRequest
 
     root = tmp_path / "root"
     _osprey_root(root)
@@ -296,8 +296,8 @@ def test_a_learn_whose_duplicate_check_meets_a_vanished_note_still_reports_its_s
 
 
 def test_an_idempotency_key_makes_a_retried_learn_return_the_first_save(tmp_path, make_oracle) -> None:
-    from oracle_server.services.learn import LearnKeyConflict, learn
-    from oracle_server.services.models import LearnRequest
+    from oracle_server.services.capabilities.learn import LearnKeyConflict, learn
+    from oracle_server.services.vocabulary.models import LearnRequest
 
     root = tmp_path / "root"
     _osprey_root(root)
@@ -320,8 +320,8 @@ def test_concurrent_retries_with_one_key_save_one_note(tmp_path, make_oracle) ->
     that note or is told the learn is running (409), never a second copy."""
     import threading
 
-    from oracle_server.services.learn import LearnKeyConflict, learn
-    from oracle_server.services.models import LearnRequest
+    from oracle_server.services.capabilities.learn import LearnKeyConflict, learn
+    from oracle_server.services.vocabulary.models import LearnRequest
 
     root = tmp_path / "root"
     _osprey_root(root)
@@ -350,8 +350,8 @@ def test_concurrent_retries_with_one_key_save_one_note(tmp_path, make_oracle) ->
 
 def test_a_failed_learn_releases_its_key(tmp_path, make_oracle, monkeypatch) -> None:
     from _hostile import delete_before_indexing
-    from oracle_server.services.learn import LearnLost, learn
-    from oracle_server.services.models import LearnRequest
+    from oracle_server.services.capabilities.learn import LearnLost, learn
+    from oracle_server.services.vocabulary.models import LearnRequest
 
     root = tmp_path / "root"
     _osprey_root(root)
@@ -377,7 +377,7 @@ def _twins(root: Path) -> tuple[Path, Path]:
 def test_normal_form_twins_are_skipped_with_a_reason_and_shown_in_drift(tmp_path: Path, make_oracle) -> None:
     """Two files named café.md (NFC and NFD) swapped their content under one indexed name on every run, while
     drift said in sync: now neither is indexed, both are reported, and drift is not in sync."""
-    from oracle_server.services.stats import stats
+    from oracle_server.services.capabilities.stats import stats
 
     root = tmp_path / "root"
     nfc, nfd = _twins(root)
@@ -503,7 +503,7 @@ def test_a_store_whose_vectors_do_not_find_themselves_is_reported_and_rebuilt(tm
     _osprey_root(root)
     oracle = make_oracle(root, tmp_path / "data")
     assert not oracle.indexer.sync().vector_failed
-    from oracle_server.services.stats import stats
+    from oracle_server.services.capabilities.stats import stats
 
     ids = sorted(oracle.vectors.all_ids())
     rng = np.random.default_rng(7)

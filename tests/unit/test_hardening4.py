@@ -10,11 +10,11 @@ import pytest
 
 from _corpus import write
 from conftest import STORES, store_overrides
-from oracle_server.services import freshness
-from oracle_server.services.consult import consult
-from oracle_server.services.models import ConsultRequest, SearchRequest
-from oracle_server.services.search.pipeline import search
-from oracle_server.services.stats import stats
+from oracle_server.services.capabilities import freshness
+from oracle_server.services.capabilities.consult import consult
+from oracle_server.services.vocabulary.models import ConsultRequest, SearchRequest
+from oracle_server.services.capabilities.search.pipeline import search
+from oracle_server.services.capabilities.stats import stats
 
 
 # -- 2. far-future dates must not crash freshness ----------------------------------------------------------
@@ -81,7 +81,7 @@ def test_every_tool_refuses_a_lone_surrogate_naming_the_field(tool: str, argumen
 
 def test_every_request_model_has_the_one_text_check() -> None:
     from oracle_server.registry.tools import TOOLS
-    from oracle_server.services.models import Request
+    from oracle_server.services.vocabulary.models import Request
 
     assert all(issubclass(tool.request, Request) for tool in TOOLS)
 
@@ -141,9 +141,9 @@ def test_an_edit_racing_a_person_saving_in_a_loop_never_loses_a_save(tmp_path: P
     import sys
     import time
 
-    from oracle_server.services.edit import edit, file_digest
-    from oracle_server.services.errors import OracleError
-    from oracle_server.services.models import EditRequest
+    from oracle_server.services.capabilities.edit import edit, file_digest
+    from oracle_server.services.vocabulary.errors import OracleError
+    from oracle_server.services.vocabulary.models import EditRequest
 
     root = tmp_path / "root"
     note = write(root / "learnings/2026-01-01_race.md", "---\ntitle: Race\n---\n# Race\n\nThe okapi ledger.\n")
@@ -181,8 +181,8 @@ import os, signal, sys, threading, time
 sys.path.insert(0, {tests!r})
 from pathlib import Path
 from _corpus import open_oracle
-from oracle_server.services.learn import learn
-from oracle_server.services.models import LearnRequest
+from oracle_server.services.capabilities.learn import learn
+from oracle_server.services.vocabulary.models import LearnRequest
 
 oracle = open_oracle(Path({root!r}), Path({data!r}), **{overrides!r})
 folder = Path({root!r}) / "learnings"
@@ -208,8 +208,8 @@ def test_a_retry_after_a_crash_mid_learn_finds_the_note_written_never_a_second_c
     import subprocess
     import sys
 
-    from oracle_server.services.learn import learn
-    from oracle_server.services.models import LearnRequest
+    from oracle_server.services.capabilities.learn import learn
+    from oracle_server.services.vocabulary.models import LearnRequest
 
     root = tmp_path / "root"
     write(root / "learnings/2026-01-01_plain.md", FAR["learnings/2026-01-03_plain.md"])
@@ -243,9 +243,9 @@ def test_a_learn_waits_a_bounded_time_for_a_held_writer_lock_then_says_who_holds
 
     import _pg
     from oracle_indexer.store.pg.schema import WRITER_LOCK
-    from oracle_server.services.errors import classify
-    from oracle_server.services.learn import learn
-    from oracle_server.services.models import LearnRequest
+    from oracle_server.services.vocabulary.errors import classify
+    from oracle_server.services.capabilities.learn import learn
+    from oracle_server.services.vocabulary.models import LearnRequest
 
     root = tmp_path / "root"
     write(root / "learnings/2026-01-01_plain.md", FAR["learnings/2026-01-03_plain.md"])

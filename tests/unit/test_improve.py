@@ -16,13 +16,13 @@ from pydantic import ValidationError
 
 from _corpus import BUNDLED, open_oracle, write
 from oracle_indexer.notes.parse import Relation, parse_markdown, parse_relations
-from oracle_server.services.search import scoring
-from oracle_server.services.browse import NotFound, graph
-from oracle_server.services.consult import consult
-from oracle_server.services.feedback import FeedbackError, feedback_overview, record_feedback
-from oracle_server.services.files import PathRefused
-from oracle_server.services.learn import learn
-from oracle_server.services.models import (
+from oracle_server.services.capabilities.search import scoring
+from oracle_server.services.capabilities.browse import NotFound, graph
+from oracle_server.services.capabilities.consult import consult
+from oracle_server.services.capabilities.feedback import FeedbackError, feedback_overview, record_feedback
+from oracle_server.services.capabilities.files import PathRefused
+from oracle_server.services.capabilities.learn import learn
+from oracle_server.services.vocabulary.models import (
     ConsultRequest,
     FeedbackRequest,
     LearnRequest,
@@ -33,11 +33,11 @@ from oracle_server.services.models import (
     Triplet,
     VerifyRequest,
 )
-from oracle_server.services.read import read_note
-from oracle_server.services.relations import find_relations
-from oracle_server.services.search.pipeline import search
-from oracle_server.services.supersede import SupersedeError, supersede, supersessions_overview
-from oracle_server.services.verify import verify
+from oracle_server.services.capabilities.read import read_note
+from oracle_server.services.capabilities.relations import find_relations
+from oracle_server.services.capabilities.search.pipeline import search
+from oracle_server.services.capabilities.supersede import SupersedeError, supersede, supersessions_overview
+from oracle_server.services.capabilities.verify import verify
 
 LOW, HIGH = 1 - scoring.FEEDBACK_BOUND, 1 + scoring.FEEDBACK_BOUND
 

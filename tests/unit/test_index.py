@@ -11,8 +11,8 @@ import pytest
 from _corpus import BUNDLED, bump_mtime, write
 from oracle_indexer.notes.parse import parse_markdown
 from oracle_indexer.worker.sync import SyncRefused
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.pipeline import search
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.pipeline import search
 
 LAYOUT_TYPES = {"principles": "principle", "learnings": "learning", "retrospectives": "retro"}
 

@@ -14,7 +14,7 @@ from _corpus import open_oracle
 from _first_hour import build_translated_vault
 from oracle_indexer.worker.sync import SyncRefused
 from oracle_server.cli.init import init
-from oracle_server.services.init import choose_languages, survey, user_languages
+from oracle_server.services.support.init import choose_languages, survey, user_languages
 
 LANGS = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 

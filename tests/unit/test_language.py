@@ -18,9 +18,9 @@ from oracle_indexer.notes.language import (
     query_languages,
     text_language,
 )
-from oracle_server.services.search import scoring
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.pipeline import run_search
+from oracle_server.services.capabilities.search import scoring
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.pipeline import run_search
 
 BASE = {"en": 3, "de": 3, "th": 3, "zh": 3, "ja": 3}
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from _corpus import indexed_oracle
-from oracle_server.services.learn import LearnDuplicate, _normal, learn
-from oracle_server.services.models import LearnRequest
+from oracle_server.services.capabilities.learn import LearnDuplicate, _normal, learn
+from oracle_server.services.vocabulary.models import LearnRequest
 from tests.contract.test_where_surfaces import cli
 
 EXISTING = "learnings/2026-01-10_quoll-cache.md"

@@ -14,8 +14,8 @@ import pytest
 
 from _corpus import open_oracle, write
 from oracle_indexer.notes.parse import note_timestamp
-from oracle_server.services.browse import list_documents
-from oracle_server.services.models import ListRequest
+from oracle_server.services.capabilities.browse import list_documents
+from oracle_server.services.vocabulary.models import ListRequest
 
 NOTES = {
     "retrospectives/2026-01/05/00.27_night-fix.md": "# Night fix\n\n## What happened\n\nA night fix.\n",

@@ -24,8 +24,8 @@ from oracle_indexer.store.pg.local_words import LocalWords
 from oracle_indexer.store.pg.store import PgStore
 from oracle_indexer.store.rows import content_state, note_mark
 from oracle_indexer.store.types import Filters
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.pipeline import search
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.pipeline import search
 
 MATCHES = ['"router"', '"deploy" OR "rollback"', '"ค้นหา" OR "ข้อมูล"', '"canary" OR "error" OR "rate"']
 EXTRA = "---\ntype: learning\n---\n# Zebra crossings\n\nThe zebrafish protocol stops routers at the crossing.\n"
@@ -158,8 +158,8 @@ def test_the_link_makes_the_working_copys_index_follow_the_database(tmp_path: Pa
     """An engine with the team store (offline_ok: a TeamBackend): its working copy's own index is built, then
     follows a note another engine wrote; stats say where the keyword leg reads."""
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
-    from oracle_server.services.stats import stats
+    from oracle_server.services.runtime.app import Oracle
+    from oracle_server.services.capabilities.stats import stats
 
     url = _pg.new_database()
     root = write_root(tmp_path / "a")

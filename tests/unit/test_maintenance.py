@@ -14,10 +14,10 @@ import pytest
 
 from _corpus import damage_table, write
 from oracle_indexer.worker.sync import VECTOR_SLICE
-from oracle_server.services.learn import learn
-from oracle_server.services.models import LearnRequest, SearchRequest
-from oracle_server.services.search.pipeline import run_search
-from oracle_server.services.stats import stats
+from oracle_server.services.capabilities.learn import learn
+from oracle_server.services.vocabulary.models import LearnRequest, SearchRequest
+from oracle_server.services.capabilities.search.pipeline import run_search
+from oracle_server.services.capabilities.stats import stats
 
 DEADLINE = 120.0  # generous for a loaded 2-core machine; a hang check, not a speed limit
 
@@ -166,7 +166,7 @@ def test_the_index_check_and_the_initial_sync_wait_for_the_hold(tmp_path: Path) 
     competes with the handshake. Once released, the worker finds the damage, sets the file aside and rebuilds
     the index from the markdown before the server is ready."""
     from oracle_indexer.config import Settings
-    from oracle_server.services.app import Oracle
+    from oracle_server.services.runtime.app import Oracle
 
     root, data = tmp_path / "root", tmp_path / "data"
     small_notes(root, 3)

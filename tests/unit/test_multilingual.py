@@ -10,8 +10,8 @@ import pytest
 from _corpus import write
 from oracle_indexer.config import ConfigError, Settings
 from oracle_indexer.models.multilingual import MultilingualEmbedder, covered_share, wants_multilingual
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.pipeline import search
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.pipeline import search
 
 ENGLISH_NOTES = {
     "learnings/bicycle.md": "# Bicycle repair\n\n## Flat tyre\n\nTo fix a flat bicycle tyre, take the wheel off,"
@@ -109,7 +109,7 @@ def test_a_bad_setting_is_refused(tmp_path) -> None:
 
 
 def test_the_vector_leg_weighs_as_much_as_keywords_when_keywords_are_unsure() -> None:
-    from oracle_server.services.search import scoring
+    from oracle_server.services.capabilities.search import scoring
 
     strong, faint = [scoring.LegHit("a", 20.0)], [scoring.LegHit("a", 3.0)]
     assert scoring.semantic_weight("weighted", False, strong, 14.0) == scoring.WEIGHTED_SEMANTIC_WEIGHT

@@ -17,11 +17,11 @@ from oracle_indexer.notes.blocks import block_date, block_tags, is_metadata_bloc
 from oracle_indexer.models.multilingual import covered_share
 from oracle_indexer.notes.parse import parse_markdown
 from oracle_indexer.store.rows import SectionFacts
-from oracle_server.services.search import scoring
-from oracle_server.services.consult import consult
-from oracle_server.services.models import ConsultRequest, SearchRequest
-from oracle_server.services.search.notes import fold_duplicate_notes, fold_duplicate_sections, group_notes
-from oracle_server.services.search.pipeline import search
+from oracle_server.services.capabilities.search import scoring
+from oracle_server.services.capabilities.consult import consult
+from oracle_server.services.vocabulary.models import ConsultRequest, SearchRequest
+from oracle_server.services.capabilities.search.notes import fold_duplicate_notes, fold_duplicate_sections, group_notes
+from oracle_server.services.capabilities.search.pipeline import search
 
 GIBBERISH = "asdkjh qwpoeiru zxmcnv"
 
@@ -248,7 +248,7 @@ def test_thai_query_says_which_model_ranked_it(search_index) -> None:
     assert thai.semantic_model == "use-multilingual-v3" and thai.semantic_weight == 0.5
     # said once, in stats, not on every Thai answer (issue 40): meta.semantic_model names the model
     assert not any("script" in w for w in thai.warnings)
-    from oracle_server.services.stats import stats
+    from oracle_server.services.capabilities.stats import stats
     from oracle_server.mcp.instructions import live_instructions
     assert "multilingual model (use-multilingual-v3)" in stats(search_index).embeddings.scripts
     assert "Thai/CJK questions are ranked by a multilingual model" in live_instructions(search_index, "Oracle.")
@@ -319,7 +319,7 @@ def test_a_relation_hit_leads_with_a_real_score(tmp_path, make_oracle) -> None:
 def test_notes_keep_the_supersession_placement_of_their_sections():
     """A superseded note sits right after its successor on a page of notes (issue 27: grouping used to sort
     the notes by score again, which put an unrelated note between them)."""
-    from oracle_server.services.search.notes import group_notes
+    from oracle_server.services.capabilities.search.notes import group_notes
 
     def fact(i: str, file: str) -> SectionFacts:
         return SectionFacts(i, file, "section", None, i, file, "", 1, 2)

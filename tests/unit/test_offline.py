@@ -26,7 +26,7 @@ def test_the_mark_gives_the_cause_in_one_line() -> None:
 
 
 def test_named_tokens_answer_from_the_last_table_read_in_an_outage(tmp_path: Path, own_pg) -> None:
-    from oracle_server.services.team import OFFLINE_COPY, token_store
+    from oracle_server.services.capabilities.team import OFFLINE_COPY, token_store
 
     url = own_pg.new_database()
     running = token_store(url, tmp_path / "a")

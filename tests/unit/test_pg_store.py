@@ -25,8 +25,8 @@ from oracle_indexer.store.errors import DatabaseUnavailable
 from oracle_indexer.store.pg.schema import SCHEMA_VERSION, applied_versions, migrate
 from oracle_indexer.store.pg.store import PgStore
 from oracle_indexer.store.pg.tokens import match_phrases, parse_match, tokenize_rows
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.pipeline import search
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.pipeline import search
 
 QUERIES = ['"router"', '"deploy" OR "rollback"', '"running" OR "routers"', '"x" OR "ray"', '"ค้นหา" OR "ข้อมูล"',
            '"中文" OR "检索"', '"cafe"', '"café"', '"nothing" OR "proves"', '"canary" OR "error" OR "rate"']
@@ -136,7 +136,7 @@ def test_keyword_leg_equals_fts5(twins, match: str) -> None:
 def test_keyword_matching_ids_equal_sqlite(twins, question: str) -> None:
     """The hybrid total's check (which vector-only candidates the keyword query also matches) probes the asked
     sections only, for every source (words, trigram substrings, short LIKE terms): the SQLite store's answer."""
-    from oracle_server.services.search.query import build_keyword_query
+    from oracle_server.services.capabilities.search.query import build_keyword_query
 
     sqlite, pg = twins
     kq = build_keyword_query(question)
@@ -388,8 +388,8 @@ def test_a_killed_indexers_lock_is_taken_over_and_nothing_is_indexed_twice(tmp_p
 
 def test_a_learn_through_one_engine_is_found_through_another(tmp_path: Path) -> None:
     """Two engines (two Oracles, each its own root copy and data dir, as on two machines) on one database."""
-    from oracle_server.services.learn import learn
-    from oracle_server.services.models import LearnRequest
+    from oracle_server.services.capabilities.learn import learn
+    from oracle_server.services.vocabulary.models import LearnRequest
 
     url = _pg.new_database()
     a = open_oracle(write_root(tmp_path / "a-root"), tmp_path / "a-data", database_url=url)
@@ -507,7 +507,7 @@ def test_reads_fetched_ahead_equal_sqlite_and_are_dropped_after_a_write(tmp_path
         assert pg.store.sections_by_id(ids) == sqlite.store.sections_by_id(ids)
         assert pg.store.note_dates(files) == sqlite.store.note_dates(files)
         assert pg.store.chunk_count() == sqlite.store.chunk_count() == pg.store.db.run("SELECT count(*) FROM documents")[0][0]
-        # what the instructions and a weak page's `try` read (server/services/guide.py, search/vocabulary.py)
+        # what the instructions and a weak page's `try` read (server/services/support/guide.py, search/vocabulary.py)
         assert pg.store.note_languages() == sqlite.store.note_languages()
         assert pg.store.concept_sections() == sqlite.store.concept_sections()
         some = sorted(sqlite.store.concept_sections())[:3] + ["no-such-concept"]

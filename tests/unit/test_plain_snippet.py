@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from oracle_server.services.search.plain import plain_text
-from oracle_server.services.search.query import snippet
+from oracle_server.services.capabilities.search.plain import plain_text
+from oracle_server.services.capabilities.search.query import snippet
 
 
 @pytest.mark.parametrize("markdown, plain", [

@@ -12,7 +12,7 @@ from pathlib import Path
 from _corpus import write
 from oracle_indexer.progress import Progress, duration
 from oracle_indexer.worker.sync import FILE_BATCH, VECTOR_SLICE
-from oracle_server.services.stats import stats
+from oracle_server.services.capabilities.stats import stats
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""oracle_server.services.search.query (user text -> FTS5 MATCH expressions) and oracle_server.services.search.scoring (fusion). Pure functions; the
+"""oracle_server.services.capabilities.search.query (user text -> FTS5 MATCH expressions) and oracle_server.services.capabilities.search.scoring (fusion). Pure functions; the
 FTS5 expressions are checked against real in-memory SQLite FTS5 tables with the index's tokenizers."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from _corpus import HOSTILE_QUERIES, NO_TERMS
 from _hostile import examples
-from oracle_server.services.search import scoring
-from oracle_server.services.search.query import (
+from oracle_server.services.capabilities.search import scoring
+from oracle_server.services.capabilities.search.query import (
     MAX_QUERY_CHARS,
     MAX_TERMS,
     QueryError,
@@ -23,7 +23,7 @@ from oracle_server.services.search.query import (
     validate_query,
 )
 from oracle_indexer.notes.segment import THAI_MARKS, segment
-from oracle_server.services.search.scoring import LegHit
+from oracle_server.services.capabilities.search.scoring import LegHit
 
 ROWS = [
     "hello world",

@@ -9,10 +9,10 @@ import shutil
 from pathlib import Path
 
 from _corpus import open_oracle, write
-from oracle_server.services.feedback import record_feedback
-from oracle_server.services.models import FeedbackRequest, SearchRequest, SupersedeRequest
-from oracle_server.services.search.pipeline import run_search
-from oracle_server.services.supersede import supersede
+from oracle_server.services.capabilities.feedback import record_feedback
+from oracle_server.services.vocabulary.models import FeedbackRequest, SearchRequest, SupersedeRequest
+from oracle_server.services.capabilities.search.pipeline import run_search
+from oracle_server.services.capabilities.supersede import supersede
 
 NOTES = {
     "learnings/heron-cache-timeout.md": ("---\ntitle: Heron cache expires by timeout\n---\n\n# Heron cache expires by"

@@ -20,9 +20,9 @@ from oracle_indexer.config import ConfigError, Settings
 from oracle_indexer.models.embed import MINILM_TOKENIZER
 from oracle_indexer.models.rerank import CrossEncoder, RerankPolicy, RerankSpec, RerankUnavailable, pair_logits
 from oracle_server.registry.text import search_text
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search import scoring
-from oracle_server.services.search.pipeline import search
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search import scoring
+from oracle_server.services.capabilities.search.pipeline import search
 
 WORD = "zebra"
 

@@ -1,8 +1,8 @@
-"""Reading the client model's reply as query variants (server/services/search/sampled.py): pure text."""
+"""Reading the client model's reply as query variants (server/services/capabilities/search/sampled.py): pure text."""
 
 from __future__ import annotations
 
-from oracle_server.services.search.sampled import prompt, read_reply
+from oracle_server.services.capabilities.search.sampled import prompt, read_reply
 
 
 def test_lines_become_variants_without_their_bullets_quotes_or_repeats():

@@ -11,7 +11,7 @@ from jsonschema.validators import validator_for
 
 from oracle_server.registry.shapes import BRIEF_HIT, SHORT_HASH, brief_search, detail_of
 from oracle_server.registry.tools import TOOLS, input_schema
-from oracle_server.services.models import (DuplicateRef, Hit, ScoreBreakdown, SearchMeta, SearchRequest, SearchResult,
+from oracle_server.services.vocabulary.models import (DuplicateRef, Hit, ScoreBreakdown, SearchMeta, SearchRequest, SearchResult,
                                            SupersededBy)
 
 

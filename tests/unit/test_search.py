@@ -1,4 +1,4 @@
-"""oracle_server.services.search.pipeline over a real index of a temp root (bundled notes + synthetic notes, see _corpus)."""
+"""oracle_server.services.capabilities.search.pipeline over a real index of a temp root (bundled notes + synthetic notes, see _corpus)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pydantic import ValidationError
 import _corpus
 from _corpus import HOSTILE_QUERIES, NO_TERMS, QUOKKA_CHUNKS, QUOKKA_FILES, open_oracle
 from oracle_indexer.notes.parse import parse_markdown
-from oracle_server.services.search import scoring
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.query import QueryError, validate_query
-from oracle_server.services.search.pipeline import search
+from oracle_server.services.capabilities.search import scoring
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.query import QueryError, validate_query
+from oracle_server.services.capabilities.search.pipeline import search
 
 MODES = ("fts", "vector", "hybrid")
 LAYOUT_TYPES = {"principles": "principle", "learnings": "learning", "retrospectives": "retro"}
@@ -88,7 +88,7 @@ def test_hits_carry_consistent_breakdowns(search_index, mode):
         assert result.meta.fusion == scoring.DEFAULT_FUSION
         assert {"fts", "vector"} <= {leg for h in result.hits for leg in h.found_by}
         assert any(h.found_by[-2:] == ["fts", "vector"] for h in result.hits)
-        # the best sections' own words widened the keyword leg (server/services/search/expansion.py)
+        # the best sections' own words widened the keyword leg (server/services/capabilities/search/expansion.py)
         assert result.meta.expanded_with and any(h.found_by[0] == "expansion" for h in result.hits)
     page2 = run(search_index, "how should I quote search terms for fts5", mode=mode, limit=5, offset=5)
     check_breakdown(page2, offset=5)
@@ -386,7 +386,7 @@ def test_hybrid_embeds_the_question_on_one_core_while_the_keyword_leg_runs(searc
     if the legs ran one after the other. The results are the same."""
     import threading
 
-    from oracle_server.services.search import pipeline
+    from oracle_server.services.capabilities.search import pipeline
 
     before = dump(run(search_index, "quote fts5 search terms", mode="hybrid"))
     started = threading.Event()
@@ -435,7 +435,7 @@ def test_step_4_reads_made_early_give_the_same_ranking(search_index, monkeypatch
     import copy
     from dataclasses import replace
 
-    from oracle_server.services.search import pipeline
+    from oracle_server.services.capabilities.search import pipeline
 
     calls: list[list[str] | None] = []
     scores = search_index.store.note_keyword_scores

@@ -1,4 +1,4 @@
-"""server/services/slots.py: service calls run in worker threads, at most `slots` at once, the others served in the order
+"""server/services/support/slots.py: service calls run in worker threads, at most `slots` at once, the others served in the order
 they arrived (a fair queue: an unfair one left requests waiting seconds under load)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 import anyio
 import pytest
 
-from oracle_server.services.slots import SLOTS, ServiceSlots
+from oracle_server.services.support.slots import SLOTS, ServiceSlots
 
 
 class Recorder:

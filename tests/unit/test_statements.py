@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from oracle_indexer.store.sqlite.schema import trace_statements
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.pipeline import search
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.pipeline import search
 
 QUESTIONS = ("how should I quote search terms", "why did we pick postgres", "commit messages")
 # A long question: before, the keyword evidence of a weak page cost one statement per word.

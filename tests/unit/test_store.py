@@ -16,8 +16,8 @@ from oracle_indexer.store.sqlite import Store, keyword_search, note_keyword_scor
 from oracle_indexer.store.rows import FileState, batched
 from oracle_indexer.store.errors import StoreClosed
 from oracle_indexer.store.types import Filters
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.pipeline import filters_for
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.pipeline import filters_for
 
 LONG_TAG = "a-very-long-tag-" + "x" * 54  # 70 characters, stored cut to MAX_TAG_CHARS
 

@@ -1,9 +1,9 @@
-"""A search's phrasings (server/services/search/variants.py), pure: no database."""
+"""A search's phrasings (server/services/capabilities/search/variants.py), pure: no database."""
 
 from __future__ import annotations
 
-from oracle_server.services.search.query import build_keyword_query
-from oracle_server.services.search.variants import distinct_phrasings, holding, joined
+from oracle_server.services.capabilities.search.query import build_keyword_query
+from oracle_server.services.capabilities.search.variants import distinct_phrasings, holding, joined
 
 
 def test_phrasings_that_repeat_the_query_are_dropped():

@@ -1,6 +1,6 @@
 """What the asking agent is told (issue 37): the words a weak page offers to try next (pure,
-server/services/search/vocabulary.py), what the notes look like in the instructions (pure,
-server/services/guide.py), and both on a real index: the search result's `try`, and the live instructions,
+server/services/capabilities/search/vocabulary.py), what the notes look like in the instructions (pure,
+server/services/support/guide.py), and both on a real index: the search result's `try`, and the live instructions,
 bounded to Claude Code's 2 KB on a big base and refreshed when the index changes."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from oracle_server.mcp.instructions import SURFACE, compose, live_instructions
 from oracle_server.mcp.server import INSTRUCTIONS
 from oracle_server.registry.render import search as render_search
 from oracle_server.registry.text import search_text
-from oracle_server.services import guide
-from oracle_server.services.models import SearchRequest, SearchResult
-from oracle_server.services.search.pipeline import run_search
-from oracle_server.services.search.vocabulary import Near, try_terms
+from oracle_server.services.support import guide
+from oracle_server.services.vocabulary.models import SearchRequest, SearchResult
+from oracle_server.services.capabilities.search.pipeline import run_search
+from oracle_server.services.capabilities.search.vocabulary import Near, try_terms
 
 
 # -- pure: the words to try ---------------------------------------------------------------------------------

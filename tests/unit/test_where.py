@@ -15,12 +15,12 @@ from oracle_indexer.notes.fields import parse_where
 from conftest import STORES, store_overrides
 from oracle_indexer.store.sqlite import SCHEMA_VERSION
 from oracle_indexer.store.types import Filters
-from oracle_server.services.suggestions import complete_field_names, complete_field_values
-from oracle_server.services.browse import list_documents
-from oracle_server.services.models import ListRequest, SearchRequest
+from oracle_server.services.support.suggestions import complete_field_names, complete_field_values
+from oracle_server.services.capabilities.browse import list_documents
+from oracle_server.services.vocabulary.models import ListRequest, SearchRequest
 from oracle_server.mcp.resources import read_resource
-from oracle_server.services.search.pipeline import run_search
-from oracle_server.services.stats import stats
+from oracle_server.services.capabilities.search.pipeline import run_search
+from oracle_server.services.capabilities.stats import stats
 
 NOTES = {
     "learnings/2026-01-05_card-retries.md": (

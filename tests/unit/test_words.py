@@ -12,11 +12,11 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from oracle_server.services.browse import concepts, list_documents
+from oracle_server.services.capabilities.browse import concepts, list_documents
 from oracle_server.mcp.client_config import write as write_mcp_config
-from oracle_server.services.models import ConceptsRequest, ListRequest, SearchRequest
-from oracle_server.services.search.pipeline import run_search
-from oracle_server.services.stats import stats
+from oracle_server.services.vocabulary.models import ConceptsRequest, ListRequest, SearchRequest
+from oracle_server.services.capabilities.search.pipeline import run_search
+from oracle_server.services.capabilities.stats import stats
 from oracle_server.registry.text import concepts_text, list_text, stats_text
 
 

@@ -11,8 +11,8 @@ import pytest
 
 import _pg
 from _corpus import open_oracle
-from oracle_server.services.models import SearchRequest
-from oracle_server.services.search.pipeline import search
+from oracle_server.services.vocabulary.models import SearchRequest
+from oracle_server.services.capabilities.search.pipeline import search
 
 ALICE = "# Alice\n\nThe flamingo migration happens every spring along the salt lakes.\n"
 BOB = "# Bob\n\nThe quokka colony lives on the island and smiles for the cameras.\n"
@@ -236,7 +236,7 @@ def test_any_sequence_converges_and_loses_no_text(tmp_path_factory: pytest.TempP
 def test_named_tokens_live_in_the_database_and_every_engine_sees_them(tmp_path: Path) -> None:
     import time
 
-    from oracle_server.services.team import DB_TOKENS_SECONDS, TokenMissing, TokenStore, token_store
+    from oracle_server.services.capabilities.team import DB_TOKENS_SECONDS, TokenMissing, TokenStore, token_store
 
     url = _pg.new_database()
     old = TokenStore(tmp_path / "a")  # a data dir from before: its tokens.json is brought into the database once

@@ -11,9 +11,9 @@ import psycopg
 import pytest
 
 import _pg
-from oracle_server.services.history import restore
-from oracle_server.services.models import RestoreRequest
-from oracle_server.services.stats import stats
+from oracle_server.services.capabilities.history import restore
+from oracle_server.services.vocabulary.models import RestoreRequest
+from oracle_server.services.capabilities.stats import stats
 from test_workcopy import copy, files, sync
 
 BIG = {f"learnings/big/n{i:03}.md": f"# Note {i}\n\nbody of note {i}\n" for i in range(60)}

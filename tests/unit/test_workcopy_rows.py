@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 import _pg
-from oracle_server.services.stats import stats as read_stats
+from oracle_server.services.capabilities.stats import stats as read_stats
 from test_workcopy import ALICE, BOB, copy, files, sync
 
 NOTE_DEFAULT = '[index]\ndefault_type = "note"\n'

@@ -14,13 +14,13 @@ import pytest
 from pydantic import ValidationError
 
 from _corpus import open_oracle, write
-from oracle_server.services import freshness
-from oracle_server.services.consult import consult
-from oracle_server.services.errors import OracleError
-from oracle_server.services.models import ConsultRequest, VerifyRequest
+from oracle_server.services.capabilities import freshness
+from oracle_server.services.capabilities.consult import consult
+from oracle_server.services.vocabulary.errors import OracleError
+from oracle_server.services.vocabulary.models import ConsultRequest, VerifyRequest
 from oracle_server.registry.tools import BY_NAME
-from oracle_server.services.verify import verify
-from oracle_server.services.working_set import canonical_json, working_set_id
+from oracle_server.services.capabilities.verify import verify
+from oracle_server.services.capabilities.working_set import canonical_json, working_set_id
 
 NOTES = {
     "learnings/2026-03-01_otter-queue-retries.md": (
@@ -135,7 +135,7 @@ def test_over_mcp_consult_gives_an_id_that_verify_reproduces(oracle) -> None:
     from mcp import Client
 
     from oracle_server.mcp.server import OracleMCP
-    from oracle_server.services.slots import ServiceSlots
+    from oracle_server.services.support.slots import ServiceSlots
 
     server = OracleMCP(oracle, ServiceSlots(), name="t")
     for name in ("oracle_consult", "oracle_verify", "oracle_search"):

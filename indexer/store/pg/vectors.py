@@ -36,7 +36,7 @@ def _literal(vector: np.ndarray) -> str:
 
 
 def _where_sql(where: dict | None) -> tuple[str, list]:
-    """Chroma's `where` (as server/services/search/pipeline.py writes it: field equality, $in, $and) as SQL over the metadata."""
+    """Chroma's `where` (as server/services/capabilities/search/pipeline.py writes it: field equality, $in, $and) as SQL over the metadata."""
     if not where:
         return "TRUE", []
     if "$and" in where:

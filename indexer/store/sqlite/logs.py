@@ -45,12 +45,12 @@ CREATE TABLE IF NOT EXISTS feedback_log (
     note TEXT, content_hash TEXT
 );
 CREATE INDEX IF NOT EXISTS feedback_log_doc ON feedback_log(doc_id);
-CREATE INDEX IF NOT EXISTS feedback_log_at ON feedback_log(at);  -- a client's verdicts this hour (server/services/feedback.py)
+CREATE INDEX IF NOT EXISTS feedback_log_at ON feedback_log(at);  -- a client's verdicts this hour (server/services/capabilities/feedback.py)
 CREATE TABLE IF NOT EXISTS supersede_log (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, old_ref TEXT NOT NULL, new_ref TEXT,
     reason TEXT, action TEXT NOT NULL
 );
--- edits and archives of existing notes (server/services/edit.py): who changed which note from which hash to which
+-- edits and archives of existing notes (server/services/capabilities/edit.py): who changed which note from which hash to which
 CREATE TABLE IF NOT EXISTS edit_log (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, author TEXT, action TEXT NOT NULL, file TEXT NOT NULL,
     old_hash TEXT, new_hash TEXT, moved_to TEXT, reason TEXT
@@ -321,7 +321,7 @@ class Logs:
     def log_consult(self, client: str, decision: str, context: str | None, found: list[dict], guidance: str,
                     tokens: int, latency_ms: float, working_set_id: str | None = None,
                     working_set: str | None = None) -> None:
-        """`working_set` is the consult's canonical JSON (server/services/working_set.py), `working_set_id` its SHA-256."""
+        """`working_set` is the consult's canonical JSON (server/services/capabilities/working_set.py), `working_set_id` its SHA-256."""
         now = time.time()
         self._enqueue(
             "INSERT INTO consult_log (at, client, decision, context, found, guidance, tokens, latency_ms,"

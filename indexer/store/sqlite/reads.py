@@ -175,14 +175,14 @@ class Reads:
 
     def structural_languages(self) -> dict[str, int]:
         """Language -> notes, for the notes whose language their frontmatter or folder states (not guessed
-        from text): whether, and among which languages, a search prefers the asker's (server/services/search/pipeline.py)."""
+        from text): whether, and among which languages, a search prefers the asker's (server/services/capabilities/search/pipeline.py)."""
         rows = self.fetch("SELECT lang, count(*) FROM files WHERE lang IS NOT NULL"
                           " AND lang_from IN ('frontmatter', 'folder') GROUP BY lang ORDER BY lang")
         return {lang: n for lang, n in rows}
 
     def note_languages(self) -> dict[str, int]:
         """Language -> notes, every note's language however it was found (stated or guessed from its text);
-        "unknown" for notes too short to tell: what the notes look like to an asker (server/services/guide.py)."""
+        "unknown" for notes too short to tell: what the notes look like to an asker (server/services/support/guide.py)."""
         rows = self.fetch("SELECT coalesce(lang, 'unknown'), count(*) FROM files GROUP BY 1 ORDER BY 1")
         return {lang: n for lang, n in rows}
 
@@ -195,7 +195,7 @@ class Reads:
         return out
 
     def documents_by_id(self, ids: Sequence[str]) -> dict[str, dict]:
-        """Every column of each section as a dict (concepts decoded): the shape server/services/search/pipeline.py hydrates a
+        """Every column of each section as a dict (concepts decoded): the shape server/services/capabilities/search/pipeline.py hydrates a
         page from. New code uses `sections_by_id`."""
         out: dict[str, dict] = {}
         for part in batched(ids):
@@ -289,7 +289,7 @@ class Reads:
         """Concept -> sections carrying it, for `concepts` (every concept when None). Read from the concept
         table's own index alone: counting notes instead joins every carrying section's row (~1 s for all of
         nat-brain's concepts from a cold page cache, against ~70 ms), and what the caller wants is how common a
-        concept is (server/services/guide.py, server/services/search/vocabulary.py)."""
+        concept is (server/services/support/guide.py, server/services/capabilities/search/vocabulary.py)."""
         if concepts is None:
             return dict(self.fetch("SELECT concept, count(*) FROM doc_concepts GROUP BY concept"))
         out: dict[str, int] = {}

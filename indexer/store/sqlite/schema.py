@@ -8,7 +8,7 @@ markdown file, a row of `files`). The table keeps its historical name `documents
   unicode61 sees a whole sentence as one token.
 Both are keyed by the rowid of `documents`. `notes_fts` holds each note whole (title, and the text of its
 sections without the principle bullets that repeat them), keyed by the rowid of `files`: search reads it
-for the keyword evidence of a note as a whole (server/services/search/pipeline.py, scoring.with_note_evidence). WAL mode and a busy timeout let readers in other processes
+for the keyword evidence of a note as a whole (server/services/capabilities/search/pipeline.py, scoring.with_note_evidence). WAL mode and a busy timeout let readers in other processes
 (and this process's per-thread readers) carry on while one connection writes.
 
 Why the DDL is hand-written and sqlite-utils does column migrations only: the two FTS5
