@@ -66,7 +66,7 @@ from oracle_server.services.capabilities.team import (
     weak_token,
 )
 from oracle_server.registry.tools import BY_PATH, TOOLS, Caller, Tool
-from oracle_server.registry.shapes import detail_of
+from oracle_server.registry.shapes import BRIEF_MODELS, detail_of
 
 STATIC = Path(__file__).resolve().parent / "static"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -665,7 +665,9 @@ def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[R
             return await answer(o, params, request, response)
 
     endpoint.__name__ = "api_" + tool.name.removeprefix("oracle_")
-    app.add_api_route(tool.http.path, endpoint, methods=[tool.http.method], response_model=tool.result,
+    shapes = BRIEF_MODELS.get(tool.name)  # a tool with `detail=brief` answers either shape
+    answers = tool.result if shapes is None else tool.result | shapes
+    app.add_api_route(tool.http.path, endpoint, methods=[tool.http.method], response_model=answers,
                       status_code=tool.http.status, name=endpoint.__name__, summary=tool.description.split(". ")[0])
 
 

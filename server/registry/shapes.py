@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import BaseModel, create_model
+
 from oracle_server.services.vocabulary.models import Hit, SearchResult
 
 Surface = Literal["mcp", "http", "cli"]
@@ -59,3 +61,18 @@ def brief_search(result: SearchResult) -> dict[str, Any]:
     data["hits"] = [brief_hit(hit) for hit in data["hits"]]
     data["meta"] = {k: v for k, v in data["meta"].items() if k not in FULL_META}
     return data
+
+
+# The brief shape as a schema of its own, so that an HTTP client asking `detail=brief` reads an answer its OpenAPI
+# document describes (the route's response is either shape; the fuzz test validates every answer against it).
+BriefHit: type[BaseModel] = create_model(
+    "BriefHit",
+    __doc__="A search hit as `detail=brief` gives it: what judges and cites it, and what asks for action when set.",
+    **{name: (Hit.model_fields[name].annotation, ...) for name in BRIEF_HIT},  # type: ignore[call-overload]
+    **{name: (Hit.model_fields[name].annotation, _DEFAULTS[name]) for name in WHEN_SET},
+)
+BriefSearchResult: type[BaseModel] = create_model(
+    "BriefSearchResult", __base__=SearchResult, __doc__="A search result as `detail=brief` gives it.",
+    hits=(list[BriefHit], ...),  # type: ignore[valid-type]
+)
+BRIEF_MODELS: dict[str, type[BaseModel]] = {"oracle_search": BriefSearchResult}

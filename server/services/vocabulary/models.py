@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 import re
 from typing import Annotated, Any, Literal
 
@@ -117,17 +118,19 @@ _REFUSED = {
 }
 
 
-def unstorable_text(value: object) -> str | None:
-    """Why `value` (arguments of a tool or a prompt) is refused, naming where, or None when its text is fine."""
+def unstorable_text(value: object, fields: Sequence[str] = ()) -> str | None:
+    """Why `value` (arguments of a tool or a prompt) is refused, naming where, or None when its text is fine. A
+    field name that cannot be printed is named by the fields there are (`fields`: the request's)."""
     found = text_fault(value)
     if found is None:
         return None
     where, fault = found
-    return f"{where or 'the input'} {_REFUSED[fault]}; nothing was done"
+    known = f" (the fields are: {', '.join(fields)})" if where == "a field name" and fields else ""
+    return f"{where or 'the input'}{known} {_REFUSED[fault]}; nothing was done"
 
 
-def _refuse_unstorable_text(value: object) -> None:
-    problem = unstorable_text(value)
+def _refuse_unstorable_text(value: object, fields: Sequence[str] = ()) -> None:
+    problem = unstorable_text(value, fields)
     if problem is not None:
         raise ValueError(problem)
 
@@ -143,7 +146,7 @@ class Request(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _text_in(cls, data: object) -> object:
-        _refuse_unstorable_text(data)
+        _refuse_unstorable_text(data, list(cls.model_fields))
         return data
 
     @model_validator(mode="after")
