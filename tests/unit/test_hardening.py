@@ -1,7 +1,7 @@
 """Hardening (issue 13): what a note's author or a careless client could still do, on real parts.
 
 Each test here failed on the code before its fix. Services run on a real index (SQLite FTS5, embedded
-ChromaDB, the ONNX model) of a small root written for these tests; HTTP tests are in test_hardening_http.py.
+ChromaDB, the ONNX model) of a small root written for these tests; HTTP tests are in test_http_security.py.
 """
 
 from __future__ import annotations

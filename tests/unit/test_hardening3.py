@@ -3,7 +3,7 @@ still do, on real parts.
 
 Each test here failed on the code before its fix. Services run on real indexes (SQLite FTS5, embedded
 ChromaDB, the ONNX model) of small roots written for each test, with real files and real symlinks; the
-processes a user meets (`oracle serve --http`, stdio) are in tests/system/test_hardening3_procs.py.
+processes a user meets (`oracle serve --http`, stdio) are in tests/system/test_http_sessions.py.
 """
 
 from __future__ import annotations

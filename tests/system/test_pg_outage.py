@@ -102,7 +102,7 @@ def test_an_engine_through_an_outage_answers_fast_and_ends_on_sigterm(tmp_path: 
     import tempfile
 
     from _procs import stop_engines
-    from test_hardening4_stdio import Wire, _call, _serving
+    from test_stdio_malformed import Wire, _call, _serving
 
     root = _pg.write_root(tmp_path / "root")
     runtime = Path(tempfile.mkdtemp(prefix="oe-"))
