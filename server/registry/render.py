@@ -96,7 +96,8 @@ def phrasings_text(phrasings: list[int] | None) -> str:
 
 
 def search(data: dict) -> tuple[list[str], list[str]]:
-    """(stdout lines, stderr lines) for a SearchResult."""
+    """(stdout lines, stderr lines) for a SearchResult's JSON: the one rendering of a full page, for the CLI and for
+    the MCP tool's text with `detail=full` (server/registry/text.py), so neither can hide what the other shows."""
     meta = data["meta"]
     out = [result_count(data["total"], meta.get("unit", "note"), meta["mode"], meta["took_ms"], meta.get("reranked_by"))]
     for n, hit in enumerate(data["hits"], start=data["offset"] + 1):
@@ -113,8 +114,13 @@ def search(data: dict) -> tuple[list[str], list[str]]:
                        f"  id={section['id']}")
         for duplicate in hit.get("duplicates", []):
             out.append(f"   same content: {printable(duplicate['source_file'])}")
+        newer = hit.get("superseded_by")
+        if newer:
+            out.append(f"   SUPERSEDED by {printable(newer['source_file'])} (id {newer.get('id') or 'not indexed'})")
         if hit.get("stale"):
             out.append(f"   STALE since {hit['stale_since']} (last verified {hit.get('last_verified') or 'never'})")
+        out += [f"   relation: {printable(t['subject'])} — {printable(t['predicate'])} — {printable(t['object'])}"
+                for t in hit.get("relations", [])]
     if data.get("try"):
         out.append("\n" + try_line(data["try"]))
     return out, warning_lines(meta.get("warnings", []))

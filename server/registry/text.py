@@ -26,6 +26,7 @@ from oracle_server.services.vocabulary.models import (
     VerifyResult,
     WorkingSetCheck,
 )
+from oracle_server.registry import render
 from oracle_server.registry.shapes import detail_of
 from oracle_server.registry.render import (budget_line, phrasings_text, printable, result_count, serving_text,
                                            try_line, warning_lines)
@@ -43,29 +44,8 @@ def search_text(request: Any, result: SearchResult) -> str:
     in the structured content (server/registry/shapes.py), else the page in full."""
     if detail_of(request, "mcp") == "brief":
         return brief_search_text(result)
-    lines = [result_count(result.total, result.meta.unit, result.meta.mode, result.meta.took_ms,
-                          result.meta.reranked_by)]
-    lines += warning_lines(result.meta.warnings)
-    for n, hit in enumerate(result.hits, start=result.offset + 1):
-        heading = f" › {_n(hit.heading)}" if hit.heading else ""
-        weak = " [weak match]" if hit.weak else ""
-        lines.append(
-            f"{n}. [{hit.type}] {_n(hit.title)}{heading} — {_n(hit.source_file)}:{hit.line_start}-{hit.line_end}"
-            f" (id {hit.id}, score {hit.score}{phrasings_text(hit.phrasings)}){weak}\n   {hit.snippet}"
-        )
-        if hit.sections:
-            lines.append("   also matching: " + "; ".join(f"{_n(s.heading or '(intro)')} :{s.line_start}-{s.line_end}"
-                                                        for s in hit.sections[:5]))
-        if hit.duplicates:
-            lines.append("   same content in: " + ", ".join(_n(d.source_file) for d in hit.duplicates))
-        if hit.superseded_by:
-            lines.append(f"   SUPERSEDED by {_n(hit.superseded_by.source_file)} (id {hit.superseded_by.id or 'not indexed'})")
-        if hit.stale:
-            lines.append(f"   {stale_text(hit.stale_since, hit.last_verified)}")
-        lines += [f"   relation: {t.subject} — {t.predicate} — {t.object}" for t in hit.relations]
-    if result.try_:
-        lines.append(try_line(result.try_))
-    return "\n".join(lines)
+    out, warnings = render.search(result.model_dump(mode="json"))  # the CLI's rendering, whole (as its --json dump)
+    return "\n".join([out[0], *warnings, *out[1:]])
 
 
 def brief_search_text(result: SearchResult) -> str:
