@@ -1,5 +1,5 @@
 """A NUL in any text parameter is refused at the edge (issue 45, item 9), by the one check every request model has
-(server/services/vocabulary/models.py `Request`), so every tool refuses it alike over MCP (a tool error), HTTP (422) and the
+(server/services/vocabulary/models/base.py `Request`), so every tool refuses it alike over MCP (a tool error), HTTP (422) and the
 CLI (exit 2), naming the field. Before, each field did as it happened to: PostgreSQL cannot store a NUL in text, so a
 NUL in search's `project` or `concepts`, or in history's or restore's `file`, was a bare 500 on the team store, and a
 consult whose text held one answered but never reached the shared log. Real parts: the HTTP app (Starlette's

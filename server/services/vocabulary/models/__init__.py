@@ -1,0 +1,115 @@
+"""Request and response models shared by every adapter: one definition of each parameter's bounds, one module per
+tool family (base: what every tool shares). Imported as one namespace: `from oracle_server.services.vocabulary import
+models as m`."""
+
+from __future__ import annotations
+
+from oracle_server.services.vocabulary.models.base import (
+    _REFUSED,
+    _WHERE_BRIEF,
+    _WHERE_SCHEMA,
+    LANG_CODE,
+    MAX_LIMIT,
+    MAX_VARIANT_CHARS,
+    MAX_VARIANTS,
+    ConceptList,
+    Detail,
+    DocType,
+    Fusion,
+    NoteData,
+    NoteText,
+    Request,
+    SearchMode,
+    Triplet,
+    Variants,
+    Where,
+    WhereBrief,
+    _concepts_schema,
+    _refuse_unstorable_text,
+    _text_fault,
+    _where,
+    check_date_range,
+    one_line,
+    past_the_end,
+    split_concepts,
+    text_fault,
+    unstorable_text,
+    where_conditions,
+)
+from oracle_server.services.vocabulary.models.browse import (
+    ConceptCount,
+    ConceptsRequest,
+    ConceptsResult,
+    Document,
+    ListItem,
+    ListRequest,
+    ListResult,
+    ReflectRequest,
+    StatsRequest,
+)
+from oracle_server.services.vocabulary.models.edit import (
+    ArchiveRequest,
+    ArchiveResult,
+    EditOp,
+    EditRequest,
+    EditResult,
+    ExpectedHash,
+    _NoteTarget,
+)
+from oracle_server.services.vocabulary.models.history import (
+    _AGO,
+    HistoryRequest,
+    HistoryResult,
+    RestoreRequest,
+    RestoreResult,
+    RevisionEntry,
+    since_epoch,
+)
+from oracle_server.services.vocabulary.models.learn import (
+    MAX_CONCEPTS,
+    MAX_LEARN_RELATIONS,
+    MAX_PATTERN_CHARS,
+    MAX_TITLE_CHARS,
+    ConsultRequest,
+    ConsultResult,
+    LearnConcepts,
+    LearnRequest,
+    LearnResult,
+    NearDuplicate,
+    Source,
+)
+from oracle_server.services.vocabulary.models.search import (
+    DuplicateRef,
+    Hit,
+    MatchedSection,
+    ScoreBreakdown,
+    SearchMeta,
+    SearchRequest,
+    SearchResult,
+    SupersededBy,
+    TranslationRef,
+)
+from oracle_server.services.vocabulary.models.use import (
+    CHUNK_ID,
+    MAX_NOTE_CHARS,
+    MAX_VERDICT_NOTE_CHARS,
+    Citation,
+    CitationStatus,
+    FeedbackRequest,
+    FeedbackResult,
+    NoteRef,
+    ReadRequest,
+    ReadResult,
+    RelationHit,
+    RelationsRequest,
+    RelationsResult,
+    SectionRef,
+    SupersedeRequest,
+    SupersedeResult,
+    VerifiedNote,
+    VerifyRequest,
+    VerifyResult,
+    WorkingSetCheck,
+)
+
+__all__ = ['DocType', 'LANG_CODE', 'SearchMode', 'Fusion', 'Detail', 'MAX_LIMIT', 'NoteText', 'NoteData', '_concepts_schema', 'ConceptList', 'split_concepts', 'one_line', '_text_fault', 'text_fault', '_REFUSED', 'unstorable_text', '_refuse_unstorable_text', 'Request', 'Triplet', '_WHERE_SCHEMA', '_where', 'Where', 'MAX_VARIANTS', 'MAX_VARIANT_CHARS', 'Variants', '_WHERE_BRIEF', 'WhereBrief', 'where_conditions', 'past_the_end', 'check_date_range', 'SearchRequest', 'ScoreBreakdown', 'SupersededBy', 'MatchedSection', 'DuplicateRef', 'TranslationRef', 'Hit', 'SearchMeta', 'SearchResult', 'MAX_PATTERN_CHARS', 'MAX_TITLE_CHARS', 'MAX_CONCEPTS', 'MAX_LEARN_RELATIONS', 'LearnConcepts', 'LearnRequest', 'NearDuplicate', 'LearnResult', 'ConsultRequest', 'Source', 'ConsultResult', 'Document', 'ReflectRequest', 'StatsRequest', 'ListRequest', 'ListItem', 'ListResult', 'ConceptsRequest', 'ConceptCount', 'ConceptsResult', 'CHUNK_ID', 'MAX_NOTE_CHARS', 'MAX_VERDICT_NOTE_CHARS', 'FeedbackRequest', 'FeedbackResult', 'SupersedeRequest', 'NoteRef', 'SupersedeResult', 'RelationsRequest', 'RelationHit', 'RelationsResult', 'ReadRequest', 'SectionRef', 'ReadResult', 'Citation', 'VerifyRequest', 'CitationStatus', 'WorkingSetCheck', 'VerifiedNote', 'VerifyResult', 'EditOp', 'ExpectedHash', '_NoteTarget', 'EditRequest', 'EditResult', 'ArchiveRequest', 'ArchiveResult', 'HistoryRequest', 'RevisionEntry', 'HistoryResult', 'RestoreRequest', '_AGO', 'since_epoch', 'RestoreResult']
