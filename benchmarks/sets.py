@@ -78,8 +78,8 @@ def score_root(root: Path, data: Path, sets: dict[str, list[dict]], modes: list[
     started = time.perf_counter()
     report = oracle.indexer.sync()
     print(f"index {root}: {report.summary()} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
-    if oracle.link is not None and keyword_from == "working-copy" and not mcp:
-        oracle.link.prepare_now()
+    if oracle.backend.team and keyword_from == "working-copy" and not mcp:
+        oracle.backend.prepare_now()  # type: ignore[attr-defined]  # a TeamBackend
     source = getattr(oracle.store, "keyword_source", lambda: "this index")()
     print(f"keyword leg reads: {source}", file=sys.stderr)
     out: dict[str, dict] = {name: {} for name in sets}
