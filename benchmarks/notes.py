@@ -204,7 +204,8 @@ def run_system(ask: Callable[[str], Page], judged: list[dict]) -> dict:
         ranked = to_files(files)
         grades = q["relevant"]
         per_query[q["id"]] = {
-            "lang": q["lang"], "ndcg": ndcg(ranked, grades), "recall2": recall2(ranked, grades),
+            "lang": q["lang"], "kind": q.get("kind"), "answerable": bool(grades),
+            "ndcg": ndcg(ranked, grades), "recall2": recall2(ranked, grades),
             "mrr2": mrr2(ranked, grades), "notes": len(ranked), "hits": len(files), "empty": not files,
             "weak": bool(weak) and all(weak), "top": ranked[:3],
             # relevant notes on the page that are marked weak: consult would leave them out

@@ -11,6 +11,9 @@ The sets:
   50 English, 10 Thai), written by reading the notes;
 - `natural`: our own natural-phrasing questions over the same notes (`benchmarks/natural-questions.json`,
   see benchmarks/NATURAL.md): paraphrased, symptom-first, most sharing no word with the answering note's title;
+- `go` (opt-in): 74 questions over the Go design proposals (`../shared/eval-data/go-proposals`: 125 long design
+  documents nobody here tuned for), written by reading them (benchmarks/go-questions.json, GO-QUESTIONS.md):
+  natural, exact terms, why/how, seven other languages, no answer;
 - `scifact` (opt-in, slow on first run: it embeds 5,183 abstracts): BEIR SciFact train through the corpus
   folder `benchmarks/quality.py` writes (`benchmarks/out/scifact`), each abstract a note, its qrels as
   grades.
@@ -47,10 +50,13 @@ from oracle_server.services.runtime.app import Oracle  # noqa: E402
 from oracle_server.services.capabilities.search.query import STOPWORDS, is_unsegmented, split_terms  # noqa: E402
 
 NATURAL = REPO / "benchmarks" / "natural-questions.json"
+GO_QUESTIONS = REPO / "benchmarks" / "go-questions.json"
+GO_ROOT = REPO.parent / "shared" / "eval-data" / "go-proposals"
+GO_DATA = REPO / "benchmarks" / "out" / "go-data"
 SCIFACT_DATA = REPO.parent / "shared" / "eval-data" / "scifact"
 SCIFACT_WORK = REPO / "benchmarks" / "out" / "scifact"
 BASELINE = "plain FTS5, whole files"
-SETS = ("judged", "natural", "scifact")
+SETS = ("judged", "natural", "go", "scifact")
 
 
 # -- the sets ---------------------------------------------------------------------------------------
@@ -110,11 +116,37 @@ def score_root(root: Path, data: Path, sets: dict[str, list[dict]], modes: list[
 # -- reporting --------------------------------------------------------------------------------------
 def by_language(run: dict) -> dict[str, tuple[float, int]]:
     """nDCG@10 over all questions and per language: {key: (mean, count)}."""
-    rows = list(run["per_query"].values())
+    rows = [r for r in run["per_query"].values() if r.get("answerable", True)]  # no-answer questions: by_kind
     groups: dict[str, list[float]] = {"all": [r["ndcg"] for r in rows]}
     for r in rows:
         groups.setdefault(r["lang"], []).append(r["ndcg"])
     return {k: (statistics.fmean(v) if v else 0.0, len(v)) for k, v in groups.items()}
+
+
+def by_kind(run: dict) -> dict[str, tuple[float, int]]:
+    """nDCG@10 per kind of question (natural, exact, why-how, other-language...): {kind: (mean, count)}; for the
+    questions with no answer in the notes, the share of pages marked weak (every hit weak) instead."""
+    groups: dict[str, list[float]] = {}
+    for r in run["per_query"].values():
+        if r.get("answerable", True):
+            groups.setdefault(r.get("kind") or "?", []).append(r["ndcg"])
+        else:
+            groups.setdefault("no answer: weak", []).append(1.0 if r["weak"] else 0.0)
+    return {k: (statistics.fmean(v), len(v)) for k, v in sorted(groups.items())}
+
+
+def print_kinds(results: dict[str, dict]) -> None:
+    for name, systems in results.items():
+        kinds = sorted({k for run in systems.values() for k in by_kind(run)})
+        if len(kinds) < 2:
+            continue
+        counts = by_kind(next(iter(systems.values())))
+        print(f"\n### {name}, per kind of question\n")
+        print("| system | " + " | ".join(f"{k} {counts.get(k, (0, 0))[1]}" for k in kinds) + " |")
+        print("|" + " --- |" * (len(kinds) + 1))
+        for system, run in systems.items():
+            figures = by_kind(run)
+            print(f"| {system} | " + " | ".join(f"{figures[k][0]:.3f}" if k in figures else "" for k in kinds) + " |")
 
 
 def print_tables(results: dict[str, dict]) -> None:
@@ -201,6 +233,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=notes.DEFAULT_DATA, help="the nat-brain index (reused)")
     parser.add_argument("--judged", type=Path, default=notes.DEFAULT_JUDGED)
     parser.add_argument("--natural", type=Path, default=NATURAL)
+    parser.add_argument("--go", type=Path, default=GO_QUESTIONS)
+    parser.add_argument("--go-root", type=Path, default=GO_ROOT)
+    parser.add_argument("--go-data", type=Path, default=GO_DATA, help="the go-proposals index (reused)")
     parser.add_argument("--scifact-data", type=Path, default=SCIFACT_DATA)
     parser.add_argument("--scifact-work", type=Path, default=SCIFACT_WORK)
     parser.add_argument("--scifact-max-queries", type=int, default=None)
@@ -228,11 +263,16 @@ def main() -> None:
     results: dict[str, dict] = {}
     if nat_sets:
         results.update(score_root(args.root, args.data, nat_sets, modes, args.mcp, args.keyword_from))
+    if "go" in chosen:  # the folder has no oracle.toml: typed as `oracle init` types a folder of documents
+        os.environ.setdefault("ORACLE_DEFAULT_TYPE", "note")
+        go = {"go": json.loads(args.go.read_text(encoding="utf-8"))}
+        results.update(score_root(args.go_root, args.go_data, go, modes, args.mcp, args.keyword_from))
     if "scifact" in chosen:
         sf = {"scifact": scifact_questions(args.scifact_data, args.scifact_work, args.scifact_max_queries)}
         results.update(score_root(args.scifact_work / "root", args.scifact_work / "data", sf, modes, args.mcp,
                                   args.keyword_from))
     print_tables(results)
+    print_kinds(results)
     if args.compare:
         print_compare(results, json.loads(args.compare.read_text(encoding="utf-8")))
     if args.json:
