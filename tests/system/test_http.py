@@ -159,7 +159,10 @@ def component(spec: dict, name: str) -> dict:
 def response_model_name(spec: dict, path: str, method: str) -> str:
     op = spec["paths"][path][method]
     ok = next(code for code in op["responses"] if code.startswith("2"))
-    return op["responses"][ok]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    schema = op["responses"][ok]["content"]["application/json"]["schema"]
+    if "anyOf" in schema:  # a route that answers `detail=brief` too: the full shape (the default) first
+        schema = schema["anyOf"][0]
+    return schema["$ref"].rsplit("/", 1)[-1]
 
 
 def call_mcp(url: str, calls: list[tuple[str, dict]]) -> tuple[list, list]:
@@ -304,6 +307,8 @@ def test_openapi_lists_every_route(openapi: dict) -> None:
     }
     for path, model in expected_models.items():
         assert response_model_name(openapi, path, API_PATHS[path]) == model, path
+    shapes = openapi["paths"]["/api/search"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert [s["$ref"].rsplit("/", 1)[-1] for s in shapes["anyOf"]] == ["SearchResult", "BriefSearchResult"]
     learn = openapi["paths"]["/api/learn"]["post"]
     assert learn["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/LearnRequest")
     assert "201" in learn["responses"]
