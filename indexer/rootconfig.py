@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
+from oracle_indexer.models.rerank import RerankPolicy
 from oracle_indexer.notes.fields import FrontmatterSchema
 from oracle_indexer.notes.freshness import FreshnessPolicy
-from oracle_indexer.models.rerank import RerankPolicy
 
 T = TypeVar("T")
 

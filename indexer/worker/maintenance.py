@@ -53,14 +53,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from oracle_indexer.store.backends import open_listener
-from oracle_indexer.store.protocols import Listening, SegmentedIndex, UsageLogs
-from oracle_indexer.store.timing import FLUSH_INTERVAL
-from oracle_indexer.store.errors import StoreError
-from oracle_indexer.worker.sync import Indexer, SyncRefused, SyncReport
 from oracle_indexer.config import ConfigReload
-from oracle_indexer.store.timing import RETRY_SECONDS
-from oracle_indexer.store.errors import VectorStoreUnavailable
+from oracle_indexer.store.backends import open_listener
+from oracle_indexer.store.errors import StoreError, VectorStoreUnavailable
+from oracle_indexer.store.protocols import Listening, SegmentedIndex, UsageLogs
+from oracle_indexer.store.timing import FLUSH_INTERVAL, RETRY_SECONDS
+from oracle_indexer.worker.sync import Indexer, SyncRefused, SyncReport
 
 if TYPE_CHECKING:
     from oracle_indexer.worker.watch import FileEvents

@@ -19,16 +19,24 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from oracle_indexer.config import ConfigReload, Settings, reload_settings
-from oracle_indexer.notes.discover import Found, Unreadable, discover, note_type, on_disk, read_inside, too_large, unindexable
 from oracle_indexer.models.embed import MODEL_ID as MINILM_ID
 from oracle_indexer.models.embed import Embedder, EmbeddingUnavailable
-from oracle_indexer.store.backends import open_exact, open_multilingual, open_store, open_vectors, writer_lock
 from oracle_indexer.models.multilingual import SLICE as ML_SLICE
+from oracle_indexer.notes.discover import (
+    Found,
+    Unreadable,
+    discover,
+    note_type,
+    on_disk,
+    read_inside,
+    too_large,
+    unindexable,
+)
 from oracle_indexer.notes.parse import PARSER_VERSION, ParsedFile, compose_embed_text, parse_markdown
+from oracle_indexer.store.backends import open_exact, open_multilingual, open_store, open_vectors, writer_lock
+from oracle_indexer.store.errors import StoreError, VectorStoreUnavailable
 from oracle_indexer.store.protocols import IndexStore, VectorIndex
 from oracle_indexer.store.rows import FileState, parser_version
-from oracle_indexer.store.errors import StoreError
-from oracle_indexer.store.errors import VectorStoreUnavailable
 from oracle_indexer.worker.workcopy import CopyRefused, CopyReport, WorkingCopy
 
 FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batches

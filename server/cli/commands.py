@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from oracle_indexer import locate
-from oracle_server.cli import spec as clispec
 from oracle_server.cli import remote
+from oracle_server.cli import spec as clispec
 from oracle_server.registry import render
 
 if TYPE_CHECKING:  # the fast path must not import the service layer (~0.1 s) to find a running server
@@ -502,8 +502,14 @@ def cmd_token(args: argparse.Namespace) -> int:
     only, never through a server: whoever can write the data dir administers its tokens."""
     from pathlib import Path
 
-    from oracle_server.services.capabilities.team import (TokenError, TokenExists, TokenMissing, last_token_warning, shown,
-                                             token_store)
+    from oracle_server.services.capabilities.team import (
+        TokenError,
+        TokenExists,
+        TokenMissing,
+        last_token_warning,
+        shown,
+        token_store,
+    )
 
     root = locate.resolve_root(args.root)
     data_dir = Path(locate.resolve_data_dir(args.data_dir, root))
@@ -783,8 +789,8 @@ def _run_opened(args: argparse.Namespace, settings: Settings) -> int:
     # Imported after the attach: the early handshake answers need the open index, not these modules.
     from pydantic import ValidationError
 
-    from oracle_server.services.vocabulary.errors import problems
     from oracle_server.registry.tools import InvalidArguments
+    from oracle_server.services.vocabulary.errors import problems
 
     try:
         if args.func is None:

@@ -32,8 +32,8 @@ import signal
 import socket
 import struct
 import sys
-import time
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -203,9 +203,8 @@ class Engine:
                 return
 
     async def _connection(self, stream: Any) -> None:
-        from anyio.streams.buffered import BufferedByteReceiveStream
-
         import anyio
+        from anyio.streams.buffered import BufferedByteReceiveStream
 
         async with stream:
             if not _same_user(stream):
@@ -299,10 +298,10 @@ class Engine:
 
     async def _call(self, reader: Any, stream: Any) -> None:
         """One CLI tool call (server/cli/commands.py): the registry's validation and service, the result's JSON."""
-        from oracle_server.services.vocabulary.errors import classify, problems
-        from oracle_server.registry.tools import BY_NAME, Caller, InvalidArguments
-
         import anyio
+
+        from oracle_server.registry.tools import BY_NAME, Caller, InvalidArguments
+        from oracle_server.services.vocabulary.errors import classify, problems
 
         try:
             request = json.loads(await reader.receive_until(b"\n", MAX_MESSAGE))
@@ -442,8 +441,8 @@ def run(settings: Any, key: str, watch: bool, index: bool, fronts: FrontFactory 
         return 0
     import anyio
 
-    from oracle_server.services.runtime.app import Oracle
     from oracle_server.mcp.server import build_server
+    from oracle_server.services.runtime.app import Oracle
 
     secret = channel.new_secret()
     channel.write_private(paths.secret, secret)

@@ -20,53 +20,59 @@ import secrets
 import socket
 import time
 from collections import deque
-from pathlib import Path
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode
 
 import anyio
 import anyio.to_thread
-
 from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from oracle_server import __version__
-from oracle_server.services.runtime.app import Oracle, ServerConfigError
+from oracle_server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
+from oracle_server.mcp.server import build_server
+from oracle_server.registry.shapes import BRIEF_MODELS, detail_of
+from oracle_server.registry.tools import BY_PATH, TOOLS, Caller, Tool
 from oracle_server.services.capabilities.browse import Graph, graph
-from oracle_server.services.vocabulary.errors import HTTP_STATUS, VALIDATION_STATUS, OracleError, classify, problem, problems
 from oracle_server.services.capabilities.feedback import feedback_overview
 from oracle_server.services.capabilities.files import FileContent, read_file
-from oracle_server.mcp.server import build_server
-from oracle_server.services.vocabulary.models import NoteData
-from oracle_server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
-from oracle_server.services.support.slots import ServiceSlots
 from oracle_server.services.capabilities.stats import health_state, usage_overview
 from oracle_server.services.capabilities.supersede import supersessions_overview
 from oracle_server.services.capabilities.team import (
     ANONYMOUS,
     IDENTITY_KEY,
+    REQUIRE_ENV,
     Identity,
     TokenError,
     TokenStore,
-    REQUIRE_ENV,
     identity_of,
     token_mode,
     token_required,
     token_store,
     weak_token,
 )
-from oracle_server.registry.tools import BY_PATH, TOOLS, Caller, Tool
-from oracle_server.registry.shapes import BRIEF_MODELS, detail_of
+from oracle_server.services.runtime.app import Oracle, ServerConfigError
+from oracle_server.services.support.slots import ServiceSlots
+from oracle_server.services.vocabulary.errors import (
+    HTTP_STATUS,
+    VALIDATION_STATUS,
+    OracleError,
+    classify,
+    problem,
+    problems,
+)
+from oracle_server.services.vocabulary.models import NoteData
 
 STATIC = Path(__file__).resolve().parent / "static"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")

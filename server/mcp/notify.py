@@ -31,9 +31,9 @@ import anyio
 import anyio.to_thread
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 
+from oracle_server.mcp.resources import STATS_URI, chunk_uri, note_uri
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.support.changes import ChangeFeed, Changes
-from oracle_server.mcp.resources import STATS_URI, chunk_uri, note_uri
 
 log = logging.getLogger("oracle.notify")
 POLL_SECONDS = 1.0

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 import yaml
 
 from oracle_indexer.models.embed import EmbeddingUnavailable
-from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.capabilities.browse import REFLECT_TYPES, reflect
 from oracle_server.services.capabilities.consult import consult, quote_sources
 from oracle_server.services.capabilities.learn import DUPLICATE_SIMILARITY, slugify
-from oracle_server.services.vocabulary.models import ConsultRequest, Hit, ReflectRequest, SearchRequest, Source
 from oracle_server.services.capabilities.search.pipeline import run_search
+from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.support.suggestions import retro_sections
+from oracle_server.services.vocabulary.models import ConsultRequest, Hit, ReflectRequest, SearchRequest, Source
 
 MAX_CANDIDATES = 20  # learn-from-session: more than this is a transcript, not notes
 MIN_CANDIDATE_CHARS = 25  # shorter lines ("- done", "ok") are not learnings

@@ -47,21 +47,8 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from oracle_server.services.runtime.app import Oracle
 from oracle_indexer.rootconfig import DOC_TYPES
-from oracle_server.services.capabilities.browse import REFLECT_TYPES, NotFound
-from oracle_server.services.support.suggestions import (
-    Suggestions,
-    complete_concepts,
-    complete_field_names,
-    complete_field_values,
-    complete_note_paths,
-    complete_projects,
-    complete_section_ids,
-    complete_types,
-)
 from oracle_server.mcp.instructions import live_instructions
-from oracle_server.services.vocabulary.models import ConsultResult, SearchResult, unstorable_text
 from oracle_server.mcp.notify import McpNotifier
 from oracle_server.mcp.prompts import (
     PromptArgumentError,
@@ -85,7 +72,20 @@ from oracle_server.mcp.resources import (
     parse_uri,
     read_resource,
 )
+from oracle_server.services.capabilities.browse import REFLECT_TYPES, NotFound
+from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.support.slots import ServiceSlots
+from oracle_server.services.support.suggestions import (
+    Suggestions,
+    complete_concepts,
+    complete_field_names,
+    complete_field_values,
+    complete_note_paths,
+    complete_projects,
+    complete_section_ids,
+    complete_types,
+)
+from oracle_server.services.vocabulary.models import ConsultResult, SearchResult, unstorable_text
 
 T = TypeVar("T")
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for "Resource not found"

@@ -44,8 +44,9 @@ def warm_already() -> Path | None:
 
 
 async def _list_tools(env: dict[str, str], mode: str, cwd: str) -> int:
-    from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from mcp import Client
 
     params = StdioServerParameters(command=sys.executable, args=["-m", "oracle_server.cli", "serve", "--standalone", "--no-index",
                                                                  "--no-watch"], env=env, cwd=cwd)

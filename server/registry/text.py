@@ -6,33 +6,40 @@ from __future__ import annotations
 
 from typing import Any
 
+from oracle_server.registry import render
+from oracle_server.registry.render import (
+    budget_line,
+    phrasings_text,
+    printable,
+    result_count,
+    serving_text,
+    try_line,
+    warning_lines,
+)
+from oracle_server.registry.shapes import detail_of
+from oracle_server.services.capabilities.stats import Stats
 from oracle_server.services.vocabulary.models import (
-    HistoryResult,
-    RestoreResult,
     ArchiveResult,
     ConceptsResult,
-    EditResult,
     ConsultResult,
     Document,
+    EditResult,
     FeedbackResult,
+    HistoryResult,
     LearnResult,
     ListRequest,
     ListResult,
     ReadRequest,
     ReadResult,
     RelationsResult,
+    RestoreResult,
     SearchResult,
     SupersedeResult,
     VerifyResult,
     WorkingSetCheck,
 )
-from oracle_server.registry import render
-from oracle_server.registry.shapes import detail_of
-from oracle_server.registry.render import (budget_line, phrasings_text, printable, result_count, serving_text,
-                                           try_line, warning_lines)
 
 _n = printable  # a name (file, author, title, heading) as one line, whatever it holds: the CLI prints this text
-from oracle_server.services.capabilities.stats import Stats
 
 
 def plural(n: int, word: str) -> str:

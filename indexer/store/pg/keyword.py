@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from oracle_indexer.store.pg.db import Database, pg_sql
+from oracle_indexer.store.pg.tokens import match_phrases, parse_match
 from oracle_indexer.store.sqlite import keyword as sqlite_keyword
 from oracle_indexer.store.sqlite.keyword import NOTE_BM25_WEIGHTS, like_pattern
 from oracle_indexer.store.types import Filters
-from oracle_indexer.store.pg.db import Database, pg_sql
-from oracle_indexer.store.pg.tokens import match_phrases, parse_match
 
 
 class PgKeywordStore(Protocol):

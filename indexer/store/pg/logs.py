@@ -7,10 +7,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from oracle_indexer.store.sqlite.logs import KEY_CLAIM_SECONDS, LOG_TABLES, PRUNED_TABLES, Logs
+from oracle_indexer.store.errors import StoreClosed
 from oracle_indexer.store.pg.db import Database, database, pg_sql
 from oracle_indexer.store.rows import batched
-from oracle_indexer.store.errors import StoreClosed
+from oracle_indexer.store.sqlite.logs import KEY_CLAIM_SECONDS, LOG_TABLES, PRUNED_TABLES, Logs
 
 
 class _Readers:

@@ -15,8 +15,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 
 from oracle_indexer.notes.rootfiles import check_path, path_problem, shown
-from oracle_indexer.store.pg.db import Database
 from oracle_indexer.store.errors import Conflict
+from oracle_indexer.store.pg.db import Database
 from oracle_indexer.store.types import Commit, Head, Revision
 
 CHANNEL = "oracle_notes"  # LISTEN/NOTIFY channel of note commits; payload "<seq> <machine>"

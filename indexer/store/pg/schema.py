@@ -18,8 +18,8 @@ which indexer/store/pg/vectors.py creates with the embedding model's dimension.
 
 from __future__ import annotations
 
-from oracle_indexer.store.pg.db import Database
 from oracle_indexer.store.errors import DatabaseUnavailable
+from oracle_indexer.store.pg.db import Database
 
 MIGRATE_LOCK = "oracle:migrate"
 WRITER_LOCK = "oracle:writer"

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
+from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.models.embed import text_key
 from oracle_indexer.notes.fields import FieldValue
 from oracle_indexer.notes.language import NoteLanguage
@@ -25,14 +26,13 @@ from oracle_indexer.store.pg import keyword as pg_keyword
 from oracle_indexer.store.pg.db import Database, database, pg_sql
 from oracle_indexer.store.pg.keyword import NOTES, POS_SHIFT, SECTIONS
 from oracle_indexer.store.pg.local_words import LocalWords, Reading, in_step
-from oracle_indexer.store.protocols import KeywordReads
-from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.store.pg.schema import SCHEMA_VERSION, WRITER_LOCK, migrate
-from oracle_indexer.store.sqlite.reads import Reads
-from oracle_indexer.store.rows import BATCH, SECTION_COLUMNS, FileState, Section, SectionFacts, marks, parser_version
-from oracle_indexer.store.types import Filters
 from oracle_indexer.store.pg.tokens import tokenize_rows
+from oracle_indexer.store.protocols import KeywordReads
+from oracle_indexer.store.rows import BATCH, SECTION_COLUMNS, FileState, Section, SectionFacts, marks, parser_version
+from oracle_indexer.store.sqlite.reads import Reads
 from oracle_indexer.store.sqlite.writes import _embed_key, body_hash, note_text, section_text
+from oracle_indexer.store.types import Filters
 
 if TYPE_CHECKING:
     import numpy as np

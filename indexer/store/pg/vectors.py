@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from oracle_indexer.store.errors import VectorStoreUnavailable
 from oracle_indexer.store.pg.db import Database, _safe, database
 from oracle_indexer.store.sqlite.vectors import SELF_CHECK_NEIGHBOURS, SELF_MATCH, StoreHealth
-from oracle_indexer.store.errors import VectorStoreUnavailable
 from oracle_indexer.store.types import VectorHit
 
 if TYPE_CHECKING:

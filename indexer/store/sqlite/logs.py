@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from oracle_indexer.safe_write import private_dir, private_file
+from oracle_indexer.store.errors import StoreClosed
 from oracle_indexer.store.rows import batched, marks
 from oracle_indexer.store.sqlite.schema import Connection, ThreadReaders, opened, set_aside
-from oracle_indexer.store.errors import StoreClosed
 
 BUSY_TIMEOUT_MS = 10_000
 MAX_TEXT = 20_000  # a logged field longer than this is cut; the log is a record, not an archive

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from oracle_indexer.notes.fields import FieldValue, value_key
 from oracle_indexer.notes.parse import compose_embed_text, relation_key
-from oracle_indexer.store.types import Filters
 from oracle_indexer.store.rows import (
     SECTION_COLUMNS,
     FileState,
@@ -28,7 +27,7 @@ from oracle_indexer.store.rows import (
     marks,
     parser_version,
 )
-from oracle_indexer.store.types import Pattern
+from oracle_indexer.store.types import Filters, Pattern
 
 if TYPE_CHECKING:  # numpy loads on first use: a server answers its handshake without it
     import numpy as np

@@ -31,8 +31,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from oracle_indexer.safe_write import private_file
 from oracle_indexer.notes.segment import THAI_MARKS
+from oracle_indexer.safe_write import private_file
 from oracle_indexer.store.errors import StoreClosed
 
 # 2: relations and superseded_by from frontmatter (an index of version 1 re-parses every file once).

@@ -12,9 +12,10 @@ from oracle_indexer.notes.concepts import normalise_tags
 from oracle_indexer.notes.parse import relation_key
 from oracle_indexer.rootconfig import DOC_TYPES
 from oracle_indexer.store.protocols import IndexStore
-from oracle_indexer.store.rows import Section
+from oracle_indexer.store.rows import IndexedNote, Section
 from oracle_indexer.store.types import Filters
-from oracle_indexer.store.rows import IndexedNote
+from oracle_server.services.capabilities.relations import relation_graph
+from oracle_server.services.capabilities.search.where import resolve_where
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.vocabulary.errors import ServiceError
 from oracle_server.services.vocabulary.models import (
@@ -30,8 +31,6 @@ from oracle_server.services.vocabulary.models import (
     past_the_end,
     where_conditions,
 )
-from oracle_server.services.capabilities.relations import relation_graph
-from oracle_server.services.capabilities.search.where import resolve_where
 
 
 class NotFound(ServiceError, LookupError):

@@ -12,12 +12,12 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from oracle_server.services.runtime.app import Oracle
-from oracle_server.services.vocabulary.boundary import defuse, tag_for
-from oracle_server.services.vocabulary.models import ConsultRequest, ConsultResult, DocType, SearchRequest, Source
 from oracle_server.services.capabilities.search.pipeline import run_search
 from oracle_server.services.capabilities.working_set import build as build_working_set
 from oracle_server.services.capabilities.working_set import canonical_json, working_set_id
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.vocabulary.boundary import defuse, tag_for
+from oracle_server.services.vocabulary.models import ConsultRequest, ConsultResult, DocType, SearchRequest, Source
 
 PER_TYPE = 5
 CHARS_PER_TOKEN = 4  # a conservative estimate for English prose; no model tokenizer is needed

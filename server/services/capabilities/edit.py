@@ -30,9 +30,9 @@ from pathlib import Path, PurePosixPath
 from oracle_indexer.notes.discover import is_within
 from oracle_indexer.notes.parse import CHUNK_ID_RE
 from oracle_indexer.safe_write import ChangedMeanwhile, replace_unchanged
+from oracle_server.services.capabilities.files import MAX_READ_BYTES, FileNotInRoot, PathRefused, read_bytes, safe_path
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.vocabulary.errors import WRITE_ERRNO_KIND, OracleError
-from oracle_server.services.capabilities.files import MAX_READ_BYTES, FileNotInRoot, PathRefused, read_bytes, safe_path
 from oracle_server.services.vocabulary.models import ArchiveRequest, ArchiveResult, EditRequest, EditResult
 
 ARCHIVE_FOLDER = ".archive"

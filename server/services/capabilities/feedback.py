@@ -13,11 +13,10 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from oracle_server.services.capabilities.search.scoring import SCORE_DECIMALS, feedback_factor
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.vocabulary.errors import ServiceError
 from oracle_server.services.vocabulary.models import FeedbackRequest, FeedbackResult
-from oracle_server.services.capabilities.search.scoring import SCORE_DECIMALS, feedback_factor
-
 
 # feedback_log is never pruned by age (search ranks by it), so what a client can add is bounded instead (issue
 # 26: one client grew it by 3.8 MB/s): a short note (MAX_VERDICT_NOTE_CHARS, server/services/vocabulary/models/use.py), at most

@@ -26,13 +26,19 @@ from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.notes.discover import is_within
 from oracle_indexer.notes.parse import bare_title, parse_markdown, split_frontmatter
 from oracle_indexer.safe_write import SHARED, create_new
-from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.capabilities.edit import expect_unchanged
-from oracle_server.services.vocabulary.errors import ServiceError
 from oracle_server.services.capabilities.files import read_bytes
-from oracle_server.services.vocabulary.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest, SupersedeRequest
 from oracle_server.services.capabilities.search.pipeline import run_search
 from oracle_server.services.capabilities.supersede import supersede
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.vocabulary.errors import ServiceError
+from oracle_server.services.vocabulary.models import (
+    LearnRequest,
+    LearnResult,
+    NearDuplicate,
+    SearchRequest,
+    SupersedeRequest,
+)
 
 SLUG_MAX = 60
 SLUG_MAX_BYTES = 180  # 60 three-byte letters (Thai, CJK); four-byte letters get fewer: names stay < 255 bytes

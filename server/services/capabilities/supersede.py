@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from oracle_indexer.notes.parse import CHUNK_ID_RE as _CHUNK_ID
+from oracle_server.services.capabilities.files import PathRefused, safe_path
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.vocabulary.errors import ServiceError
-from oracle_server.services.capabilities.files import PathRefused, safe_path
 from oracle_server.services.vocabulary.models import NoteRef, SupersededBy, SupersedeRequest, SupersedeResult
 
 

@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import json
 
-from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.capabilities.consult import run_consult
-from oracle_server.services.vocabulary.errors import OracleError
 from oracle_server.services.capabilities.freshness import mark_verified
-from oracle_server.services.vocabulary.models import (Citation, CitationStatus, ConsultRequest, VerifyRequest, VerifyResult,
-                                           WorkingSetCheck)
 from oracle_server.services.capabilities.working_set import working_set_id
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.vocabulary.errors import OracleError
+from oracle_server.services.vocabulary.models import (
+    Citation,
+    CitationStatus,
+    ConsultRequest,
+    VerifyRequest,
+    VerifyResult,
+    WorkingSetCheck,
+)
 
 
 def verify(oracle: Oracle, request: VerifyRequest) -> VerifyResult:

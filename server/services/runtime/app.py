@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 
 from oracle_indexer.config import ConfigReload, Settings
 from oracle_indexer.models.embed import Embedder
-from oracle_indexer.worker.maintenance import SWEEP_SECONDS, Maintenance, Reporter
 from oracle_indexer.models.rerank import CrossEncoder
 from oracle_indexer.safe_write import private_dir
 from oracle_indexer.serving.backend import Backend
 from oracle_indexer.serving.choice import open_backend
 from oracle_indexer.serving.parts import Parts
 from oracle_indexer.store.protocols import IndexStore, UsageLogs, VectorIndex
+from oracle_indexer.worker.maintenance import SWEEP_SECONDS, Maintenance, Reporter
 from oracle_indexer.worker.sync import Indexer
 from oracle_server.services.vocabulary.errors import ServiceError
 

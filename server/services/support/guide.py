@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.capabilities.search.vocabulary import STRUCTURAL_WORDS
+from oracle_server.services.runtime.app import Oracle
 
 INSTRUCTIONS_BYTES = 2048  # Claude Code cuts server instructions here
 GUIDE_CONCEPTS = 12  # concepts named at most (fewer when the instructions would pass INSTRUCTIONS_BYTES)

@@ -31,8 +31,8 @@ from pathlib import Path
 from oracle_indexer.notes.discover import Discovery, discover, top_folder
 from oracle_indexer.notes.folders import FolderKind, classify
 from oracle_indexer.notes.language import language_tag
-from oracle_indexer.safe_write import SHARED, SymlinkRefused, write_atomic
 from oracle_indexer.rootconfig import BUILTIN_FOLDER_TYPES, CONFIG_NAME, Layout, load_layout, read_gitignore
+from oracle_indexer.safe_write import SHARED, SymlinkRefused, write_atomic
 from oracle_server.services.vocabulary.errors import ServiceError
 
 # Folders of release notes and changelogs: many near-identical entries that crowd out answers.

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from oracle_indexer.store.rows import IndexedNote, Section
+from oracle_server.services.capabilities.files import PathRefused, safe_path
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.vocabulary.errors import ServiceError
-from oracle_server.services.capabilities.files import PathRefused, safe_path
 
 
 class SectionNotServed(ServiceError, LookupError):

@@ -18,21 +18,40 @@ import numpy  # noqa: F401
 
 from oracle_indexer.models.embed import MODEL_ID as MINILM_ID
 from oracle_indexer.models.embed import EmbeddingUnavailable
-from oracle_indexer.notes.fields import NoteSelection
-from oracle_indexer.notes.language import STRUCTURAL, query_languages
-from oracle_indexer.worker.maintenance import searching
 from oracle_indexer.models.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from oracle_indexer.models.multilingual import covered_share, wants_multilingual
-from oracle_indexer.notes.parse import compose_embed_text
 from oracle_indexer.models.rerank import RerankUnavailable
+from oracle_indexer.notes.fields import NoteSelection
+from oracle_indexer.notes.language import STRUCTURAL, query_languages
+from oracle_indexer.notes.parse import compose_embed_text
+from oracle_indexer.store.errors import VectorStoreUnavailable
 from oracle_indexer.store.rows import Section, SectionFacts
 from oracle_indexer.store.types import Filters
-from oracle_indexer.store.errors import VectorStoreUnavailable
-from oracle_server.services.support import guide
-from oracle_server.services.capabilities.search import expansion, vocabulary
-from oracle_server.services.capabilities.search import scoring
+from oracle_indexer.worker.maintenance import searching
+from oracle_server.services.capabilities.feedback import note_feedback
+from oracle_server.services.capabilities.freshness import fields as freshness_fields
+from oracle_server.services.capabilities.freshness import note_staleness, order_by_freshness
+from oracle_server.services.capabilities.relations import entry_chunks, stating_files
+from oracle_server.services.capabilities.search import expansion, scoring, vocabulary
 from oracle_server.services.capabilities.search import variants as variants_module
+from oracle_server.services.capabilities.search.notes import (
+    fold_duplicate_notes,
+    fold_duplicate_sections,
+    fold_translations,
+    group_notes,
+)
+from oracle_server.services.capabilities.search.plain import plain_text
+from oracle_server.services.capabilities.search.query import (
+    KeywordQuery,
+    build_keyword_query,
+    quote,
+    snippet,
+    validate_query,
+)
+from oracle_server.services.capabilities.search.where import resolve_where
+from oracle_server.services.capabilities.supersede import successors_for
 from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.support import guide
 from oracle_server.services.vocabulary.errors import OracleError
 from oracle_server.services.vocabulary.models import (
     LANG_CODE,
@@ -49,15 +68,6 @@ from oracle_server.services.vocabulary.models import (
     past_the_end,
     where_conditions,
 )
-from oracle_server.services.capabilities.feedback import note_feedback
-from oracle_server.services.capabilities.freshness import fields as freshness_fields
-from oracle_server.services.capabilities.freshness import note_staleness, order_by_freshness
-from oracle_server.services.capabilities.search.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
-from oracle_server.services.capabilities.search.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
-from oracle_server.services.capabilities.search.plain import plain_text
-from oracle_server.services.capabilities.relations import entry_chunks, stating_files
-from oracle_server.services.capabilities.supersede import successors_for
-from oracle_server.services.capabilities.search.where import resolve_where
 
 POOL = 100  # candidates taken from each leg before fusion
 NOTE_POOL_FACTOR = 3  # how much the pool widens when a page of notes needs more sections
