@@ -30,7 +30,8 @@ DEFAULT_MAX_CHUNKS_PER_FILE = 2000  # more is a dump, not a note; and it would h
 
 DEFAULT_FOLDER_TYPES: dict[str, str] = dict(BUILTIN_FOLDER_TYPES)
 
-__all__ = ["BUNDLED_ROOT", "ConfigError", "ConfigReload", "DOC_TYPES", "DEFAULT_FOLDER_TYPES", "Settings", "bundled_root"]
+__all__ = ["BUNDLED_ROOT", "ConfigError", "ConfigReload", "DOC_TYPES", "DEFAULT_FOLDER_TYPES", "Settings",
+           "bundled_root"]
 
 EMBEDDED_COLLECTION = "oracle_chunks"
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")
@@ -120,7 +121,8 @@ class Settings:
     database_url: str | None = None
     database_origin: str | None = None  # where database_url came from
     database_notice: str | None = None  # oracle.toml names a database the user has not allowed: what to do
-    # ORACLE_RERANK_MODEL, else oracle.toml's [rerank] model: a cross-encoder folder, or `off` (indexer/models/rerank.py)
+    # ORACLE_RERANK_MODEL, else oracle.toml's [rerank] model: a cross-encoder folder, or `off`
+    # (indexer/models/rerank.py)
     rerank_model: str | None = None
     exact_limit: int = DEFAULT_EXACT_LIMIT  # ORACLE_EXACT_LIMIT (indexer/store/sqlite/exact.py)
     # ORACLE_SAMPLING=1|0, else oracle.toml's [search] sampling: ask an MCP client's model for query variants
@@ -305,7 +307,8 @@ class ConfigReload:
         return "; ".join(parts) or "oracle.toml re-read: nothing a running server uses changed"
 
 
-def reload_settings(settings: Settings, env: dict[str, str] | os._Environ[str] | None = None) -> tuple[Settings, ConfigReload]:
+def reload_settings(settings: Settings,
+                    env: dict[str, str] | os._Environ[str] | None = None) -> tuple[Settings, ConfigReload]:
     """`settings` with the root's oracle.toml read again: the live settings (LIVE_SETTINGS) replaced, the
     others kept as they are (RESTART_SETTINGS: named in the result while the file differs from them). An
     unreadable file changes nothing. The environment still wins where it set a value (ORACLE_SAMPLING,

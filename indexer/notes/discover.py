@@ -108,7 +108,8 @@ def target_refused(target: str, rules: Layout | dict[str, str]) -> str | None:
     dot-folder, `node_modules`, an exclude glob, the root's .gitignore, anything that is not markdown).
     """
     if any(is_ignored_name(part) for part in target.split("/")):
-        return "symlink target is a hidden file or in a hidden folder (names starting with '.', '#' or '~'): not indexed"
+        return ("symlink target is a hidden file or in a hidden folder (names starting with '.', '#' or '~'):"
+                " not indexed")
     if not target.lower().endswith(MARKDOWN_SUFFIXES):
         return "symlink target is not a markdown file: not indexed"
     rule = as_layout(rules).excluded_file(target)
@@ -221,7 +222,8 @@ def _inside(real: Path, root: Path) -> bool:
     return real == root or root in real.parents
 
 
-def _examine(path: Path, root: Path, layout: Layout | dict[str, str], twins: bool = True) -> tuple[Path | None, str | None]:
+def _examine(path: Path, root: Path, layout: Layout | dict[str, str],
+             twins: bool = True) -> tuple[Path | None, str | None]:
     """(real path, None) for a regular file inside the (resolved) root, (None, why not) for anything else,
     (None, None) when there is nothing there at all.
 
@@ -355,7 +357,8 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
                 continue
             reason = unindexable(path, root, layout)
             if reason == OUTSIDE:
-                result.skipped[relative_name(path, root)] = "folder symlink points outside the knowledge root: not followed"
+                result.skipped[relative_name(path, root)] = ("folder symlink points outside the knowledge root:"
+                                                             " not followed")
             elif named_md and reason:
                 result.skipped[relative_name(path, root)] = reason
         for name in sorted(filenames):

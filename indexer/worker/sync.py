@@ -155,8 +155,10 @@ class Indexer:
         self.vectors = vectors or open_vectors(settings)
         self.embedder = embedder or Embedder(settings.embedding)
         # A main model that reads every script needs no second one for Thai or CJK queries: `auto` is off then.
-        multilingual = "off" if settings.multilingual == "auto" and self.embedder.multilingual else settings.multilingual
-        self.exact = open_exact(settings, self.store)  # the vector leg of a small SQLite base (indexer/store/sqlite/exact.py)
+        multilingual = ("off" if settings.multilingual == "auto" and self.embedder.multilingual
+                        else settings.multilingual)
+        # the vector leg of a small SQLite base (indexer/store/sqlite/exact.py)
+        self.exact = open_exact(settings, self.store)
         self.multilingual = open_multilingual(settings, self.store, multilingual, self.exact)
         self.model_change: str | None = None  # "old -> new" once adopt_model re-keyed the index in this process
         try:
@@ -204,7 +206,8 @@ class Indexer:
         the vector store and leave every section pending, so the vector backlog re-embeds them (from the
         embedding cache where this model embedded the same text before). The keyword index is untouched and
         answers throughout; searches leave the vector leg out until the store records the new model (see
-        server/services/capabilities/search/pipeline.py). Called under the writer lock by every write. True when it re-keyed."""
+        server/services/capabilities/search/pipeline.py). Called under the writer lock by every write. True when it
+        re-keyed."""
         try:
             current = self.embedder.model_id
         except EmbeddingUnavailable:
@@ -594,7 +597,8 @@ class Indexer:
         self._delete_vectors(stale, report)
         return report
 
-    def _classify(self, item: Found, state: FileState | None, report: SyncReport) -> tuple[Found, FileState, str] | None:
+    def _classify(self, item: Found, state: FileState | None,
+                  report: SyncReport) -> tuple[Found, FileState, str] | None:
         """None when the file is unchanged (or skipped), else what to index it with."""
         try:
             st = item.path.stat()
@@ -796,7 +800,8 @@ class Indexer:
                 break  # that was the last slice: no pause, no further round under the lock
             time.sleep(SLICE_PAUSE)
 
-    def _pending(self, files: set[str] | None, max_file_chunks: int | None) -> list[tuple[str, str, str, str, str | None]]:
+    def _pending(self, files: set[str] | None,
+                 max_file_chunks: int | None) -> list[tuple[str, str, str, str, str | None]]:
         """Pending chunks, those of files with fewer pending chunks first (then by file and position)."""
         pending = self.store.pending_vectors()
         if files is not None:

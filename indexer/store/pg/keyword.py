@@ -302,8 +302,8 @@ def note_keyword_scores(store: PgKeywordStore, fts_match: str | None, files: Seq
         return {}
     if files is None:
         sql, args = bm25_scores(NOTES, phrases, NOTE_BM25_WEIGHTS)
-        rows = store.db.run(f"SELECT f.path, k.s FROM ({sql}) k JOIN files f ON f.rowid = k.doc WHERE f.chunk_count > 1",
-                            args)
+        rows = store.db.run(f"SELECT f.path, k.s FROM ({sql}) k JOIN files f ON f.rowid = k.doc"
+                            " WHERE f.chunk_count > 1", args)
     else:  # only the notes asked are scored (their postings probed), idf counted over every note
         sql, args = bm25_scores(NOTES, phrases, NOTE_BM25_WEIGHTS, "SELECT rowid FROM want")
         rows = store.db.run(

@@ -152,7 +152,8 @@ class PgLogs(Logs):
         out: dict[str, tuple[int, int]] = {}
         for part in batched(list(dict.fromkeys(doc_ids))):
             rows = self.db.run(
-                "SELECT doc_id, count(*) FILTER (WHERE verdict = 'helpful'), count(*) FILTER (WHERE verdict = 'misleading')"
+                "SELECT doc_id, count(*) FILTER (WHERE verdict = 'helpful'),"
+                " count(*) FILTER (WHERE verdict = 'misleading')"
                 " FROM feedback_log WHERE doc_id = ANY(%s) GROUP BY doc_id", [part])
             out.update({doc_id: (int(h), int(m)) for doc_id, h, m in rows})
         return out
@@ -161,7 +162,8 @@ class PgLogs(Logs):
         """Logs.feedback_totals: (doc_id, helpful, misleading, last verdict time, the named tokens that gave
         verdicts, sorted)."""
         rows = self.db.run(
-            "SELECT doc_id, count(*) FILTER (WHERE verdict = 'helpful'), count(*) FILTER (WHERE verdict = 'misleading'),"
+            "SELECT doc_id, count(*) FILTER (WHERE verdict = 'helpful'),"
+            " count(*) FILTER (WHERE verdict = 'misleading'),"
             " max(at), array_agg(DISTINCT author) FILTER (WHERE author IS NOT NULL)"
             " FROM feedback_log GROUP BY doc_id ORDER BY doc_id COLLATE \"C\"")
         return [(d, int(h), int(m), at, sorted(a or [])) for d, h, m, at, a in rows]
