@@ -455,7 +455,8 @@ def cmd_engine(args: argparse.Namespace) -> int:
         if "error" in a:
             print(f"engine pid {a.get('pid')}: does not answer ({a['error']})")
         elif args.action == "stop":
-            print(f"engine pid {a.get('pid')} for {a.get('root')}: {'stopped' if a.get('stopped') else 'still running'}")
+            state = "stopped" if a.get("stopped") else "still running"
+            print(f"engine pid {a.get('pid')} for {a.get('root')}: {state}")
         else:
             busy = a.get("sessions") or a.get("hosted") or a.get("http")  # an engine serving HTTP never idles out
             idle = "" if busy else f", idle {a.get('idle_for_seconds')} s of {a.get('idle_seconds'):.0f}"
@@ -498,8 +499,9 @@ def cmd_database(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    """`oracle token add|list|revoke`: the named tokens of this data dir (team mode, server/services/capabilities/team.py). Local
-    only, never through a server: whoever can write the data dir administers its tokens."""
+    """`oracle token add|list|revoke`: the named tokens of this data dir (team mode,
+    server/services/capabilities/team.py). Local only, never through a server: whoever can write the data dir
+    administers its tokens."""
     from pathlib import Path
 
     from oracle_server.services.capabilities.team import (

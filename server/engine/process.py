@@ -166,12 +166,13 @@ class Engine:
             self.lifespan_state = state
             listener = await anyio.create_unix_listener(self.paths.socket, mode=0o600)
             channel.write_private(self.paths.record, json.dumps({
-                "pid": os.getpid(), "root": str(self.oracle.settings.root), "data_dir": str(self.oracle.settings.data_dir),
+                "pid": os.getpid(), "root": str(self.oracle.settings.root),
+                "data_dir": str(self.oracle.settings.data_dir),
                 "socket": self.paths.socket, "started": self.started, "version": _version(),
                 "settings": channel.settings_digest()}).encode())  # a CLI call checks it (server/cli/commands.py)
             settings = self.oracle.settings
-            print(f"oracle engine {self.paths.key}: pid {os.getpid()} serving {settings.root} ({settings.database_line})"
-                  f" on {self.paths.socket}", file=sys.stderr, flush=True)
+            print(f"oracle engine {self.paths.key}: pid {os.getpid()} serving {settings.root}"
+                  f" ({settings.database_line}) on {self.paths.socket}", file=sys.stderr, flush=True)
             if settings.database_notice:
                 print(f"oracle engine {self.paths.key}: {settings.database_notice}", file=sys.stderr, flush=True)
             async with listener, anyio.create_task_group() as tg:
@@ -468,7 +469,8 @@ def control(op: str, root: str | None, data_dir: str | None) -> list[dict]:
     folder = channel.runtime_dir()
     answers = []
     for info in channel.records(folder):
-        if (root is not None and info.get("root") != root) or (data_dir is not None and info.get("data_dir") != data_dir):
+        if ((root is not None and info.get("root") != root)
+                or (data_dir is not None and info.get("data_dir") != data_dir)):
             continue
         paths = channel.Paths(folder, info["key"])
         try:

@@ -4,8 +4,8 @@ Routes are thin: FastAPI validates the parameters with the same pydantic models 
 service function does the work, and the result model is returned. Bad input is a 4xx with a message.
 
 Safety: bound to 127.0.0.1 by default; another interface needs ORACLE_TOKEN, and then every route but /health
-and the pages' static shell (reads, writes and /mcp) needs `Authorization: Bearer <token>`. The Host header must name this server (DNS rebinding), and
-CORS is an explicit allow-list (ORACLE_CORS_ORIGINS), never `*`.
+and the pages' static shell (reads, writes and /mcp) needs `Authorization: Bearer <token>`. The Host header must name
+this server (DNS rebinding), and CORS is an explicit allow-list (ORACLE_CORS_ORIGINS), never `*`.
 """
 
 import contextlib
@@ -176,11 +176,11 @@ class Guard:
     """Host header, Origin of writes and bearer token for every route but the public ones, as plain ASGI
     middleware, the same on every route (the REST API, the dashboard and /mcp).
 
-    Tokens are needed when ORACLE_TOKEN is set or any named token exists (team mode, server/services/capabilities/team.py); the
-    shared token is a writer without a name, a named token is its own identity, set on the scope for the
-    routes and /mcp (`identity_of`). Named tokens are looked up on every request, so a revoked one stops
-    working at once. The Host header is compared and passed on lower-cased, so /mcp (whose SDK compares
-    exactly) answers `LOCALHOST` as the REST routes do; a write (any method but GET, HEAD, OPTIONS) that says
+    Tokens are needed when ORACLE_TOKEN is set or any named token exists (team mode,
+    server/services/capabilities/team.py); the shared token is a writer without a name, a named token is its own
+    identity, set on the scope for the routes and /mcp (`identity_of`). Named tokens are looked up on every request, so
+    a revoked one stops working at once. The Host header is compared and passed on lower-cased, so /mcp (whose SDK
+    compares exactly) answers `LOCALHOST` as the REST routes do; a write (any method but GET, HEAD, OPTIONS) that says
     where it comes from must come from an allowed origin (a page elsewhere cannot post a learning through the
     user's browser); a client address that sent `FAILED_AUTH_LIMIT` wrong tokens waits (429)."""
 
@@ -380,7 +380,8 @@ async def _deny(send: Send, status: int, message: str, extra: list[tuple[bytes, 
 
 
 def _problem(err: dict) -> str:
-    """One FastAPI validation error as `field: message` (server/services/vocabulary/errors.py formats every adapter's)."""
+    """One FastAPI validation error as `field: message` (server/services/vocabulary/errors.py formats every
+    adapter's)."""
     return problem(err, located=True)
 
 
@@ -425,7 +426,8 @@ class LogsResult(BaseModel):
     learnings: list[NoteData]  # each with `author`: the named token that wrote it (team mode), else null
     feedback: list[NoteData] = []
     supersessions: list[NoteData] = []
-    edits: list[NoteData] = []  # edits and archives (server/services/capabilities/edit.py), with author, hashes and where an archive went
+    # edits and archives (server/services/capabilities/edit.py), with author, hashes and where an archive went
+    edits: list[NoteData] = []
     per_day: dict[str, list[dict]]
     per_hour: dict[str, list[dict]]  # the last 48 hours, "YYYY-MM-DDTHH" (UTC)
     titles: dict[str, dict[str, str]] = {}  # each note a write names (section id or path) -> {title, file}
@@ -597,7 +599,8 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
-    origins = [o.strip() for o in os.environ.get("ORACLE_CORS_ORIGINS", "").split(",") if o.strip() and o.strip() != "*"]
+    origins = [o.strip() for o in os.environ.get("ORACLE_CORS_ORIGINS", "").split(",")
+               if o.strip() and o.strip() != "*"]
     app.add_middleware(
         CORSMiddleware,
         allow_origins=origins or sorted(f"http://{h}" for h in allowed_hosts),
@@ -645,8 +648,9 @@ def mapped(service: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[Request], str],
                     slots: ServiceSlots) -> None:
     """One registry tool as a route: GET reads the request model from the query string, POST from a JSON
-    body; FastAPI validates with the model (422), the service's failures map through server/services/vocabulary/errors.py. The
-    service runs in a worker thread taken from `slots` (server/services/support/slots.py), shared with /mcp."""
+    body; FastAPI validates with the model (422), the service's failures map through
+    server/services/vocabulary/errors.py. The service runs in a worker thread taken from `slots`
+    (server/services/support/slots.py), shared with /mcp."""
     model = tool.request
 
     async def answer(o: Oracle, params: BaseModel, request: Request, response: Response) -> Any:

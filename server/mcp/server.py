@@ -65,15 +65,16 @@ def _identity(ctx: Context | None) -> Identity:
 class OracleMCP(MCPServer):
     """Registry tools (server/registry/tools.py) are dispatched here: the request model validates the arguments
     (an unknown name is refused, listing the accepted ones; the SDK's own check would have dropped it),
-    the service runs in a worker thread (a few at once, in arrival order: server/services/support/slots.py), and a service
-    failure becomes one tool error (server/services/vocabulary/errors.py).
+    the service runs in a worker thread (a few at once, in arrival order: server/services/support/slots.py), and a
+    service failure becomes one tool error (server/services/vocabulary/errors.py).
     """
 
     def __init__(self, oracle: Oracle, slots: ServiceSlots, **options: Any) -> None:
         super().__init__(**options)
         self.oracle = oracle
         self.registry: dict[str, Tool] = {}
-        self.slots = slots  # server/services/support/slots.py: shared with the resources and prompts, and over HTTP the REST routes
+        # server/services/support/slots.py: shared with the resources and prompts, and over HTTP the REST routes
+        self.slots = slots
 
     def register(self, tool: Tool) -> None:
         """List the tool with the request model's schema and no output schema; calls come to `call_tool`, never to

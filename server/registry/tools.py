@@ -1,6 +1,6 @@
 """The registry: every capability declared once (name, request model, service, result model, text, MCP
-annotations, HTTP route, CLI exposure). server/mcp/server.py, server/http/app.py and server/cli/commands.py generate their
-tools, routes and commands from `TOOLS`, so a parameter added to a request model (and read by its service)
+annotations, HTTP route, CLI exposure). server/mcp/server.py, server/http/app.py and server/cli/commands.py generate
+their tools, routes and commands from `TOOLS`, so a parameter added to a request model (and read by its service)
 appears over MCP, HTTP and the CLI with the same name, default and bounds. Before, each adapter restated
 every parameter and the copies drifted (MCP search lacked the date filters, the CLI the relation filters).
 """
@@ -162,7 +162,8 @@ class Tool:
 
     def run(self, oracle: Oracle, request: BaseModel, caller: Caller) -> BaseModel:
         """`call`, once the start-up sync has the keyword index ready (a served Oracle). A call that waits for
-        what loads once (the start-up sync, the models: server/services/support/loading.py) says so in the server's log."""
+        what loads once (the start-up sync, the models: server/services/support/loading.py) says so in the server's
+        log."""
         pending = waiting_for(oracle, self.name)
         if not pending:
             oracle.wait_ready()

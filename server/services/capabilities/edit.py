@@ -11,8 +11,8 @@ wrote meanwhile without having seen it.
   folder is hidden, so the indexer's own rules (indexer/notes/discover.py) keep it out of the index and out of
   every reader (search, read, /api/file) with no configuration; `git` still tracks it.
 
-Paths are checked as readers check them (server/services/capabilities/files.py: inside the root, markdown, not hidden, not
-excluded), and a note named through a symlink is refused: Oracle rewrites and moves only the files it names.
+Paths are checked as readers check them (server/services/capabilities/files.py: inside the root, markdown, not hidden,
+not excluded), and a note named through a symlink is refused: Oracle rewrites and moves only the files it names.
 The text operations are pure functions (`apply_edit`), tested on their own.
 """
 

@@ -32,7 +32,8 @@ from oracle_server.services.vocabulary.models import NoteText
 
 MAX_READ_BYTES = 5 * 1024 * 1024
 # The indexer skips these (dotfiles, editor temporaries); a reader must not serve what was never indexed.
-HIDDEN = "hidden files and folders (names starting with '.', '#' or '~') and editor temporaries are not part of the knowledge base"
+HIDDEN = ("hidden files and folders (names starting with '.', '#' or '~') and editor temporaries are not part of"
+          " the knowledge base")
 
 
 class PathRefused(ServiceError, ValueError):

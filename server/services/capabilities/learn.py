@@ -6,7 +6,8 @@ never overwrite: the text goes to a hidden temporary file that is hard-linked to
 a name that is taken gets a numeric suffix.
 
 A learning may revise a note the caller read (`revises` + `expected_hash`): if that note changed since, nothing
-is saved and the caller gets a conflict; otherwise the new learning supersedes it (server/services/capabilities/supersede.py).
+is saved and the caller gets a conflict; otherwise the new learning supersedes it
+(server/services/capabilities/supersede.py).
 """
 
 from __future__ import annotations
@@ -405,7 +406,8 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
         same = same_text(oracle, request)
         if same is not None:
             file, chunk_id, same_title = same
-            raise LearnDuplicate(f"{file} ({same_title!r}, id {chunk_id}) already says the same text; nothing was saved."
+            raise LearnDuplicate(f"{file} ({same_title!r}, id {chunk_id}) already says the same text;"
+                                 " nothing was saved."
                                  " To save it anyway pass allow_duplicate=true; to replace that learning, pass"
                                  " revises with its expected_hash")
     base = f"{today.isoformat()}_{slugify(title)}"
@@ -418,7 +420,8 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
         path = write_new(folder, base, text)
     rel = unicodedata.normalize("NFC", path.relative_to(root).as_posix())
     try:
-        report = oracle.indexer.sync_paths([rel], embed_limit=None, author=author)  # a learn is embedded before it returns
+        # a learn is embedded before it returns
+        report = oracle.indexer.sync_paths([rel], embed_limit=None, author=author)
     except WriterLockBusy as exc:  # taken by another engine between the write and the index: rare, and said
         raise WriterLockBusy(f"the learning was saved to {rel} but is not indexed yet: {exc}. The next sync indexes"
                              " it: do not learn it again (a retry with the same idempotency_key finds it)") from exc

@@ -48,7 +48,7 @@ class FileCounts(BaseModel):
 
 
 class Freshness(BaseModel):
-    """Notes past their freshness window today (server/services/capabilities/freshness.py), by type, and the windows in force."""
+    """Notes past their freshness window today (server/services/capabilities/freshness.py), by type, and the windows in force."""  # noqa: E501 (the JSON schema's description: one line)
 
     stale: int
     stale_by_type: dict[str, int]

@@ -62,7 +62,8 @@ def resolve(oracle: Oracle, raw: str, what: str) -> _Target:
     if _CHUNK_ID.match(raw):
         target = _chunk_target(oracle, raw)
         if target is None:
-            raise SupersedeError(f"{what}: no indexed chunk has id {raw!r}; use an id from a search hit or a note's path")
+            raise SupersedeError(f"{what}: no indexed chunk has id {raw!r}; use an id from a search hit or a"
+                                 " note's path")
         return target
     try:
         rel, _ = safe_path(oracle.settings.root, raw, oracle.settings.layout)

@@ -5,8 +5,9 @@ whether the chunk is unchanged, changed (with the current hash and line span) or
 now hold exactly the cited text (a renamed heading changes the id but not the content).
 
 `mark_verified` names notes the caller checked and found still true: each is stamped `last_verified: <today>`
-(server/services/capabilities/freshness.py) and so is fresh again. `working_set_id` names a logged consultation: does it still
-reproduce on the index as it is now (`check_working_set`; the working set's shape: server/services/capabilities/working_set.py)?
+(server/services/capabilities/freshness.py) and so is fresh again. `working_set_id` names a logged consultation: does it
+still reproduce on the index as it is now (`check_working_set`; the working set's shape:
+server/services/capabilities/working_set.py)?
 """
 
 from __future__ import annotations

@@ -54,11 +54,13 @@ class Oracle:
     # the first search on a fresh index is not silently empty.
     ready: threading.Event = field(default_factory=threading.Event)
     maintenance: Maintenance | None = None  # the worker, between start() and close()
-    # How this Oracle is being served, for oracle_stats (server/services/capabilities/stats.py `Serving`): a shared engine
-    # (server/engine/process.py) updates its session count; a stdio session that lost its engine says why it runs alone.
+    # How this Oracle is being served, for oracle_stats (server/services/capabilities/stats.py `Serving`): a shared
+    # engine (server/engine/process.py) updates its session count; a stdio session that lost its engine says why it runs
+    # alone.
     serving: dict = field(default_factory=lambda: {"mode": "in-process", "detail": "this process"})
     reranker: CrossEncoder | None = None  # [rerank] in oracle.toml (indexer/models/rerank.py); None: fused order only
-    # Values the services derive from the index and keep while it is unchanged (server/services/support/guide.py's profile)
+    # Values the services derive from the index and keep while it is unchanged (server/services/support/guide.py's
+    # profile)
     memo: dict = field(default_factory=dict)
     # The last re-read of oracle.toml while this Oracle ran (the watcher saw the file change), and when (unix time):
     # what was taken up, what waits for a restart (oracle_stats `config`); None: unchanged since start.

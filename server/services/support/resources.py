@@ -31,7 +31,8 @@ def served_section(oracle: Oracle, chunk_id: str, client: str) -> Section:
     target was judged (or by another version) must not serve, by id, text the rules now keep out."""
     section = oracle.store.sections_by_id([chunk_id]).get(chunk_id)
     if section is None:
-        raise SectionNotServed(f"no indexed section has id {chunk_id!r}; ids come from search hits or a note's sections")
+        raise SectionNotServed(f"no indexed section has id {chunk_id!r}; ids come from search hits or a note's"
+                               " sections")
     try:
         safe_path(oracle.settings.root, section.file, oracle.settings.layout)
     except PathRefused as exc:
