@@ -474,30 +474,12 @@ class V2QueryAlias:
 
 def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token: str | None = None,
               proof_secret: bytes | None = None) -> ASGIApp:
-    # "" is no token: a front an engine serves for another process takes that process's ORACLE_TOKEN, not its own
-    token = check_token((token if token is not None else os.environ.get("ORACLE_TOKEN")) or None)
-    tokens = token_store(oracle.settings.database_url, oracle.settings.data_dir)  # the team store's, if any
-    required = _token_required(host)
-    if required and not token and not tokens.enabled():
-        raise ServerConfigError(
-            f"refusing to listen on {host} ({required}) without ORACLE_TOKEN or a named token: set ORACLE_TOKEN,"
-            " create tokens with `oracle token add NAME --write`, or bind to 127.0.0.1"
-            + (" (without ORACLE_REQUIRE_TOKEN)" if is_loopback(host) else "")
-        )
+    """The REST API, the dashboard and MCP at /mcp as one ASGI app behind the guard (tokens, Host, body limit).
+    Built in parts, one function each below, so that each part (who may call, the MCP endpoint, the error
+    answers, the routes) reads on its own; the routes are added in the order they are matched."""
+    token, tokens, required = _access(oracle, host, token)
     allowed_hosts = host_names(host, port, os.environ.get("ORACLE_ALLOWED_HOSTS", ""))
-    mcp = build_server(oracle)
-    mcp_app = mcp.streamable_http_app(
-        streamable_http_path="/mcp",
-        host=host,
-        transport_security=TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=sorted(allowed_hosts),
-            allowed_origins=sorted(f"http://{h}" for h in allowed_hosts),
-        ),
-        max_sessions=MAX_SESSIONS,
-    )
-    sessions = SessionGuard(next(r.endpoint for r in mcp_app.routes if isinstance(r, Route) and r.path == "/mcp"),
-                            mcp.session_manager)
+    mcp, sessions = _mcp_endpoint(oracle, host, allowed_hosts)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
@@ -512,10 +494,78 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
                   description="Searchable agent memory made of plain markdown.")
 
     app.add_middleware(V2QueryAlias)
+    _add_error_answers(app)
 
-    def client_of(request: Request) -> str:
-        """"cli@server" for the CLI's calls through this server (server/cli/remote.py), else "http"."""
-        return "cli@server" if request.headers.get("x-oracle-client") == "cli@server" else "http"
+    def ready() -> Oracle:
+        oracle.wait_ready()
+        return oracle
+
+    Ready = Annotated[Oracle, Depends(ready)]
+    _add_service_routes(app, oracle, proof_secret)
+    for tool in TOOLS:
+        _add_tool_route(app, tool, Ready, _client_of, mcp.slots)
+    _add_dashboard_routes(app, oracle, Ready)
+    # Starlette serves an ASGI app given as a route's endpoint; add_route's types name request handlers only
+    app.add_route("/mcp", sessions, methods=["GET", "POST", "DELETE"],  # type: ignore[arg-type]
+                  include_in_schema=False)
+
+    origins = [o.strip() for o in os.environ.get("ORACLE_CORS_ORIGINS", "").split(",")
+               if o.strip() and o.strip() != "*"]
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=origins or sorted(f"http://{h}" for h in allowed_hosts),
+        allow_methods=["GET", "POST"],
+        allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
+    )
+    hosts = {h.lower() for h in allowed_hosts}
+    return SecurityHeaders(Guard(BodyLimit(app), allowed_hosts=hosts, token=token, tokens=tokens,
+                                 origins=allowed_origins(hosts, origins), required=required))
+
+
+def _access(oracle: Oracle, host: str, token: str | None) -> tuple[str | None, TokenStore, str | None]:
+    """The shared token, the named tokens (the team store's, if any) and why a token is required on this host
+    (None: it is not). Checked before anything listens: a server reachable from other machines with no token at
+    all is refused here rather than served."""
+    # "" is no token: a front an engine serves for another process takes that process's ORACLE_TOKEN, not its own
+    token = check_token((token if token is not None else os.environ.get("ORACLE_TOKEN")) or None)
+    tokens = token_store(oracle.settings.database_url, oracle.settings.data_dir)  # the team store's, if any
+    required = _token_required(host)
+    if required and not token and not tokens.enabled():
+        raise ServerConfigError(
+            f"refusing to listen on {host} ({required}) without ORACLE_TOKEN or a named token: set ORACLE_TOKEN,"
+            " create tokens with `oracle token add NAME --write`, or bind to 127.0.0.1"
+            + (" (without ORACLE_REQUIRE_TOKEN)" if is_loopback(host) else "")
+        )
+    return token, tokens, required
+
+
+def _mcp_endpoint(oracle: Oracle, host: str, allowed_hosts: set[str]) -> tuple[Any, SessionGuard]:
+    """The MCP server and its streamable HTTP endpoint behind the session guard (server/http/mcp_sessions.py),
+    with the SDK's own DNS-rebinding check on the same host names as the guard's."""
+    mcp = build_server(oracle)
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path="/mcp",
+        host=host,
+        transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=sorted(allowed_hosts),
+            allowed_origins=sorted(f"http://{h}" for h in allowed_hosts),
+        ),
+        max_sessions=MAX_SESSIONS,
+    )
+    sessions = SessionGuard(next(r.endpoint for r in mcp_app.routes if isinstance(r, Route) and r.path == "/mcp"),
+                            mcp.session_manager)
+    return mcp, sessions
+
+
+def _client_of(request: Request) -> str:
+    """"cli@server" for the CLI's calls through this server (server/cli/remote.py), else "http"."""
+    return "cli@server" if request.headers.get("x-oracle-client") == "cli@server" else "http"
+
+
+def _add_error_answers(app: FastAPI) -> None:
+    """Every failure answered as JSON with an `error` message: a service's (its own status), invalid input
+    (the fields named, as the other adapters name them) and Starlette's own (404, 405...)."""
 
     @app.exception_handler(OracleError)
     async def oracle_error(request: Request, exc: OracleError) -> JSONResponse:
@@ -529,11 +579,14 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         body = {"error": f"invalid input: {listed}", "detail": jsonable_encoder(errors)}
         return JSONResponse(_json_safe(body), status_code=VALIDATION_STATUS)
 
-    def ready() -> Oracle:
-        oracle.wait_ready()
-        return oracle
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
-    Ready = Annotated[Oracle, Depends(ready)]
+
+def _add_service_routes(app: FastAPI, oracle: Oracle, proof_secret: bytes | None) -> None:
+    """The routes that do not wait for the index: /health, which answers at once whatever the database's state,
+    and the CLI's server proof."""
 
     @app.get("/health", response_model=Health, responses={503: {"description": "the database cannot be reached"}})
     def health() -> Health | JSONResponse:
@@ -554,8 +607,10 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
         return JSONResponse({"proof": prove(proof_secret, nonce)})
 
-    for tool in TOOLS:
-        _add_tool_route(app, tool, Ready, client_of, mcp.slots)
+
+def _add_dashboard_routes(app: FastAPI, oracle: Oracle, Ready: Any) -> None:
+    """What the dashboard reads beyond the tools (graph, file, feedback, supersessions, logs), its pages and
+    their static files. `Ready` is the dependency that waits for the index."""
 
     @app.get("/api/graph", response_model=Graph)
     def api_graph(o: Ready, limit: Annotated[int, Query(ge=1, le=200)] = 40, documents: bool = True) -> Graph:
@@ -591,25 +646,6 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    # Starlette serves an ASGI app given as a route's endpoint; add_route's types name request handlers only
-    app.add_route("/mcp", sessions, methods=["GET", "POST", "DELETE"],  # type: ignore[arg-type]
-                  include_in_schema=False)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
-
-    origins = [o.strip() for o in os.environ.get("ORACLE_CORS_ORIGINS", "").split(",")
-               if o.strip() and o.strip() != "*"]
-    app.add_middleware(
-        CORSMiddleware,
-        allow_origins=origins or sorted(f"http://{h}" for h in allowed_hosts),
-        allow_methods=["GET", "POST"],
-        allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
-    )
-    hosts = {h.lower() for h in allowed_hosts}
-    return SecurityHeaders(Guard(BodyLimit(app), allowed_hosts=hosts, token=token, tokens=tokens,
-                                 origins=allowed_origins(hosts, origins), required=required))
 
 
 @contextlib.asynccontextmanager
