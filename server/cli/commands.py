@@ -23,6 +23,7 @@ from oracle_server.registry import render
 
 if TYPE_CHECKING:  # the fast path must not import the service layer (~0.1 s) to find a running server
     from oracle_indexer.config import Settings
+    from oracle_server.services.capabilities.team import TokenStore
     from oracle_server.services.runtime.app import Oracle
 
 Renderer = Callable[[dict], tuple[list[str], list[str]]]
@@ -501,17 +502,35 @@ def cmd_database(args: argparse.Namespace) -> int:
 def cmd_token(args: argparse.Namespace) -> int:
     """`oracle token add|list|revoke`: the named tokens of this data dir (team mode,
     server/services/capabilities/team.py). Local only, never through a server: whoever can write the data dir
-    administers its tokens."""
+    administers its tokens. Each action is a function below; the errors they raise map to exit codes here."""
+    from oracle_server.services.capabilities.team import TokenError, TokenExists, TokenMissing
+
+    store = _token_store(args)
+    if isinstance(store, int):
+        return store
+    try:
+        if args.action == "add":
+            return _token_add(args, store)
+        if args.action == "revoke":
+            return _token_revoke(args, store)
+        return _token_list(args, store)
+    except TokenExists as exc:
+        return _print_error(4, str(exc))
+    except TokenMissing as exc:
+        return _print_error(3, str(exc))
+    except (TokenError, OSError) as exc:
+        return _print_error(2, str(exc))
+    finally:
+        store.close()
+
+
+def _token_store(args: argparse.Namespace) -> TokenStore | int:
+    """The token store `oracle token` works on, or the exit code when it cannot be opened. With the team store
+    the tokens are the database's, shared by every engine (docs/team.md), so the URL is looked up as a server
+    would: ORACLE_DATABASE_URL, or the root's oracle.toml ([database] url); no root needed."""
     from pathlib import Path
 
-    from oracle_server.services.capabilities.team import (
-        TokenError,
-        TokenExists,
-        TokenMissing,
-        last_token_warning,
-        shown,
-        token_store,
-    )
+    from oracle_server.services.capabilities.team import token_store
 
     root = locate.resolve_root(args.root)
     data_dir = Path(locate.resolve_data_dir(args.data_dir, root))
@@ -521,54 +540,59 @@ def cmd_token(args: argparse.Namespace) -> int:
             from oracle_indexer.config import Settings
 
             url = Settings.from_env(root=Path(root), data_dir=data_dir).database_url
-        store = token_store(url, data_dir)
+        return token_store(url, data_dir)
     except Exception as exc:  # noqa: BLE001 - a bad URL, the database away: say which, change nothing
         return _print_error(5, f"token {args.action}: {exc}")
-    try:
-        if args.action == "add":
-            if not args.name:
-                return _print_error(2, "token add: give the token's name, e.g. `oracle token add alice --write`")
-            if args.read_only == args.write:
-                return _print_error(2, "token add: say what the token may do: --read-only or --write")
-            token = store.add(args.name, "read" if args.read_only else "write")
-            access = "read-only" if args.read_only else "read and write"
-            if args.json:
-                _dump({"name": args.name, "access": "read" if args.read_only else "write", "token": token})
-            else:
-                print(token)
-                print(f"oracle: token for {args.name} ({access}); it is shown only this once: send it as"
-                      " 'Authorization: Bearer <token>'", file=sys.stderr)
-            return 0
-        if args.action == "revoke":
-            if not args.name:
-                return _print_error(2, "token revoke: give the token's name (`oracle token list` shows them)")
-            gone = store.revoke(args.name)
-            if args.json:
-                _dump(gone.public())
-            else:
-                print(f"revoked {shown(gone.name)} ({shown(gone.access)}); a running server refuses it from its next"
-                      " request")
-            warning = last_token_warning(store)
-            if warning:
-                print(f"oracle: warning: {warning}", file=sys.stderr)
-            return 0
-        entries = [e.public() for e in store.entries()]
-        if args.json:
-            _dump({"tokens": entries, "file": str(store.path), "kept_in": store.where})
-        elif not entries:
-            print("no named tokens (team mode is off); add one with `oracle token add NAME --read-only|--write`")
-        else:
-            for e in entries:
-                print(f"{shown(e['name'])}\t{e['access']}\tcreated {shown(e['created'])}")
-        return 0
-    except TokenExists as exc:
-        return _print_error(4, str(exc))
-    except TokenMissing as exc:
-        return _print_error(3, str(exc))
-    except (TokenError, OSError) as exc:
-        return _print_error(2, str(exc))
-    finally:
-        store.close()
+
+
+def _token_add(args: argparse.Namespace, store: TokenStore) -> int:
+    """`oracle token add NAME --read-only|--write`: the new token printed once (it is stored only as a hash)."""
+    if not args.name:
+        return _print_error(2, "token add: give the token's name, e.g. `oracle token add alice --write`")
+    if args.read_only == args.write:
+        return _print_error(2, "token add: say what the token may do: --read-only or --write")
+    token = store.add(args.name, "read" if args.read_only else "write")
+    access = "read-only" if args.read_only else "read and write"
+    if args.json:
+        _dump({"name": args.name, "access": "read" if args.read_only else "write", "token": token})
+    else:
+        print(token)
+        print(f"oracle: token for {args.name} ({access}); it is shown only this once: send it as"
+              " 'Authorization: Bearer <token>'", file=sys.stderr)
+    return 0
+
+
+def _token_revoke(args: argparse.Namespace, store: TokenStore) -> int:
+    """`oracle token revoke NAME`, with a warning when it was the last token (team mode is off then)."""
+    from oracle_server.services.capabilities.team import last_token_warning, shown
+
+    if not args.name:
+        return _print_error(2, "token revoke: give the token's name (`oracle token list` shows them)")
+    gone = store.revoke(args.name)
+    if args.json:
+        _dump(gone.public())
+    else:
+        print(f"revoked {shown(gone.name)} ({shown(gone.access)}); a running server refuses it from its next"
+              " request")
+    warning = last_token_warning(store)
+    if warning:
+        print(f"oracle: warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _token_list(args: argparse.Namespace, store: TokenStore) -> int:
+    """`oracle token list`: name, access and creation date of each token (never the token itself)."""
+    from oracle_server.services.capabilities.team import shown
+
+    entries = [e.public() for e in store.entries()]
+    if args.json:
+        _dump({"tokens": entries, "file": str(store.path), "kept_in": store.where})
+    elif not entries:
+        print("no named tokens (team mode is off); add one with `oracle token add NAME --read-only|--write`")
+    else:
+        for e in entries:
+            print(f"{shown(e['name'])}\t{e['access']}\tcreated {shown(e['created'])}")
+    return 0
 
 
 def _literal(text: str | None) -> str | None:
