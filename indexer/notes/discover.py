@@ -222,7 +222,9 @@ def _inside(real: Path, root: Path) -> bool:
     return real == root or root in real.parents
 
 
-def _examine(path: Path, root: Path, layout: Layout | dict[str, str],
+# Over complexity 10 on purpose: the refusals a path can meet (stat, link, root, kind, twins, rules), in the order
+# checked.
+def _examine(path: Path, root: Path, layout: Layout | dict[str, str],  # noqa: C901
              twins: bool = True) -> tuple[Path | None, str | None]:
     """(real path, None) for a regular file inside the (resolved) root, (None, why not) for anything else,
     (None, None) when there is nothing there at all.

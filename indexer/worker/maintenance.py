@@ -374,7 +374,9 @@ class Maintenance:
         if report.pulled or report.deleted_here or report.conflicts or report.added or report.changed:
             self._report(report)
 
-    def _vector_health(self, now: float) -> None:
+    # Over complexity 10 on purpose: the vector store's three states (down, needs repair, healthy), each with its own
+    # timer.
+    def _vector_health(self, now: float) -> None:  # noqa: C901
         """Notice an outage or a loss on our own schedule and repair it; reads only report health."""
         vectors = self.indexer.vectors
         if vectors.down is not None:

@@ -247,7 +247,8 @@ class WorkingCopy:
                 return
         report.warnings.append(f"{rel}: another engine kept changing it; left for the next sync")
 
-    def _decide(self, rel: str, present: bool, base: Base | None, head: Head | None, author: str | None,
+    # Over complexity 10 on purpose: the module's table of cases as one if-chain, to be read against the table.
+    def _decide(self, rel: str, present: bool, base: Base | None, head: Head | None, author: str | None,  # noqa: C901
                 report: CopyReport, changed: dict[str, Base | None],
                 pending: list[tuple[str, Head, bytes | None]], taken: set[str]) -> None:
         """One path's case (see the module's table); pulls are queued in `pending` to read their texts at once."""

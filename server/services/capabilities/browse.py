@@ -203,7 +203,9 @@ RELATIONS_PER_ENTITY = 4  # relations drawn at most per entity
 RELATIONS_READ = 5000  # relations read to find the hubs among (nat-brain: 1,081 links)
 
 
-def graph(oracle: Oracle, limit: int = 40, documents: bool = True, relations: int = GRAPH_RELATIONS,
+# Over complexity 10 on purpose: the graph's parts (concepts, co-occurrence, notes, relations) built over the same
+# counts.
+def graph(oracle: Oracle, limit: int = 40, documents: bool = True, relations: int = GRAPH_RELATIONS,  # noqa: C901
           max_documents: int = GRAPH_DOCUMENTS) -> Graph:
     """The vault's own top concepts (`vault_concepts`), how often they share a note, the notes that carry most
     of them (at most `max_documents`), and the relations notes state most often between entities."""
