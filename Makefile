@@ -1,10 +1,10 @@
-# Oracle: `make install` (idempotent), `make run`, `make test` (every tier), `make test-fast`, `make typecheck`, `make bench`.
+# Oracle: `make install` (idempotent), `make run`, `make test` (every tier), `make test-fast`, `make typecheck`, `make lint`, `make bench`.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock browser node-tools bundle run test test-fast typecheck test-system bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean docs
+.PHONY: install lock browser node-tools bundle run test test-fast typecheck lint test-system bench-quality bench-notes bench-client bench-speed bench-load bench-live bench-scale clean docs
 
 # After the packages: mcp.json and .mcp.json naming this checkout's oracle by its absolute path
 # (server/mcp/client_config.py), and the MCP SDK's handshake answers recorded once in the user's cache folder (server/mcp/warm.py),
@@ -93,6 +93,11 @@ test-fast: install
 typecheck: install
 	@$(BIN)/python benchmarks/trees.py . >/dev/null
 	$(BIN)/python -m mypy
+
+# ruff over server/ and indexer/ as pyproject.toml's [tool.ruff] sets it (tests/contract/test_lint.py runs the same in
+# `make test`); `.venv/bin/ruff check --fix` sorts imports and drops unused ones.
+lint: install
+	$(BIN)/python -m ruff check --no-cache indexer server
 
 # docs/tools.md from the registry (tests/contract/test_docs.py fails when it is out of date)
 docs: install

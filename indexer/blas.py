@@ -7,6 +7,7 @@ for it and the model module the store, a circle over one private function.
 
 from __future__ import annotations
 
+
 def one_blas_thread() -> None:
     """NumPy's BLAS on one thread for the rest of the process (the encoder sets it when it loads, the exact leg
     before its first product).

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from oracle_indexer import locate
-from oracle_indexer.database_choice import choose, where
+from oracle_indexer.database_choice import DatabaseChoice, choose, where
 from oracle_indexer.rootconfig import BUILTIN_FOLDER_TYPES, DOC_TYPES, ConfigError, Layout, load_layout
 
 # The starter knowledge of a source checkout. An installed wheel (pipx) has no checkout: it ships the same
@@ -30,7 +30,8 @@ DEFAULT_MAX_CHUNKS_PER_FILE = 2000  # more is a dump, not a note; and it would h
 
 DEFAULT_FOLDER_TYPES: dict[str, str] = dict(BUILTIN_FOLDER_TYPES)
 
-__all__ = ["BUNDLED_ROOT", "ConfigError", "ConfigReload", "DOC_TYPES", "DEFAULT_FOLDER_TYPES", "Settings", "bundled_root"]
+__all__ = ["BUNDLED_ROOT", "ConfigError", "ConfigReload", "DOC_TYPES", "DEFAULT_FOLDER_TYPES", "Settings",
+           "bundled_root"]
 
 EMBEDDED_COLLECTION = "oracle_chunks"
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")
@@ -120,7 +121,8 @@ class Settings:
     database_url: str | None = None
     database_origin: str | None = None  # where database_url came from
     database_notice: str | None = None  # oracle.toml names a database the user has not allowed: what to do
-    # ORACLE_RERANK_MODEL, else oracle.toml's [rerank] model: a cross-encoder folder, or `off` (indexer/models/rerank.py)
+    # ORACLE_RERANK_MODEL, else oracle.toml's [rerank] model: a cross-encoder folder, or `off`
+    # (indexer/models/rerank.py)
     rerank_model: str | None = None
     exact_limit: int = DEFAULT_EXACT_LIMIT  # ORACLE_EXACT_LIMIT (indexer/store/sqlite/exact.py)
     # ORACLE_SAMPLING=1|0, else oracle.toml's [search] sampling: ask an MCP client's model for query variants
@@ -176,89 +178,161 @@ class Settings:
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "Settings":  # any field of Settings, by name
+        """The settings from keyword overrides (the command line's), else the environment, else oracle.toml and
+        the defaults. Each setting is read and checked by a function of its own below, in this order, so the first
+        mistake is the one reported; the overrides a helper does not take are passed on as fields as they are."""
         env = os.environ
-        source = "--root" if overrides.get("root") else "ORACLE_ROOT"
-        given = overrides.pop("root", None) or env.get("ORACLE_ROOT")
-        root = Path(str(given)).expanduser().resolve() if given else bundled_root()
-        if given and not root.is_dir():
-            # A mistyped root used to index nothing, report "0 notes" and "drift: none", and leave a data dir
-            # behind; `oracle serve` died with an error that named no path.
-            what = "is not a folder" if root.exists() else "does not exist"
-            raise ConfigError(f"the knowledge root {root} ({source}={given}) {what}: check the path"
-                              + ("" if root.exists() else ", or create the folder first"))
+        root = _env_root(overrides, env)
         data = overrides.pop("data_dir", None) or env.get("ORACLE_DATA_DIR")
         data_dir = Path(str(data)).expanduser().resolve() if data else _default_data_dir(root)
-        port_text = str(overrides.pop("port", None) or env.get("ORACLE_PORT") or DEFAULT_PORT)
-        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise ConfigError(f"ORACLE_PORT={port_text!r} is not a TCP port number (1-65535)")
+        port = _env_port(overrides, env)
         layout = load_layout(root, env)
         max_bytes = int(env.get("ORACLE_MAX_FILE_BYTES") or DEFAULT_MAX_FILE_BYTES)
-        max_chunks_text = str(overrides.pop("max_chunks_per_file", None) or env.get("ORACLE_MAX_CHUNKS_PER_FILE")
-                              or DEFAULT_MAX_CHUNKS_PER_FILE)
-        if not max_chunks_text.isdigit() or int(max_chunks_text) < 1:
-            raise ConfigError(f"ORACLE_MAX_CHUNKS_PER_FILE={max_chunks_text!r} is not a positive whole number")
-        collection = str(overrides.pop("chroma_collection", None) or env.get("ORACLE_CHROMA_COLLECTION") or "") or None
-        if collection is not None and not _COLLECTION_NAME.match(collection):
-            raise ConfigError(
-                f"ORACLE_CHROMA_COLLECTION={collection!r} is not a Chroma collection name: 3-63 letters, digits,"
-                " '.', '_' or '-', starting and ending with a letter or digit"
-            )
-        multilingual = str(overrides.pop("multilingual", None) or env.get("ORACLE_MULTILINGUAL") or "auto").lower()
-        if multilingual not in ("auto", "on", "off"):
-            raise ConfigError(f"ORACLE_MULTILINGUAL={multilingual!r}: use auto (the default), on or off")
-        embedding_model = str(overrides.pop("embedding_model", None) or env.get("ORACLE_EMBEDDING_MODEL") or "").strip() or None
-        if embedding_model and embedding_model != "minilm":  # a folder: from the working dir
-            from oracle_indexer.models.embed import unknown_model
-
-            mistake = unknown_model(embedding_model, Path.cwd())
-            if mistake:
-                raise ConfigError(f"ORACLE_EMBEDDING_MODEL: {mistake}")
-            embedding_model = str(Path(embedding_model).expanduser().resolve())
-        rerank_model = str(overrides.pop("rerank_model", None) or env.get("ORACLE_RERANK_MODEL") or "").strip() or None
-        if rerank_model and rerank_model != "off":  # a folder: from the working dir
-            rerank_model = str(Path(rerank_model).expanduser().resolve())
-        if "exact_limit" not in overrides:
-            exact_text = (env.get("ORACLE_EXACT_LIMIT") or str(DEFAULT_EXACT_LIMIT)).strip()
-            if not exact_text.isdigit():
-                raise ConfigError(f"ORACLE_EXACT_LIMIT={exact_text!r} is not a whole number (0: always Chroma's HNSW)")
-            overrides["exact_limit"] = int(exact_text)
-        for name, var, default in (("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
-                                   ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)):
-            if name not in overrides:
-                overrides[name] = _whole(env, var, default)
-        sampling_text = str(env.get("ORACLE_SAMPLING", "")).strip().lower()
-        if sampling_text not in ("", "1", "0", "true", "false", "on", "off"):
-            raise ConfigError(f"ORACLE_SAMPLING={sampling_text!r}: use 1 (ask the MCP client's model for query variants)"
-                              " or 0")
-        if "sampling" not in overrides:
-            overrides["sampling"] = (sampling_text in ("1", "true", "on")) if sampling_text else layout.sampling
-        given = str(overrides.pop("database_url", None) or "").strip()
-        origin = "the command line" if given else "ORACLE_DATABASE_URL"
-        given = given or str(env.get("ORACLE_DATABASE_URL") or "").strip()
-        choice = choose(given or None, origin, layout.database_url, root, data_dir)
-        database_url = choice.url
-        if database_url and not database_url.startswith(("postgresql://", "postgres://")):
-            shown = database_url.split("@")[-1] if "@" in database_url else database_url  # never a password
-            raise ConfigError(f"{choice.origin} ({shown!r}) is not a PostgreSQL URL: use"
-                              " postgresql://USER:PASSWORD@HOST:5432/DATABASE, or unset it to keep the embedded store")
+        max_chunks = _env_max_chunks(overrides, env)
+        collection = _env_collection(overrides, env)
+        multilingual = _env_multilingual(overrides, env)
+        embedding_model = _env_embedding_model(overrides, env)
+        rerank_model = _env_rerank_model(overrides, env)
+        _env_limits(overrides, env)
+        _env_sampling(overrides, env, layout)
+        choice = _env_database(overrides, env, layout, root, data_dir)
         return cls(
             root=root,
-            database_url=database_url,
+            database_url=choice.url,
             database_origin=choice.origin,
             database_notice=choice.notice,
             data_dir=data_dir,
             author=str(overrides.pop("author", None) or env.get("ORACLE_AUTHOR") or "").strip() or None,
             chroma_url=str(overrides.pop("chroma_url", None) or env.get("ORACLE_CHROMA_URL") or "") or None,
-            port=int(port_text),
+            port=port,
             max_file_bytes=max_bytes,
             layout=layout,
             chroma_collection=collection,
-            max_chunks_per_file=int(max_chunks_text),
+            max_chunks_per_file=max_chunks,
             multilingual=multilingual,
             embedding_model=embedding_model,
             rerank_model=rerank_model,
             **overrides,
         )
+
+
+# -- Settings.from_env, one setting each: `overrides` are the caller's keyword arguments (a helper pops the ones it
+# reads, so they are not passed twice), `env` the environment. One function per setting keeps each check next to
+# its message and from_env a list that reads in the order the settings are checked.
+Env = dict[str, str] | os._Environ[str]
+
+
+def _env_root(overrides: dict[str, Any], env: Env) -> Path:
+    """--root, else ORACLE_ROOT, else the bundled knowledge; a given root must be a folder. A mistyped root used to
+    index nothing, report "0 notes" and "drift: none", and leave a data dir behind; `oracle serve` died with an
+    error that named no path."""
+    source = "--root" if overrides.get("root") else "ORACLE_ROOT"
+    given = overrides.pop("root", None) or env.get("ORACLE_ROOT")
+    root = Path(str(given)).expanduser().resolve() if given else bundled_root()
+    if given and not root.is_dir():
+        what = "is not a folder" if root.exists() else "does not exist"
+        raise ConfigError(f"the knowledge root {root} ({source}={given}) {what}: check the path"
+                          + ("" if root.exists() else ", or create the folder first"))
+    return root
+
+
+def _env_port(overrides: dict[str, Any], env: Env) -> int:
+    """The HTTP port: checked here so that a typo is named at start, not when the socket is bound."""
+    port_text = str(overrides.pop("port", None) or env.get("ORACLE_PORT") or DEFAULT_PORT)
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ConfigError(f"ORACLE_PORT={port_text!r} is not a TCP port number (1-65535)")
+    return int(port_text)
+
+
+def _env_max_chunks(overrides: dict[str, Any], env: Env) -> int:
+    """The cap on one file's sections: a positive whole number, since 0 would index nothing of any file."""
+    max_chunks_text = str(overrides.pop("max_chunks_per_file", None) or env.get("ORACLE_MAX_CHUNKS_PER_FILE")
+                          or DEFAULT_MAX_CHUNKS_PER_FILE)
+    if not max_chunks_text.isdigit() or int(max_chunks_text) < 1:
+        raise ConfigError(f"ORACLE_MAX_CHUNKS_PER_FILE={max_chunks_text!r} is not a positive whole number")
+    return int(max_chunks_text)
+
+
+def _env_collection(overrides: dict[str, Any], env: Env) -> str | None:
+    """A Chroma collection name, checked against Chroma's own rule so that the mistake is ours to name."""
+    collection = str(overrides.pop("chroma_collection", None) or env.get("ORACLE_CHROMA_COLLECTION") or "") or None
+    if collection is not None and not _COLLECTION_NAME.match(collection):
+        raise ConfigError(
+            f"ORACLE_CHROMA_COLLECTION={collection!r} is not a Chroma collection name: 3-63 letters, digits,"
+            " '.', '_' or '-', starting and ending with a letter or digit"
+        )
+    return collection
+
+
+def _env_multilingual(overrides: dict[str, Any], env: Env) -> str:
+    """auto, on or off (indexer/models/multilingual.py): anything else is refused rather than read as one."""
+    multilingual = str(overrides.pop("multilingual", None) or env.get("ORACLE_MULTILINGUAL") or "auto").lower()
+    if multilingual not in ("auto", "on", "off"):
+        raise ConfigError(f"ORACLE_MULTILINGUAL={multilingual!r}: use auto (the default), on or off")
+    return multilingual
+
+
+def _env_embedding_model(overrides: dict[str, Any], env: Env) -> str | None:
+    """`minilm`, None (oracle.toml's or the default), or a model folder resolved from the working dir now, since
+    the server may run elsewhere; a folder that holds no model is refused here, before anything is indexed."""
+    embedding_model = str(overrides.pop("embedding_model", None) or env.get("ORACLE_EMBEDDING_MODEL") or ""
+                          ).strip() or None
+    if embedding_model and embedding_model != "minilm":  # a folder: from the working dir
+        from oracle_indexer.models.embed import unknown_model
+
+        mistake = unknown_model(embedding_model, Path.cwd())
+        if mistake:
+            raise ConfigError(f"ORACLE_EMBEDDING_MODEL: {mistake}")
+        embedding_model = str(Path(embedding_model).expanduser().resolve())
+    return embedding_model
+
+
+def _env_rerank_model(overrides: dict[str, Any], env: Env) -> str | None:
+    """`off`, None, or a cross-encoder folder resolved from the working dir (as the embedding model's)."""
+    rerank_model = str(overrides.pop("rerank_model", None) or env.get("ORACLE_RERANK_MODEL") or "").strip() or None
+    if rerank_model and rerank_model != "off":  # a folder: from the working dir
+        rerank_model = str(Path(rerank_model).expanduser().resolve())
+    return rerank_model
+
+
+def _env_limits(overrides: dict[str, Any], env: Env) -> None:
+    """The whole-number limits an override has not set, put into `overrides`: they are passed on as fields."""
+    if "exact_limit" not in overrides:
+        exact_text = (env.get("ORACLE_EXACT_LIMIT") or str(DEFAULT_EXACT_LIMIT)).strip()
+        if not exact_text.isdigit():
+            raise ConfigError(f"ORACLE_EXACT_LIMIT={exact_text!r} is not a whole number (0: always Chroma's HNSW)")
+        overrides["exact_limit"] = int(exact_text)
+    for name, var, default in (("log_retention_days", "ORACLE_LOG_RETENTION_DAYS", DEFAULT_LOG_RETENTION_DAYS),
+                               ("log_max_rows", "ORACLE_LOG_MAX_ROWS", DEFAULT_LOG_MAX_ROWS)):
+        if name not in overrides:
+            overrides[name] = _whole(env, var, default)
+
+
+def _env_sampling(overrides: dict[str, Any], env: Env, layout: Layout) -> None:
+    """ORACLE_SAMPLING, else oracle.toml's [search] sampling, into `overrides`; the variable is checked even when
+    an override wins, so a mistyped value never goes unnoticed."""
+    sampling_text = str(env.get("ORACLE_SAMPLING", "")).strip().lower()
+    if sampling_text not in ("", "1", "0", "true", "false", "on", "off"):
+        raise ConfigError(f"ORACLE_SAMPLING={sampling_text!r}: use 1 (ask the MCP client's model for query"
+                          " variants) or 0")
+    if "sampling" not in overrides:
+        overrides["sampling"] = (sampling_text in ("1", "true", "on")) if sampling_text else layout.sampling
+
+
+def _env_database(overrides: dict[str, Any], env: Env, layout: Layout, root: Path,
+                  data_dir: Path) -> DatabaseChoice:
+    """Which database serves (indexer/database_choice.py decides between the command line, the environment and
+    oracle.toml); a URL that is not PostgreSQL's is refused here, without ever showing its password."""
+    given = str(overrides.pop("database_url", None) or "").strip()
+    origin = "the command line" if given else "ORACLE_DATABASE_URL"
+    given = given or str(env.get("ORACLE_DATABASE_URL") or "").strip()
+    choice = choose(given or None, origin, layout.database_url, root, data_dir)
+    database_url = choice.url
+    if database_url and not database_url.startswith(("postgresql://", "postgres://")):
+        shown = database_url.split("@")[-1] if "@" in database_url else database_url  # never a password
+        raise ConfigError(f"{choice.origin} ({shown!r}) is not a PostgreSQL URL: use"
+                          " postgresql://USER:PASSWORD@HOST:5432/DATABASE, or unset it to keep the embedded store")
+    return choice
 
 
 # -- oracle.toml edited while a server runs ----------------------------------------------------------------
@@ -305,7 +379,8 @@ class ConfigReload:
         return "; ".join(parts) or "oracle.toml re-read: nothing a running server uses changed"
 
 
-def reload_settings(settings: Settings, env: dict[str, str] | os._Environ[str] | None = None) -> tuple[Settings, ConfigReload]:
+def reload_settings(settings: Settings,
+                    env: dict[str, str] | os._Environ[str] | None = None) -> tuple[Settings, ConfigReload]:
     """`settings` with the root's oracle.toml read again: the live settings (LIVE_SETTINGS) replaced, the
     others kept as they are (RESTART_SETTINGS: named in the result while the file differs from them). An
     unreadable file changes nothing. The environment still wins where it set a value (ORACLE_SAMPLING,

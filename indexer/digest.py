@@ -11,9 +11,8 @@ come from `os.urandom`, as `secrets` takes them. Only the modules on the relay's
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
-
 from _operator import _compare_digest as compare_digest  # constant time, as hmac.compare_digest
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the type checker knows hashlib's; the C modules below have the same interface
     from hashlib import sha256

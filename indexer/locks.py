@@ -21,7 +21,8 @@ class WriterLockBusy(RuntimeError):
     indexer/store/pg/store.py PgWriterLock); nothing was written. The message says who holds it, since when,
     and what to do."""
 
-    error_kind = "unavailable"  # what it means to a caller (server/services/vocabulary/errors.py: classify): retry later
+    # what it means to a caller (server/services/vocabulary/errors.py: classify): retry later
+    error_kind = "unavailable"
 
 
 class WriterLock:

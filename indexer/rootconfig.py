@@ -6,8 +6,9 @@ root's `oracle.toml`, and ORACLE_FOLDER_TYPES / ORACLE_DEFAULT_TYPE, so `discove
 `sync_paths` and `stats` classify every path the same way.
 
 Folder keys in oracle.toml are paths from the root (`locales/en`, `notes`); `**/logs` matches a folder named
-logs at any depth, like the built-in `learnings` (in ORACLE_FOLDER_TYPES a bare name keeps meaning that). The most specific key wins: the deepest folder on
-the file's path that a key names, and at the same depth a path beats a bare name. Files in no mapped folder
+logs at any depth, like the built-in `learnings` (in ORACLE_FOLDER_TYPES a bare name keeps meaning that). The
+most specific key wins: the deepest folder on the file's path that a key names, and at the same depth a path
+beats a bare name. Files in no mapped folder
 (root files included) get `default_type`, or are reported as not indexed when there is none.
 
 Globs (include, exclude and the root's `.gitignore`) use .gitignore syntax, so there is one syntax to learn:
@@ -27,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
+from oracle_indexer.models.rerank import RerankPolicy
 from oracle_indexer.notes.fields import FrontmatterSchema
 from oracle_indexer.notes.freshness import FreshnessPolicy
-from oracle_indexer.models.rerank import RerankPolicy
 
 T = TypeVar("T")
 
@@ -400,7 +401,8 @@ class _ConfigFile:
 
 def _read_config(path: Path) -> _ConfigFile:
     """`root/oracle.toml`, parsed, its top-level keys checked."""
-    if path.is_symlink():  # a repository could point it at any file of the person indexing; `oracle init` refuses it too
+    # a repository could point it at any file of the person indexing; `oracle init` refuses it too
+    if path.is_symlink():
         raise ConfigError(f"{path} is a symlink; oracle.toml must be a regular file in the root (replace the link with"
                           " a copy)")
     if not path.is_file():

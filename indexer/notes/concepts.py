@@ -76,7 +76,8 @@ STRUCTURAL_HEADINGS: frozenset[str] = frozenset({
     "authors", "deciders", "owner", "created", "updated",
 })
 _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
-_LABEL = re.compile(r"^(\s*(?:[-*+]\s+)?)(\*\*|__)([^*_\n]{1,40}?)\s*:?\s*\2\s*:?")  # **Context**: ... / - **Status:** ...
+# **Context**: ... / - **Status:** ...
+_LABEL = re.compile(r"^(\s*(?:[-*+]\s+)?)(\*\*|__)([^*_\n]{1,40}?)\s*:?\s*\2\s*:?")
 
 
 def is_structural_heading(heading: str) -> bool:

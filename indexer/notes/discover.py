@@ -108,7 +108,8 @@ def target_refused(target: str, rules: Layout | dict[str, str]) -> str | None:
     dot-folder, `node_modules`, an exclude glob, the root's .gitignore, anything that is not markdown).
     """
     if any(is_ignored_name(part) for part in target.split("/")):
-        return "symlink target is a hidden file or in a hidden folder (names starting with '.', '#' or '~'): not indexed"
+        return ("symlink target is a hidden file or in a hidden folder (names starting with '.', '#' or '~'):"
+                " not indexed")
     if not target.lower().endswith(MARKDOWN_SUFFIXES):
         return "symlink target is not a markdown file: not indexed"
     rule = as_layout(rules).excluded_file(target)
@@ -221,7 +222,10 @@ def _inside(real: Path, root: Path) -> bool:
     return real == root or root in real.parents
 
 
-def _examine(path: Path, root: Path, layout: Layout | dict[str, str], twins: bool = True) -> tuple[Path | None, str | None]:
+# Over complexity 10 on purpose: the refusals a path can meet (stat, link, root, kind, twins, rules), in the order
+# checked.
+def _examine(path: Path, root: Path, layout: Layout | dict[str, str],  # noqa: C901
+             twins: bool = True) -> tuple[Path | None, str | None]:
     """(real path, None) for a regular file inside the (resolved) root, (None, why not) for anything else,
     (None, None) when there is nothing there at all.
 
@@ -339,25 +343,8 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
     spelled: Counter = Counter()  # NFC name -> files on disk with that name in some normal form
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = "" if dirpath == str(root) else relative_name(Path(dirpath), root)
-        kept = []
-        for d in sorted(dirnames):
-            rel_d = f"{here}/{d}" if here else unicodedata.normalize("NFC", d)
-            if is_ignored_name(d) or layout.excluded_dir(rel_d):
-                continue
-            kept.append(d)
-        dirnames[:] = kept
-        for name in dirnames:  # os.walk lists symlinks to folders here; it never descends into them
-            path = Path(dirpath) / name
-            if not path.is_symlink():
-                folders.add(relative_name(path, root))
-            named_md = name.lower().endswith(MARKDOWN_SUFFIXES)
-            if not named_md and not path.is_symlink():
-                continue
-            reason = unindexable(path, root, layout)
-            if reason == OUTSIDE:
-                result.skipped[relative_name(path, root)] = "folder symlink points outside the knowledge root: not followed"
-            elif named_md and reason:
-                result.skipped[relative_name(path, root)] = reason
+        dirnames[:] = _kept_folders(dirnames, here, layout)  # os.walk descends into these only
+        _folder_entries(Path(dirpath), dirnames, root, layout, folders, result)
         for name in sorted(filenames):
             if is_ignored_name(name) or not name.lower().endswith(MARKDOWN_SUFFIXES):
                 continue
@@ -381,6 +368,49 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
                 result.unmapped[top_folder(rel)] += 1
                 continue
             result.files.append(Found(rel=rel, path=path, type=doc_type))
+    _resolve_links(result, links, walked)
+    _drop_twins(result, spelled)
+    result.files.sort(key=lambda f: f.rel)
+    result.warnings = layout.unmatched(folders)
+    return result
+
+
+def _kept_folders(dirnames: list[str], here: str, layout: Layout) -> list[str]:
+    """The folders of `here` the walk enters, sorted: not hidden, not excluded by oracle.toml. Pruned before
+    os.walk descends, so an excluded tree (node_modules, a vendored site) costs nothing."""
+    kept = []
+    for d in sorted(dirnames):
+        rel_d = f"{here}/{d}" if here else unicodedata.normalize("NFC", d)
+        if is_ignored_name(d) or layout.excluded_dir(rel_d):
+            continue
+        kept.append(d)
+    return kept
+
+
+def _folder_entries(dirpath: Path, dirnames: list[str], root: Path, layout: Layout, folders: set[str],
+                    result: Discovery) -> None:
+    """The folders of one directory: real ones noted in `folders` (for oracle.toml's unmatched keys), symlinks
+    and folders named like markdown files reported as skipped with the reason. os.walk lists symlinks to folders
+    among the folders and never descends into them, so they are seen here or not at all."""
+    for name in dirnames:
+        path = dirpath / name
+        if not path.is_symlink():
+            folders.add(relative_name(path, root))
+        named_md = name.lower().endswith(MARKDOWN_SUFFIXES)
+        if not named_md and not path.is_symlink():
+            continue
+        reason = unindexable(path, root, layout)
+        if reason == OUTSIDE:
+            result.skipped[relative_name(path, root)] = ("folder symlink points outside the knowledge root:"
+                                                         " not followed")
+        elif named_md and reason:
+            result.skipped[relative_name(path, root)] = reason
+
+
+def _resolve_links(result: Discovery, links: list[tuple[str, Path, str | None, str]], walked: set[str]) -> None:
+    """File symlinks inside the root, once every real file is known: a link to a file indexed already is an
+    alias of it; otherwise, in walk order, the first link to a file is indexed under the link's name (its type
+    from the link's folder), so each file is indexed once whichever way it is reached."""
     indexed_as = {f.rel: f.rel for f in result.files}  # real file -> the name it is indexed under
     for rel, path, doc_type, target in links:  # in walk order: the first link to an unindexed target keeps it
         if target in indexed_as:
@@ -392,10 +422,6 @@ def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:
         else:
             result.files.append(Found(rel=rel, path=path, type=doc_type))
             indexed_as[target] = rel
-    _drop_twins(result, spelled)
-    result.files.sort(key=lambda f: f.rel)
-    result.warnings = layout.unmatched(folders)
-    return result
 
 
 def _drop_twins(result: Discovery, spelled: Counter) -> None:

@@ -5,7 +5,8 @@
 Each folder gets one of the index's types and a reason a person can check:
 
 - decisions (Architecture Decision Records) -> `principle`: named like `decisions/`, `adr/`, or most files look like
-  ADRs (a Decision heading or field with a Status / Context / Consequences one; or `0001-use-postgres.md` with two). They say how we work and why, which is what principles are consulted for.
+  ADRs (a Decision heading or field with a Status / Context / Consequences one; or `0001-use-postgres.md` with
+  two). They say how we work and why, which is what principles are consulted for.
 - runbooks -> `learning`: named like `runbooks/`, `playbooks/`, or most files have procedure headings (Steps,
   Rollback, Symptoms, Verification...): what was found to work, kept to be done again.
 - retrospectives -> `retro`: named like `retros/`, `postmortems/`, `journal/`, or most files are named by date
@@ -116,5 +117,6 @@ def classify(folder: str, files: Sequence[tuple[str, str]]) -> FolderKind:
                           f"{adrs} of {n} files look like ADRs (Status/Context/Decision headings)")
     runbooks = sum(1 for _, text in files if looks_like_runbook(text))
     if runbooks * 2 > n:
-        return FolderKind("learning", "runbooks", f"{runbooks} of {n} files have procedure headings (Steps, Rollback...)")
+        return FolderKind("learning", "runbooks",
+                          f"{runbooks} of {n} files have procedure headings (Steps, Rollback...)")
     return NOTES

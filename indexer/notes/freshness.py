@@ -24,7 +24,8 @@ import re
 from dataclasses import dataclass, field
 
 FRESHNESS_TYPES = ("principle", "learning", "retro", "note")
-DEFAULT_WINDOW_DAYS = 365  # a `last_verified` older than this is stale, with no [freshness] section (docs/configuration.md)
+# a `last_verified` older than this is stale, with no [freshness] section (docs/configuration.md)
+DEFAULT_WINDOW_DAYS = 365
 VERIFIED_KEY = "last_verified"
 REVIEW_KEY = "review_after"
 _ISO_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[T ].*)?$")

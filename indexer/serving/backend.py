@@ -1,10 +1,10 @@
 """The backend an Oracle serves from, chosen once, and the worker control a switching backend needs.
 
 An Oracle holds one `Backend` for its life. `view()` is what serves *now* (a `Parts`: store, vectors, logs,
-indexer); a request takes one view when it starts and keeps it to the end (server/services/runtime/app.py `Oracle.pinned`),
-so a switch made meanwhile (the team database lost or back) never splits a request between two stores. Before,
-the team link swapped four fields of the Oracle while requests ran, and a search read `oracle.store` afresh at each
-of its ~20 store calls.
+indexer); a request takes one view when it starts and keeps it to the end (server/services/runtime/app.py
+`Oracle.pinned`), so a switch made meanwhile (the team database lost or back) never splits a request between two stores.
+Before, the team link swapped four fields of the Oracle while requests ran, and a search read `oracle.store` afresh at
+each of its ~20 store calls.
 """
 
 from __future__ import annotations

@@ -61,7 +61,8 @@ def open_logs(settings: Settings, *, prune: bool = True) -> UsageLogs:
 
 
 def open_exact(settings: Settings, store: IndexStore) -> ExactVectors | None:
-    """The exact vector leg of a small SQLite base (indexer/store/sqlite/exact.py); None for PostgreSQL (pgvector's own)."""
+    """The exact vector leg of a small SQLite base (indexer/store/sqlite/exact.py); None for PostgreSQL
+    (pgvector's own)."""
     if store.dialect == "postgresql":
         return None
     from oracle_indexer.store.sqlite.exact import ExactVectors

@@ -182,7 +182,8 @@ class VectorIndex(Protocol):
     @property
     def damaged(self) -> bool: ...
     @property
-    def opened(self) -> bool: ...  # its client is open: a write does not wait for it (server/services/support/loading.py)
+    # its client is open: a write does not wait for it (server/services/support/loading.py)
+    def opened(self) -> bool: ...
 
     # -- health (StoreHealth, indexer/store/sqlite/vectors.py)
     @property

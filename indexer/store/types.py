@@ -41,7 +41,8 @@ class Filters:
         return bool(self.type or self.concepts or self.project or self.date_from or self.date_to or self.lang
                     or self.only_notes is not None or self.excluded_notes)
 
-    def sql(self, dialect: str = "sqlite") -> tuple[str, list]:
+    # Over complexity 10 on purpose: one clause per filter, in the order the WHERE reads, for both dialects.
+    def sql(self, dialect: str = "sqlite") -> tuple[str, list]:  # noqa: C901
         """The filters as a WHERE clause over `documents d` with `?` parameters, and its arguments. `dialect`
         ("sqlite" or "postgresql", the store's `dialect`) spells the note lists: a JSON array read by json_each in
         SQLite, an array parameter (`= ANY`) in PostgreSQL; one parameter each either way, however many notes."""

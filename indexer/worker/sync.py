@@ -17,18 +17,28 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from oracle_indexer.config import ConfigReload, Settings, reload_settings
-from oracle_indexer.notes.discover import Found, Unreadable, discover, note_type, on_disk, read_inside, too_large, unindexable
 from oracle_indexer.models.embed import MODEL_ID as MINILM_ID
 from oracle_indexer.models.embed import Embedder, EmbeddingUnavailable
-from oracle_indexer.store.backends import open_exact, open_multilingual, open_store, open_vectors, writer_lock
 from oracle_indexer.models.multilingual import SLICE as ML_SLICE
+from oracle_indexer.notes.discover import (
+    Discovery,
+    Found,
+    Unreadable,
+    discover,
+    note_type,
+    on_disk,
+    read_inside,
+    too_large,
+    unindexable,
+)
 from oracle_indexer.notes.parse import PARSER_VERSION, ParsedFile, compose_embed_text, parse_markdown
+from oracle_indexer.store.backends import open_exact, open_multilingual, open_store, open_vectors, writer_lock
+from oracle_indexer.store.errors import StoreError, VectorStoreUnavailable
 from oracle_indexer.store.protocols import IndexStore, VectorIndex
 from oracle_indexer.store.rows import FileState, parser_version
-from oracle_indexer.store.errors import StoreError
-from oracle_indexer.store.errors import VectorStoreUnavailable
 from oracle_indexer.worker.workcopy import CopyRefused, CopyReport, WorkingCopy
 
 FILE_BATCH = 64  # files parsed and embedded together: fewer, fuller model batches
@@ -147,8 +157,10 @@ class Indexer:
         self.vectors = vectors or open_vectors(settings)
         self.embedder = embedder or Embedder(settings.embedding)
         # A main model that reads every script needs no second one for Thai or CJK queries: `auto` is off then.
-        multilingual = "off" if settings.multilingual == "auto" and self.embedder.multilingual else settings.multilingual
-        self.exact = open_exact(settings, self.store)  # the vector leg of a small SQLite base (indexer/store/sqlite/exact.py)
+        multilingual = ("off" if settings.multilingual == "auto" and self.embedder.multilingual
+                        else settings.multilingual)
+        # the vector leg of a small SQLite base (indexer/store/sqlite/exact.py)
+        self.exact = open_exact(settings, self.store)
         self.multilingual = open_multilingual(settings, self.store, multilingual, self.exact)
         self.model_change: str | None = None  # "old -> new" once adopt_model re-keyed the index in this process
         try:
@@ -196,7 +208,8 @@ class Indexer:
         the vector store and leave every section pending, so the vector backlog re-embeds them (from the
         embedding cache where this model embedded the same text before). The keyword index is untouched and
         answers throughout; searches leave the vector leg out until the store records the new model (see
-        server/services/capabilities/search/pipeline.py). Called under the writer lock by every write. True when it re-keyed."""
+        server/services/capabilities/search/pipeline.py). Called under the writer lock by every write. True when it
+        re-keyed."""
         try:
             current = self.embedder.model_id
         except EmbeddingUnavailable:
@@ -346,12 +359,36 @@ class Indexer:
         keyword_ready: Callable[[], None] | None,
         cancel: Callable[[], bool] | None = None,
     ) -> SyncReport:
-        """The keyword half of `sync`, under the writer lock: every file on disk and in the index agree."""
+        """The keyword half of `sync`, under the writer lock: every file on disk and in the index agree. In
+        phases, one method each so that each can be read (and its order seen) on its own: list the folder (after
+        the working copy), find what is gone, reset or recover the vectors, classify, remove, index in batches."""
         started = time.perf_counter()
         report = SyncReport()
         root = self.settings.root
         if not root.is_dir():
             raise FileNotFoundError(f"knowledge root {root} does not exist or is not a folder (set ORACLE_ROOT)")
+        found, live = self._listed(root, force, report)
+        self._check_frontmatter_schema()
+        self._take_up_parser(whole_folder=True)
+        known, vanished = self._known_and_vanished(root, found, live, force)
+        if full:
+            known = {}
+        self._prepare_vectors(full, report)
+        to_index = self._classified(found, known, report, progress)
+        stale_vectors = self._removed(found, vanished, report)
+        if not self._indexed_in_batches(to_index, known, report, progress, cancel, stale_vectors):
+            return report
+        if keyword_ready:
+            keyword_ready()
+
+        self._delete_vectors(stale_vectors, report)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _listed(self, root: Path, force: bool, report: SyncReport) -> tuple[Discovery, set[str] | None]:
+        """The folder's files, and with a working copy the paths with a live head in the team store (None
+        without one). The folder and the database are brought in step first, so that the index follows both;
+        when that wrote or deleted files here the folder is listed again."""
         live: set[str] | None = None
         found = discover(root, self.settings.layout)
         if self.copy is not None:  # the folder and the database in step first; then the index follows both
@@ -366,13 +403,20 @@ class Indexer:
         report.unmapped = dict(sorted(found.unmapped.items()))
         report.aliases, report.excluded = found.aliases, dict(sorted(found.excluded.items()))
         report.warnings.extend(found.warnings)
+        return found, live
 
+    def _check_frontmatter_schema(self) -> None:
+        """[frontmatter] in oracle.toml changed: every note is checked again (re-parsed; vectors stay), since
+        the file states recorded say nothing of the rules the notes were checked against."""
         schema = self.settings.layout.frontmatter.digest
         if (self.store.get_meta("frontmatter_schema") or "") != schema:
-            # [frontmatter] in oracle.toml changed: every note is checked again (re-parsed; vectors stay)
             self.store.forget_file_states()
             self.store.set_meta("frontmatter_schema", schema)
-        self._take_up_parser(whole_folder=True)
+
+    def _known_and_vanished(self, root: Path, found: Discovery, live: set[str] | None,
+                            force: bool) -> tuple[dict[str, FileState], list[str]]:
+        """The index's file states and the indexed paths that left the folder; refuses (SyncRefused) to remove
+        most of the index in one run, which is what a mistyped or unmounted root looks like."""
         known = self.store.file_states()
         present = {f.rel for f in found.files}
         vanished = sorted(set(known) - present)
@@ -395,10 +439,13 @@ class Indexer:
                 f"refusing to remove {len(gone)} of {len(known)} indexed files in one run: is ORACLE_ROOT"
                 f" ({root}) the right folder? Run `oracle index --force` if the files really are gone."
             )
+        return known, vanished
 
+    def _prepare_vectors(self, full: bool, report: SyncReport) -> None:
+        """A full run empties the index and the vector store; otherwise vectors the store lost while it was
+        closed are queued again, so that the vector leg is whole once the flush has run."""
         if full:
             self.store.clear()
-            known = {}
             try:
                 self.vectors.reset()
             except VectorStoreUnavailable as exc:
@@ -409,6 +456,10 @@ class Indexer:
         elif lost == "some":
             self._requeue_lost_vectors()
 
+    def _classified(self, found: Discovery, known: dict[str, FileState], report: SyncReport,
+                    progress: Callable[[str, int, int], None] | None) -> list[tuple[Found, FileState, str]]:
+        """The files to index and what with (`_classify`), reporting progress per batch of files: a stat each,
+        a hash when the mtime moved."""
         to_index: list[tuple[Found, FileState, str]] = []
         for n, item in enumerate(found.files, 1):
             outcome = self._classify(item, known.get(item.rel), report)
@@ -416,7 +467,11 @@ class Indexer:
                 to_index.append(outcome)
             if progress and (n % FILE_BATCH == 0 or n == len(found.files)):
                 progress("files", n, len(found.files))  # a stat each, a hash when the mtime moved
+        return to_index
 
+    def _removed(self, found: Discovery, vanished: list[str], report: SyncReport) -> list[str]:
+        """Vanished files out of the index and skipped ones recorded (symlinks out of the root, FIFOs: kept for
+        stats); returns the ids whose vectors are to be deleted once the keyword phase is over."""
         stale_vectors: list[str] = []
         for rel in vanished:
             stale_vectors += self.store.remove_file(rel)
@@ -424,23 +479,25 @@ class Indexer:
         for rel, reason in found.skipped.items():  # symlinks out of the root, FIFOs: kept for stats
             stale_vectors += self.store.record_skip(rel, reason)
             report.skipped[rel] = reason
-        self.store.forget_skips(present | found.skipped.keys())
+        self.store.forget_skips({f.rel for f in found.files} | found.skipped.keys())
+        return stale_vectors
 
+    def _indexed_in_batches(self, to_index: list[tuple[Found, FileState, str]], known: dict[str, FileState],
+                            report: SyncReport, progress: Callable[[str, int, int], None] | None,
+                            cancel: Callable[[], bool] | None, stale_vectors: list[str]) -> bool:
+        """Index the files FILE_BATCH at a time, adding the ids whose vectors go to `stale_vectors`. False when
+        `cancel` stopped it between batches (the stale vectors deleted and the stop reported then): each file
+        is its own transaction, so the next run goes on from there."""
         for start in range(0, len(to_index), FILE_BATCH):
             if cancel and cancel():
                 self._delete_vectors(stale_vectors, report)
                 report.warnings.append(f"stopped after {start} of {len(to_index)} files (shutting down)")
-                return report
+                return False
             batch = to_index[start : start + FILE_BATCH]
             stale_vectors += self._index_batch(batch, known, report)
             if progress:
                 progress("keyword", min(start + FILE_BATCH, len(to_index)), len(to_index))
-        if keyword_ready:
-            keyword_ready()
-
-        self._delete_vectors(stale_vectors, report)
-        report.seconds = time.perf_counter() - started
-        return report
+        return True
 
     def sync_paths(self, rels: list[str], embed_limit: int | None = INLINE_EMBED_CHUNKS,
                    author: str | None = None, vectors: bool = True) -> SyncReport:
@@ -586,7 +643,8 @@ class Indexer:
         self._delete_vectors(stale, report)
         return report
 
-    def _classify(self, item: Found, state: FileState | None, report: SyncReport) -> tuple[Found, FileState, str] | None:
+    def _classify(self, item: Found, state: FileState | None,
+                  report: SyncReport) -> tuple[Found, FileState, str] | None:
         """None when the file is unchanged (or skipped), else what to index it with."""
         try:
             st = item.path.stat()
@@ -788,7 +846,8 @@ class Indexer:
                 break  # that was the last slice: no pause, no further round under the lock
             time.sleep(SLICE_PAUSE)
 
-    def _pending(self, files: set[str] | None, max_file_chunks: int | None) -> list[tuple[str, str, str, str, str | None]]:
+    def _pending(self, files: set[str] | None,
+                 max_file_chunks: int | None) -> list[tuple[str, str, str, str, str | None]]:
         """Pending chunks, those of files with fewer pending chunks first (then by file and position)."""
         pending = self.store.pending_vectors()
         if files is not None:

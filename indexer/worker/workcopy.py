@@ -22,8 +22,8 @@ pushed nor deleted: a machine's own oracle.toml can keep folders out of its copy
 trusted: a path it names is checked before anything is done with it (indexer/notes/rootfiles.py: relative, NFC,
 no `..`, markdown, not hidden), and every read, write and delete in the folder goes through `RootFiles`, opened
 beneath the root without following a link; a row that fails, a symlink, a file over the size limit, is skipped
-with a warning that names it (`refused`, counted in stats) and never stops the rest of the sync. Every decision is taken under
-the writer lock (one writer across engines) and every commit checks that the head is still the one read, so a
+with a warning that names it (`refused`, counted in stats) and never stops the rest of the sync. Every decision is taken
+under the writer lock (one writer across engines) and every commit checks that the head is still the one read, so a
 race ends as a retry, never as an overwrite.
 """
 
@@ -131,7 +131,8 @@ class WorkingCopy:
         self.machine = machine
         self.author = settings.author or _login()
         self._queue: list[tuple[Commit, Base]] = []  # revisions decided, not sent yet (one reconcile's)
-        self._deletions: list[tuple[str, str | None, str, str | None]] = []  # tombstones decided: path, head, base, author
+        # tombstones decided: path, head, base, author
+        self._deletions: list[tuple[str, str | None, str, str | None]] = []
         self.held: dict[str, str] = {}  # deletions the guard holds: path -> since when (ISO); stats
 
     def close(self) -> None:
@@ -246,7 +247,8 @@ class WorkingCopy:
                 return
         report.warnings.append(f"{rel}: another engine kept changing it; left for the next sync")
 
-    def _decide(self, rel: str, present: bool, base: Base | None, head: Head | None, author: str | None,
+    # Over complexity 10 on purpose: the module's table of cases as one if-chain, to be read against the table.
+    def _decide(self, rel: str, present: bool, base: Base | None, head: Head | None, author: str | None,  # noqa: C901
                 report: CopyReport, changed: dict[str, Base | None],
                 pending: list[tuple[str, Head, bytes | None]], taken: set[str]) -> None:
         """One path's case (see the module's table); pulls are queued in `pending` to read their texts at once."""
@@ -472,7 +474,8 @@ class WorkingCopy:
         bases = self.state.bases()
         gone = [rel for rel in bases if not self.files.exists(rel)]
         heads = self.revisions.heads(gone)
-        released = [rel for rel in gone if rel in heads and not heads[rel].deleted and heads[rel].hash == bases[rel].hash]
+        released = [rel for rel in gone
+                    if rel in heads and not heads[rel].deleted and heads[rel].hash == bases[rel].hash]
         self.state.update({rel: None for rel in released})
         for rel in released:
             self.held.pop(rel, None)

@@ -1,6 +1,6 @@
 """The `oracle` command (commands.py), its commands derived from the registry (spec.py), its fast path through a
-running server (remote.py) and `oracle init`'s report (init.py; the survey is services/init.py). The top of the stack: it may import every package, as
-it starts the servers.
+running server (remote.py) and `oracle init`'s report (init.py; the survey is services/init.py). The top of the stack:
+it may import every package, as it starts the servers.
 """
 
 

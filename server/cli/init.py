@@ -32,7 +32,8 @@ def report(done: Initialised) -> list[str]:
     for c in done.languages:
         where = "" if c.parent == "." else f" in {c.parent}/"
         lines.append(f"languages{where}: indexing {', '.join(n + '/' for n in c.kept)}, {c.reason}; leaving out"
-                     f" {len(c.left_out)} other language folders: delete a line of `exclude` in {CONFIG_NAME} to add one")
+                     f" {len(c.left_out)} other language folders: delete a line of `exclude` in {CONFIG_NAME}"
+                     " to add one")
     if done.changelogs:
         logs = ", ".join(f"{f}/ ({n})" for f, n in done.changelogs.items())
         lines.append(f"suggestion: release notes and changelogs ({logs}) crowd out answers; {CONFIG_NAME} has"

@@ -32,8 +32,8 @@ import signal
 import socket
 import struct
 import sys
-import time
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -166,12 +166,13 @@ class Engine:
             self.lifespan_state = state
             listener = await anyio.create_unix_listener(self.paths.socket, mode=0o600)
             channel.write_private(self.paths.record, json.dumps({
-                "pid": os.getpid(), "root": str(self.oracle.settings.root), "data_dir": str(self.oracle.settings.data_dir),
+                "pid": os.getpid(), "root": str(self.oracle.settings.root),
+                "data_dir": str(self.oracle.settings.data_dir),
                 "socket": self.paths.socket, "started": self.started, "version": _version(),
                 "settings": channel.settings_digest()}).encode())  # a CLI call checks it (server/cli/commands.py)
             settings = self.oracle.settings
-            print(f"oracle engine {self.paths.key}: pid {os.getpid()} serving {settings.root} ({settings.database_line})"
-                  f" on {self.paths.socket}", file=sys.stderr, flush=True)
+            print(f"oracle engine {self.paths.key}: pid {os.getpid()} serving {settings.root}"
+                  f" ({settings.database_line}) on {self.paths.socket}", file=sys.stderr, flush=True)
             if settings.database_notice:
                 print(f"oracle engine {self.paths.key}: {settings.database_notice}", file=sys.stderr, flush=True)
             async with listener, anyio.create_task_group() as tg:
@@ -203,9 +204,8 @@ class Engine:
                 return
 
     async def _connection(self, stream: Any) -> None:
-        from anyio.streams.buffered import BufferedByteReceiveStream
-
         import anyio
+        from anyio.streams.buffered import BufferedByteReceiveStream
 
         async with stream:
             if not _same_user(stream):
@@ -299,10 +299,10 @@ class Engine:
 
     async def _call(self, reader: Any, stream: Any) -> None:
         """One CLI tool call (server/cli/commands.py): the registry's validation and service, the result's JSON."""
-        from oracle_server.services.vocabulary.errors import classify, problems
-        from oracle_server.registry.tools import BY_NAME, Caller, InvalidArguments
-
         import anyio
+
+        from oracle_server.registry.tools import BY_NAME, Caller, InvalidArguments
+        from oracle_server.services.vocabulary.errors import classify, problems
 
         try:
             request = json.loads(await reader.receive_until(b"\n", MAX_MESSAGE))
@@ -442,8 +442,8 @@ def run(settings: Any, key: str, watch: bool, index: bool, fronts: FrontFactory 
         return 0
     import anyio
 
-    from oracle_server.services.runtime.app import Oracle
     from oracle_server.mcp.server import build_server
+    from oracle_server.services.runtime.app import Oracle
 
     secret = channel.new_secret()
     channel.write_private(paths.secret, secret)
@@ -469,7 +469,8 @@ def control(op: str, root: str | None, data_dir: str | None) -> list[dict]:
     folder = channel.runtime_dir()
     answers = []
     for info in channel.records(folder):
-        if (root is not None and info.get("root") != root) or (data_dir is not None and info.get("data_dir") != data_dir):
+        if ((root is not None and info.get("root") != root)
+                or (data_dir is not None and info.get("data_dir") != data_dir)):
             continue
         paths = channel.Paths(folder, info["key"])
         try:

@@ -101,7 +101,8 @@ def serve(root: str, data_dir: str, flags: list[str], fallback: Fallback) -> int
     front = stdio_front.Front(caches, code, direct=conn is not None or not stdio_front.enabled())
     if conn is None:
         front.attach(lambda base: f"{base}\n\n{ENGINE_STARTING}")
-        front.starting = "the shared Oracle engine for this knowledge base is starting (it loads the index and models once)"
+        front.starting = ("the shared Oracle engine for this knowledge base is starting (it loads the index and"
+                          " models once)")
         try:
             proc = channel.spawn(paths, engine_argv(root, data_dir, key, flags))
             threading.Thread(target=proc.wait, name="oracle-engine-reaper", daemon=True).start()

@@ -4,8 +4,8 @@ Routes are thin: FastAPI validates the parameters with the same pydantic models 
 service function does the work, and the result model is returned. Bad input is a 4xx with a message.
 
 Safety: bound to 127.0.0.1 by default; another interface needs ORACLE_TOKEN, and then every route but /health
-and the pages' static shell (reads, writes and /mcp) needs `Authorization: Bearer <token>`. The Host header must name this server (DNS rebinding), and
-CORS is an explicit allow-list (ORACLE_CORS_ORIGINS), never `*`.
+and the pages' static shell (reads, writes and /mcp) needs `Authorization: Bearer <token>`. The Host header must name
+this server (DNS rebinding), and CORS is an explicit allow-list (ORACLE_CORS_ORIGINS), never `*`.
 """
 
 import contextlib
@@ -20,53 +20,59 @@ import secrets
 import socket
 import time
 from collections import deque
-from pathlib import Path
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode
 
 import anyio
 import anyio.to_thread
-
 from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from oracle_server import __version__
-from oracle_server.services.runtime.app import Oracle, ServerConfigError
+from oracle_server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
+from oracle_server.mcp.server import build_server
+from oracle_server.registry.shapes import BRIEF_MODELS, detail_of
+from oracle_server.registry.tools import BY_PATH, TOOLS, Caller, Tool
 from oracle_server.services.capabilities.browse import Graph, graph
-from oracle_server.services.vocabulary.errors import HTTP_STATUS, VALIDATION_STATUS, OracleError, classify, problem, problems
 from oracle_server.services.capabilities.feedback import feedback_overview
 from oracle_server.services.capabilities.files import FileContent, read_file
-from oracle_server.mcp.server import build_server
-from oracle_server.services.vocabulary.models import NoteData
-from oracle_server.http.mcp_sessions import MAX_SESSIONS, SessionGuard
-from oracle_server.services.support.slots import ServiceSlots
 from oracle_server.services.capabilities.stats import health_state, usage_overview
 from oracle_server.services.capabilities.supersede import supersessions_overview
 from oracle_server.services.capabilities.team import (
     ANONYMOUS,
     IDENTITY_KEY,
+    REQUIRE_ENV,
     Identity,
     TokenError,
     TokenStore,
-    REQUIRE_ENV,
     identity_of,
     token_mode,
     token_required,
     token_store,
     weak_token,
 )
-from oracle_server.registry.tools import BY_PATH, TOOLS, Caller, Tool
-from oracle_server.registry.shapes import BRIEF_MODELS, detail_of
+from oracle_server.services.runtime.app import Oracle, ServerConfigError
+from oracle_server.services.support.slots import ServiceSlots
+from oracle_server.services.vocabulary.errors import (
+    HTTP_STATUS,
+    VALIDATION_STATUS,
+    OracleError,
+    classify,
+    problem,
+    problems,
+)
+from oracle_server.services.vocabulary.models import NoteData
 
 STATIC = Path(__file__).resolve().parent / "static"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -170,11 +176,11 @@ class Guard:
     """Host header, Origin of writes and bearer token for every route but the public ones, as plain ASGI
     middleware, the same on every route (the REST API, the dashboard and /mcp).
 
-    Tokens are needed when ORACLE_TOKEN is set or any named token exists (team mode, server/services/capabilities/team.py); the
-    shared token is a writer without a name, a named token is its own identity, set on the scope for the
-    routes and /mcp (`identity_of`). Named tokens are looked up on every request, so a revoked one stops
-    working at once. The Host header is compared and passed on lower-cased, so /mcp (whose SDK compares
-    exactly) answers `LOCALHOST` as the REST routes do; a write (any method but GET, HEAD, OPTIONS) that says
+    Tokens are needed when ORACLE_TOKEN is set or any named token exists (team mode,
+    server/services/capabilities/team.py); the shared token is a writer without a name, a named token is its own
+    identity, set on the scope for the routes and /mcp (`identity_of`). Named tokens are looked up on every request, so
+    a revoked one stops working at once. The Host header is compared and passed on lower-cased, so /mcp (whose SDK
+    compares exactly) answers `LOCALHOST` as the REST routes do; a write (any method but GET, HEAD, OPTIONS) that says
     where it comes from must come from an allowed origin (a page elsewhere cannot post a learning through the
     user's browser); a client address that sent `FAILED_AUTH_LIMIT` wrong tokens waits (429)."""
 
@@ -198,7 +204,9 @@ class Guard:
             return None
         return self.tokens.identify(given)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    # Over complexity 10 on purpose: the guard's checks in the order a request meets them (Host, Origin, failed-token
+    # wait, token).
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # noqa: C901
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -374,7 +382,8 @@ async def _deny(send: Send, status: int, message: str, extra: list[tuple[bytes, 
 
 
 def _problem(err: dict) -> str:
-    """One FastAPI validation error as `field: message` (server/services/vocabulary/errors.py formats every adapter's)."""
+    """One FastAPI validation error as `field: message` (server/services/vocabulary/errors.py formats every
+    adapter's)."""
     return problem(err, located=True)
 
 
@@ -419,7 +428,8 @@ class LogsResult(BaseModel):
     learnings: list[NoteData]  # each with `author`: the named token that wrote it (team mode), else null
     feedback: list[NoteData] = []
     supersessions: list[NoteData] = []
-    edits: list[NoteData] = []  # edits and archives (server/services/capabilities/edit.py), with author, hashes and where an archive went
+    # edits and archives (server/services/capabilities/edit.py), with author, hashes and where an archive went
+    edits: list[NoteData] = []
     per_day: dict[str, list[dict]]
     per_hour: dict[str, list[dict]]  # the last 48 hours, "YYYY-MM-DDTHH" (UTC)
     titles: dict[str, dict[str, str]] = {}  # each note a write names (section id or path) -> {title, file}
@@ -466,30 +476,12 @@ class V2QueryAlias:
 
 def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token: str | None = None,
               proof_secret: bytes | None = None) -> ASGIApp:
-    # "" is no token: a front an engine serves for another process takes that process's ORACLE_TOKEN, not its own
-    token = check_token((token if token is not None else os.environ.get("ORACLE_TOKEN")) or None)
-    tokens = token_store(oracle.settings.database_url, oracle.settings.data_dir)  # the team store's, if any
-    required = _token_required(host)
-    if required and not token and not tokens.enabled():
-        raise ServerConfigError(
-            f"refusing to listen on {host} ({required}) without ORACLE_TOKEN or a named token: set ORACLE_TOKEN,"
-            " create tokens with `oracle token add NAME --write`, or bind to 127.0.0.1"
-            + (" (without ORACLE_REQUIRE_TOKEN)" if is_loopback(host) else "")
-        )
+    """The REST API, the dashboard and MCP at /mcp as one ASGI app behind the guard (tokens, Host, body limit).
+    Built in parts, one function each below, so that each part (who may call, the MCP endpoint, the error
+    answers, the routes) reads on its own; the routes are added in the order they are matched."""
+    token, tokens, required = _access(oracle, host, token)
     allowed_hosts = host_names(host, port, os.environ.get("ORACLE_ALLOWED_HOSTS", ""))
-    mcp = build_server(oracle)
-    mcp_app = mcp.streamable_http_app(
-        streamable_http_path="/mcp",
-        host=host,
-        transport_security=TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=sorted(allowed_hosts),
-            allowed_origins=sorted(f"http://{h}" for h in allowed_hosts),
-        ),
-        max_sessions=MAX_SESSIONS,
-    )
-    sessions = SessionGuard(next(r.endpoint for r in mcp_app.routes if isinstance(r, Route) and r.path == "/mcp"),
-                            mcp.session_manager)
+    mcp, sessions = _mcp_endpoint(oracle, host, allowed_hosts)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
@@ -504,10 +496,78 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
                   description="Searchable agent memory made of plain markdown.")
 
     app.add_middleware(V2QueryAlias)
+    _add_error_answers(app)
 
-    def client_of(request: Request) -> str:
-        """"cli@server" for the CLI's calls through this server (server/cli/remote.py), else "http"."""
-        return "cli@server" if request.headers.get("x-oracle-client") == "cli@server" else "http"
+    def ready() -> Oracle:
+        oracle.wait_ready()
+        return oracle
+
+    Ready = Annotated[Oracle, Depends(ready)]
+    _add_service_routes(app, oracle, proof_secret)
+    for tool in TOOLS:
+        _add_tool_route(app, tool, Ready, _client_of, mcp.slots)
+    _add_dashboard_routes(app, oracle, Ready)
+    # Starlette serves an ASGI app given as a route's endpoint; add_route's types name request handlers only
+    app.add_route("/mcp", sessions, methods=["GET", "POST", "DELETE"],  # type: ignore[arg-type]
+                  include_in_schema=False)
+
+    origins = [o.strip() for o in os.environ.get("ORACLE_CORS_ORIGINS", "").split(",")
+               if o.strip() and o.strip() != "*"]
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=origins or sorted(f"http://{h}" for h in allowed_hosts),
+        allow_methods=["GET", "POST"],
+        allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
+    )
+    hosts = {h.lower() for h in allowed_hosts}
+    return SecurityHeaders(Guard(BodyLimit(app), allowed_hosts=hosts, token=token, tokens=tokens,
+                                 origins=allowed_origins(hosts, origins), required=required))
+
+
+def _access(oracle: Oracle, host: str, token: str | None) -> tuple[str | None, TokenStore, str | None]:
+    """The shared token, the named tokens (the team store's, if any) and why a token is required on this host
+    (None: it is not). Checked before anything listens: a server reachable from other machines with no token at
+    all is refused here rather than served."""
+    # "" is no token: a front an engine serves for another process takes that process's ORACLE_TOKEN, not its own
+    token = check_token((token if token is not None else os.environ.get("ORACLE_TOKEN")) or None)
+    tokens = token_store(oracle.settings.database_url, oracle.settings.data_dir)  # the team store's, if any
+    required = _token_required(host)
+    if required and not token and not tokens.enabled():
+        raise ServerConfigError(
+            f"refusing to listen on {host} ({required}) without ORACLE_TOKEN or a named token: set ORACLE_TOKEN,"
+            " create tokens with `oracle token add NAME --write`, or bind to 127.0.0.1"
+            + (" (without ORACLE_REQUIRE_TOKEN)" if is_loopback(host) else "")
+        )
+    return token, tokens, required
+
+
+def _mcp_endpoint(oracle: Oracle, host: str, allowed_hosts: set[str]) -> tuple[Any, SessionGuard]:
+    """The MCP server and its streamable HTTP endpoint behind the session guard (server/http/mcp_sessions.py),
+    with the SDK's own DNS-rebinding check on the same host names as the guard's."""
+    mcp = build_server(oracle)
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path="/mcp",
+        host=host,
+        transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=sorted(allowed_hosts),
+            allowed_origins=sorted(f"http://{h}" for h in allowed_hosts),
+        ),
+        max_sessions=MAX_SESSIONS,
+    )
+    sessions = SessionGuard(next(r.endpoint for r in mcp_app.routes if isinstance(r, Route) and r.path == "/mcp"),
+                            mcp.session_manager)
+    return mcp, sessions
+
+
+def _client_of(request: Request) -> str:
+    """"cli@server" for the CLI's calls through this server (server/cli/remote.py), else "http"."""
+    return "cli@server" if request.headers.get("x-oracle-client") == "cli@server" else "http"
+
+
+def _add_error_answers(app: FastAPI) -> None:
+    """Every failure answered as JSON with an `error` message: a service's (its own status), invalid input
+    (the fields named, as the other adapters name them) and Starlette's own (404, 405...)."""
 
     @app.exception_handler(OracleError)
     async def oracle_error(request: Request, exc: OracleError) -> JSONResponse:
@@ -521,11 +581,14 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
         body = {"error": f"invalid input: {listed}", "detail": jsonable_encoder(errors)}
         return JSONResponse(_json_safe(body), status_code=VALIDATION_STATUS)
 
-    def ready() -> Oracle:
-        oracle.wait_ready()
-        return oracle
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
-    Ready = Annotated[Oracle, Depends(ready)]
+
+def _add_service_routes(app: FastAPI, oracle: Oracle, proof_secret: bytes | None) -> None:
+    """The routes that do not wait for the index: /health, which answers at once whatever the database's state,
+    and the CLI's server proof."""
 
     @app.get("/health", response_model=Health, responses={503: {"description": "the database cannot be reached"}})
     def health() -> Health | JSONResponse:
@@ -546,8 +609,10 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
         return JSONResponse({"proof": prove(proof_secret, nonce)})
 
-    for tool in TOOLS:
-        _add_tool_route(app, tool, Ready, client_of, mcp.slots)
+
+def _add_dashboard_routes(app: FastAPI, oracle: Oracle, Ready: Any) -> None:
+    """What the dashboard reads beyond the tools (graph, file, feedback, supersessions, logs), its pages and
+    their static files. `Ready` is the dependency that waits for the index."""
 
     @app.get("/api/graph", response_model=Graph)
     def api_graph(o: Ready, limit: Annotated[int, Query(ge=1, le=200)] = 40, documents: bool = True) -> Graph:
@@ -583,24 +648,6 @@ def build_app(oracle: Oracle, host: str = "127.0.0.1", port: int = 37778, token:
 
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    # Starlette serves an ASGI app given as a route's endpoint; add_route's types name request handlers only
-    app.add_route("/mcp", sessions, methods=["GET", "POST", "DELETE"],  # type: ignore[arg-type]
-                  include_in_schema=False)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
-
-    origins = [o.strip() for o in os.environ.get("ORACLE_CORS_ORIGINS", "").split(",") if o.strip() and o.strip() != "*"]
-    app.add_middleware(
-        CORSMiddleware,
-        allow_origins=origins or sorted(f"http://{h}" for h in allowed_hosts),
-        allow_methods=["GET", "POST"],
-        allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
-    )
-    hosts = {h.lower() for h in allowed_hosts}
-    return SecurityHeaders(Guard(BodyLimit(app), allowed_hosts=hosts, token=token, tokens=tokens,
-                                 origins=allowed_origins(hosts, origins), required=required))
 
 
 @contextlib.asynccontextmanager
@@ -639,8 +686,9 @@ def mapped(service: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def _add_tool_route(app: FastAPI, tool: Tool, ready: Any, client_of: Callable[[Request], str],
                     slots: ServiceSlots) -> None:
     """One registry tool as a route: GET reads the request model from the query string, POST from a JSON
-    body; FastAPI validates with the model (422), the service's failures map through server/services/vocabulary/errors.py. The
-    service runs in a worker thread taken from `slots` (server/services/support/slots.py), shared with /mcp."""
+    body; FastAPI validates with the model (422), the service's failures map through
+    server/services/vocabulary/errors.py. The service runs in a worker thread taken from `slots`
+    (server/services/support/slots.py), shared with /mcp."""
     model = tool.request
 
     async def answer(o: Oracle, params: BaseModel, request: Request, response: Response) -> Any:

@@ -76,7 +76,8 @@ class SessionGuard:
         client = (scope.get("client") or ("unknown",))[0]
         if self.held_by(client) >= self.per_client:
             await _refuse(send, f"Too many open sessions from this client ({self.per_client}): close sessions you no"
-                                f" longer use (HTTP DELETE /mcp); half-open ones expire after {self.pending_seconds:g} s")
+                                " longer use (HTTP DELETE /mcp); half-open ones expire after"
+                                f" {self.pending_seconds:g} s")
             return
 
         async def record(message: Message) -> None:

@@ -2,9 +2,9 @@
 
 Two halves:
 
-- `ChangeFeed` (server/services/support/changes.py: no MCP there) keeps a snapshot of what the index holds (each note's sha256 and each
-  section's content hash) and, on `check()`, diffs the index against it. It is asked after every batch the
-  file watcher indexes (a hook in `oracle_indexer.worker.watch`), so a saved file is announced as soon as it is
+- `ChangeFeed` (server/services/support/changes.py: no MCP there) keeps a snapshot of what the index holds (each note's
+  sha256 and each section's content hash) and, on `check()`, diffs the index against it. It is asked after every batch
+  the file watcher indexes (a hook in `oracle_indexer.worker.watch`), so a saved file is announced as soon as it is
   searchable, and polled once a second as a safety net for what no watcher of this process saw (a
   learning written with `--no-watch`, another process's indexer). A poll costs one small query while
   nothing changed.
@@ -31,9 +31,9 @@ import anyio
 import anyio.to_thread
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 
+from oracle_server.mcp.resources import STATS_URI, chunk_uri, note_uri
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.support.changes import ChangeFeed, Changes
-from oracle_server.mcp.resources import STATS_URI, chunk_uri, note_uri
 
 log = logging.getLogger("oracle.notify")
 POLL_SECONDS = 1.0

@@ -4,8 +4,8 @@ A prompt is text a person picks from a menu (a slash command in Claude Code) and
 one here is built from the same services as the tools (consult, reflect, search), so a prompt never says
 something a tool call would not. A prompt is a user-role message, so note text in it would read as the
 user's own words: every note a prompt quotes (a section, or only its title in a list of related notes) goes
-inside consult's tagged reference-data boundary (`quote_sources`), never inline. Transport-neutral: the result is a `PromptText` (text plus the notes it
-cites); `server/mcp/surface.py` turns it into MCP messages and resource links.
+inside consult's tagged reference-data boundary (`quote_sources`), never inline. Transport-neutral: the result is a
+`PromptText` (text plus the notes it cites); `server/mcp/surface.py` turns it into MCP messages and resource links.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 import yaml
 
 from oracle_indexer.models.embed import EmbeddingUnavailable
-from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.capabilities.browse import REFLECT_TYPES, reflect
 from oracle_server.services.capabilities.consult import consult, quote_sources
 from oracle_server.services.capabilities.learn import DUPLICATE_SIMILARITY, slugify
-from oracle_server.services.vocabulary.models import ConsultRequest, Hit, ReflectRequest, SearchRequest, Source
 from oracle_server.services.capabilities.search.pipeline import run_search
+from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.support.suggestions import retro_sections
+from oracle_server.services.vocabulary.models import ConsultRequest, Hit, ReflectRequest, SearchRequest, Source
 
 MAX_CANDIDATES = 20  # learn-from-session: more than this is a transcript, not notes
 MIN_CANDIDATE_CHARS = 25  # shorter lines ("- done", "ok") are not learnings
@@ -102,7 +102,8 @@ def reflect_prompt(oracle: Oracle, note_type: str | None = None, client: str = "
         "How does it bear on the work in front of you right now? Name one thing you would do differently because"
         " of it, or say plainly that it does not apply."
     )
-    return PromptText(description=f"Reflect on: {doc.title}", text=text, cited=[Cited(doc.source_file, doc.title, doc.id)])
+    return PromptText(description=f"Reflect on: {doc.title}", text=text,
+                      cited=[Cited(doc.source_file, doc.title, doc.id)])
 
 
 # -- retrospective ----------------------------------------------------------------------------------
@@ -245,7 +246,8 @@ def learn_from_session_prompt(
         candidates.append(Candidate(text=text, duplicates=dups, checked=checked))
     # The call to suggest: pattern and title are the model's to write; concepts and project, when given,
     # are filled in (each argument once).
-    call = ["pattern=...", "title=...", f'concepts="{concepts.strip()}"' if concepts and concepts.strip() else "concepts=..."]
+    call = ["pattern=...", "title=...",
+            f'concepts="{concepts.strip()}"' if concepts and concepts.strip() else "concepts=..."]
     if project and project.strip():
         call.append(f'project="{project.strip()}"')
     lines = [

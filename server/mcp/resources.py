@@ -26,17 +26,17 @@ from urllib.parse import quote
 
 from mcp.shared.uri_template import UriTemplate
 
-from oracle_server.services.runtime.app import Oracle
-from oracle_server.services.vocabulary.boundary import defuse_data, defuse_markers
-from oracle_server.services.capabilities.browse import NotFound
-from oracle_server.services.capabilities.files import FileNotInRoot, PathRefused
 from oracle_indexer.notes.fields import FieldCondition, value_key, value_text
 from oracle_server.mcp.instructions import CHUNK_TEMPLATE, FIELD_TEMPLATE, NOTE_TEMPLATE, STATS_URI
-from oracle_server.services.vocabulary.models import ReadRequest
+from oracle_server.services.capabilities.browse import NotFound
+from oracle_server.services.capabilities.files import FileNotInRoot, PathRefused
 from oracle_server.services.capabilities.read import read_note
-from oracle_server.services.support.resources import SectionNotServed, indexed_notes, notes_after, served_section
-from oracle_server.services.capabilities.stats import stats
 from oracle_server.services.capabilities.search.where import resolve_where
+from oracle_server.services.capabilities.stats import stats
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.support.resources import SectionNotServed, indexed_notes, notes_after, served_section
+from oracle_server.services.vocabulary.boundary import defuse_data, defuse_markers
+from oracle_server.services.vocabulary.models import ReadRequest
 
 PAGE_SIZE = 100  # notes per resources/list page: 10k notes are 100 pages, never one response
 MAX_NOTE_CHARS = 2_000_000  # ReadRequest's ceiling; larger notes are refused by the indexer anyway

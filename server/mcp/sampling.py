@@ -1,8 +1,8 @@
 """A search without variants asks the client's own model for some (MCP sampling), where the client declared the
 `sampling` capability and the user turned it on (`[search] sampling = true` in oracle.toml, or ORACLE_SAMPLING=1).
 
-The request has a fixed prompt (server/services/capabilities/search/sampled.py) and a hard token budget; the reply is read as
-query text only. The transport follows the negotiated protocol, as the SDK's own resolvers do: up to 2025-11-25
+The request has a fixed prompt (server/services/capabilities/search/sampled.py) and a hard token budget; the reply is
+read as query text only. The transport follows the negotiated protocol, as the SDK's own resolvers do: up to 2025-11-25
 the server sends `sampling/createMessage` mid-call and waits at most DEADLINE_S; from 2026-07-28 the call answers
 with an `InputRequiredResult` carrying the request, and the client retries the call with the model's reply in
 `input_responses` (the client decides how long its model may take). Any failure — a client that refuses, a slow

@@ -14,18 +14,18 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from oracle_server import __version__
-from oracle_server.services.runtime.app import Oracle
-from oracle_server.services.vocabulary.errors import classify, problems
 from oracle_server.mcp.sampling import NeedsInput, ask_for_variants, client_can_sample
+from oracle_server.mcp.surface import Surface, link_hits, link_sources
+from oracle_server.registry.shapes import detail_of
+from oracle_server.registry.tools import TOOLS, Caller, InvalidArguments, Tool, input_schema
+from oracle_server.services.capabilities.search.sampled import note_languages, with_sampled
+from oracle_server.services.capabilities.team import ANONYMOUS, Identity, identity_of
+from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.support.guide import HOW_TO_ASK
 from oracle_server.services.support.loading import describe, waiting_for
-from oracle_server.mcp.surface import Surface, link_hits, link_sources
-from oracle_server.services.vocabulary.models import SearchResult
-from oracle_server.services.capabilities.search.sampled import note_languages, with_sampled
-from oracle_server.registry.shapes import detail_of
 from oracle_server.services.support.slots import ServiceSlots
-from oracle_server.services.capabilities.team import ANONYMOUS, Identity, identity_of
-from oracle_server.registry.tools import TOOLS, Caller, InvalidArguments, Tool, input_schema
+from oracle_server.services.vocabulary.errors import classify, problems
+from oracle_server.services.vocabulary.models import SearchResult
 
 INSTRUCTIONS = (
     "Oracle is this team's memory: principles (how we work), learnings (patterns found while working) and "
@@ -65,15 +65,16 @@ def _identity(ctx: Context | None) -> Identity:
 class OracleMCP(MCPServer):
     """Registry tools (server/registry/tools.py) are dispatched here: the request model validates the arguments
     (an unknown name is refused, listing the accepted ones; the SDK's own check would have dropped it),
-    the service runs in a worker thread (a few at once, in arrival order: server/services/support/slots.py), and a service
-    failure becomes one tool error (server/services/vocabulary/errors.py).
+    the service runs in a worker thread (a few at once, in arrival order: server/services/support/slots.py), and a
+    service failure becomes one tool error (server/services/vocabulary/errors.py).
     """
 
     def __init__(self, oracle: Oracle, slots: ServiceSlots, **options: Any) -> None:
         super().__init__(**options)
         self.oracle = oracle
         self.registry: dict[str, Tool] = {}
-        self.slots = slots  # server/services/support/slots.py: shared with the resources and prompts, and over HTTP the REST routes
+        # server/services/support/slots.py: shared with the resources and prompts, and over HTTP the REST routes
+        self.slots = slots
 
     def register(self, tool: Tool) -> None:
         """List the tool with the request model's schema and no output schema; calls come to `call_tool`, never to

@@ -10,8 +10,9 @@ same (benchmarks/client.py). A client, though, only needs `initialize` (or, in t
   through the same wire (fd 1 is pointed at stderr, as the SDK does, so that a stray print cannot corrupt it);
 - every request answered here is replayed to the SDK under a private id and its answer dropped, so the SDK's
   session is in the state it would have been in (the handshake);
-- answers the SDK gives to cacheable requests, replayed ones included, are recorded for the next session. A request not seen before, a
-  changed source file or changed settings simply go to the SDK: the cache is never a second implementation.
+- answers the SDK gives to cacheable requests, replayed ones included, are recorded for the next session. A request not
+  seen before, a changed source file or changed settings simply go to the SDK: the cache is never a second
+  implementation.
 
 Where the answers are kept: one file per version of the code in the user's cache folder (`shared_path`,
 `handshake-<key>.json`), shared by every knowledge root and data dir, so the first start on a brand-new root is
@@ -379,7 +380,8 @@ class _Writer:
 
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one JSON-RPC message; a learning (50,000 characters) escaped is far less
 INVALID_REQUEST = -32600
-_HEAD_ID = re.compile(rb'^\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]{0,100}"\s*,)*\s*"id"\s*:\s*(-?\d{1,20}|"[^"\\]{0,200}")')
+_HEAD_ID = re.compile(rb'^\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]{0,100}"\s*,)*'
+                      rb'\s*"id"\s*:\s*(-?\d{1,20}|"[^"\\]{0,200}")')
 _TAIL_ID = re.compile(rb',\s*"id"\s*:\s*(-?\d{1,20}|"[^"\\]{0,200}")\s*\}\s*$')
 
 

@@ -1,7 +1,7 @@
 """Oracle's MCP surface beyond the tools: resources, prompts, completions, change notifications, live
 instructions, resource links on hits, and the tool-loading hint. A thin adapter like the tools: every
-handler validates, calls one service (`oracle_server.mcp.resources`, `oracle_server.mcp.prompts`, `oracle_server.services.support.suggestions`) off the
-event loop, and shapes the result into MCP types.
+handler validates, calls one service (`oracle_server.mcp.resources`, `oracle_server.mcp.prompts`,
+`oracle_server.services.support.suggestions`) off the event loop, and shapes the result into MCP types.
 
 These handlers are registered on the SDK's low-level server (`add_request_handler`), because MCPServer's
 own resource and prompt layer cannot paginate `resources/list`, put per-read metadata (a note's
@@ -47,21 +47,8 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from oracle_server.services.runtime.app import Oracle
 from oracle_indexer.rootconfig import DOC_TYPES
-from oracle_server.services.capabilities.browse import REFLECT_TYPES, NotFound
-from oracle_server.services.support.suggestions import (
-    Suggestions,
-    complete_concepts,
-    complete_field_names,
-    complete_field_values,
-    complete_note_paths,
-    complete_projects,
-    complete_section_ids,
-    complete_types,
-)
 from oracle_server.mcp.instructions import live_instructions
-from oracle_server.services.vocabulary.models import ConsultResult, SearchResult, unstorable_text
 from oracle_server.mcp.notify import McpNotifier
 from oracle_server.mcp.prompts import (
     PromptArgumentError,
@@ -85,7 +72,20 @@ from oracle_server.mcp.resources import (
     parse_uri,
     read_resource,
 )
+from oracle_server.services.capabilities.browse import REFLECT_TYPES, NotFound
+from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.support.slots import ServiceSlots
+from oracle_server.services.support.suggestions import (
+    Suggestions,
+    complete_concepts,
+    complete_field_names,
+    complete_field_values,
+    complete_note_paths,
+    complete_projects,
+    complete_section_ids,
+    complete_types,
+)
+from oracle_server.services.vocabulary.models import ConsultResult, SearchResult, unstorable_text
 
 T = TypeVar("T")
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for "Resource not found"
@@ -140,7 +140,8 @@ PROMPTS: dict[str, Prompt] = {
     "reflect": Prompt(
         name="reflect", title="Reflect on a principle or learning",
         description="One random principle or learning, with a question about the work at hand.",
-        arguments=[PromptArgument(name="type", description="all, principle or learning (default all).", required=False)],
+        arguments=[PromptArgument(name="type", description="all, principle or learning (default all).",
+                                  required=False)],
     ),
     "retrospective": Prompt(
         name="retrospective", title="Write a session retrospective",
@@ -318,7 +319,8 @@ class Surface:
         if not params.cursor:
             resources.insert(0, Resource(
                 uri=STATS_URI, name="stats", title="Oracle stats", mime_type="application/json",
-                description="Documents by type, drift, embedding coverage, vector store health, usage (as oracle_stats).",
+                description=("Documents by type, drift, embedding coverage, vector store health, usage"
+                             " (as oracle_stats)."),
                 annotations=Annotations(priority=0.3),
             ))
         return ListResourcesResult(resources=resources, next_cursor=page.next_cursor)

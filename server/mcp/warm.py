@@ -44,11 +44,13 @@ def warm_already() -> Path | None:
 
 
 async def _list_tools(env: dict[str, str], mode: str, cwd: str) -> int:
-    from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "oracle_server.cli", "serve", "--standalone", "--no-index",
-                                                                 "--no-watch"], env=env, cwd=cwd)
+    from mcp import Client
+
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "oracle_server.cli", "serve", "--standalone", "--no-index",
+                                         "--no-watch"], env=env, cwd=cwd)
     with open(os.devnull, "w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode=mode,
                           read_timeout_seconds=TIMEOUT_SECONDS) as client:

@@ -52,7 +52,8 @@ def summary_lines(unmapped: dict[str, int], aliases: dict[str, str], excluded: d
         shown = ", ".join(f"{'(root)' if k == '.' else printable(k) + '/'} {v}" for k, v in ranked[:top])
         more = f", and {sum(v for _, v in ranked[top:])} in {len(ranked) - top} more" if len(ranked) > top else ""
         lines.append(f"not indexed (no type): {_files(sum(unmapped.values()))}: {shown}{more}")
-        lines.append(f"  to index them: set default_type or map their folders in {CONFIG_NAME} (`oracle init` writes one)")
+        lines.append(f"  to index them: set default_type or map their folders in {CONFIG_NAME}"
+                     " (`oracle init` writes one)")
     if aliases:
         link, target = next(iter(aliases.items()))
         lines.append(f"symlinks to notes indexed under their real name: {len(aliases)} (e.g. {printable(link)} ->"
@@ -99,7 +100,8 @@ def search(data: dict) -> tuple[list[str], list[str]]:
     """(stdout lines, stderr lines) for a SearchResult's JSON: the one rendering of a full page, for the CLI and for
     the MCP tool's text with `detail=full` (server/registry/text.py), so neither can hide what the other shows."""
     meta = data["meta"]
-    out = [result_count(data["total"], meta.get("unit", "note"), meta["mode"], meta["took_ms"], meta.get("reranked_by"))]
+    out = [result_count(data["total"], meta.get("unit", "note"), meta["mode"], meta["took_ms"],
+                        meta.get("reranked_by"))]
     for n, hit in enumerate(data["hits"], start=data["offset"] + 1):
         where = f"{printable(hit['source_file'])}:{hit['line_start']}-{hit['line_end']}"
         heading = f" › {printable(hit['heading'])}" if hit["heading"] else ""
@@ -110,8 +112,8 @@ def search(data: dict) -> tuple[list[str], list[str]]:
         out.append(f"   {where}  id={hit['id']}")
         out.append(f"   {hit['snippet']}")
         for section in hit.get("sections", [])[:5]:
-            out.append(f"   also: {printable(section['heading'] or '(intro)')}  :{section['line_start']}-{section['line_end']}"
-                       f"  id={section['id']}")
+            out.append(f"   also: {printable(section['heading'] or '(intro)')}"
+                       f"  :{section['line_start']}-{section['line_end']}  id={section['id']}")
         for duplicate in hit.get("duplicates", []):
             out.append(f"   same content: {printable(duplicate['source_file'])}")
         newer = hit.get("superseded_by")
@@ -136,7 +138,8 @@ def budget_line(budget_tokens: int, budget_from: str, mode: str) -> str:
     consultation without one reads as before). Shared by the MCP text and the CLI."""
     if budget_from != "context_window" and mode == "full":
         return ""
-    source = {"context_window": "15% of the context window", "budget_tokens": "as given"}.get(budget_from, "the default")
+    source = {"context_window": "15% of the context window",
+              "budget_tokens": "as given"}.get(budget_from, "the default")
     shown = "core (principles only: the context window is under 30,000 tokens)" if mode == "core" else "full"
     return f"budget: {budget_tokens} tokens ({source}); mode: {shown}"
 
@@ -208,7 +211,8 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
     else:
         out.append(f"drift: {drift['not_indexed_count']} not indexed, {drift['changed_since_index_count']} changed,"
                    f" {drift['vanished_count']} vanished (run `oracle index`)")
-        for key, label in (("not_indexed", "not indexed"), ("changed_since_index", "changed"), ("vanished", "vanished")):
+        for key, label in (("not_indexed", "not indexed"), ("changed_since_index", "changed"),
+                           ("vanished", "vanished")):
             if drift[key]:
                 out.append(f"  {label}: {_names(drift[key], drift[key + '_count'])}")
     skipped = files["skipped"]
@@ -218,14 +222,18 @@ def stats(data: dict) -> tuple[list[str], list[str]]:
     fresh = data.get("freshness")
     if fresh:
         windows = ", ".join(f"{k} {v} d" for k, v in fresh["window_days"].items()) or "none ([freshness] days)"
-        out.append(f"stale notes: {fresh['stale']}  " + "  ".join(f"{k}: {v}" for k, v in fresh["stale_by_type"].items())
+        out.append(f"stale notes: {fresh['stale']}  "
+                   + "  ".join(f"{k}: {v}" for k, v in fresh["stale_by_type"].items())
                    + f"  (windows: {windows})")
-    out.append(f"notes with warnings: {files['with_warnings']}" + (" (see `oracle index` output)" if files["with_warnings"] else ""))
+    out.append(f"notes with warnings: {files['with_warnings']}"
+               + (" (see `oracle index` output)" if files["with_warnings"] else ""))
     if skipped:
-        out.append(f"skipped: {len(skipped)} files: " + _names([f"{k} ({v})" for k, v in skipped.items()], len(skipped)))
+        out.append(f"skipped: {len(skipped)} files: "
+                   + _names([f"{k} ({v})" for k, v in skipped.items()], len(skipped)))
     by = usage.get("search_latency_by_process") or {}
     latency = "; ".join(f"{proc} p50 {_ms(v['p50_ms'])}, p95 {_ms(v['p95_ms'])} over {int(v['samples'] or 0)}"
-                        for proc, v in by.items()) or f"p50 {_ms(usage['search_p50_ms'])}, p95 {_ms(usage['search_p95_ms'])}"
+                        for proc, v in by.items()) or (f"p50 {_ms(usage['search_p50_ms'])},"
+                                                       f" p95 {_ms(usage['search_p95_ms'])}")
     cold = usage.get("search_cold_starts") or 0
     cold_text = f"; {cold} cold starts, p50 {_ms(usage.get('search_cold_p50_ms'))}" if cold else ""
     out.append(f"usage: {usage['searches']} searches ({latency}{cold_text}), {usage['consultations']} consultations,"

@@ -6,33 +6,40 @@ from __future__ import annotations
 
 from typing import Any
 
+from oracle_server.registry import render
+from oracle_server.registry.render import (
+    budget_line,
+    phrasings_text,
+    printable,
+    result_count,
+    serving_text,
+    try_line,
+    warning_lines,
+)
+from oracle_server.registry.shapes import detail_of
+from oracle_server.services.capabilities.stats import Stats
 from oracle_server.services.vocabulary.models import (
-    HistoryResult,
-    RestoreResult,
     ArchiveResult,
     ConceptsResult,
-    EditResult,
     ConsultResult,
     Document,
+    EditResult,
     FeedbackResult,
+    HistoryResult,
     LearnResult,
     ListRequest,
     ListResult,
     ReadRequest,
     ReadResult,
     RelationsResult,
+    RestoreResult,
     SearchResult,
     SupersedeResult,
     VerifyResult,
     WorkingSetCheck,
 )
-from oracle_server.registry import render
-from oracle_server.registry.shapes import detail_of
-from oracle_server.registry.render import (budget_line, phrasings_text, printable, result_count, serving_text,
-                                           try_line, warning_lines)
 
 _n = printable  # a name (file, author, title, heading) as one line, whatever it holds: the CLI prints this text
-from oracle_server.services.capabilities.stats import Stats
 
 
 def plural(n: int, word: str) -> str:
@@ -78,7 +85,8 @@ def stale_text(since: str | None, verified: str | None) -> str:
 
 def consult_text(request: Any, result: ConsultResult) -> str:
     budget = budget_line(result.budget_tokens, result.budget_from, result.mode)
-    return (result.guidance + (budget + "\n" if budget else "") + "".join(f"{w}\n" for w in warning_lines(result.warnings))
+    return (result.guidance + (budget + "\n" if budget else "")
+            + "".join(f"{w}\n" for w in warning_lines(result.warnings))
             + (f"working_set_id={result.working_set_id}\n" if result.working_set_id else ""))
 
 
@@ -121,7 +129,8 @@ def stats_text(request: Any, result: Stats) -> str:
         + (f" ({result.embeddings.scripts})" if result.embeddings.scripts else "")
         + f"; vector store {'ok' if result.vector_store.ok else 'DOWN'}; "
         f"drift: {'none' if result.drift.in_sync else 'yes, run oracle index'}; "
-        f"{result.usage.searches} searches, {result.usage.consultations} consultations, {result.usage.learnings} learnings"
+        f"{result.usage.searches} searches, {result.usage.consultations} consultations,"
+        f" {result.usage.learnings} learnings"
         + (f"; stale notes: {result.freshness.stale} ({_counts(result.freshness.stale_by_type)})"
            if result.freshness and result.freshness.stale else "")
         + (f"; served by: {serving_text(result.serving.model_dump())}" if result.serving else "")
@@ -198,7 +207,8 @@ def _by(author: str | None) -> str:
 
 
 def edit_text(request: Any, result: EditResult) -> str:
-    lines = [f"edited {_n(result.source_file)} ({result.op}){_by(result.author)}: file_hash {result.previous_hash[:12]}…"
+    lines = [f"edited {_n(result.source_file)} ({result.op}){_by(result.author)}:"
+             f" file_hash {result.previous_hash[:12]}…"
              f" -> {result.file_hash} ({plural(len(result.chunk_ids), 'section')} indexed)"]
     return "\n".join(lines + warning_lines(result.warnings))
 
@@ -222,6 +232,7 @@ def restore_text(request: Any, result: RestoreResult) -> str:
         head = f"brought back {plural(len(result.brought_back), 'note')} deleted since {request.deleted_since}"
         return head + "".join(f"\n  {_n(f)}" for f in result.brought_back) + "".join(
             f"\n  your unsynced edit kept as a conflict copy: {_n(c)}" for c in result.conflicts)
-    line = (f"restored revision {result.restored} of {_n(result.file)}{_by(result.author)} as revision {result.revision}"
+    line = (f"restored revision {result.restored} of {_n(result.file)}{_by(result.author)}"
+            f" as revision {result.revision}"
             f" ({result.file_hash[:12]}; {plural(len(result.chunk_ids), 'section')} indexed)")
     return line + "".join(f"\n  your unsynced edit kept as a conflict copy: {_n(c)}" for c in result.conflicts)

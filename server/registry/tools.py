@@ -1,6 +1,6 @@
 """The registry: every capability declared once (name, request model, service, result model, text, MCP
-annotations, HTTP route, CLI exposure). server/mcp/server.py, server/http/app.py and server/cli/commands.py generate their
-tools, routes and commands from `TOOLS`, so a parameter added to a request model (and read by its service)
+annotations, HTTP route, CLI exposure). server/mcp/server.py, server/http/app.py and server/cli/commands.py generate
+their tools, routes and commands from `TOOLS`, so a parameter added to a request model (and read by its service)
 appears over MCP, HTTP and the CLI with the same name, default and bounds. Before, each adapter restated
 every parameter and the copies drifted (MCP search lacked the date filters, the CLI the relation filters).
 """
@@ -15,25 +15,25 @@ from typing import TYPE_CHECKING, Any, Literal
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
-from oracle_server.services.vocabulary import models as m
 from oracle_server.registry import text
+from oracle_server.registry.schemas import lean_input_schema
+from oracle_server.registry.shapes import Surface, brief_search, detail_of
 from oracle_server.services.capabilities.browse import concepts, list_documents, reflect
 from oracle_server.services.capabilities.consult import consult
 from oracle_server.services.capabilities.edit import archive, edit
-from oracle_server.services.vocabulary.errors import OracleError, problems
 from oracle_server.services.capabilities.feedback import record_feedback
 from oracle_server.services.capabilities.history import history, restore
 from oracle_server.services.capabilities.learn import learn
-from oracle_server.services.support.loading import log_done, log_wait, waiting_for
-from oracle_server.registry.schemas import lean_input_schema
-from oracle_server.registry.shapes import Surface, brief_search, detail_of
 from oracle_server.services.capabilities.read import read_note
 from oracle_server.services.capabilities.relations import find_relations
 from oracle_server.services.capabilities.search.pipeline import search
-from oracle_server.services.runtime.served import serve
 from oracle_server.services.capabilities.stats import Stats, stats
 from oracle_server.services.capabilities.supersede import supersede
 from oracle_server.services.capabilities.verify import verify
+from oracle_server.services.runtime.served import serve
+from oracle_server.services.support.loading import log_done, log_wait, waiting_for
+from oracle_server.services.vocabulary import models as m
+from oracle_server.services.vocabulary.errors import OracleError, problems
 
 if TYPE_CHECKING:
     from oracle_server.services.runtime.app import Oracle
@@ -162,7 +162,8 @@ class Tool:
 
     def run(self, oracle: Oracle, request: BaseModel, caller: Caller) -> BaseModel:
         """`call`, once the start-up sync has the keyword index ready (a served Oracle). A call that waits for
-        what loads once (the start-up sync, the models: server/services/support/loading.py) says so in the server's log."""
+        what loads once (the start-up sync, the models: server/services/support/loading.py) says so in the server's
+        log."""
         pending = waiting_for(oracle, self.name)
         if not pending:
             oracle.wait_ready()

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
+
 from oracle_indexer.store.errors import DatabaseUnavailable
 
 if TYPE_CHECKING:

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from oracle_indexer.store.pg.db import Database, pg_sql
+from oracle_indexer.store.pg.tokens import match_phrases, parse_match
 from oracle_indexer.store.sqlite import keyword as sqlite_keyword
 from oracle_indexer.store.sqlite.keyword import NOTE_BM25_WEIGHTS, like_pattern
 from oracle_indexer.store.types import Filters
-from oracle_indexer.store.pg.db import Database, pg_sql
-from oracle_indexer.store.pg.tokens import match_phrases, parse_match
 
 
 class PgKeywordStore(Protocol):
@@ -302,8 +302,8 @@ def note_keyword_scores(store: PgKeywordStore, fts_match: str | None, files: Seq
         return {}
     if files is None:
         sql, args = bm25_scores(NOTES, phrases, NOTE_BM25_WEIGHTS)
-        rows = store.db.run(f"SELECT f.path, k.s FROM ({sql}) k JOIN files f ON f.rowid = k.doc WHERE f.chunk_count > 1",
-                            args)
+        rows = store.db.run(f"SELECT f.path, k.s FROM ({sql}) k JOIN files f ON f.rowid = k.doc"
+                            " WHERE f.chunk_count > 1", args)
     else:  # only the notes asked are scored (their postings probed), idf counted over every note
         sql, args = bm25_scores(NOTES, phrases, NOTE_BM25_WEIGHTS, "SELECT rowid FROM want")
         rows = store.db.run(

@@ -6,11 +6,11 @@ question word in SQL, where SQLite does the same work in C: at 100,000 sections 
 2.4-3.8x SQLite's. Every engine with the team store already keeps an SQLite index of its folder (the working copy's
 own, `<data dir>/offline/`, indexer/serving/team.py), and its folder converges with the database. When that
 index holds exactly the notes the database holds (the same content state: every note's path and file hash, the
-same number of sections, read by the same parser version), its FTS5 tables give the same keyword scores, section ids and totals as the SQL, so the
-keyword leg's reads (`keyword_search`, `keyword_matching_ids`, `terms_matched`, `note_keyword_scores`,
-`section_counts`) are served from it; everything else (sections, vectors, writes) stays with PostgreSQL. When the two
-differ (a note written a moment ago that the local index has not followed yet, a folder this machine excludes), the
-SQL path answers, as it did before: never a ranking from an index that is behind.
+same number of sections, read by the same parser version), its FTS5 tables give the same keyword scores, section
+ids and totals as the SQL, so the keyword leg's reads (`keyword_search`, `keyword_matching_ids`, `terms_matched`,
+`note_keyword_scores`, `section_counts`) are served from it; everything else (sections, vectors, writes) stays with
+PostgreSQL. When the two differ (a note written a moment ago that the local index has not followed yet, a folder this
+machine excludes), the SQL path answers, as it did before: never a ranking from an index that is behind.
 
 The database's state is one row kept by a trigger (schema migration 5); a search reads it in its first round trip
 (PgStore.chunk_count) and the keyword reads that follow within `FRESH_SECONDS` on this process, with no write of

@@ -7,10 +7,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from oracle_indexer.store.sqlite.logs import KEY_CLAIM_SECONDS, LOG_TABLES, PRUNED_TABLES, Logs
+from oracle_indexer.store.errors import StoreClosed
 from oracle_indexer.store.pg.db import Database, database, pg_sql
 from oracle_indexer.store.rows import batched
-from oracle_indexer.store.errors import StoreClosed
+from oracle_indexer.store.sqlite.logs import KEY_CLAIM_SECONDS, LOG_TABLES, PRUNED_TABLES, Logs
 
 
 class _Readers:
@@ -152,7 +152,8 @@ class PgLogs(Logs):
         out: dict[str, tuple[int, int]] = {}
         for part in batched(list(dict.fromkeys(doc_ids))):
             rows = self.db.run(
-                "SELECT doc_id, count(*) FILTER (WHERE verdict = 'helpful'), count(*) FILTER (WHERE verdict = 'misleading')"
+                "SELECT doc_id, count(*) FILTER (WHERE verdict = 'helpful'),"
+                " count(*) FILTER (WHERE verdict = 'misleading')"
                 " FROM feedback_log WHERE doc_id = ANY(%s) GROUP BY doc_id", [part])
             out.update({doc_id: (int(h), int(m)) for doc_id, h, m in rows})
         return out
@@ -161,7 +162,8 @@ class PgLogs(Logs):
         """Logs.feedback_totals: (doc_id, helpful, misleading, last verdict time, the named tokens that gave
         verdicts, sorted)."""
         rows = self.db.run(
-            "SELECT doc_id, count(*) FILTER (WHERE verdict = 'helpful'), count(*) FILTER (WHERE verdict = 'misleading'),"
+            "SELECT doc_id, count(*) FILTER (WHERE verdict = 'helpful'),"
+            " count(*) FILTER (WHERE verdict = 'misleading'),"
             " max(at), array_agg(DISTINCT author) FILTER (WHERE author IS NOT NULL)"
             " FROM feedback_log GROUP BY doc_id ORDER BY doc_id COLLATE \"C\"")
         return [(d, int(h), int(m), at, sorted(a or [])) for d, h, m, at, a in rows]

@@ -1,4 +1,5 @@
-"""The multilingual vector cache (indexer/store/sqlite/multilingual.py) read from and written to the PostgreSQL store."""
+"""The multilingual vector cache (indexer/store/sqlite/multilingual.py) read from and written to the PostgreSQL
+store."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The team's named tokens in the PostgreSQL store (schema 3, `named_tokens`), so `oracle token add` on one machine
-works on every engine and a revocation reaches them all (server/services/capabilities/team.py decides; this holds the SQL).
-Rows are what tokens.json held: a name, its access, a random salt and HMAC-SHA256(salt, token); never a token."""
+works on every engine and a revocation reaches them all (server/services/capabilities/team.py decides; this holds the
+SQL). Rows are what tokens.json held: a name, its access, a random salt and HMAC-SHA256(salt, token); never a token."""
 
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 
 from oracle_indexer.notes.rootfiles import check_path, path_problem, shown
-from oracle_indexer.store.pg.db import Database
 from oracle_indexer.store.errors import Conflict
+from oracle_indexer.store.pg.db import Database
 from oracle_indexer.store.types import Commit, Head, Revision
 
 CHANNEL = "oracle_notes"  # LISTEN/NOTIFY channel of note commits; payload "<seq> <machine>"
@@ -121,11 +121,13 @@ class Revisions:
                 inserted = conn.execute(
                     "INSERT INTO note_revisions (path, revision, hash, base, content, deleted, author, machine, at)"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
-                    [c.path, revision, c.digest, c.base, c.content, c.content is None, c.author, machine, at]).fetchone()
+                    [c.path, revision, c.digest, c.base, c.content, c.content is None, c.author, machine, at],
+                ).fetchone()
                 assert inserted is not None  # RETURNING of one inserted row
                 seq = int(inserted[0])
                 conn.execute(
-                    "INSERT INTO note_heads (path, revision, seq, hash, deleted, author, at) VALUES (%s,%s,%s,%s,%s,%s,%s)"
+                    "INSERT INTO note_heads (path, revision, seq, hash, deleted, author, at)"
+                    " VALUES (%s,%s,%s,%s,%s,%s,%s)"
                     " ON CONFLICT (path) DO UPDATE SET revision = excluded.revision, seq = excluded.seq,"
                     " hash = excluded.hash, deleted = excluded.deleted, author = excluded.author, at = excluded.at",
                     [c.path, revision, seq, c.digest, c.content is None, c.author, at])

@@ -18,8 +18,8 @@ which indexer/store/pg/vectors.py creates with the embedding model's dimension.
 
 from __future__ import annotations
 
-from oracle_indexer.store.pg.db import Database
 from oracle_indexer.store.errors import DatabaseUnavailable
+from oracle_indexer.store.pg.db import Database
 
 MIGRATE_LOCK = "oracle:migrate"
 WRITER_LOCK = "oracle:writer"
@@ -111,11 +111,14 @@ CREATE TRIGGER consult_log_append_only BEFORE UPDATE ON consult_log FOR EACH ROW
 CREATE TRIGGER learn_log_append_only BEFORE UPDATE ON learn_log FOR EACH ROW EXECUTE FUNCTION oracle_append_only();
 CREATE TRIGGER document_access_append_only BEFORE UPDATE ON document_access
     FOR EACH ROW EXECUTE FUNCTION oracle_append_only();
-CREATE TRIGGER feedback_log_append_only BEFORE UPDATE ON feedback_log FOR EACH ROW EXECUTE FUNCTION oracle_append_only();
-CREATE TRIGGER supersede_log_append_only BEFORE UPDATE ON supersede_log FOR EACH ROW EXECUTE FUNCTION oracle_append_only();
+CREATE TRIGGER feedback_log_append_only BEFORE UPDATE ON feedback_log
+    FOR EACH ROW EXECUTE FUNCTION oracle_append_only();
+CREATE TRIGGER supersede_log_append_only BEFORE UPDATE ON supersede_log
+    FOR EACH ROW EXECUTE FUNCTION oracle_append_only();
 """
 
-# The SQLite store's schema 9 (metadata filters, indexer/notes/fields.py) and team mode (server/services/capabilities/team.py, server/services/capabilities/edit.py):
+# The SQLite store's schema 9 (metadata filters, indexer/notes/fields.py) and team mode
+# (server/services/capabilities/team.py, server/services/capabilities/edit.py):
 # every frontmatter value of every note, who (which named token) learnt, judged or superseded, and the log of
 # edits and archives of existing notes. A note's fields are derived like its sections: the next sync writes them
 # (a store from before this version has none, so every note is re-parsed once: files' stat and hash forgotten).
@@ -140,8 +143,9 @@ CREATE TRIGGER edit_log_append_only BEFORE UPDATE ON edit_log FOR EACH ROW EXECU
 # Working copies (issue 38, indexer/worker/workcopy.py): the database is the team's memory and every folder a
 # working copy of it. `note_revisions` is each note's history, append-only (a tombstone is a revision with no
 # content: the text before it stays in the history, restorable); `note_heads` the current revision of each path,
-# which a sync compares with the folder; `note_conflicts` the conflict copies syncs wrote (stats reports them); `named_tokens` the team's named tokens
-# (server/services/capabilities/team.py: salted HMACs, never a token in clear), so a token added on one machine works on all.
+# which a sync compares with the folder; `note_conflicts` the conflict copies syncs wrote (stats reports them);
+# `named_tokens` the team's named tokens (server/services/capabilities/team.py: salted HMACs, never a token in
+# clear), so a token added on one machine works on all.
 # `seq` orders every revision of every note: an engine that heard a NOTIFY asks for the heads above the last
 # one it saw.
 _V3 = """

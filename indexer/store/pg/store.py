@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
+from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.models.embed import text_key
 from oracle_indexer.notes.fields import FieldValue
 from oracle_indexer.notes.language import NoteLanguage
@@ -25,14 +26,13 @@ from oracle_indexer.store.pg import keyword as pg_keyword
 from oracle_indexer.store.pg.db import Database, database, pg_sql
 from oracle_indexer.store.pg.keyword import NOTES, POS_SHIFT, SECTIONS
 from oracle_indexer.store.pg.local_words import LocalWords, Reading, in_step
-from oracle_indexer.store.protocols import KeywordReads
-from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.store.pg.schema import SCHEMA_VERSION, WRITER_LOCK, migrate
-from oracle_indexer.store.sqlite.reads import Reads
-from oracle_indexer.store.rows import BATCH, SECTION_COLUMNS, FileState, Section, SectionFacts, marks, parser_version
-from oracle_indexer.store.types import Filters
 from oracle_indexer.store.pg.tokens import tokenize_rows
+from oracle_indexer.store.protocols import KeywordReads
+from oracle_indexer.store.rows import BATCH, SECTION_COLUMNS, FileState, Section, SectionFacts, marks, parser_version
+from oracle_indexer.store.sqlite.reads import Reads
 from oracle_indexer.store.sqlite.writes import _embed_key, body_hash, note_text, section_text
+from oracle_indexer.store.types import Filters
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,7 +124,8 @@ class PgStore(Reads):
     # one round trip) and stashes its rows for the second call (Database.stash: this thread, this second, no write
     # of this process in between, exactly the same notes); the statements are the SQLite store's own.
     _FACTS = ("SELECT d.id, d.file, d.kind, d.parent_id, d.content_hash, f.body_hash, d.heading, d.line_start,"
-              " d.line_end, f.lang, f.lang_from, f.translation_key FROM documents d LEFT JOIN files f ON f.path = d.file"
+              " d.line_end, f.lang, f.lang_from, f.translation_key"
+              " FROM documents d LEFT JOIN files f ON f.path = d.file"
               " WHERE d.id IN ({})")
     _SUPERSEDED_OF_IDS = ("SELECT file, target FROM superseded_files WHERE file IN"
                           " (SELECT file FROM documents WHERE id = ANY(%s))")
@@ -261,8 +262,8 @@ class PgStore(Reads):
             yield PgCursorConn(conn)
 
     def set_meta(self, key: str, value: str) -> None:
-        self.db.run("INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    [key, value])
+        self.db.run("INSERT INTO meta (key, value) VALUES (%s, %s)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value])
 
     def forget_file_states(self) -> None:
         """Forget every file's stat and hash, so the next sync re-parses every note (the SQLite store's contract,
@@ -312,8 +313,9 @@ class PgStore(Reads):
                     [list(col) for col in columns]).fetchall())
                 concept_rows = sorted({(c.id, concept) for c in chunks for concept in c.concepts})
                 if concept_rows:
-                    conn.execute("INSERT INTO doc_concepts (doc_id, concept) SELECT * FROM unnest(%s::text[], %s::text[])"
-                                 " ON CONFLICT DO NOTHING", [[a for a, _ in concept_rows], [b for _, b in concept_rows]])
+                    conn.execute("INSERT INTO doc_concepts (doc_id, concept)"
+                                 " SELECT * FROM unnest(%s::text[], %s::text[]) ON CONFLICT DO NOTHING",
+                                 [[a for a, _ in concept_rows], [b for _, b in concept_rows]])
             (file_rowid,) = conn.execute(
                 "INSERT INTO files (path, type, title, mtime_ns, size, file_hash, chunk_count, warnings, indexed_at,"
                 " body_hash, lang, lang_from, translation_key, last_verified, review_after)"
@@ -395,7 +397,8 @@ class PgStore(Reads):
                     "UPDATE documents d SET embed_key = k.key, in_vector = 0"
                     " FROM unnest(%s::text[], %s::text[]) AS k(id, key) WHERE d.id = k.id",
                     [[r[0] for r in rows],
-                     [text_key(compose_embed_text(title, heading, content), model) for _, title, heading, content in rows]])
+                     [text_key(compose_embed_text(title, heading, content), model)
+                      for _, title, heading, content in rows]])
             conn.execute("INSERT INTO meta (key, value) VALUES ('embedding_model', %s)"
                          " ON CONFLICT (key) DO UPDATE SET value = excluded.value", [model])
         return len(rows)
@@ -448,7 +451,8 @@ def _delete_file_rows(conn: psycopg.Connection, rel: str) -> list[str]:
 def _drop_postings(conn: psycopg.Connection, tbl: int, docs: Sequence[int]) -> None:
     if not docs:
         return
-    gone = conn.execute("DELETE FROM fts_docs WHERE tbl = %s AND doc = ANY(%s) RETURNING len", [tbl, list(docs)]).fetchall()
+    gone = conn.execute("DELETE FROM fts_docs WHERE tbl = %s AND doc = ANY(%s) RETURNING len",
+                        [tbl, list(docs)]).fetchall()
     if gone:
         conn.execute("UPDATE fts_stats SET n = n - %s, tokens = tokens - %s WHERE tbl = %s",
                      [len(gone), sum(r[0] for r in gone), tbl])
@@ -497,7 +501,8 @@ def _write_postings(conn: psycopg.Connection,
                 copy.write("".join(lengths))
     for tbl, (rows, tokens_total) in totals.items():
         if rows:
-            conn.execute("UPDATE fts_stats SET n = n + %s, tokens = tokens + %s WHERE tbl = %s", [rows, tokens_total, tbl])
+            conn.execute("UPDATE fts_stats SET n = n + %s, tokens = tokens + %s WHERE tbl = %s",
+                         [rows, tokens_total, tbl])
 
 
 WRITER_WAIT = 30.0  # seconds a write waits for another engine's writer lock before it is refused

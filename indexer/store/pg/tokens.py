@@ -62,8 +62,9 @@ def phrase_tokens(text: str) -> tuple[str, ...]:
 
 
 def parse_match(match: str | None) -> list[str]:
-    """The quoted strings of a MATCH expression as server/services/capabilities/search/query.py builds them (`"a" OR "b"`, inner quotes
-    doubled), unquoted, in order. Anything else in the expression is an error: the store must never guess."""
+    """The quoted strings of a MATCH expression as server/services/capabilities/search/query.py builds them
+    (`"a" OR "b"`, inner quotes doubled), unquoted, in order. Anything else in the expression is an error: the
+    store must never guess."""
     if not match:
         return []
     out: list[str] = []

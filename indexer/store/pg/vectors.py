@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from oracle_indexer.store.errors import VectorStoreUnavailable
 from oracle_indexer.store.pg.db import Database, _safe, database
 from oracle_indexer.store.sqlite.vectors import SELF_CHECK_NEIGHBOURS, SELF_MATCH, StoreHealth
-from oracle_indexer.store.errors import VectorStoreUnavailable
 from oracle_indexer.store.types import VectorHit
 
 if TYPE_CHECKING:
@@ -36,7 +36,8 @@ def _literal(vector: np.ndarray) -> str:
 
 
 def _where_sql(where: dict | None) -> tuple[str, list]:
-    """Chroma's `where` (as server/services/capabilities/search/pipeline.py writes it: field equality, $in, $and) as SQL over the metadata."""
+    """Chroma's `where` (as server/services/capabilities/search/pipeline.py writes it: field equality, $in,
+    $and) as SQL over the metadata."""
     if not where:
         return "TRUE", []
     if "$and" in where:
@@ -81,7 +82,8 @@ class PgVectorStore(StoreHealth):
         except VectorStoreUnavailable:
             raise
         except Exception as exc:
-            message = f"vector store {what} failed ({_safe(self.url or '')}): {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            message = f"vector store {what} failed ({_safe(self.url or '')}): {reason}"
             raise VectorStoreUnavailable(self._failed(message, down=read)) from exc
 
     def _hint(self) -> str:
@@ -124,8 +126,8 @@ class PgVectorStore(StoreHealth):
         with self.db.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('oracle:vectors', 0))")
             conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {TABLE} (id text COLLATE \"C\" PRIMARY KEY, embedding vector({int(dimension)})"
-                " NOT NULL, type text, file text, project text)")
+                f"CREATE TABLE IF NOT EXISTS {TABLE} (id text COLLATE \"C\" PRIMARY KEY,"
+                f" embedding vector({int(dimension)}) NOT NULL, type text, file text, project text)")
             conn.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_hnsw ON {TABLE} USING hnsw (embedding vector_cosine_ops)")
 
     # -- the operations ----------------------------------------------------------------------------------
@@ -149,7 +151,8 @@ class PgVectorStore(StoreHealth):
     def delete(self, ids: Sequence[str]) -> None:
         if not len(ids):
             return
-        self._call("delete", lambda: self._exists() and self.db.run(f"DELETE FROM {TABLE} WHERE id = ANY(%s)", [list(ids)]))
+        self._call("delete", lambda: self._exists()
+                   and self.db.run(f"DELETE FROM {TABLE} WHERE id = ANY(%s)", [list(ids)]))
 
     def count(self) -> int:
         return int(self._call("count", lambda: self.db.run(f"SELECT count(*) FROM {TABLE}")[0][0]

@@ -22,12 +22,12 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from oracle_indexer.safe_write import private_dir
-
+from oracle_indexer.store.errors import StoreClosed
 from oracle_indexer.store.sqlite.keyword import (
     BM25_WEIGHTS,
     MERGED_TABLES,
-    SectionCounts,
     TIE_SLACK,
+    SectionCounts,
     count_embedded,
     filtered_ids,
     keyword_matching_ids,
@@ -39,7 +39,6 @@ from oracle_indexer.store.sqlite.keyword import (
     terms_matched,
 )
 from oracle_indexer.store.sqlite.reads import Reads
-from oracle_indexer.store.errors import StoreClosed
 from oracle_indexer.store.sqlite.schema import (
     BUSY_TIMEOUT_MS,
     SCHEMA_VERSION,

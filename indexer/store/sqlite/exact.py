@@ -11,8 +11,8 @@ one BLAS thread: the same bits in every process) and ties go to the smaller sect
 What ranks: exactly the sections the vector store holds (`documents.in_vector = 1`, what `count_embedded`
 and the "not embedded yet" warning count), each with the vector cached for its text in the `embeddings`
 table (the vectors Chroma was given). The matrix is brought up to date once per index change (SQLite's
-`data_version` on a read connection of its own, as indexer/store/sqlite/multilingual.py does; only new texts' vectors are
-read then), 1.5 KB a section (11 MB for nat-brain).
+`data_version` on a read connection of its own, as indexer/store/sqlite/multilingual.py does; only new texts' vectors
+are read then), 1.5 KB a section (11 MB for nat-brain).
 The multilingual index (indexer/store/sqlite/multilingual.py) takes its main-model rows from this matrix rather than
 holding a copy of its own.
 

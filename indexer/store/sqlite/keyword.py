@@ -90,7 +90,8 @@ def _matching_rowids_sql(sources: list[_Source]) -> tuple[str, list]:
     return union, [a for s in sources for a in s.args]
 
 
-def _ranked_in_fts(store: KeywordStore, source: _Source, filters: Filters, limit: int) -> list[tuple[str, float]] | None:
+def _ranked_in_fts(store: KeywordStore, source: _Source, filters: Filters,
+                   limit: int) -> list[tuple[str, float]] | None:
     """The rows of `ORDER BY s DESC, d.id LIMIT limit` over the joined clause, but ranked inside FTS5 with
     only the top rows looked up in `documents`: a common word matches tens of thousands of chunks at 100k,
     and a join per match cost as much as bm25 itself. Filters become one set of rowids, checked per match
@@ -269,7 +270,8 @@ def segment_count(store: KeywordStore, table: str) -> int:
     """How many segments (b-trees) an FTS5 table's index is made of, from its structure record (a 4-byte cookie,
     then the varints nLevel, nSegment, ...). Every write transaction adds one, FTS5's automerge folds them
     level by level, and a query walks each term's list in every segment: on nat-brain's index of 14 segments a
-    question's bm25 ranking took 2.9 ms, 2.4 ms after they were merged into one, counting its matches 0.51 -> 0.17 ms."""
+    question's bm25 ranking took 2.9 ms, 2.4 ms after they were merged into one, counting its matches 0.51 -> 0.17
+    ms."""
     assert table in MERGED_TABLES + ("documents_tri",)
     rows = store.fetch(f"SELECT block FROM {table}_data WHERE id = 10")
     if not rows or rows[0][0] is None:
@@ -327,7 +329,8 @@ def note_keyword_scores(store: KeywordStore, fts_match: str | None, files: Seque
     # `+rowid` checks each match against the candidates' rowids, rather than one MATCH per candidate.
     rows = store.fetch(
         f"SELECT f.path, n.s FROM (SELECT rowid AS r, -bm25(notes_fts, {weights}) AS s FROM notes_fts"
-        f" WHERE notes_fts MATCH ? AND +rowid IN (SELECT rowid FROM files WHERE path IN ({marks}) AND chunk_count > 1)) n"
+        " WHERE notes_fts MATCH ?"
+        f" AND +rowid IN (SELECT rowid FROM files WHERE path IN ({marks}) AND chunk_count > 1)) n"
         " JOIN files f ON f.rowid = n.r",
         [fts_match, *files],
     )

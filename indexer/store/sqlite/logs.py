@@ -1,4 +1,5 @@
-"""Append-only usage logs (the store's second file; services reach it as `oracle.logs`): searches, consultations, learnings and which documents went to whom.
+"""Append-only usage logs (the store's second file; services reach it as `oracle.logs`): searches, consultations,
+learnings and which documents went to whom.
 
 They live in their own SQLite file (`logs.db` beside the index) because the index can always be rebuilt
 from the markdown and the logs cannot: a corrupt or deleted index never takes the logs with it.
@@ -9,17 +10,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from oracle_indexer.safe_write import private_dir, private_file
+from oracle_indexer.store.errors import StoreClosed
 from oracle_indexer.store.rows import batched, marks
 from oracle_indexer.store.sqlite.schema import Connection, ThreadReaders, opened, set_aside
-from oracle_indexer.store.errors import StoreClosed
 
 BUSY_TIMEOUT_MS = 10_000
 MAX_TEXT = 20_000  # a logged field longer than this is cut; the log is a record, not an archive
@@ -45,12 +46,14 @@ CREATE TABLE IF NOT EXISTS feedback_log (
     note TEXT, content_hash TEXT
 );
 CREATE INDEX IF NOT EXISTS feedback_log_doc ON feedback_log(doc_id);
-CREATE INDEX IF NOT EXISTS feedback_log_at ON feedback_log(at);  -- a client's verdicts this hour (server/services/capabilities/feedback.py)
+-- a client's verdicts this hour (server/services/capabilities/feedback.py)
+CREATE INDEX IF NOT EXISTS feedback_log_at ON feedback_log(at);
 CREATE TABLE IF NOT EXISTS supersede_log (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, old_ref TEXT NOT NULL, new_ref TEXT,
     reason TEXT, action TEXT NOT NULL
 );
--- edits and archives of existing notes (server/services/capabilities/edit.py): who changed which note from which hash to which
+-- edits and archives of existing notes (server/services/capabilities/edit.py): who changed which note from which
+-- hash to which
 CREATE TABLE IF NOT EXISTS edit_log (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, client TEXT, author TEXT, action TEXT NOT NULL, file TEXT NOT NULL,
     old_hash TEXT, new_hash TEXT, moved_to TEXT, reason TEXT
@@ -321,7 +324,8 @@ class Logs:
     def log_consult(self, client: str, decision: str, context: str | None, found: list[dict], guidance: str,
                     tokens: int, latency_ms: float, working_set_id: str | None = None,
                     working_set: str | None = None) -> None:
-        """`working_set` is the consult's canonical JSON (server/services/capabilities/working_set.py), `working_set_id` its SHA-256."""
+        """`working_set` is the consult's canonical JSON (server/services/capabilities/working_set.py),
+        `working_set_id` its SHA-256."""
         now = time.time()
         self._enqueue(
             "INSERT INTO consult_log (at, client, decision, context, found, guidance, tokens, latency_ms,"
@@ -364,8 +368,8 @@ class Logs:
             try:
                 row = self.conn.execute("SELECT fingerprint, file, at FROM learn_keys WHERE key = ?", (key,)).fetchone()
                 if row is None or (row[1] is None and now - row[2] > KEY_CLAIM_SECONDS):
-                    self.conn.execute("INSERT OR REPLACE INTO learn_keys (key, fingerprint, file, at) VALUES (?,?,NULL,?)",
-                                      (key, fingerprint, now))
+                    self.conn.execute("INSERT OR REPLACE INTO learn_keys (key, fingerprint, file, at)"
+                                      " VALUES (?,?,NULL,?)", (key, fingerprint, now))
                     state: tuple[str, str | None] = ("new", None)
                 elif row[0] != fingerprint:
                     state = ("other", row[1])
@@ -445,7 +449,8 @@ class Logs:
         """(doc_id, helpful, misleading, last verdict time, the named tokens that gave verdicts, sorted) for
         every document with a verdict."""
         rows = self._readers.fetch(
-            "SELECT doc_id, sum(verdict = 'helpful'), sum(verdict = 'misleading'), max(at), group_concat(author, char(31))"
+            "SELECT doc_id, sum(verdict = 'helpful'), sum(verdict = 'misleading'), max(at),"
+            " group_concat(author, char(31))"
             " FROM feedback_log GROUP BY doc_id ORDER BY doc_id"
         )
         return [(d, int(h), int(m), at, sorted(set(a.split("\x1f"))) if a else []) for d, h, m, at, a in rows]

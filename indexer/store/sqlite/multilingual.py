@@ -41,7 +41,8 @@ class MultilingualIndex:
         self._lock = threading.Lock()
         # (data_version, ids, multilingual rows, main-model rows or None when they are read from `exact`)
         self._matrix: tuple[object, list[str], np.ndarray, np.ndarray | None] | None = None
-        self.exact = exact  # the main model's matrix, shared (indexer/store/sqlite/exact.py); None: this index reads its own
+        # the main model's matrix, shared (indexer/store/sqlite/exact.py); None: this index reads its own
+        self.exact = exact
         # (exact matrix version, the ids list it was made for, the exact matrix's row of each of those ids)
         self._shared: tuple[object, list[str], np.ndarray] | None = None
 

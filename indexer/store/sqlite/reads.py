@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from oracle_indexer.notes.fields import FieldValue, value_key
 from oracle_indexer.notes.parse import compose_embed_text, relation_key
-from oracle_indexer.store.types import Filters
 from oracle_indexer.store.rows import (
     SECTION_COLUMNS,
     FileState,
@@ -28,7 +27,7 @@ from oracle_indexer.store.rows import (
     marks,
     parser_version,
 )
-from oracle_indexer.store.types import Pattern
+from oracle_indexer.store.types import Filters, Pattern
 
 if TYPE_CHECKING:  # numpy loads on first use: a server answers its handshake without it
     import numpy as np
@@ -175,14 +174,16 @@ class Reads:
 
     def structural_languages(self) -> dict[str, int]:
         """Language -> notes, for the notes whose language their frontmatter or folder states (not guessed
-        from text): whether, and among which languages, a search prefers the asker's (server/services/capabilities/search/pipeline.py)."""
+        from text): whether, and among which languages, a search prefers the asker's
+        (server/services/capabilities/search/pipeline.py)."""
         rows = self.fetch("SELECT lang, count(*) FROM files WHERE lang IS NOT NULL"
                           " AND lang_from IN ('frontmatter', 'folder') GROUP BY lang ORDER BY lang")
         return {lang: n for lang, n in rows}
 
     def note_languages(self) -> dict[str, int]:
         """Language -> notes, every note's language however it was found (stated or guessed from its text);
-        "unknown" for notes too short to tell: what the notes look like to an asker (server/services/support/guide.py)."""
+        "unknown" for notes too short to tell: what the notes look like to an asker
+        (server/services/support/guide.py)."""
         rows = self.fetch("SELECT coalesce(lang, 'unknown'), count(*) FROM files GROUP BY 1 ORDER BY 1")
         return {lang: n for lang, n in rows}
 
@@ -195,8 +196,8 @@ class Reads:
         return out
 
     def documents_by_id(self, ids: Sequence[str]) -> dict[str, dict]:
-        """Every column of each section as a dict (concepts decoded): the shape server/services/capabilities/search/pipeline.py hydrates a
-        page from. New code uses `sections_by_id`."""
+        """Every column of each section as a dict (concepts decoded): the shape
+        server/services/capabilities/search/pipeline.py hydrates a page from. New code uses `sections_by_id`."""
         out: dict[str, dict] = {}
         for part in batched(ids):
             for row in self.rows(f"SELECT rowid AS rowid, * FROM documents WHERE id IN ({marks(len(part))})", part):
@@ -224,7 +225,8 @@ class Reads:
 
     def ids_with_hash_prefix(self, prefix: str, limit: int = 20) -> list[str]:
         """Sections whose content hash starts with `prefix` (a cited hash may be shortened)."""
-        rows = self.fetch("SELECT id FROM documents WHERE content_hash GLOB ? ORDER BY id LIMIT ?", (prefix + "*", limit))
+        rows = self.fetch("SELECT id FROM documents WHERE content_hash GLOB ? ORDER BY id LIMIT ?",
+                          (prefix + "*", limit))
         return [r[0] for r in rows]
 
     def section_ids_from(self, start: str, limit: int) -> list[str]:
@@ -301,7 +303,8 @@ class Reads:
     def note_concepts(self) -> list[tuple[str, str]]:
         """(note path, concept) pairs, by path: which concepts each note carries in any section."""
         return [(f, c) for f, c in self.fetch(
-            "SELECT DISTINCT d.file, c.concept FROM doc_concepts c JOIN documents d ON d.id = c.doc_id ORDER BY d.file")]
+            "SELECT DISTINCT d.file, c.concept FROM doc_concepts c JOIN documents d ON d.id = c.doc_id"
+            " ORDER BY d.file")]
 
     def notes(self) -> dict[str, IndexedNote]:
         """Every indexed note by path."""
@@ -364,7 +367,8 @@ class Reads:
         a `where` filter is decided on (indexer/notes/fields.py select_notes)."""
         out: list[tuple[str, FieldValue]] = []
         for part in batched(sorted(set(fields))):
-            out += [(file, FieldValue(name, value, key, bool(is_list))) for file, name, value, key, is_list in self.fetch(
+            out += [(file, FieldValue(name, value, key, bool(is_list)))
+                    for file, name, value, key, is_list in self.fetch(
                 "SELECT file, field, value, value_key, is_list FROM note_fields"
                 f" WHERE field IN ({marks(len(part))}) ORDER BY file, field, position", part)]
         return out
@@ -407,8 +411,8 @@ class Reads:
             rows = self.fetch("SELECT file, id, content_hash FROM documents")
         else:
             rows = [r for part in batched(paths)
-                    for r in self.fetch(f"SELECT file, id, content_hash FROM documents WHERE file IN ({marks(len(part))})",
-                                        part)]
+                    for r in self.fetch("SELECT file, id, content_hash FROM documents"
+                                        f" WHERE file IN ({marks(len(part))})", part)]
         for file, cid, digest in rows:
             out.setdefault(file, {})[cid] = digest
         return out
@@ -425,7 +429,8 @@ class Reads:
             " ORDER BY r.subject_key, r.predicate_key, r.object_key, r.file, r.position LIMIT ? OFFSET ?",
             [*args, limit, offset],
         )
-        return total, [RelationRow(s, p, o, file, title or "", type_, id_ or "") for s, p, o, file, title, type_, id_ in rows]
+        return total, [RelationRow(s, p, o, file, title or "", type_, id_ or "")
+                       for s, p, o, file, title, type_, id_ in rows]
 
     def stated_relations(self, pattern: Pattern, files: Sequence[str] | None = None) -> list[tuple[str, str, str, str]]:
         """(subject, predicate, object, note) matching `pattern` (among `files` when given), in note order."""
@@ -434,7 +439,8 @@ class Reads:
             where += f" AND r.file IN ({marks(len(files))})"
             args += list(files)
         return [(s, p, o, f) for s, p, o, f in self.fetch(
-            f"SELECT r.subject, r.predicate, r.object, r.file FROM relations r WHERE {where} ORDER BY r.file, r.position",
+            f"SELECT r.subject, r.predicate, r.object, r.file FROM relations r WHERE {where}"
+            " ORDER BY r.file, r.position",
             args)]
 
     def first_sections(self, files: Sequence[str], filters: Filters) -> dict[str, str]:
@@ -464,5 +470,6 @@ class Reads:
             return dict(self.fetch("SELECT file, target FROM superseded_files ORDER BY file"))
         out: dict[str, str] = {}
         for part in batched(sorted(files)):
-            out.update(self.fetch(f"SELECT file, target FROM superseded_files WHERE file IN ({marks(len(part))})", part))
+            out.update(self.fetch(f"SELECT file, target FROM superseded_files WHERE file IN ({marks(len(part))})",
+                                  part))
         return out

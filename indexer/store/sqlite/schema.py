@@ -8,8 +8,9 @@ markdown file, a row of `files`). The table keeps its historical name `documents
   unicode61 sees a whole sentence as one token.
 Both are keyed by the rowid of `documents`. `notes_fts` holds each note whole (title, and the text of its
 sections without the principle bullets that repeat them), keyed by the rowid of `files`: search reads it
-for the keyword evidence of a note as a whole (server/services/capabilities/search/pipeline.py, scoring.with_note_evidence). WAL mode and a busy timeout let readers in other processes
-(and this process's per-thread readers) carry on while one connection writes.
+for the keyword evidence of a note as a whole (server/services/capabilities/search/pipeline.py,
+scoring.with_note_evidence). WAL mode and a busy timeout let readers in other processes (and this process's
+per-thread readers) carry on while one connection writes.
 
 Why the DDL is hand-written and sqlite-utils does column migrations only: the two FTS5
 tables hold *segmented* text (Thai split into words, aliases folded into the title), not a copy of
@@ -31,8 +32,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from oracle_indexer.safe_write import private_file
 from oracle_indexer.notes.segment import THAI_MARKS
+from oracle_indexer.safe_write import private_file
 from oracle_indexer.store.errors import StoreClosed
 
 # 2: relations and superseded_by from frontmatter (an index of version 1 re-parses every file once).
@@ -70,10 +71,11 @@ CREATE INDEX IF NOT EXISTS documents_type ON documents(type);
 CREATE INDEX IF NOT EXISTS documents_in_vector ON documents(in_vector);
 -- What a search reads of sections without their text, which the table's rows hold: each candidate's facts
 -- (store.section_facts: 100 random sections 0.7 -> 0.3 ms on nat-brain) and, after every commit, the list of
--- embedded sections the exact vector leg ranks (indexer/store/sqlite/exact.py: 14 -> 9 ms). documents_facts was its first form.
+-- embedded sections the exact vector leg ranks (indexer/store/sqlite/exact.py: 14 -> 9 ms). documents_facts was
+-- its first form.
 DROP INDEX IF EXISTS documents_facts;
-CREATE INDEX IF NOT EXISTS documents_sections ON documents(id, in_vector, embed_key, file, kind, parent_id, content_hash,
-    heading, line_start, line_end);
+CREATE INDEX IF NOT EXISTS documents_sections ON documents(id, in_vector, embed_key, file, kind, parent_id,
+    content_hash, heading, line_start, line_end);
 CREATE TABLE IF NOT EXISTS doc_concepts (doc_id TEXT NOT NULL, concept TEXT NOT NULL, PRIMARY KEY (concept, doc_id));
 CREATE INDEX IF NOT EXISTS doc_concepts_doc ON doc_concepts(doc_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(

@@ -266,7 +266,8 @@ class VectorStore(StoreHealth):
                         self._client = chromadb.PersistentClient(path=str(self.path), settings=settings)
                         _SYSTEM_SEEN[str(self.path)] = generation
                 collection = self._client.get_or_create_collection(
-                    self.collection_name, configuration={"hnsw": {"space": "cosine", "ef_search": EF_SEARCH}}, embedding_function=None
+                    self.collection_name, configuration={"hnsw": {"space": "cosine", "ef_search": EF_SEARCH}},
+                    embedding_function=None,
                 )
             except Exception as exc:
                 why = _describe(exc)

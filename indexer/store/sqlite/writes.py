@@ -82,7 +82,8 @@ class Writes:
         with self.transaction() as conn:
             embedded = {
                 doc_id: key
-                for doc_id, key in conn.execute("SELECT id, embed_key FROM documents WHERE file = ? AND in_vector = 1", (rel,))
+                for doc_id, key in conn.execute(
+                    "SELECT id, embed_key FROM documents WHERE file = ? AND in_vector = 1", (rel,))
             }
             old_ids = self._delete_file_rows(conn, rel)
             for position, chunk in enumerate(chunks):
@@ -104,7 +105,8 @@ class Writes:
                     (rowid, chunk.id, *section_text(chunk)),
                 )
                 conn.execute(
-                    "INSERT INTO documents_tri (rowid, title, content) VALUES (?,?,?)", (rowid, chunk.title, chunk.content)
+                    "INSERT INTO documents_tri (rowid, title, content) VALUES (?,?,?)",
+                    (rowid, chunk.title, chunk.content),
                 )
                 conn.executemany(
                     "INSERT OR IGNORE INTO doc_concepts (doc_id, concept) VALUES (?, ?)",
@@ -225,7 +227,8 @@ def _write_note_text(conn: sqlite3.Connection, rel: str, title: str, chunks: Seq
     out: their section's text already holds them, and counting them twice would inflate term counts."""
     (rowid,) = conn.execute("SELECT rowid FROM files WHERE path = ?", (rel,)).fetchone()
     aliases = next((c.aliases for c in chunks), ())
-    conn.execute("INSERT INTO notes_fts (rowid, title, body) VALUES (?,?,?)", (rowid, *note_text(title, aliases, chunks)))
+    conn.execute("INSERT INTO notes_fts (rowid, title, body) VALUES (?,?,?)",
+                 (rowid, *note_text(title, aliases, chunks)))
 
 
 def section_text(chunk: Chunk) -> tuple[str, str, str, str]:

@@ -12,9 +12,10 @@ from oracle_indexer.notes.concepts import normalise_tags
 from oracle_indexer.notes.parse import relation_key
 from oracle_indexer.rootconfig import DOC_TYPES
 from oracle_indexer.store.protocols import IndexStore
-from oracle_indexer.store.rows import Section
+from oracle_indexer.store.rows import IndexedNote, Section
 from oracle_indexer.store.types import Filters
-from oracle_indexer.store.rows import IndexedNote
+from oracle_server.services.capabilities.relations import relation_graph
+from oracle_server.services.capabilities.search.where import resolve_where
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.vocabulary.errors import ServiceError
 from oracle_server.services.vocabulary.models import (
@@ -30,8 +31,6 @@ from oracle_server.services.vocabulary.models import (
     past_the_end,
     where_conditions,
 )
-from oracle_server.services.capabilities.relations import relation_graph
-from oracle_server.services.capabilities.search.where import resolve_where
 
 
 class NotFound(ServiceError, LookupError):
@@ -204,7 +203,9 @@ RELATIONS_PER_ENTITY = 4  # relations drawn at most per entity
 RELATIONS_READ = 5000  # relations read to find the hubs among (nat-brain: 1,081 links)
 
 
-def graph(oracle: Oracle, limit: int = 40, documents: bool = True, relations: int = GRAPH_RELATIONS,
+# Over complexity 10 on purpose: the graph's parts (concepts, co-occurrence, notes, relations) built over the same
+# counts.
+def graph(oracle: Oracle, limit: int = 40, documents: bool = True, relations: int = GRAPH_RELATIONS,  # noqa: C901
           max_documents: int = GRAPH_DOCUMENTS) -> Graph:
     """The vault's own top concepts (`vault_concepts`), how often they share a note, the notes that carry most
     of them (at most `max_documents`), and the relations notes state most often between entities."""

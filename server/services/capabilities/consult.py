@@ -2,8 +2,8 @@
 
 Retrieved text is data, not instructions. It is wrapped in a boundary whose markers carry a tag derived
 from a per-process secret and every field the guidance shows, so a note cannot forge the closing marker;
-every field inside that could spell a marker (text, title, heading, paths) is defused. Each source is labelled with its id, file, line span and content hash so that an
-agent can cite exactly what informed it.
+every field inside that could spell a marker (text, title, heading, paths) is defused. Each source is labelled with its
+id, file, line span and content hash so that an agent can cite exactly what informed it.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from oracle_server.services.runtime.app import Oracle
-from oracle_server.services.vocabulary.boundary import defuse, tag_for
-from oracle_server.services.vocabulary.models import ConsultRequest, ConsultResult, DocType, SearchRequest, Source
 from oracle_server.services.capabilities.search.pipeline import run_search
 from oracle_server.services.capabilities.working_set import build as build_working_set
 from oracle_server.services.capabilities.working_set import canonical_json, working_set_id
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.vocabulary.boundary import defuse, tag_for
+from oracle_server.services.vocabulary.models import ConsultRequest, ConsultResult, DocType, SearchRequest, Source
 
 PER_TYPE = 5
 CHARS_PER_TOKEN = 4  # a conservative estimate for English prose; no model tokenizer is needed
@@ -216,7 +216,8 @@ def _stale_warning(sources: list[Source]) -> list[str]:
 
 
 def run_consult(oracle: Oracle, request: ConsultRequest) -> tuple[ConsultResult, dict]:
-    """The consultation, unlogged, and its working set (server/services/capabilities/working_set.py): consult and verify build on it."""
+    """The consultation, unlogged, and its working set (server/services/capabilities/working_set.py): consult and
+    verify build on it."""
     query = request.decision if not request.context else f"{request.decision}\n{request.context}"
     state = oracle.store.index_state()  # read first: a change during the consultation makes it not reproduce
     budget = plan_budget(request.budget_tokens, request.context_window)

@@ -11,8 +11,8 @@ wrote meanwhile without having seen it.
   folder is hidden, so the indexer's own rules (indexer/notes/discover.py) keep it out of the index and out of
   every reader (search, read, /api/file) with no configuration; `git` still tracks it.
 
-Paths are checked as readers check them (server/services/capabilities/files.py: inside the root, markdown, not hidden, not
-excluded), and a note named through a symlink is refused: Oracle rewrites and moves only the files it names.
+Paths are checked as readers check them (server/services/capabilities/files.py: inside the root, markdown, not hidden,
+not excluded), and a note named through a symlink is refused: Oracle rewrites and moves only the files it names.
 The text operations are pure functions (`apply_edit`), tested on their own.
 """
 
@@ -30,9 +30,9 @@ from pathlib import Path, PurePosixPath
 from oracle_indexer.notes.discover import is_within
 from oracle_indexer.notes.parse import CHUNK_ID_RE
 from oracle_indexer.safe_write import ChangedMeanwhile, replace_unchanged
+from oracle_server.services.capabilities.files import MAX_READ_BYTES, FileNotInRoot, PathRefused, read_bytes, safe_path
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.vocabulary.errors import WRITE_ERRNO_KIND, OracleError
-from oracle_server.services.capabilities.files import MAX_READ_BYTES, FileNotInRoot, PathRefused, read_bytes, safe_path
 from oracle_server.services.vocabulary.models import ArchiveRequest, ArchiveResult, EditRequest, EditResult
 
 ARCHIVE_FOLDER = ".archive"

@@ -13,15 +13,14 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from oracle_server.services.capabilities.search.scoring import SCORE_DECIMALS, feedback_factor
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.vocabulary.errors import ServiceError
 from oracle_server.services.vocabulary.models import FeedbackRequest, FeedbackResult
-from oracle_server.services.capabilities.search.scoring import SCORE_DECIMALS, feedback_factor
-
 
 # feedback_log is never pruned by age (search ranks by it), so what a client can add is bounded instead (issue
-# 26: one client grew it by 3.8 MB/s): a short note (MAX_VERDICT_NOTE_CHARS, server/services/vocabulary/models/use.py), at most
-# VERDICTS_PER_HOUR verdicts per client (its transport, and its named token in team mode) and hour, and each
+# 26: one client grew it by 3.8 MB/s): a short note (MAX_VERDICT_NOTE_CHARS, server/services/vocabulary/models/use.py),
+# at most VERDICTS_PER_HOUR verdicts per client (its transport, and its named token in team mode) and hour, and each
 # section keeps its newest VERDICTS_PER_SECTION. Repeats are not merged: without tokens every local agent is the
 # same client ("mcp"), and their separate verdicts on one note must all count.
 VERDICTS_PER_HOUR = 600

@@ -9,12 +9,12 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from oracle_indexer.notes.freshness import Staleness, StampRefused, stamp_verified, staleness
+from oracle_indexer.notes.freshness import Staleness, StampRefused, staleness, stamp_verified
 from oracle_indexer.notes.parse import CHUNK_ID_RE, split_frontmatter
 from oracle_indexer.safe_write import ChangedMeanwhile, replace_unchanged
+from oracle_server.services.capabilities.files import PathRefused, read_bytes, safe_path
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.vocabulary.errors import OracleError
-from oracle_server.services.capabilities.files import PathRefused, read_bytes, safe_path
 from oracle_server.services.vocabulary.models import VerifiedNote
 
 T = TypeVar("T")

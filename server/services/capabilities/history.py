@@ -14,8 +14,14 @@ import unicodedata
 from typing import TYPE_CHECKING
 
 from oracle_server.services.vocabulary.errors import OracleError
-from oracle_server.services.vocabulary.models import (HistoryRequest, HistoryResult, RestoreRequest, RestoreResult,
-                                           RevisionEntry, since_epoch)
+from oracle_server.services.vocabulary.models import (
+    HistoryRequest,
+    HistoryResult,
+    RestoreRequest,
+    RestoreResult,
+    RevisionEntry,
+    since_epoch,
+)
 
 if TYPE_CHECKING:
     from oracle_server.services.runtime.app import Oracle

@@ -6,7 +6,8 @@ never overwrite: the text goes to a hidden temporary file that is hard-linked to
 a name that is taken gets a numeric suffix.
 
 A learning may revise a note the caller read (`revises` + `expected_hash`): if that note changed since, nothing
-is saved and the caller gets a conflict; otherwise the new learning supersedes it (server/services/capabilities/supersede.py).
+is saved and the caller gets a conflict; otherwise the new learning supersedes it
+(server/services/capabilities/supersede.py).
 """
 
 from __future__ import annotations
@@ -26,13 +27,19 @@ from oracle_indexer.locks import WriterLockBusy
 from oracle_indexer.notes.discover import is_within
 from oracle_indexer.notes.parse import bare_title, parse_markdown, split_frontmatter
 from oracle_indexer.safe_write import SHARED, create_new
-from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.capabilities.edit import expect_unchanged
-from oracle_server.services.vocabulary.errors import ServiceError
 from oracle_server.services.capabilities.files import read_bytes
-from oracle_server.services.vocabulary.models import LearnRequest, LearnResult, NearDuplicate, SearchRequest, SupersedeRequest
 from oracle_server.services.capabilities.search.pipeline import run_search
 from oracle_server.services.capabilities.supersede import supersede
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.vocabulary.errors import ServiceError
+from oracle_server.services.vocabulary.models import (
+    LearnRequest,
+    LearnResult,
+    NearDuplicate,
+    SearchRequest,
+    SupersedeRequest,
+)
 
 SLUG_MAX = 60
 SLUG_MAX_BYTES = 180  # 60 three-byte letters (Thai, CJK); four-byte letters get fewer: names stay < 255 bytes
@@ -382,7 +389,9 @@ def _replay(oracle: Oracle, request: LearnRequest, file: str, index: bool = Fals
     )
 
 
-def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | None,
+# Over complexity 10 on purpose: the learn steps in order (check, write, index, advice, log); after the save nothing may
+# fail the call.
+def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | None,  # noqa: C901
            author: str | None = None) -> LearnResult:
     """Write the learning, index it, and report; once the note is saved and indexed nothing after it (the
     near-duplicate advice, the learn log) can turn the answer into a failure that invites a duplicate retry."""
@@ -399,7 +408,8 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
         same = same_text(oracle, request)
         if same is not None:
             file, chunk_id, same_title = same
-            raise LearnDuplicate(f"{file} ({same_title!r}, id {chunk_id}) already says the same text; nothing was saved."
+            raise LearnDuplicate(f"{file} ({same_title!r}, id {chunk_id}) already says the same text;"
+                                 " nothing was saved."
                                  " To save it anyway pass allow_duplicate=true; to replace that learning, pass"
                                  " revises with its expected_hash")
     base = f"{today.isoformat()}_{slugify(title)}"
@@ -412,7 +422,8 @@ def _learn(oracle: Oracle, request: LearnRequest, client: str, today: dt.date | 
         path = write_new(folder, base, text)
     rel = unicodedata.normalize("NFC", path.relative_to(root).as_posix())
     try:
-        report = oracle.indexer.sync_paths([rel], embed_limit=None, author=author)  # a learn is embedded before it returns
+        # a learn is embedded before it returns
+        report = oracle.indexer.sync_paths([rel], embed_limit=None, author=author)
     except WriterLockBusy as exc:  # taken by another engine between the write and the index: rare, and said
         raise WriterLockBusy(f"the learning was saved to {rel} but is not indexed yet: {exc}. The next sync indexes"
                              " it: do not learn it again (a retry with the same idempotency_key finds it)") from exc

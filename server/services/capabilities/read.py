@@ -11,14 +11,14 @@ import json
 
 from oracle_indexer.notes.parse import split_frontmatter
 from oracle_indexer.worker.sync import decode_markdown, file_hash
-from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.capabilities.browse import NotFound
+from oracle_server.services.capabilities.files import MAX_READ_BYTES, FileNotInRoot, read_bytes
 from oracle_server.services.capabilities.freshness import fields as freshness_fields
 from oracle_server.services.capabilities.freshness import note_staleness
-from oracle_server.services.capabilities.files import MAX_READ_BYTES, FileNotInRoot, read_bytes
-from oracle_server.services.vocabulary.models import ReadRequest, ReadResult, SectionRef
 from oracle_server.services.capabilities.relations import stating_files
 from oracle_server.services.capabilities.supersede import successors_for
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.vocabulary.models import ReadRequest, ReadResult, SectionRef
 
 
 def _json_safe(meta: dict) -> dict:

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-
 import os
 import time
 
 from pydantic import BaseModel, Field
 
-from oracle_indexer.notes.discover import discover
 from oracle_indexer.models.multilingual import MODEL_ID as MULTILINGUAL_MODEL
+from oracle_indexer.notes.discover import discover
 from oracle_indexer.store.errors import VectorStoreUnavailable
 from oracle_server import __version__
-from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.capabilities.freshness import stale_by_type
+from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.vocabulary.models import NoteText
 
 
@@ -49,7 +48,7 @@ class FileCounts(BaseModel):
 
 
 class Freshness(BaseModel):
-    """Notes past their freshness window today (server/services/capabilities/freshness.py), by type, and the windows in force."""
+    """Notes past their freshness window today (server/services/capabilities/freshness.py), by type, and the windows in force."""  # noqa: E501 (the JSON schema's description: one line)
 
     stale: int
     stale_by_type: dict[str, int]

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from oracle_indexer.notes.parse import CHUNK_ID_RE as _CHUNK_ID
+from oracle_server.services.capabilities.files import PathRefused, safe_path
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.vocabulary.errors import ServiceError
-from oracle_server.services.capabilities.files import PathRefused, safe_path
 from oracle_server.services.vocabulary.models import NoteRef, SupersededBy, SupersedeRequest, SupersedeResult
 
 
@@ -62,7 +62,8 @@ def resolve(oracle: Oracle, raw: str, what: str) -> _Target:
     if _CHUNK_ID.match(raw):
         target = _chunk_target(oracle, raw)
         if target is None:
-            raise SupersedeError(f"{what}: no indexed chunk has id {raw!r}; use an id from a search hit or a note's path")
+            raise SupersedeError(f"{what}: no indexed chunk has id {raw!r}; use an id from a search hit or a"
+                                 " note's path")
         return target
     try:
         rel, _ = safe_path(oracle.settings.root, raw, oracle.settings.layout)

@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from oracle_indexer.locks import WriterLock
-from oracle_indexer.store.errors import DatabaseUnavailable
 from oracle_indexer.safe_write import PRIVATE, private_dir, write_atomic
+from oracle_indexer.store.errors import DatabaseUnavailable
 
 if TYPE_CHECKING:
     from oracle_indexer.store.protocols import TokenTable

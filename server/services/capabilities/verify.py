@@ -5,21 +5,28 @@ whether the chunk is unchanged, changed (with the current hash and line span) or
 now hold exactly the cited text (a renamed heading changes the id but not the content).
 
 `mark_verified` names notes the caller checked and found still true: each is stamped `last_verified: <today>`
-(server/services/capabilities/freshness.py) and so is fresh again. `working_set_id` names a logged consultation: does it still
-reproduce on the index as it is now (`check_working_set`; the working set's shape: server/services/capabilities/working_set.py)?
+(server/services/capabilities/freshness.py) and so is fresh again. `working_set_id` names a logged consultation: does it
+still reproduce on the index as it is now (`check_working_set`; the working set's shape:
+server/services/capabilities/working_set.py)?
 """
 
 from __future__ import annotations
 
 import json
 
-from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.capabilities.consult import run_consult
-from oracle_server.services.vocabulary.errors import OracleError
 from oracle_server.services.capabilities.freshness import mark_verified
-from oracle_server.services.vocabulary.models import (Citation, CitationStatus, ConsultRequest, VerifyRequest, VerifyResult,
-                                           WorkingSetCheck)
 from oracle_server.services.capabilities.working_set import working_set_id
+from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.vocabulary.errors import OracleError
+from oracle_server.services.vocabulary.models import (
+    Citation,
+    CitationStatus,
+    ConsultRequest,
+    VerifyRequest,
+    VerifyResult,
+    WorkingSetCheck,
+)
 
 
 def verify(oracle: Oracle, request: VerifyRequest) -> VerifyResult:

@@ -4,9 +4,9 @@ The working set is what consult built its answer from: the decision, the context
 its sources' ids and content hashes in the order the guidance shows them, the guidance itself, and the state of
 the index it read (every note's path and file hash, `Store.index_state`). Canonical JSON: sorted keys, no
 insignificant whitespace, UTF-8 as is; lists keep their order (the sources' order is the ranking's, whose ties
-break deterministically). The guidance's boundary tag comes from a per-process secret (server/services/vocabulary/boundary.py), so
-it is replaced by a fixed placeholder before hashing: two processes, or two fresh indexes of the same files,
-give the same id for the same consultation.
+break deterministically). The guidance's boundary tag comes from a per-process secret
+(server/services/vocabulary/boundary.py), so it is replaced by a fixed placeholder before hashing: two processes, or two
+fresh indexes of the same files, give the same id for the same consultation.
 
 Whether a logged working set still reproduces is verify's question (server/services/capabilities/verify.py:
 `check_working_set`), which consults again; this module imports neither, so consult can build on it.

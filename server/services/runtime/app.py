@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 
 from oracle_indexer.config import ConfigReload, Settings
 from oracle_indexer.models.embed import Embedder
-from oracle_indexer.worker.maintenance import SWEEP_SECONDS, Maintenance, Reporter
 from oracle_indexer.models.rerank import CrossEncoder
 from oracle_indexer.safe_write import private_dir
 from oracle_indexer.serving.backend import Backend
 from oracle_indexer.serving.choice import open_backend
 from oracle_indexer.serving.parts import Parts
 from oracle_indexer.store.protocols import IndexStore, UsageLogs, VectorIndex
+from oracle_indexer.worker.maintenance import SWEEP_SECONDS, Maintenance, Reporter
 from oracle_indexer.worker.sync import Indexer
 from oracle_server.services.vocabulary.errors import ServiceError
 
@@ -54,11 +54,13 @@ class Oracle:
     # the first search on a fresh index is not silently empty.
     ready: threading.Event = field(default_factory=threading.Event)
     maintenance: Maintenance | None = None  # the worker, between start() and close()
-    # How this Oracle is being served, for oracle_stats (server/services/capabilities/stats.py `Serving`): a shared engine
-    # (server/engine/process.py) updates its session count; a stdio session that lost its engine says why it runs alone.
+    # How this Oracle is being served, for oracle_stats (server/services/capabilities/stats.py `Serving`): a shared
+    # engine (server/engine/process.py) updates its session count; a stdio session that lost its engine says why it runs
+    # alone.
     serving: dict = field(default_factory=lambda: {"mode": "in-process", "detail": "this process"})
     reranker: CrossEncoder | None = None  # [rerank] in oracle.toml (indexer/models/rerank.py); None: fused order only
-    # Values the services derive from the index and keep while it is unchanged (server/services/support/guide.py's profile)
+    # Values the services derive from the index and keep while it is unchanged (server/services/support/guide.py's
+    # profile)
     memo: dict = field(default_factory=dict)
     # The last re-read of oracle.toml while this Oracle ran (the watcher saw the file change), and when (unix time):
     # what was taken up, what waits for a restart (oracle_stats `config`); None: unchanged since start.

@@ -3,8 +3,8 @@ read from the index as it is now, and how to ask well (issue 37: the asking agen
 the loop, and asks best in the notes' own words and languages).
 
 The MCP adapter puts `guide_text` in its live instructions (server/mcp/instructions.py); a weak search page
-takes the most telling concepts from the same profile (server/services/capabilities/search/vocabulary.py). The profile is
-read once per state of the index (`Store.change_fingerprint`: notes, last indexed time, sections), so a
+takes the most telling concepts from the same profile (server/services/capabilities/search/vocabulary.py). The profile
+is read once per state of the index (`Store.change_fingerprint`: notes, last indexed time, sections), so a
 handshake or a weak page costs one small query while nothing changed, and sees a learning as soon as it is
 indexed.
 """
@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.capabilities.search.vocabulary import STRUCTURAL_WORDS
+from oracle_server.services.runtime.app import Oracle
 
 INSTRUCTIONS_BYTES = 2048  # Claude Code cuts server instructions here
 GUIDE_CONCEPTS = 12  # concepts named at most (fewer when the instructions would pass INSTRUCTIONS_BYTES)

@@ -31,8 +31,8 @@ from pathlib import Path
 from oracle_indexer.notes.discover import Discovery, discover, top_folder
 from oracle_indexer.notes.folders import FolderKind, classify
 from oracle_indexer.notes.language import language_tag
-from oracle_indexer.safe_write import SHARED, SymlinkRefused, write_atomic
 from oracle_indexer.rootconfig import BUILTIN_FOLDER_TYPES, CONFIG_NAME, Layout, load_layout, read_gitignore
+from oracle_indexer.safe_write import SHARED, SymlinkRefused, write_atomic
 from oracle_server.services.vocabulary.errors import ServiceError
 
 # Folders of release notes and changelogs: many near-identical entries that crowd out answers.
@@ -315,7 +315,8 @@ def render_config(s: Survey, environ: Mapping[str, str] | None = None) -> str:
     gone = {c.pattern(n).strip("/") for c in choices for n in c.left_out}
     if any("/" not in g for g in gone):
         lines.append(f"#   ({sum(1 for g in gone if '/' not in g)} language folders left out by exclude above)")
-    lines.append("# Each folder's type is what it looks like (decisions/ADRs: principle, runbooks: learning, dated notes:")
+    lines.append("# Each folder's type is what it looks like (decisions/ADRs: principle, runbooks: learning,"
+                 " dated notes:")
     lines.append("# retro, anything else: note); change a line to retype a folder.")
     for typed in type_folders(s, choices):
         about = shown(f"{typed.files} files, {typed.kind.kind}: {typed.kind.reason}")
@@ -333,13 +334,15 @@ def render_config(s: Survey, environ: Mapping[str, str] | None = None) -> str:
         "",
         "[embedding]",
         "# The model that embeds notes and questions: minilm (the default, all-MiniLM-L6-v2), or a folder holding",
-        "# model.onnx and tokenizer.json (query_prefix / passage_prefix: what it expects before each, e.g. \"query: \").",
+        "# model.onnx and tokenizer.json (query_prefix / passage_prefix: what it expects before each,"
+        " e.g. \"query: \").",
         "# A change re-embeds every note at the next `oracle index`; keyword search answers meanwhile.",
         '# model = "minilm"',
         "",
         "# [rerank]",
         "# A cross-encoder folder (model.onnx + tokenizer.json) that rereads each search's first `top` results and",
-        "# blends its order with the fused one (`weight`: its share). Off unless a model is named; none ships with Oracle.",
+        "# blends its order with the fused one (`weight`: its share). Off unless a model is named;"
+        " none ships with Oracle.",
         '# model = "models/ms-marco-MiniLM-L-6-v2"',
         "# top = 20",
         "# weight = 0.5",

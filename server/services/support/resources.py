@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from oracle_indexer.store.rows import IndexedNote, Section
+from oracle_server.services.capabilities.files import PathRefused, safe_path
 from oracle_server.services.runtime.app import Oracle
 from oracle_server.services.vocabulary.errors import ServiceError
-from oracle_server.services.capabilities.files import PathRefused, safe_path
 
 
 class SectionNotServed(ServiceError, LookupError):
@@ -31,7 +31,8 @@ def served_section(oracle: Oracle, chunk_id: str, client: str) -> Section:
     target was judged (or by another version) must not serve, by id, text the rules now keep out."""
     section = oracle.store.sections_by_id([chunk_id]).get(chunk_id)
     if section is None:
-        raise SectionNotServed(f"no indexed section has id {chunk_id!r}; ids come from search hits or a note's sections")
+        raise SectionNotServed(f"no indexed section has id {chunk_id!r}; ids come from search hits or a note's"
+                               " sections")
     try:
         safe_path(oracle.settings.root, section.file, oracle.settings.layout)
     except PathRefused as exc:

@@ -32,8 +32,8 @@ _OPEN_MANY = {"\u226a": 2, "\u27ea": 2, "\u300a": 2, "\u00ab": 2, "\u22d8": 3, "
 _CLOSE_MANY = {"\u226b": 2, "\u27eb": 2, "\u300b": 2, "\u00bb": 2, "\u22d9": 3, "\u2aa2": 2, "\u2a7e": 1}
 _ENTITY = r"&(?:lt|gt|#0*6[02]|#x0*3[ceCE]);?"
 # ASCII runs as they are; an entity; runs of other characters, each folded or dropped one by one (`_fold`).
-_SEGMENT = re.compile(rf"(?P<entity>{_ENTITY})|(?P<ascii>(?:[\x00-\x25\x27-\x7f]|&(?!{_ENTITY[1:]}))+)|(?P<other>[^\x00-\x7f]+)",
-                      re.IGNORECASE)
+_SEGMENT = re.compile(rf"(?P<entity>{_ENTITY})|(?P<ascii>(?:[\x00-\x25\x27-\x7f]|&(?!{_ENTITY[1:]}))+)"
+                      r"|(?P<other>[^\x00-\x7f]+)", re.IGNORECASE)
 # Worth a skeleton at all: some bracket-like character or an entity's ampersand.
 _SUSPECT = re.compile(f"[{_OPEN_ONE}{_CLOSE_ONE}{''.join(_OPEN_MANY)}{''.join(_CLOSE_MANY)}&]")
 _UNSEEN = ("Cf", "Mn", "Me")  # format characters (zero-width, bidi, soft hyphen, tags), combining marks, selectors
@@ -67,7 +67,8 @@ def _fold(c: str) -> str:
     folded = c.translate(_FOLD)
     if folded != c:
         return folded
-    return "".join(f for f in unicodedata.normalize("NFKC", c).translate(_FOLD) if unicodedata.category(f) not in _UNSEEN)
+    return "".join(f for f in unicodedata.normalize("NFKC", c).translate(_FOLD)
+                   if unicodedata.category(f) not in _UNSEEN)
 
 
 def _skeleton(text: str) -> tuple[str, list[int], list[int]]:

@@ -90,7 +90,8 @@ def fold_translations(groups: list[NoteGroup], facts: dict[str, SectionFacts]) -
     return _fold(groups, lambda g: facts[g.lead.id].translation_key, lambda g: g.translations)
 
 
-def fold_duplicate_sections(fused: list[Fused], facts: dict[str, SectionFacts]) -> tuple[list[Fused], dict[str, list[Fused]]]:
+def fold_duplicate_sections(fused: list[Fused],
+                            facts: dict[str, SectionFacts]) -> tuple[list[Fused], dict[str, list[Fused]]]:
     """Section results: keep the first of sections with the same content hash; return them and, per kept
     id, the sections folded into it."""
     first: dict[str, str] = {}

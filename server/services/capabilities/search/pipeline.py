@@ -2,7 +2,8 @@
 
 Every adapter calls `search()`; there is no second scoring path for another transport. If the vector
 leg fails (model or store), keyword results come back with a warning instead of an error. Both legs rank
-sections; by default the page is made of notes (server/services/capabilities/search/notes.py), and only the page is read in full.
+sections; by default the page is made of notes (server/services/capabilities/search/notes.py), and only the page is read
+in full.
 """
 
 from __future__ import annotations
@@ -18,21 +19,40 @@ import numpy  # noqa: F401
 
 from oracle_indexer.models.embed import MODEL_ID as MINILM_ID
 from oracle_indexer.models.embed import EmbeddingUnavailable
-from oracle_indexer.notes.fields import NoteSelection
-from oracle_indexer.notes.language import STRUCTURAL, query_languages
-from oracle_indexer.worker.maintenance import searching
 from oracle_indexer.models.multilingual import MODEL_ID as MULTILINGUAL_MODEL
 from oracle_indexer.models.multilingual import covered_share, wants_multilingual
-from oracle_indexer.notes.parse import compose_embed_text
 from oracle_indexer.models.rerank import RerankUnavailable
+from oracle_indexer.notes.fields import NoteSelection
+from oracle_indexer.notes.language import STRUCTURAL, query_languages
+from oracle_indexer.notes.parse import compose_embed_text
+from oracle_indexer.store.errors import VectorStoreUnavailable
 from oracle_indexer.store.rows import Section, SectionFacts
 from oracle_indexer.store.types import Filters
-from oracle_indexer.store.errors import VectorStoreUnavailable
-from oracle_server.services.support import guide
-from oracle_server.services.capabilities.search import expansion, vocabulary
-from oracle_server.services.capabilities.search import scoring
+from oracle_indexer.worker.maintenance import searching
+from oracle_server.services.capabilities.feedback import note_feedback
+from oracle_server.services.capabilities.freshness import fields as freshness_fields
+from oracle_server.services.capabilities.freshness import note_staleness, order_by_freshness
+from oracle_server.services.capabilities.relations import entry_chunks, stating_files
+from oracle_server.services.capabilities.search import expansion, scoring, vocabulary
 from oracle_server.services.capabilities.search import variants as variants_module
+from oracle_server.services.capabilities.search.notes import (
+    fold_duplicate_notes,
+    fold_duplicate_sections,
+    fold_translations,
+    group_notes,
+)
+from oracle_server.services.capabilities.search.plain import plain_text
+from oracle_server.services.capabilities.search.query import (
+    KeywordQuery,
+    build_keyword_query,
+    quote,
+    snippet,
+    validate_query,
+)
+from oracle_server.services.capabilities.search.where import resolve_where
+from oracle_server.services.capabilities.supersede import successors_for
 from oracle_server.services.runtime.app import Oracle
+from oracle_server.services.support import guide
 from oracle_server.services.vocabulary.errors import OracleError
 from oracle_server.services.vocabulary.models import (
     LANG_CODE,
@@ -49,15 +69,6 @@ from oracle_server.services.vocabulary.models import (
     past_the_end,
     where_conditions,
 )
-from oracle_server.services.capabilities.feedback import note_feedback
-from oracle_server.services.capabilities.freshness import fields as freshness_fields
-from oracle_server.services.capabilities.freshness import note_staleness, order_by_freshness
-from oracle_server.services.capabilities.search.notes import fold_duplicate_notes, fold_duplicate_sections, fold_translations, group_notes
-from oracle_server.services.capabilities.search.query import KeywordQuery, build_keyword_query, quote, snippet, validate_query
-from oracle_server.services.capabilities.search.plain import plain_text
-from oracle_server.services.capabilities.relations import entry_chunks, stating_files
-from oracle_server.services.capabilities.supersede import successors_for
-from oracle_server.services.capabilities.search.where import resolve_where
 
 POOL = 100  # candidates taken from each leg before fusion
 NOTE_POOL_FACTOR = 3  # how much the pool widens when a page of notes needs more sections
@@ -117,7 +128,8 @@ def _plan(oracle: Oracle, request: SearchRequest) -> _Plan:
 
 
 def filters_for(request: SearchRequest, notes: NoteSelection = NoteSelection()) -> Filters:
-    """The store's filters for a request; `notes` is its `where` filter resolved (server/services/capabilities/search/where.py)."""
+    """The store's filters for a request; `notes` is its `where` filter resolved
+    (server/services/capabilities/search/where.py)."""
     return Filters(
         type=None if request.type == "all" else request.type,
         concepts=tuple(request.concepts),
@@ -160,7 +172,8 @@ def _question_vector(oracle: Oracle, query: str, main_share: float, beside: bool
 def _nearest(oracle: Oracle, query: str, vector: numpy.ndarray | None, filters: Filters, pool: int,
              multilingual: bool, main_share: float) -> list[scoring.LegHit]:
     """The vector leg after the question is embedded: the nearest chunks that pass the filters, ranked exactly
-    for a SQLite base of up to EXACT_LIMIT embedded sections (indexer/store/sqlite/exact.py), else by the vector store."""
+    for a SQLite base of up to EXACT_LIMIT embedded sections (indexer/store/sqlite/exact.py), else by the vector
+    store."""
     if multilingual:
         def nearest(n: int) -> tuple[list[tuple[str, float]], bool]:
             return oracle.indexer.multilingual.nearest(query, n, vector, main_share), False
@@ -315,8 +328,8 @@ def _fuse(oracle: Oracle, plan: _Plan, legs: _Legs) -> _Fusion:
 def _expand(oracle: Oracle, plan: _Plan, fused: list[scoring.Fused], semantic_weight: float,
             legs: _Legs) -> list[scoring.Fused]:
     """Weighted hybrid only: the words of the first ranking's best sections that are rare in the index
-    (server/services/capabilities/search/expansion.py) make a second keyword query, whose ranking is mixed into the keyword
-    part of the fused scores. The question's own words are not repeated in it: the keyword leg has ranked them
+    (server/services/capabilities/search/expansion.py) make a second keyword query, whose ranking is mixed into the
+    keyword part of the fused scores. The question's own words are not repeated in it: the keyword leg has ranked them
     already, and common question words made the second query cost as much as the first. The words used are kept
     in `legs.expanded_with` for the meta."""
     best = _on_topic_sources(oracle, plan, fused)
@@ -391,8 +404,8 @@ def _apply_use(
     oracle: Oracle, fused: list[scoring.Fused], facts: dict[str, SectionFacts]
 ) -> tuple[list[scoring.Fused], dict[str, tuple[int, int]], dict[str, SupersededBy]]:
     """Feedback verdicts (each note's, on any of its sections) and supersessions adjust relevance within
-    stated bounds (server/services/capabilities/search/scoring.py). Returns the re-ranked list, the verdict counts per candidate section
-    (its note's) and the supersession pointers of its hits."""
+    stated bounds (server/services/capabilities/search/scoring.py). Returns the re-ranked list, the verdict counts per
+    candidate section (its note's) and the supersession pointers of its hits."""
     successors, pointers = successors_for(oracle, facts)
     feedback = _note_verdicts(oracle, [f.id for f in fused], facts)
     return scoring.adjust(fused, feedback, successors), feedback, pointers
@@ -882,7 +895,8 @@ def run_search(oracle: Oracle, request: SearchRequest) -> SearchResult:
                 + _empty_warnings(oracle, request, ranked.total))
     return SearchResult(query=plan.query, hits=page.hits, total=ranked.total, limit=request.limit,
                         offset=request.offset, try_=offer,
-                        meta=_meta(oracle, ranked_question, round((time.perf_counter() - started) * 1000, 2), weak, warnings))
+                        meta=_meta(oracle, ranked_question, round((time.perf_counter() - started) * 1000, 2), weak,
+                                   warnings))
 
 
 def _run_phrasings(oracle: Oracle, request: SearchRequest, phrasings: list[str]) -> SearchResult:
@@ -912,8 +926,8 @@ def _phrasings_held(oracle: Oracle, terms: list[tuple[str, ...]], hits: list[Hit
 
 
 def _vocabulary(oracle: Oracle, plan: _Plan, page: _Page) -> list[str]:
-    """A weak page's words to try next (server/services/capabilities/search/vocabulary.py): from its first notes' concepts,
-    titles and headings; an empty one's from the base's main concepts (server/services/support/guide.py)."""
+    """A weak page's words to try next (server/services/capabilities/search/vocabulary.py): from its first notes'
+    concepts, titles and headings; an empty one's from the base's main concepts (server/services/support/guide.py)."""
     if not page.hits:
         return guide.main_concepts(oracle, vocabulary.TRY_WORDS)
     return words_to_try(oracle, plan.query, page.hits, plan.sections)
@@ -922,7 +936,8 @@ def _vocabulary(oracle: Oracle, plan: _Plan, page: _Page) -> list[str]:
 def words_to_try(oracle: Oracle, query: str, hits: list[Hit], sections: int) -> list[str]:
     """The words and titles of these hits' notes to ask `query` with next (vocabulary.try_terms), how common each
     concept is read from the index. Public for benchmarks/try_rounds.py, which offers them on every page."""
-    near = [vocabulary.Near(title=h.title, headings=tuple(x for x in (h.heading, *(s.heading for s in h.sections)) if x),
+    near = [vocabulary.Near(title=h.title,
+                            headings=tuple(x for x in (h.heading, *(s.heading for s in h.sections)) if x),
                             concepts=tuple(h.concepts)) for h in hits[: vocabulary.NEAR_NOTES]]
     df = oracle.store.concept_sections([c for n in near for c in n.concepts])
     return vocabulary.try_terms(query, near, df, sections)

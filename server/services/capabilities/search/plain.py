@@ -46,8 +46,8 @@ def _wikilink(match: re.Match[str]) -> str:
 
 def plain_text(markdown: str) -> str:
     """`markdown` without its marks: a wikilink is its label (else its note's name), a link its text, emphasis,
-    code ticks, heading and quote marks and rules are dropped, `*` bullets read `-`, a table's rows read `a · b`. Line breaks are kept (the
-    snippet folds whitespace itself); text that is not markdown comes back unchanged."""
+    code ticks, heading and quote marks and rules are dropped, `*` bullets read `-`, a table's rows read `a · b`. Line
+    breaks are kept (the snippet folds whitespace itself); text that is not markdown comes back unchanged."""
     text = _FENCE.sub("", markdown)
     text = _TABLE_RULE.sub("", text)
     text = _TABLE_ROW.sub(_row, text)

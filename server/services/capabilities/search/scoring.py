@@ -96,7 +96,8 @@ def _merge(fts: list[LegHit], vector: list[LegHit]) -> dict[str, Fused]:
     return merged
 
 
-def rrf(fts: list[LegHit], vector: list[LegHit], k: int = RRF_K, semantic_weight: float = RRF_SEMANTIC_WEIGHT) -> list[Fused]:
+def rrf(fts: list[LegHit], vector: list[LegHit], k: int = RRF_K,
+        semantic_weight: float = RRF_SEMANTIC_WEIGHT) -> list[Fused]:
     merged = _merge(fts, vector)
     for item in merged.values():
         score = 0.0
@@ -181,9 +182,9 @@ def keyword_floor(bm25_bar: float) -> float:
 
 def with_expansion(fused: list[Fused], expansion: list[LegHit], semantic_weight: float,
                    share: float = 0.5) -> list[Fused]:
-    """Mix the expanded query's keyword ranking (server/services/capabilities/search/expansion.py) into the fused scores: `share` of the
-    keyword part (1 - semantic_weight) goes to the expansion score scaled by its best; a section only the
-    expansion found joins with that part alone. With no expansion hits the list is returned untouched."""
+    """Mix the expanded query's keyword ranking (server/services/capabilities/search/expansion.py) into the fused
+    scores: `share` of the keyword part (1 - semantic_weight) goes to the expansion score scaled by its best; a section
+    only the expansion found joins with that part alone. With no expansion hits the list is returned untouched."""
     best = max((h.score for h in expansion), default=0.0)
     if best <= 0:
         return fused

@@ -112,4 +112,19 @@ from oracle_server.services.vocabulary.models.use import (
     WorkingSetCheck,
 )
 
-__all__ = ['DocType', 'LANG_CODE', 'SearchMode', 'Fusion', 'Detail', 'MAX_LIMIT', 'NoteText', 'NoteData', '_concepts_schema', 'ConceptList', 'split_concepts', 'one_line', '_text_fault', 'text_fault', '_REFUSED', 'unstorable_text', '_refuse_unstorable_text', 'Request', 'Triplet', '_WHERE_SCHEMA', '_where', 'Where', 'MAX_VARIANTS', 'MAX_VARIANT_CHARS', 'Variants', '_WHERE_BRIEF', 'WhereBrief', 'where_conditions', 'past_the_end', 'check_date_range', 'SearchRequest', 'ScoreBreakdown', 'SupersededBy', 'MatchedSection', 'DuplicateRef', 'TranslationRef', 'Hit', 'SearchMeta', 'SearchResult', 'MAX_PATTERN_CHARS', 'MAX_TITLE_CHARS', 'MAX_CONCEPTS', 'MAX_LEARN_RELATIONS', 'LearnConcepts', 'LearnRequest', 'NearDuplicate', 'LearnResult', 'ConsultRequest', 'Source', 'ConsultResult', 'Document', 'ReflectRequest', 'StatsRequest', 'ListRequest', 'ListItem', 'ListResult', 'ConceptsRequest', 'ConceptCount', 'ConceptsResult', 'CHUNK_ID', 'MAX_NOTE_CHARS', 'MAX_VERDICT_NOTE_CHARS', 'FeedbackRequest', 'FeedbackResult', 'SupersedeRequest', 'NoteRef', 'SupersedeResult', 'RelationsRequest', 'RelationHit', 'RelationsResult', 'ReadRequest', 'SectionRef', 'ReadResult', 'Citation', 'VerifyRequest', 'CitationStatus', 'WorkingSetCheck', 'VerifiedNote', 'VerifyResult', 'EditOp', 'ExpectedHash', '_NoteTarget', 'EditRequest', 'EditResult', 'ArchiveRequest', 'ArchiveResult', 'HistoryRequest', 'RevisionEntry', 'HistoryResult', 'RestoreRequest', '_AGO', 'since_epoch', 'RestoreResult']
+__all__ = [
+    'DocType', 'LANG_CODE', 'SearchMode', 'Fusion', 'Detail', 'MAX_LIMIT', 'NoteText', 'NoteData', '_concepts_schema',
+    'ConceptList', 'split_concepts', 'one_line', '_text_fault', 'text_fault', '_REFUSED', 'unstorable_text',
+    '_refuse_unstorable_text', 'Request', 'Triplet', '_WHERE_SCHEMA', '_where', 'Where', 'MAX_VARIANTS',
+    'MAX_VARIANT_CHARS', 'Variants', '_WHERE_BRIEF', 'WhereBrief', 'where_conditions', 'past_the_end',
+    'check_date_range', 'SearchRequest', 'ScoreBreakdown', 'SupersededBy', 'MatchedSection', 'DuplicateRef',
+    'TranslationRef', 'Hit', 'SearchMeta', 'SearchResult', 'MAX_PATTERN_CHARS', 'MAX_TITLE_CHARS', 'MAX_CONCEPTS',
+    'MAX_LEARN_RELATIONS', 'LearnConcepts', 'LearnRequest', 'NearDuplicate', 'LearnResult', 'ConsultRequest', 'Source',
+    'ConsultResult', 'Document', 'ReflectRequest', 'StatsRequest', 'ListRequest', 'ListItem', 'ListResult',
+    'ConceptsRequest', 'ConceptCount', 'ConceptsResult', 'CHUNK_ID', 'MAX_NOTE_CHARS', 'MAX_VERDICT_NOTE_CHARS',
+    'FeedbackRequest', 'FeedbackResult', 'SupersedeRequest', 'NoteRef', 'SupersedeResult', 'RelationsRequest',
+    'RelationHit', 'RelationsResult', 'ReadRequest', 'SectionRef', 'ReadResult', 'Citation', 'VerifyRequest',
+    'CitationStatus', 'WorkingSetCheck', 'VerifiedNote', 'VerifyResult', 'EditOp', 'ExpectedHash', '_NoteTarget',
+    'EditRequest', 'EditResult', 'ArchiveRequest', 'ArchiveResult', 'HistoryRequest', 'RevisionEntry', 'HistoryResult',
+    'RestoreRequest', '_AGO', 'since_epoch', 'RestoreResult'
+]

@@ -227,8 +227,9 @@ Where = Annotated[Any, BeforeValidator(_where), WithJsonSchema(_WHERE_SCHEMA)]
 
 MAX_VARIANTS = 4
 MAX_VARIANT_CHARS = 200
-# Other phrasings of a search's need (server/services/capabilities/search/variants.py): bounded, so the one question they make
-# stays within the keyword and token limits; each stripped, and an empty one refused rather than searched as nothing.
+# Other phrasings of a search's need (server/services/capabilities/search/variants.py): bounded, so the one question
+# they make stays within the keyword and token limits; each stripped, and an empty one refused rather than searched as
+# nothing.
 Variants = Annotated[
     list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_VARIANT_CHARS)]],
     Field(max_length=MAX_VARIANTS),

@@ -11,7 +11,8 @@ from oracle_server.services.vocabulary.models.base import NoteText, Request
 from oracle_server.services.vocabulary.models.learn import MAX_PATTERN_CHARS, MAX_TITLE_CHARS
 from oracle_server.services.vocabulary.models.use import CHUNK_ID, MAX_NOTE_CHARS
 
-# -- editing and retiring notes (server/services/capabilities/edit.py) ---------------------------------------------------------
+# -- editing and retiring notes (server/services/capabilities/edit.py)
+# ---------------------------------------------------------
 EditOp = Literal["append", "prepend", "replace_section", "replace_text"]
 ExpectedHash = Annotated[str, Field(
     min_length=12, max_length=64, pattern=r"^[0-9a-fA-F]+$",
@@ -23,7 +24,8 @@ class _NoteTarget(Request):
 
     model_config = ConfigDict(extra="forbid")
 
-    file: str | None = Field(default=None, max_length=1000, description="The note's path relative to the knowledge root.")
+    file: str | None = Field(default=None, max_length=1000,
+                             description="The note's path relative to the knowledge root.")
     id: str | None = Field(default=None, pattern=CHUNK_ID, description="Or a chunk id of the note (from a hit).")
     expected_hash: ExpectedHash
 
@@ -90,7 +92,8 @@ class ArchiveRequest(_NoteTarget):
 
 class ArchiveResult(BaseModel):
     source_file: NoteText
-    archived_to: NoteText = Field(description="Where the file is now, relative to the root (out of the index; never deleted).")
+    archived_to: NoteText = Field(
+        description="Where the file is now, relative to the root (out of the index; never deleted).")
     file_hash: str
     removed_chunks: int = Field(description="How many sections left the index.")
     author: str | None = None

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from oracle_server.services.vocabulary.models.base import NoteText, Request
 
 
-# -- the team store's history (issue 38: indexer/worker/workcopy.py, server/services/capabilities/history.py) -------------------
+# -- the team store's history (issue 38: indexer/worker/workcopy.py, server/services/capabilities/history.py)
+# -------------------
 class HistoryRequest(Request):
     model_config = ConfigDict(extra="forbid")
 

@@ -31,8 +31,10 @@ class LearnRequest(Request):
     model_config = ConfigDict(extra="forbid")
 
     pattern: str = Field(min_length=1, max_length=MAX_PATTERN_CHARS, description="The learning, in markdown.")
-    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS, description="A short title (default: the first line).")
-    concepts: LearnConcepts = Field(default_factory=list, max_length=MAX_CONCEPTS, description="Tags: a list or a comma string.")
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS,
+                              description="A short title (default: the first line).")
+    concepts: LearnConcepts = Field(default_factory=list, max_length=MAX_CONCEPTS,
+                                    description="Tags: a list or a comma string.")
     source: str | None = Field(default=None, max_length=500, description="Where it came from (session, PR, URL).")
     project: str | None = Field(default=None, max_length=200)
     relations: list[Triplet] = Field(

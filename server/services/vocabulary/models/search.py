@@ -35,18 +35,22 @@ class SearchRequest(Request):
     type: DocType = Field(default="all", description="Only notes of this type.")
     limit: int = Field(default=5, ge=1, le=MAX_LIMIT, description="Hits per page.")
     offset: int = Field(default=0, ge=0, le=10_000, description="Hits to skip.")
-    mode: SearchMode = Field(default="hybrid", description="hybrid (keyword + semantic), fts (keyword) or vector (semantic).")
+    mode: SearchMode = Field(default="hybrid",
+                             description="hybrid (keyword + semantic), fts (keyword) or vector (semantic).")
     concepts: ConceptList = Field(default_factory=list, description="Keep hits carrying any of these concepts.")
     project: str | None = Field(default=None, max_length=200, description="Only notes of this project.")
-    date_from: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD: notes dated on or after.")
-    date_to: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD: notes dated on or before.")
+    date_from: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$",
+                                  description="YYYY-MM-DD: notes dated on or after.")
+    date_to: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$",
+                                description="YYYY-MM-DD: notes dated on or before.")
     unit: Literal["note", "section"] | None = Field(
         default=None,
         description="note (default): one hit per note; section: one per section.",
     )
     group_by_file: bool | None = Field(default=None, description="Older unit: true = note, false = section.")
     fusion: Fusion | None = Field(default=None, description="How the two legs are fused (default: the measured best).")
-    subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="Notes stating a relation with this subject first.")
+    subject: str | None = Field(default=None, max_length=MAX_TERM_CHARS,
+                                description="Notes stating a relation with this subject first.")
     predicate: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this predicate.")
     object: str | None = Field(default=None, max_length=MAX_TERM_CHARS, description="... with this object.")
     lang: str | None = Field(default=None, max_length=35,
@@ -132,7 +136,8 @@ class ScoreBreakdown(BaseModel):
     feedback_factor: float = 1.0
     superseded_factor: float = 1.0
     language_factor: float = 1.0  # below 1 for a note in another language than the query's (scoring.prefer_languages)
-    expansion_score: float | None = None  # bm25 for the query expanded with words of the best notes (server/services/capabilities/search/expansion.py)
+    # bm25 for the query expanded with words of the best notes (server/services/capabilities/search/expansion.py)
+    expansion_score: float | None = None
     rerank_score: float | None = None  # the cross-encoder's score ([rerank]); the hit's score blends it with `fused`
 
 
@@ -193,7 +198,8 @@ class Hit(BaseModel):
     )
     weak: bool = Field(default=False, description="The match is weak: probably not what was asked for.")
     superseded_by: SupersededBy | None = None
-    relations: list[Triplet] = Field(default_factory=list, description="Relations of this note that matched the search's triplet.")
+    relations: list[Triplet] = Field(default_factory=list,
+                                     description="Relations of this note that matched the search's triplet.")
     lang: str | None = Field(default=None, description="The note's language (ISO 639-1), when known.")
     stale: bool = Field(default=False, description="Past its freshness window (last_verified / review_after, "
                         "[freshness] in oracle.toml): check it before relying on it.")
@@ -243,5 +249,6 @@ class SearchResult(BaseModel):
     offset: int
     meta: SearchMeta
     try_: list[NoteText] = Field(
-        default_factory=list, serialization_alias="try", validation_alias=AliasChoices("try", "try_"), description="When the page is weak or empty: words and titles of the"
+        default_factory=list, serialization_alias="try", validation_alias=AliasChoices("try", "try_"),
+        description="When the page is weak or empty: words and titles of the"
         " notes nearest to the query (their concepts, titles, headings; the query's script first), to ask with next.")
