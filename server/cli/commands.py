@@ -707,9 +707,49 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Over complexity 10 on purpose: the CLI's dispatch in the order a command is tried: own commands, the engine, a server,
 # this process.
+def _command_at(parser: argparse.ArgumentParser, argv: list[str]) -> int | None:
+    """Where the subcommand is in `argv`: the first word that is not an option or a global option's value."""
+    takes_value = {flag: action.nargs != 0 for action in parser._actions for flag in action.option_strings}
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if not token.startswith("-"):
+            return i
+        i += 2 if takes_value.get(token, False) else 1
+    return None
+
+
+def words_last(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """`argv` with a registry command's free words moved after `--`, so a word that begins with `-` (a flag the
+    question is about: `oracle search -Zbuild-std`) is searched, not taken for an unknown option (issue 48: it was
+    an argparse error, "the following arguments are required: query"). Options keep their values and words their
+    order; anything else (no such command, `--` given already, a command without words) is left as it is."""
+    command = _command_at(parser, argv)
+    if command is None or "--" in argv:
+        return argv
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    chosen = sub.choices.get(argv[command]) if sub is not None else None
+    tool = chosen.get_default("tool") if chosen is not None else None
+    if chosen is None or not tool or not tool["words"]:
+        return argv
+    takes_value = {flag: action.nargs != 0 for action in chosen._actions for flag in action.option_strings}
+    front, words, rest, i = argv[:command + 1], [], argv[command + 1:], 0
+    while i < len(rest):
+        token = rest[i]
+        if token.split("=", 1)[0] in takes_value:
+            front.append(token)
+            if takes_value[token.split("=", 1)[0]] and "=" not in token and i + 1 < len(rest):
+                front.append(rest[i + 1])
+                i += 1
+        else:
+            words.append(token)
+        i += 1
+    return [*front, "--", *words] if words else argv
+
+
 def main(argv: list[str] | None = None) -> int:  # noqa: C901
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words_last(parser, list(sys.argv[1:] if argv is None else argv)))
     if args.command == "init":
         return cmd_init(args)
     if args.command == "engine":
