@@ -3,6 +3,8 @@ language choice and the file itself are the service's (server/services/support/i
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections import Counter
 from pathlib import Path
 
@@ -48,7 +50,21 @@ def report(done: Initialised) -> list[str]:
                      f" why are in {CONFIG_NAME} under [types]")
     lines += describe(done.found)
     lines.append(f"next: oracle --root {done.root} index")
-    return lines
+    return lines + client_lines(Path(done.root))
+
+
+def client_lines(root: Path) -> list[str]:
+    """How to serve this folder to an MCP client, with this installation's `oracle` and the folder by absolute path
+    (issue 48: the README's `claude mcp add` set no ORACLE_ROOT, so every project searched the bundled demo notes)."""
+    from oracle_server.mcp.client_config import config, oracle_command
+
+    command, folder = oracle_command(), root.resolve()
+    snippet = json.dumps(config(command, folder), indent=2)
+    return ["", "then connect your MCP client to this folder:",
+            "  Claude Code:  claude mcp add oracle -e " + shlex.quote(f"ORACLE_ROOT={folder}") + " -- "
+            + shlex.quote(str(command)) + " serve",
+            "  Claude Desktop (claude_desktop_config.json) or any client's mcp.json:",
+            *("    " + line for line in snippet.splitlines())]
 
 
 def init(path: Path, force: bool = False) -> tuple[Path, list[str]]:
