@@ -11,7 +11,7 @@ latency (nat-brain, its 60 judged questions, limit 10), per run, in this order:
      a new `oracle serve` on the engine the first one left warm, then `oracle serve --standalone`; each session
      runs the questions from the first call after `tools/list`: no warm-up call, no wait for the server to settle;
   3. in this process, on the same index: `run_search` per question (hybrid) with the query-embedding calls and the
-     query-expansion step (server/services/capabilities/search/pipeline.py `_expand`) timed inside it.
+     query-expansion step (server/services/capabilities/search/fusion.py `_expand`) timed inside it.
   Figures per series: first call, p50, p95, p95/p50, p50 / the plain server's p50 (medians over runs, and each run).
 paired (nat-brain): the plain server and a new session on the warm engine spawned together, each question sent to
   both one right after the other: p50, p95 and their ratio measured at the same moments (read these ratios on a
@@ -199,13 +199,14 @@ def wait_no_engine(env: dict[str, str], timeout: float = 60) -> None:
 def in_process(env: dict[str, str], queries: list[str]) -> dict:
     """Hybrid run_search per question with its embedding calls and `_expand` timed inside (warm, after warm-up)."""
     from oracle_indexer.config import Settings
+    from oracle_server.services.capabilities.search import fusion as fusion_module
     from oracle_server.services.capabilities.search import pipeline as search_module
     from oracle_server.services.runtime.app import Oracle
     from oracle_server.services.vocabulary.models import SearchRequest
 
     oracle = Oracle.open(Settings.from_env(root=Path(env["ORACLE_ROOT"]), data_dir=Path(env["ORACLE_DATA_DIR"])))
     timing = {"embed": 0.0, "expand": 0.0}
-    original_expand = search_module._expand
+    original_expand = fusion_module._expand
 
     def timed(name, fn):
         def wrapper(*a, **k):
@@ -224,7 +225,7 @@ def in_process(env: dict[str, str], queries: list[str]) -> dict:
         multi = getattr(getattr(oracle.indexer, "multilingual", None), "embedder", None)
         if multi is not None:
             multi.embed = timed("embed", multi.embed)
-        search_module._expand = timed("expand", original_expand)
+        fusion_module._expand = timed("expand", original_expand)
         out: dict = {}
         for mode in MODES:
             rows = []
@@ -247,7 +248,7 @@ def in_process(env: dict[str, str], queries: list[str]) -> dict:
         out["load"] = load()
         return out
     finally:
-        search_module._expand = original_expand
+        fusion_module._expand = original_expand
         oracle.close()
 
 

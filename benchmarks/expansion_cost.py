@@ -4,7 +4,7 @@
         [--passes 3] [--cold] [--check] [--json out.json] [--compare before.json]
 
 Asks nat-brain's judged and natural questions (127) in hybrid mode, `--passes` times, through `run_search`, and
-times, per call, the expansion step (`pipeline._expand`), the document counts of its candidate words
+times, per call, the expansion step (`fusion._expand`), the document counts of its candidate words
 (`store.section_counts`) and its second keyword query. Figures: the median over the questions of each
 question's median over the passes, and over the first pass alone (the store's remembered section counts are
 then those of the questions before; `--cold` forgets them before every question). The fingerprint is each
@@ -35,7 +35,7 @@ from benchmarks.sets import NATURAL  # noqa: E402
 from oracle_indexer.config import Settings  # noqa: E402
 from oracle_server.services.runtime.app import Oracle  # noqa: E402
 from oracle_server.services.vocabulary.models import SearchRequest  # noqa: E402
-from oracle_server.services.capabilities.search import pipeline  # noqa: E402
+from oracle_server.services.capabilities.search import fusion, pipeline  # noqa: E402
 
 PARTS = ("expand", "counts", "second_query")
 
@@ -106,7 +106,7 @@ def main() -> None:
                  for q in json.loads(path.read_text(encoding="utf-8"))]
     oracle = Oracle.open(Settings.from_env(root=args.root, data_dir=args.data))
     timer = Timer()
-    pipeline._expand = timer.wrap("expand", pipeline._expand)  # type: ignore[assignment]
+    fusion._expand = timer.wrap("expand", fusion._expand)  # type: ignore[assignment]
     store = oracle.store
     store.section_counts = timer.wrap("counts", store.section_counts)  # type: ignore[method-assign]
     second = timer.wrap("second_query", store.keyword_search, only_inside=True)

@@ -26,14 +26,14 @@ def dump(root: Path, data: Path) -> dict:
     from oracle_indexer.config import Settings
     from oracle_server.services.runtime.app import Oracle
     from oracle_server.services.vocabulary.models import SearchRequest
-    from oracle_server.services.capabilities.search import pipeline
+    from oracle_server.services.capabilities.search import legs, pipeline, plan
 
     queries = [q["query"] for f in QUESTIONS for q in json.loads(f.read_text(encoding="utf-8"))]
     oracle = Oracle.open(Settings.from_env(root=root, data_dir=data))
     out: dict = {"vector": {}, "search": {}}
     try:
         for q in queries:
-            hits = pipeline._vector_leg(oracle, q, pipeline.filters_for(SearchRequest(query=q)), pipeline.POOL)
+            hits = legs._vector_leg(oracle, q, pipeline.filters_for(SearchRequest(query=q)), plan.POOL)
             out["vector"][q] = [[h.id, round(h.score, 6)] for h in hits]
             for mode in ("hybrid", "fts", "vector"):
                 for n, shape in enumerate(SHAPES):

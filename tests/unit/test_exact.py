@@ -10,7 +10,7 @@ from _corpus import write
 from oracle_indexer.store.sqlite.exact import top
 from oracle_indexer.store.sqlite.multilingual import MultilingualIndex
 from oracle_server.services.vocabulary.models import SearchRequest
-from oracle_server.services.capabilities.search import pipeline
+from oracle_server.services.capabilities.search import legs, pipeline
 
 QUESTIONS = ("how do agents share a repository safely", "quote fts5 search terms", "what do quokkas eat",
              "feeding wild animals bread", "a note about nothing in particular")
@@ -38,7 +38,7 @@ def reference(oracle, vector: np.ndarray, n: int, ids: set[str] | None = None) -
 
 def leg(oracle, query: str, pool: int = 20, **request) -> list[tuple[str, float]]:
     filters = pipeline.filters_for(SearchRequest(query=query, **request))
-    return [(h.id, h.score) for h in pipeline._vector_leg(oracle, query, filters, pool)]
+    return [(h.id, h.score) for h in legs._vector_leg(oracle, query, filters, pool)]
 
 
 def same_ranking(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:

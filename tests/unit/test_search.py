@@ -386,12 +386,12 @@ def test_hybrid_embeds_the_question_on_one_core_while_the_keyword_leg_runs(searc
     if the legs ran one after the other. The results are the same."""
     import threading
 
-    from oracle_server.services.capabilities.search import pipeline
+    from oracle_server.services.capabilities.search import legs
 
     before = dump(run(search_index, "quote fts5 search terms", mode="hybrid"))
     started = threading.Event()
     seen: list[tuple[bool, bool]] = []
-    embed_query, keyword_leg = search_index.embedder.embed_query, pipeline._keyword_leg
+    embed_query, keyword_leg = search_index.embedder.embed_query, legs._keyword_leg
     search_thread = threading.get_ident()
 
     def embedding(query, beside=False):
@@ -404,7 +404,7 @@ def test_hybrid_embeds_the_question_on_one_core_while_the_keyword_leg_runs(searc
         return keyword_leg(*args)
 
     monkeypatch.setattr(search_index.embedder, "embed_query", embedding)
-    monkeypatch.setattr(pipeline, "_keyword_leg", keywords)
+    monkeypatch.setattr(legs, "_keyword_leg", keywords)
     assert dump(run(search_index, "quote fts5 search terms", mode="hybrid")) == before
     assert seen == [(True, True)]
 
@@ -435,7 +435,8 @@ def test_step_4_reads_made_early_give_the_same_ranking(search_index, monkeypatch
     import copy
     from dataclasses import replace
 
-    from oracle_server.services.capabilities.search import pipeline
+    from oracle_server.services.capabilities.search import adjust, fusion, legs
+    from oracle_server.services.capabilities.search import plan as plan_module
 
     calls: list[list[str] | None] = []
     scores = search_index.store.note_keyword_scores
@@ -446,21 +447,21 @@ def test_step_4_reads_made_early_give_the_same_ranking(search_index, monkeypatch
 
     monkeypatch.setattr(search_index.store, "note_keyword_scores", note_scores)
     if not every:
-        monkeypatch.setattr(pipeline, "EVERY_NOTE_MAX_MATCHES", 0)
-    plan = pipeline._plan(search_index, SearchRequest(query=query, mode="hybrid", limit=10))
-    legs = pipeline._run_legs(search_index, plan)
+        monkeypatch.setattr(legs, "EVERY_NOTE_MAX_MATCHES", 0)
+    plan = plan_module._plan(search_index, SearchRequest(query=query, mode="hybrid", limit=10))
+    legs = legs._run_legs(search_index, plan)
     assert legs.read is not None and legs.read.asked == {h.id for h in legs.fts}
     assert calls == ([None] if every else [])  # every matching note, once, while the vector leg ran
-    fusion = pipeline._fuse(search_index, plan, legs)
+    fusion = fusion._fuse(search_index, plan, legs)
     assert fusion.prefetched is not None and legs.expanded_with
     # each from its own copy of the candidates: step 4 adjusts their scores in place
-    early = pipeline._adjust(search_index, plan, legs, replace(fusion, fused=copy.deepcopy(fusion.fused)))
+    early = adjust._adjust(search_index, plan, legs, replace(fusion, fused=copy.deepcopy(fusion.fused)))
     if every:
         assert calls == [None]  # the notes expansion added are among them
     else:
         assert len(calls) in (1, 2)  # the legs' notes beside expansion, and those only expansion found, if any
     made = len(calls)
-    late = pipeline._adjust(search_index, plan, replace(legs, read=None),
+    late = adjust._adjust(search_index, plan, replace(legs, read=None),
                             replace(fusion, fused=copy.deepcopy(fusion.fused), prefetched=None))
     assert len(calls) == made + 1 and calls[-1] is not None
     if not every:

@@ -7,7 +7,7 @@ those few sections and rare in the index ("clipboard", "writetext") are the note
 question's meaning; a second keyword query with them finds the notes that share it: the learning beside its
 session retrospective, the page a paraphrase missed.
 
-The search (server/services/capabilities/search/pipeline.py `_expand`) takes the top EXPANSION_SOURCES sections of the
+The search (server/services/capabilities/search/fusion.py `_expand`) takes the top EXPANSION_SOURCES sections of the
 fused ranking (but for those only generic words put above a section holding a near-unique word of the question:
 `on_topic_sources`), picks
 EXPANSION_TERMS words here, runs the keyword leg again with these words alone, and mixes that ranking into the
