@@ -10,6 +10,7 @@ still become the note's concepts and date.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 # Headings under which a short block is bookkeeping, whatever its shape.
@@ -98,4 +99,79 @@ def block_date(text: str) -> str | None:
             match = _ISO_DATE.search(pair[1])
             if match:
                 return match.group(1)
+    return None
+
+
+# A design document's header (RFCs, PEPs, KEPs, Go proposals) dates it in a list of fields before its first section:
+# `- Start Date: 2014-03-11`, `Last updated: September 2, 2015`, `Created: 12-Feb-2014`. Read so that `list` orders
+# such notes by date and date filters filter them (issue 48: 648 RFCs came out undated, in file-name order).
+HEADER_DATE_KEYS = frozenset({
+    "date", "created", "created at", "created on", "updated", "last updated", "last update", "last modified",
+    "last revised", "modified",
+    "start date", "started", "published", "when", "accepted", "proposed",
+})
+HEADER_LINES = 30  # non-empty lines read before the first `##` heading: a header, never the body
+_MONTHS = {m: n for n, name in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
+                                          "september", "october", "november", "december"), start=1)
+           for m in (name, name[:3], name[:4])}
+_WRITTEN = (re.compile(r"\b([A-Za-z]{3,9})\.? (\d{1,2})(?:st|nd|rd|th)?,? (\d{4})\b"),  # September 2, 2015
+            re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?[ -]([A-Za-z]{3,9})\.?[ ,-]*(\d{4})\b"))  # 2 Sep 2015, 12-Feb-2014
+_SLASHED = re.compile(r"\b(\d{4})/(\d{1,2})/(\d{1,2})\b")
+_MONTH_YEAR = re.compile(r"\b([A-Za-z]{3,9})\.?,? (\d{4})\b")  # February 2016, October, 2015: the month's first day
+# a date field later on a line of other fields: `Author(s): Ann <ann@x> Last Updated: 2019-02-20`
+_INLINE = re.compile(r"(?i)\b(last updated?|last modified|created|start date|date)\s*:\s*(.+)")
+
+
+def written_date(value: str) -> str | None:
+    """An ISO date from a header value: `2014-03-11`, `2015/09/02`, `September 2, 2015`, `2 Sep 2015`, `12-Feb-2014`,
+    `February 2016` (its first day); None when it holds none, or one that is no calendar date."""
+    parts = _numeric_date(value) or _named_month_date(value)
+    if parts is None:
+        return None
+    try:
+        return dt.date(*parts).isoformat()
+    except ValueError:
+        return None
+
+
+def _numeric_date(value: str) -> tuple[int, int, int] | None:
+    """(year, month, day) of `2014-03-11` or `2015/09/02` in `value`."""
+    found = _ISO_DATE.search(value)
+    if found:
+        year, month, day = (int(x) for x in found.group(1).split("-"))
+        return year, month, day
+    slashed = _SLASHED.search(value)
+    return (int(slashed[1]), int(slashed[2]), int(slashed[3])) if slashed else None
+
+
+def _named_month_date(value: str) -> tuple[int, int, int] | None:
+    """(year, month, day) of a date with the month's name: with its day first or after, or without a day."""
+    for pattern, month_at, day_at in ((_WRITTEN[0], 1, 2), (_WRITTEN[1], 2, 1)):
+        match = pattern.search(value)
+        number = _MONTHS.get(match[month_at].lower()) if match else None
+        if match and number:
+            return int(match[3]), number, int(match[day_at])
+    whole = _MONTH_YEAR.search(value)
+    number = _MONTHS.get(whole[1].lower()) if whole else None
+    return (int(whole[2]), number, 1) if whole and number else None
+
+
+def header_date(lines: list[str]) -> str | None:
+    """The date a note's header gives (see HEADER_DATE_KEYS), read from the lines before its first `##` heading."""
+    seen = 0
+    for line in lines:
+        if line.startswith("## "):
+            break
+        if not line.strip():
+            continue
+        seen += 1
+        if seen > HEADER_LINES:
+            break
+        pair = _key_value(line)
+        if not (pair and pair[0] in HEADER_DATE_KEYS):
+            inline = _INLINE.search(line)
+            pair = (inline[1].lower(), inline[2]) if inline else None
+        found = written_date(pair[1][:MAX_VALUE]) if pair else None
+        if found:
+            return found
     return None

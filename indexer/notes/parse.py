@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from oracle_indexer.notes.blocks import block_date, block_tags, is_metadata_block
+from oracle_indexer.notes.blocks import block_date, block_tags, header_date, is_metadata_block
 from oracle_indexer.notes.concepts import concept_text, extract_concepts, normalise_tags
 from oracle_indexer.notes.fields import FieldValue, note_fields
 from oracle_indexer.notes.freshness import note_freshness_dates
@@ -33,7 +33,8 @@ SPLIT_LEVEL = {"principle": 3, "learning": 2, "retro": 2, "note": 2}
 # text, concepts, fields or dates. Every index records the version that parsed it (meta `parser_version`) and
 # re-parses its notes once on the next sync when it is older (indexer/worker/sync.py): an upgrade does not leave
 # notes parsed the old way until `oracle index --full`. 2: `## Context`-style headings are no concepts (session 15).
-PARSER_VERSION = 2
+# 3: a design document's header fields date it (`Start Date:`, `Last updated:`: indexer/notes/blocks.py header_date).
+PARSER_VERSION = 3
 
 # Only the opening `#`s are a regex; the rest of the line is cut with str methods (see `_heading`): the
 # obvious one-regex form `(.+?)(?:[ \t]+#+)?[ \t]*$` backtracks quadratically on a long run of spaces
@@ -762,6 +763,7 @@ def parse_markdown(text: str, file: str, doc_type: str) -> ParsedFile:  # noqa: 
         found_tags = [t for block in folded for t in normalise_tags(block_tags(block))]
         tags = list(dict.fromkeys(tags + found_tags))[: max(MAX_TAGS, len(tags))]
         date = date or next((d for d in map(block_date, folded) if d), None)
+    date = date or header_date(lines)
     for section in sections:
         heading = " > ".join(section.heading_path)
         if section.heading_line is None:
