@@ -57,15 +57,28 @@ def reflect(oracle: Oracle, request: ReflectRequest, client: str = "cli", rng: r
     types = REFLECT_TYPES if request.type == "all" else (request.type,)
     # Whole sections only: a lone bullet out of context reads poorly.
     count = oracle.store.whole_section_count(types)
+    if count == 0 and request.type == "all":  # a base of RFCs or handbook pages: reflect on the notes there are
+        types = DOC_TYPES
+        count = oracle.store.whole_section_count(types)
     if count == 0:
-        raise NotFound(f"no {' or '.join(types)} notes are indexed yet; add some or run `oracle index`")
+        raise NotFound(_nothing_to_reflect_on(oracle, types))
     pick = (rng or random).randrange(count)
     section = oracle.store.whole_section_at(types, pick)
     if section is None:  # another process removed sections between the count and the pick
-        raise NotFound(f"no {' or '.join(types)} notes are indexed yet; add some or run `oracle index`")
+        raise NotFound(_nothing_to_reflect_on(oracle, types))
     doc = document_from_section(section)
     oracle.logs.log_access(client, "reflect", [doc.id])
     return doc
+
+
+def _nothing_to_reflect_on(oracle: Oracle, types: tuple[str, ...]) -> str:
+    """What is true when reflect finds nothing (issue 48: it said "run oracle index" with 648 notes indexed)."""
+    notes = oracle.store.counts()["files"]
+    if notes == 0:
+        return "the index is empty: add notes to the knowledge root, or run `oracle index`"
+    by_type = ", ".join(f"{n} {t}" for t, n in sorted(oracle.store.notes_by_type().items()))
+    return (f"none of the {notes} indexed notes ({by_type}) is a {' or '.join(types)}: ask for another type, search"
+            " them (oracle_search), or type a folder in oracle.toml's [types]")
 
 
 def list_documents(oracle: Oracle, request: ListRequest) -> ListResult:
