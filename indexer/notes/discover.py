@@ -316,19 +316,26 @@ def read_inside(path: Path, root: Path, max_bytes: int, layout: Layout | dict[st
             raise Unreadable(reason)
         if st.st_size > max_bytes:
             raise TooLarge(too_large(st.st_size, max_bytes))
-        chunks: list[bytes] = []
-        left = max_bytes + 1  # a file that grows while read is cut here and reported as too large
-        while left > 0:
-            block = os.read(fd, min(left, 1 << 20))
-            if not block:
-                break
-            chunks.append(block)
-            left -= len(block)
-        if left <= 0:
+        data = read_capped(fd, max_bytes)
+        if data is None:
             raise TooLarge(too_large(max_bytes + 1, max_bytes))
-        return b"".join(chunks)
+        return data
     finally:
         os.close(fd)
+
+
+def read_capped(fd: int, max_bytes: int) -> bytes | None:
+    """The bytes of an open file, or None when it holds more than `max_bytes` (one that grows while it is read is
+    cut there): never more than `max_bytes` + 1 in memory."""
+    chunks: list[bytes] = []
+    left = max_bytes + 1
+    while left > 0:
+        block = os.read(fd, min(left, 1 << 20))
+        if not block:
+            break
+        chunks.append(block)
+        left -= len(block)
+    return None if left <= 0 else b"".join(chunks)
 
 
 def discover(root: Path, rules: Layout | dict[str, str]) -> Discovery:

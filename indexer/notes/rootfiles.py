@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from oracle_indexer.digest import token_hex
-from oracle_indexer.notes.discover import MARKDOWN_SUFFIXES, is_ignored_name
+from oracle_indexer.notes.discover import MARKDOWN_SUFFIXES, is_ignored_name, read_capped
 
 MAX_PATH_CHARS = 1024  # longer than any real note name; a row this long is refused rather than walked
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -170,16 +170,10 @@ class RootFiles:
                 raise PathRefused(f"{shown(rel)} is not a regular file")
             if st.st_size > max_bytes:
                 raise PathRefused(f"{shown(rel)} is larger than the {max_bytes:,}-byte limit (ORACLE_MAX_FILE_BYTES)")
-            chunks, left = [], max_bytes + 1
-            while left > 0:
-                block = os.read(fd, min(left, 1 << 20))
-                if not block:
-                    break
-                chunks.append(block)
-                left -= len(block)
-            if left <= 0:
+            data = read_capped(fd, max_bytes)
+            if data is None:
                 raise PathRefused(f"{shown(rel)} grew past the {max_bytes:,}-byte limit while it was read")
-            return b"".join(chunks)
+            return data
         finally:
             os.close(fd)
 
