@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 SCRIPT = Path(sys.executable).parent / "oracle"  # the console script pip installed beside the interpreter
@@ -131,3 +134,35 @@ def stop_engines(runtime_dir: str | Path, timeout: float = 30.0) -> list[int]:
             except ProcessLookupError:
                 pass
     return pids
+
+
+def clean_env(**values: str) -> dict[str, str]:
+    """This process's environment without any ORACLE_* setting of the caller's shell, plus `values`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
+    env.update(PYTHONIOENCODING="utf-8", **values)
+    return env
+
+
+def indexed_folder(base: Path, notes: dict[str, str], timeout: float = 600) -> Path:
+    """`base/root` holding `notes` ({relative path: text}), indexed by a real `oracle index` into `base/data`;
+    returns `base` (a module fixture's, copied per test by `private_copy`)."""
+    for rel, text in notes.items():
+        (base / "root" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (base / "root" / rel).write_text(text, encoding="utf-8")
+    env = clean_env(ORACLE_ROOT=str(base / "root"), ORACLE_DATA_DIR=str(base / "data"))
+    subprocess.run([*oracle_cmd(), "index"], env=env, check=True, capture_output=True, timeout=timeout)
+    return base
+
+
+def private_copy(indexed: Path, tmp_path: Path, **extra: str) -> Iterator[dict[str, str]]:
+    """For a fixture to yield from: the environment of a private copy of an `indexed_folder` (its root and data dir),
+    with a private handshake cache and a short private runtime folder (a Unix socket's path has at most 107 bytes);
+    every engine started there is stopped at the end."""
+    for part in ("root", "data"):
+        shutil.copytree(indexed / part, tmp_path / part)
+    runtime = Path(tempfile.mkdtemp(prefix="oe-"))
+    yield clean_env(ORACLE_ROOT=str(tmp_path / "root"), ORACLE_DATA_DIR=str(tmp_path / "data"),
+                    ORACLE_CACHE_DIR=str(tmp_path / "cache"), ORACLE_RUNTIME_DIR=str(runtime / "run"), **extra)
+    stop_engines(runtime / "run")
+    shutil.rmtree(runtime, ignore_errors=True)
+

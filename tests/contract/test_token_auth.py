@@ -32,13 +32,18 @@ NOTE = "---\ntitle: Wombat burrows\n---\n# Wombat burrows\n\nA burrow has two ex
 def kb(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.delenv("ORACLE_TOKEN", raising=False)
     monkeypatch.delenv("ORACLE_REQUIRE_TOKEN", raising=False)
-    root = tmp_path / "root"
-    (root / "learnings").mkdir(parents=True)
-    (root / NOTE_REL).write_text(NOTE, encoding="utf-8")
-    oracle = open_oracle(root, tmp_path / "data", **store_overrides(request.param))
+    oracle = one_note_oracle(tmp_path, **store_overrides(request.param))
     oracle.indexer.sync(vectors=False)
     yield oracle
     oracle.close()
+
+
+def one_note_oracle(tmp_path: Path, **overrides: Any) -> Any:
+    """An Oracle over `tmp_path/root` holding NOTE (not indexed yet), its data dir beside it."""
+    root = tmp_path / "root"
+    (root / "learnings").mkdir(parents=True)
+    (root / NOTE_REL).write_text(NOTE, encoding="utf-8")
+    return open_oracle(root, tmp_path / "data", **overrides)
 
 
 def tokens_of(oracle: Any) -> Any:
@@ -176,10 +181,8 @@ def test_a_damaged_token_row_is_skipped_with_a_warning_and_names_print_escaped(
 
     monkeypatch.delenv("ORACLE_TOKEN", raising=False)
     url = _pg.new_database()
-    root = tmp_path / "root"
-    (root / "learnings").mkdir(parents=True)
-    (root / NOTE_REL).write_text(NOTE, encoding="utf-8")
-    kb = open_oracle(root, tmp_path / "data", database_url=url)
+    kb = one_note_oracle(tmp_path, database_url=url)
+    root = kb.settings.root
     cli = tokens_of(kb)
     try:
         alice = cli.add("alice", "write")
@@ -225,10 +228,7 @@ def test_a_token_revoked_before_an_outage_stays_refused_during_it(tmp_path: Path
 
     monkeypatch.delenv("ORACLE_TOKEN", raising=False)
     url = own_pg.new_database()
-    root = tmp_path / "root"
-    (root / "learnings").mkdir(parents=True)
-    (root / NOTE_REL).write_text(NOTE, encoding="utf-8")
-    kb = open_oracle(root, tmp_path / "data", database_url=url)
+    kb = one_note_oracle(tmp_path, database_url=url)
     cli = tokens_of(kb)
     try:
         alice, bob = cli.add("alice", "write"), cli.add("bob", "read")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import stat
@@ -32,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import Implementation
 
 from _mcp import legacy_subscribe
-from _procs import oracle_cmd, stop_engines
+from _procs import indexed_folder, oracle_cmd, private_copy
 
 PROJECT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(PROJECT))
@@ -46,29 +45,13 @@ NOTE = "# Retry with backoff\n\n## Pattern\n\nRetry failed network calls with ex
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("engine")
-    (base / "root" / "learnings").mkdir(parents=True)
-    (base / "root" / "learnings" / "retry.md").write_text(NOTE, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(ORACLE_ROOT=str(base / "root"), ORACLE_DATA_DIR=str(base / "data"), PYTHONIOENCODING="utf-8")
-    subprocess.run([*oracle_cmd(), "index"], env=env, check=True, capture_output=True, timeout=300)
-    return base
+    return indexed_folder(tmp_path_factory.mktemp("engine"), {"learnings/retry.md": NOTE}, timeout=300)
 
 
 @pytest.fixture
 def kb(indexed: Path, tmp_path: Path) -> Iterator[dict[str, str]]:
-    """A private copy of the indexed root and data dir, a private handshake cache and a short private runtime
-    folder (a Unix socket path has ~100 bytes); every engine started there is stopped at the end."""
-    for part in ("root", "data"):
-        shutil.copytree(indexed / part, tmp_path / part)
-    runtime = Path(tempfile.mkdtemp(prefix="oe-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(ORACLE_ROOT=str(tmp_path / "root"), ORACLE_DATA_DIR=str(tmp_path / "data"),
-               ORACLE_CACHE_DIR=str(tmp_path / "cache"), ORACLE_RUNTIME_DIR=str(runtime / "run"),
-               PYTHONIOENCODING="utf-8")
-    yield env
-    stop_engines(runtime / "run")
-    shutil.rmtree(runtime, ignore_errors=True)
+    """A private copy of the indexed root and data dir (`private_copy`); every engine started there is stopped."""
+    yield from private_copy(indexed, tmp_path)
 
 
 class Session:

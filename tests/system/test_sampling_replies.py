@@ -8,17 +8,13 @@ answers without variants, saying why."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from _corpus import write
-from _procs import oracle_cmd, stop_engines
+from _procs import indexed_folder, private_copy
 from _wire import Wire
 
 pytestmark = pytest.mark.slow
@@ -35,28 +31,13 @@ BROKEN = {  # json.dumps writes a lone surrogate as the escape \ud800, as a clie
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("sampling-replies")
-    write(base / "root/learnings/rollout.md", "# Bad gateway during rollouts\n\n## Lesson\n\nDrain connections first.\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(ORACLE_ROOT=str(base / "root"), ORACLE_DATA_DIR=str(base / "data"), PYTHONIOENCODING="utf-8")
-    import subprocess
-
-    subprocess.run([*oracle_cmd(), "index"], env=env, check=True, capture_output=True, timeout=600)
-    return base
+    notes = {"learnings/rollout.md": "# Bad gateway during rollouts\n\n## Lesson\n\nDrain connections first.\n"}
+    return indexed_folder(tmp_path_factory.mktemp("sampling-replies"), notes)
 
 
 @pytest.fixture
 def env(indexed: Path, tmp_path: Path) -> Iterator[dict[str, str]]:
-    for part in ("root", "data"):
-        shutil.copytree(indexed / part, tmp_path / part)
-    runtime = Path(tempfile.mkdtemp(prefix="os-"))  # short: a unix socket's path is at most 107 bytes
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(ORACLE_ROOT=str(tmp_path / "root"), ORACLE_DATA_DIR=str(tmp_path / "data"), ORACLE_SAMPLING="1",
-               ORACLE_CACHE_DIR=str(tmp_path / "cache"), ORACLE_RUNTIME_DIR=str(runtime / "run"),
-               PYTHONIOENCODING="utf-8")
-    yield env
-    stop_engines(runtime / "run")
-    shutil.rmtree(runtime, ignore_errors=True)
+    yield from private_copy(indexed, tmp_path, ORACLE_SAMPLING="1")
 
 
 def _handshake(wire: Wire) -> None:

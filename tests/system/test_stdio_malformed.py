@@ -30,8 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from _corpus import write
-from _procs import oracle_cmd, stop_engines
+from _procs import indexed_folder, private_copy, stop_engines
 from _wire import Wire
 
 pytestmark = pytest.mark.slow
@@ -40,26 +39,13 @@ HANG = 120.0  # a ceiling that only catches a hang
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("h4-stdio")
-    write(base / "root/learnings/retry.md", "# Retry\n\n## Pattern\n\nRetry with exponential backoff.\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(ORACLE_ROOT=str(base / "root"), ORACLE_DATA_DIR=str(base / "data"), PYTHONIOENCODING="utf-8")
-    subprocess.run([*oracle_cmd(), "index"], env=env, check=True, capture_output=True, timeout=600)
-    return base
+    notes = {"learnings/retry.md": "# Retry\n\n## Pattern\n\nRetry with exponential backoff.\n"}
+    return indexed_folder(tmp_path_factory.mktemp("h4-stdio"), notes)
 
 
 @pytest.fixture
 def env(indexed: Path, tmp_path: Path) -> Iterator[dict[str, str]]:
-    for part in ("root", "data"):
-        shutil.copytree(indexed / part, tmp_path / part)
-    runtime = Path(tempfile.mkdtemp(prefix="oe-"))  # short: a unix socket's path is at most 107 bytes
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORACLE_")}
-    env.update(ORACLE_ROOT=str(tmp_path / "root"), ORACLE_DATA_DIR=str(tmp_path / "data"),
-               ORACLE_CACHE_DIR=str(tmp_path / "cache"), ORACLE_RUNTIME_DIR=str(runtime / "run"),
-               PYTHONIOENCODING="utf-8")
-    yield env
-    stop_engines(runtime / "run")
-    shutil.rmtree(runtime, ignore_errors=True)
+    yield from private_copy(indexed, tmp_path)
 
 
 MALFORMED = [
