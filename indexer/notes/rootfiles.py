@@ -66,11 +66,17 @@ def path_problem(rel: object) -> str | None:
     return None
 
 
+def named_problem(rel: object) -> str | None:
+    """`path_problem` as a message naming the path (escaped), or None."""
+    problem = path_problem(rel)
+    return f"{shown(rel)} {problem}" if problem else None
+
+
 def check_path(rel: object) -> str:
     """`rel` itself when it is a usable note name; PathRefused otherwise."""
-    problem = path_problem(rel)
+    problem = named_problem(rel)
     if problem:
-        raise PathRefused(f"{shown(rel)} {problem}")
+        raise PathRefused(problem)
     return rel  # type: ignore[return-value]  # path_problem checked it is a str
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from oracle_indexer.config import Settings
 from oracle_indexer.notes.discover import Discovery, discover, note_type
-from oracle_indexer.notes.rootfiles import PathRefused, RootFiles, path_problem, shown
+from oracle_indexer.notes.rootfiles import PathRefused, RootFiles, named_problem, shown
 from oracle_indexer.store.backends import open_copy_state, open_revisions
 from oracle_indexer.store.errors import Conflict
 from oracle_indexer.store.protocols import IndexStore
@@ -157,14 +157,14 @@ class WorkingCopy:
         self._queue, self._deletions = [], []
         if paths is None:
             found = found or discover(self.root, self.settings.layout)
-            local = {f.rel for f in found.files if not self._refuse(f.rel, _problem(f.rel), report)}
+            local = {f.rel for f in found.files if not self._refuse(f.rel, named_problem(f.rel), report)}
             heads = self.revisions.heads()
             bases = self.state.bases()
             candidates = set(local) | set(bases) | set(heads)
             seen = max((h.seq for h in heads.values()), default=0)
             self._guard(bases, local, force)
         else:
-            candidates = {rel for rel in paths if not self._refuse(rel, _problem(rel), report)}
+            candidates = {rel for rel in paths if not self._refuse(rel, named_problem(rel), report)}
             heads = self.revisions.heads(candidates)
             bases = self.state.bases(candidates)
             local = {rel for rel in candidates if self.syncable(rel) and self._present(rel, report)}
@@ -490,12 +490,6 @@ class WorkingCopy:
         head = self.revisions.heads([rel]).get(rel)
         expect: str | None | bool = False if head is None else (None if head.deleted else head.hash)
         return self._commit(rel, text, expect=expect, base=head.hash if head else None, author=author)
-
-
-def _problem(rel: str) -> str | None:
-    """Why no machine may act on a note named `rel` (naming it), or None."""
-    problem = path_problem(rel)
-    return f"{shown(rel)} {problem}" if problem else None
 
 
 def _why(rel: str, exc: BaseException) -> str:

@@ -477,11 +477,10 @@ def cmd_database(args: argparse.Namespace) -> int:
 
     from oracle_indexer.config import ConfigError, Settings
     from oracle_indexer.database_choice import allow, where
-    from oracle_indexer.rootconfig import load_layout
 
     try:
         settings = Settings.from_env(root=args.root, data_dir=args.data_dir)
-        named = load_layout(settings.root, {}).database_url
+        named = settings.layout.database_url  # what oracle.toml names, used or not
     except ConfigError as exc:
         return _print_error(2, f"database: {exc}")
     if args.action == "allow":
