@@ -180,7 +180,7 @@ class WorkingCopy:
                 continue
             self._decide_one(rel, rel in local, bases.get(rel), heads, author, report, changed, pending, taken)
         self._send(report, changed)
-        self._send_deletions(report, changed, force)
+        self._send_deletions(report, changed, force, whole_folder=paths is None)
         if pending:
             contents = self.revisions.head_contents([h for _, h, _ in pending], self.settings.max_file_bytes)
             for rel, head, mine in pending:
@@ -382,7 +382,8 @@ class WorkingCopy:
                 report.pushed.append(commit.path)
                 report.live.add(commit.path)
 
-    def _send_deletions(self, report: CopyReport, changed: dict[str, Base | None], force: bool) -> None:
+    def _send_deletions(self, report: CopyReport, changed: dict[str, Base | None], force: bool,
+                        whole_folder: bool) -> None:
         """The tombstones this reconcile decided, unless with those this machine sent in the last GUARD_WINDOW they
         pass the cap: then none is sent, each file's base is kept (its next sync decides again), and the report
         says how to send them. A head that moved meanwhile is left for the next sync."""
@@ -391,7 +392,9 @@ class WorkingCopy:
             return
         recent = self.revisions.deletions_since(self.machine, time.time() - GUARD_WINDOW)
         cap = deletion_cap(self.state.count())
-        if not force and recent + max(len(deletions), self._missing(cap)) > cap:
+        # a sync of the whole folder decided every deletion there is; a file event names a few of what went
+        gone = len(deletions) if whole_folder else max(len(deletions), self._missing(deletions, cap))
+        if not force and recent + gone > cap:
             now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
             for rel, *_ in deletions:
                 self.held.setdefault(rel, now)
@@ -412,15 +415,19 @@ class WorkingCopy:
             report.tombstoned.append(rel)
             changed[rel] = None
 
-    def _missing(self, cap: int) -> int:
-        """How many synced notes are gone from the folder now, counted up to just past `cap`: a file event names
-        a few of a moved subfolder's notes, the folder tells how many went with them (a stat each)."""
+    def _missing(self, deletions: list[tuple[str, str | None, str, str | None]], cap: int) -> int:
+        """How many synced notes are gone from the folders of `deletions` (and below), counted up to just past
+        `cap`: a file event names a few of a moved subfolder's notes, the folder tells how many went with them. A stat
+        per synced note of those folders only, not of the whole copy."""
+        folders = {rel.rpartition("/")[0] for rel, *_ in deletions}
+        prefixes = tuple(f + "/" for f in folders if f)
         missing = 0
         for rel in self.state.bases():
-            if not self.files.exists(rel):
-                missing += 1
-                if missing > cap:
-                    break
+            if ("" not in folders and not rel.startswith(prefixes)) or self.files.exists(rel):
+                continue
+            missing += 1
+            if missing > cap:
+                break
         return missing
 
     def _commit(self, rel: str, data: bytes | None, *, expect: str | None | bool, base: str | None,
